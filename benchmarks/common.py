@@ -1,0 +1,46 @@
+"""Shared by the benchmark scripts: where the shared data is, printing a table, writing the JSON result."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import datetime, timezone
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.environ.get("LAKESCOUT_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
+RESULTS = os.path.join(ROOT, "benchmarks", "results")
+
+
+def shared_path(*parts: str) -> str | None:
+    """Path of a shared benchmark data set, or None (with a message) when it is not there."""
+    path = os.path.join(SHARED, "benchmarks", *parts)
+    if not os.path.exists(path):
+        print(f"skipping: {path} not found (set LAKESCOUT_SHARED to the folder holding benchmarks/)", file=sys.stderr)
+        return None
+    return path
+
+
+def print_table(rows: list[dict], columns: list[str]) -> None:
+    cells = [[_fmt(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) if cells else len(c) for i, c in enumerate(columns)]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
+    print("  ".join("-" * w for w in widths))
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) < 100 else f"{v:.1f}"
+    return "" if v is None else str(v)
+
+
+def write_result(name: str, payload: dict) -> str:
+    os.makedirs(RESULTS, exist_ok=True)
+    path = os.path.join(RESULTS, f"{name}.json")
+    payload = {"benchmark": name, "at": datetime.now(timezone.utc).isoformat(), "machine": {"cpus": os.cpu_count()},
+               **payload}
+    with open(path, "w") as fh:
+        json.dump(payload, fh, indent=2, default=str)
+    print(f"\nwrote {path}")
+    return path

@@ -1,0 +1,206 @@
+"""Encoder quality: union ranking on UGEN-V1 and value distances on AutoFJ.
+
+1. ``../shared/benchmarks/ugen_v1``: rank the 1000 lake tables for each of the 50 queries by (a) exhaustive maximum
+   bipartite matching of hash column vectors (sum of matched cosine similarities), (b) the mean table vector, (c) the
+   TACTUS table encoder trained on the lake tables (queries excluded); MAP@10 / P@10 / R@10 as in TACTUS §6.1.
+2. ``../shared/benchmarks/autofj``: distance percentiles of ground-truth pairs (those that differ after
+   normalisation) and of random value pairs, for the hash encoder and the ``join`` encoder trained on the lake's
+   distinct values; shares within tau = 6 % of the maximum distance (0.12).
+
+Prints tables and writes ``benchmarks/results/encoders.json``.  Usage:
+``python benchmarks/encoders.py [--table-epochs N] [--join-steps N]``.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from discovery.encoders import (HashEncoder, JoinEncoderConfig, TableEncoderConfig, train_join_encoder,  # noqa: E402
+                                train_table_encoder)
+from discovery.encoders.columns import parse_numbers  # noqa: E402
+from discovery.encoders.hash_encoder import prepare_strings  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "benchmarks"
+K = 10
+TAU = 0.12
+
+
+def load_ugen_table(path: Path) -> list[list[str | None]]:
+    """Columns of a UGEN table (cells separated by ' | ', first line is the header)."""
+    lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    rows = [[c.strip() for c in line.split(" | ")] for line in lines]
+    width = len(rows[0])
+    return [[r[j] if j < len(r) else None for r in rows[1:]] for j in range(width)]
+
+
+def infer_kind(column: list[str | None]) -> str:
+    """"float" when at least 90 % of non-empty cells are numbers, else "string"."""
+    cells = [c for c in column if c]
+    if not cells:
+        return "string"
+    return "float" if np.isfinite(parse_numbers(cells)).mean() >= 0.9 else "string"
+
+
+def metrics(ranked: list[str], truth: set[str]) -> tuple[float, float, float]:
+    """TACTUS §6.1: MAP@k = (1/k) sum_i P@i, P@k, R@k."""
+    hits = np.array([t in truth for t in ranked[:K]], dtype=float)
+    p_at = np.cumsum(hits) / np.arange(1, K + 1)
+    return float(p_at.mean()), float(hits.sum() / K), float(hits.sum() / max(len(truth), 1))
+
+
+def bipartite_score(q: np.ndarray, t: np.ndarray) -> float:
+    sim = q @ t.T
+    r, c = linear_sum_assignment(sim, maximize=True)
+    return float(sim[r, c].sum())
+
+
+def union_benchmark(table_epochs: int) -> dict:
+    root = DATA / "ugen_v1"
+    lake_names = sorted(p.name for p in (root / "datalake").glob("*.csv"))
+    query_names = sorted(p.name for p in (root / "query").glob("*.csv"))
+    truth: dict[str, set[str]] = {}
+    with open(root / "groundtruth.csv", newline="") as fh:
+        for row in csv.DictReader(fh):
+            if row["unionable"].strip() == "1":
+                truth.setdefault(row["query_table"], set()).add(row["data_lake_table"])
+    lake = [load_ugen_table(root / "datalake" / n) for n in lake_names]
+    queries = [load_ugen_table(root / "query" / n) for n in query_names]
+    lake_kinds = [[infer_kind(c) for c in t] for t in lake]
+    query_kinds = [[infer_kind(c) for c in t] for t in queries]
+    encoder = HashEncoder()
+
+    t0 = time.perf_counter()
+    lake_cols = [np.stack([encoder.encode_column(c, k) for c, k in zip(t, ks)]) for t, ks in zip(lake, lake_kinds)]
+    query_cols = [np.stack([encoder.encode_column(c, k) for c, k in zip(t, ks)])
+                  for t, ks in zip(queries, query_kinds)]
+    column_seconds = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    table_encoder = train_table_encoder(lake, encoder, TableEncoderConfig(epochs=table_epochs), lake_kinds)
+    train_seconds = time.perf_counter() - t0
+
+    mean_lake = np.stack([encoder.encode_table(c) for c in lake_cols])
+    mean_query = np.stack([encoder.encode_table(c) for c in query_cols])
+    t0 = time.perf_counter()
+    tact_lake = np.stack([table_encoder.encode_table(c) for c in lake_cols])
+    table_seconds = time.perf_counter() - t0
+    tact_query = np.stack([table_encoder.encode_table(c) for c in query_cols])
+
+    results: dict[str, list[tuple[float, float, float]]] = {"bipartite": [], "mean": [], "tactus": []}
+    timings = {"bipartite": 0.0, "mean": 0.0, "tactus": 0.0}
+    for qi, qname in enumerate(query_names):
+        gt = truth.get(qname, set())
+        t0 = time.perf_counter()
+        scores = np.array([bipartite_score(query_cols[qi], c) for c in lake_cols])
+        timings["bipartite"] += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        mean_scores = mean_lake @ mean_query[qi]
+        timings["mean"] += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        tact_scores = tact_lake @ tact_query[qi]
+        timings["tactus"] += time.perf_counter() - t0
+        for name, s in (("bipartite", scores), ("mean", mean_scores), ("tactus", tact_scores)):
+            order = np.lexsort((np.arange(len(lake_names)), -s))
+            results[name].append(metrics([lake_names[i] for i in order[:K]], gt))
+
+    print(f"\nUGEN-V1 union search, {len(lake_names)} lake tables, {len(query_names)} queries, k={K}")
+    print(f"{'method':<12}{'MAP@10':>8}{'P@10':>8}{'R@10':>8}{'query time / mean':>20}")
+    summary = {}
+    for name, rows in results.items():
+        m = np.mean(rows, axis=0)
+        ratio = timings[name] / max(timings["mean"], 1e-9)
+        summary[name] = {"map": m[0], "precision": m[1], "recall": m[2], "query_time_ratio_vs_mean": ratio}
+        print(f"{name:<12}{m[0]:>8.3f}{m[1]:>8.3f}{m[2]:>8.3f}{ratio:>19.1f}x")
+    print(f"column vectors: {column_seconds:.1f} s; table encoder training ({table_epochs} epochs): "
+          f"{train_seconds:.1f} s; table vectors of the lake: {table_seconds:.2f} s")
+    summary.update(column_vector_seconds=column_seconds, table_train_seconds=train_seconds,
+                   table_epochs=table_epochs, table_encoder_version=table_encoder.version)
+    return summary
+
+
+def distance_benchmark(join_steps: int) -> dict:
+    root = DATA / "autofj"
+    values: set[str] = set()
+    pairs: list[tuple[str, str]] = []
+    for d in sorted(p for p in root.iterdir() if p.is_dir()):
+        for side in ("left.csv", "right.csv"):
+            with open(d / side, newline="", encoding="utf-8") as fh:
+                values.update(r["title"] for r in csv.DictReader(fh))
+        with open(d / "gt.csv", newline="", encoding="utf-8") as fh:
+            pairs.extend((r["title_l"], r["title_r"]) for r in csv.DictReader(fh))
+    lake = sorted(values)
+    left = prepare_strings([a for a, _ in pairs], True)
+    right = prepare_strings([b for _, b in pairs], True)
+    differ = [i for i in range(len(pairs)) if left[i] != right[i]]
+    rng = np.random.default_rng(0)
+    ra, rb = rng.integers(0, len(lake), 50_000), rng.integers(0, len(lake), 50_000)
+    keep = ra != rb
+    ra, rb = ra[keep], rb[keep]
+
+    t0 = time.perf_counter()
+    join = train_join_encoder(lake, JoinEncoderConfig(steps=join_steps))
+    train_seconds = time.perf_counter() - t0
+
+    print(f"\nAutoFJ value distances: {len(pairs)} ground-truth pairs ({len(differ)} differ after normalisation), "
+          f"{len(lake)} distinct lake values, {keep.sum()} random pairs; tau = {TAU} (6 % of max distance 2)")
+    print(f"{'encoder':<8}{'gt p10':>8}{'p50':>7}{'p90':>7}{'gt<=tau':>9}{'all gt<=tau':>12}"
+          f"{'rand p10':>10}{'p50':>7}{'p90':>7}{'rand<=tau':>11}")
+    summary = {"join_train_seconds": train_seconds, "join_steps": join_steps, "join_version": join.version}
+    for enc in (HashEncoder(), join):
+        t0 = time.perf_counter()
+        a = enc.encode_values([pairs[i][0] for i in range(len(pairs))])
+        b = enc.encode_values([pairs[i][1] for i in range(len(pairs))])
+        vecs = enc.encode_values(lake)
+        encode_seconds = time.perf_counter() - t0
+        dist = np.linalg.norm(a - b, axis=1)
+        gt = dist[differ]
+        rand = np.linalg.norm(vecs[ra] - vecs[rb], axis=1)
+        row = {"gt_percentiles": np.percentile(gt, [10, 50, 90]).tolist(), "gt_within_tau": float((gt <= TAU).mean()),
+               "all_gt_within_tau": float((dist <= TAU).mean()),
+               "random_percentiles": np.percentile(rand, [10, 50, 90]).tolist(),
+               "random_within_tau": float((rand <= TAU).mean()), "encode_seconds": encode_seconds}
+        summary[enc.kind] = row
+        g, r = row["gt_percentiles"], row["random_percentiles"]
+        print(f"{enc.kind:<8}{g[0]:>8.3f}{g[1]:>7.3f}{g[2]:>7.3f}{row['gt_within_tau']:>9.1%}"
+              f"{row['all_gt_within_tau']:>12.1%}{r[0]:>10.3f}{r[1]:>7.3f}{r[2]:>7.3f}{row['random_within_tau']:>11.3%}")
+    ratio = summary["join"]["encode_seconds"] / summary["hash"]["encode_seconds"]
+    print(f"join encoder training ({join_steps} steps): {train_seconds:.1f} s; encoding time join / hash: {ratio:.2f}x")
+    summary["encode_time_ratio_join_vs_hash"] = ratio
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--table-epochs", type=int, default=20)
+    parser.add_argument("--join-steps", type=int, default=JoinEncoderConfig().steps)
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    out: dict = {}
+    if (DATA / "ugen_v1" / "groundtruth.csv").exists():
+        out["ugen_v1"] = union_benchmark(args.table_epochs)
+    else:
+        print(f"skipping union benchmark: {DATA / 'ugen_v1'} not found")
+    if (DATA / "autofj").is_dir():
+        out["autofj"] = distance_benchmark(args.join_steps)
+    else:
+        print(f"skipping value-distance benchmark: {DATA / 'autofj'} not found")
+    results = ROOT / "benchmarks" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "encoders.json").write_text(json.dumps(out, indent=2, default=float))
+    print(f"\nwrote {results / 'encoders.json'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""lake_refresh: bring the Lakescout index up to date with the lake and publish a snapshot.
+
+Stages run as spark-submit applications on the connection ``spark_default`` (``local[*]`` by default; point it at a
+standalone, YARN or Kubernetes master to scale out).  Every stage is incremental and idempotent: it works out from the
+catalog what changed, commits once per refresh (a retried task does not commit twice) and leaves the published
+snapshot untouched until the final ``publish`` task, which emits the ``lakescout_snapshot`` asset that query DAGs can
+be scheduled on.  ``max_active_runs=1`` keeps one writer per Delta table.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from datetime import datetime, timedelta
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import Asset, Param, dag, task
+
+from discovery.config import load_config
+from spark_jobs.stages import STAGES
+
+LAKE = os.environ.get("LAKESCOUT_LAKE", os.path.abspath("sample_lake"))
+WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
+SNAPSHOT_ASSET = Asset(name="lakescout_snapshot", uri=f"file://{os.path.abspath(WAREHOUSE)}/snapshots")
+
+
+def _application(module: str) -> str:
+    spec = importlib.util.find_spec(f"spark_jobs.{module}")
+    if spec is None or spec.origin is None:
+        raise ImportError(f"spark_jobs.{module} is not installed")
+    return spec.origin
+
+
+@dag(
+    dag_id="lake_refresh",
+    description="Incremental refresh of the Lakescout index (scan, profile, ...) and snapshot publication",
+    schedule=load_config().refresh.schedule,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    default_args={"retries": 1, "retry_delay": timedelta(seconds=30)},
+    params={
+        "lake": Param(LAKE, type="string", description="Lake folder or URI to index"),
+        "warehouse": Param(WAREHOUSE, type="string", description="Warehouse folder or URI of the Delta index"),
+        "full_rebuild": Param(False, type="boolean", description="Rebuild every index table and retrain models"),
+    },
+    tags=["lakescout"],
+)
+def lake_refresh():
+    @task
+    def begin(params=None) -> int:
+        """Create missing index tables, clean files of attempts that never committed, allocate the refresh id."""
+        from discovery.refresh import begin_refresh
+
+        return begin_refresh(params["warehouse"])
+
+    refresh_id = begin()
+    previous = refresh_id
+    for stage, module in STAGES.items():
+        op = SparkSubmitOperator(
+            task_id=stage,
+            conn_id="spark_default",
+            application=_application(module),
+            name=f"lakescout-{stage}",
+            application_args=[
+                "--warehouse", "{{ params.warehouse }}", "--lake", "{{ params.lake }}",
+                "--refresh-id", "{{ ti.xcom_pull(task_ids='begin') }}", "--full", "{{ params.full_rebuild }}",
+            ],
+            conf={"spark.pyspark.python": os.environ.get("LAKESCOUT_PYSPARK_PYTHON", sys.executable),
+                  "spark.ui.showConsoleProgress": "false"},
+        )
+        previous >> op
+        previous = op
+
+    @task(outlets=[SNAPSHOT_ASSET])
+    def publish(refresh_id: int, params=None) -> dict:
+        """Publish the snapshot only now that every stage succeeded."""
+        from discovery.refresh import publish_snapshot
+
+        out = publish_snapshot(params["warehouse"], refresh_id, params["lake"])
+        return {"snapshot_id": out["snapshot_id"], "refresh_id": refresh_id}
+
+    previous >> publish(refresh_id)
+
+
+lake_refresh()

@@ -1,0 +1,9 @@
+"""Lakescout discovery: union, semantic-join and n-ary-join search over a Delta index of a data lake."""
+__version__ = "0.1.0"
+
+
+def open(warehouse: str, snapshot_id: int | None = None):  # noqa: A001 - the public name mirrors the CLI's verb
+    """Open a warehouse at its latest (or the given) snapshot; see :class:`discovery.api.Lakescout`."""
+    from .api import open_warehouse
+
+    return open_warehouse(warehouse, snapshot_id)

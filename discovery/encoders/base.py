@@ -1,0 +1,99 @@
+"""The one interface every encoder offers, and the column and table vectors built on top of value vectors.
+
+An encoder maps values to L2-normalised float32 vectors (``encode_values``); column vectors (``encode_column``) and the
+fallback table vector (``encode_table``: the normalised mean of column vectors, TACTUS's ablation baseline) are
+derived from them identically for every encoder, so that the Spark embed stage and a query get the same bytes.
+All reductions run in float64 in a fixed order without BLAS and are rounded to float32 once at the end.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+
+from .columns import (NUMERIC_KINDS, numeric_features, numeric_projection, parse_numbers, priority_sample,
+                      profile_column, project)
+from .deterministic import unit, weighted_mean
+from .serialization import content_version, pack
+
+
+@dataclass(frozen=True)
+class ColumnConfig:
+    """How value vectors become a column vector.
+
+    ``max_values`` bounds the distinct values encoded per column (priority sample); ``numeric_weight`` is the weight
+    of the projected distribution features relative to the unit text mean for numeric kinds (0 disables them).
+    """
+
+    max_values: int = 1000
+    numeric_weight: float = 1.0
+    seed: int = 17
+
+
+class Encoder(ABC):
+    """Values -> vectors, columns -> vectors, column vectors -> table vector; versioned by content."""
+
+    kind: str = ""
+
+    def __init__(self, dim: int, column: ColumnConfig):
+        self.dim = dim
+        self.column = column
+
+    @abstractmethod
+    def encode_values(self, values: list[str] | pa.Array) -> np.ndarray:
+        """L2-normalised float32 vectors (n, dim); values that normalise to null get the zero vector."""
+
+    @abstractmethod
+    def _state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """JSON-able config and named weight arrays that fully determine the encoder."""
+
+    def to_bytes(self) -> bytes:
+        """Deterministic serialisation (see :mod:`discovery.encoders.serialization`)."""
+        config, arrays = self._state()
+        config = {**config, "dim": self.dim, "column": asdict(self.column)}
+        return pack(self.kind, config, arrays)
+
+    @cached_property
+    def version(self) -> str:
+        """``<kind>-<content hash>`` of config and weights: equal versions give equal vectors."""
+        return content_version(self.kind, self.to_bytes())
+
+    @cached_property
+    def _numeric_projection(self) -> np.ndarray:
+        return numeric_projection(self.dim, self.column.seed)
+
+    def column_vector(self, values: list[str], counts: np.ndarray, kind: str,
+                      value_vectors: np.ndarray | None = None) -> np.ndarray:
+        """Column vector from a column's sampled distinct values and their frequencies (Eq. 7 + numeric features)."""
+        if value_vectors is None:
+            value_vectors = self.encode_values(values)
+        vec = unit(weighted_mean(value_vectors, counts))
+        if kind in NUMERIC_KINDS and self.column.numeric_weight > 0 and len(values):
+            feats = numeric_features(parse_numbers(values), counts)
+            vec = vec + self.column.numeric_weight * project(feats, self._numeric_projection)
+        return unit(vec).astype(np.float32)
+
+    def encode_column(self, values: pa.Array | pa.ChunkedArray | list[str], kind: str = "string") -> np.ndarray:
+        """Column vector (dim,) over a bounded, deterministic sample of the column's distinct values."""
+        profile = profile_column(values)
+        chosen = priority_sample(profile.values, profile.counts, self.column.max_values)
+        sample = [profile.values[i] for i in chosen]
+        return self.column_vector(sample, profile.counts[chosen], kind)
+
+    def encode_table(self, column_vectors: np.ndarray) -> np.ndarray:
+        """Fallback table vector: the L2-normalised mean of the column vectors."""
+        cols = np.asarray(column_vectors, dtype=np.float64).reshape(-1, self.table_input_dim)
+        return unit(weighted_mean(cols, np.ones(cols.shape[0]))).astype(np.float32)
+
+    @property
+    def table_input_dim(self) -> int:
+        """Dimension of the column vectors ``encode_table`` expects."""
+        return self.dim
+
+    @property
+    def table_dim(self) -> int:
+        """Dimension of the vectors ``encode_table`` returns."""
+        return self.dim

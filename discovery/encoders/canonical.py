@@ -1,0 +1,111 @@
+"""Encoder-side canonicalisation of already normalised values (PEXESO §II-A).
+
+PEXESO converts the abbreviations that dates and addresses are full of to their full forms before embedding ("Mar" to
+"March", "St" to "Street"), so that two spellings of one value land on the same n-grams.  The project-wide
+:func:`discovery.normalize.normalize_array` is deliberately conservative (it also feeds exact matching), so this
+fuzzier step belongs to the encoders only and runs after it.
+
+A batch is joined with newlines (normalised values contain no newline) and each rule is one compiled ``re.sub`` over
+the joined text, so the cost is a handful of regex passes per batch whatever its size.  The rules are fixed and
+ordered, so the output is a pure function of the input string.  Choices the paper leaves open:
+
+* ``st`` expands to ``street`` (the paper's own example), also in "St Peter": both spellings of a name are mapped
+  identically, which is all that matching needs.
+* Numeric dates with two small fields (``03/05/2021``) are read month first (the US convention of most open-data
+  portals), day first when the first field exceeds 12; ``yyyy-mm-dd`` is the canonical form and day/month are zero padded, so ``2021-3-5``, ``3/5/2021``,
+  ``march 5, 2021`` and ``5 mar 2021`` all become ``2021-03-05``.
+"""
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+
+_MONTHS = (
+    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may", "may"), ("june", "jun"),
+    ("july", "jul"), ("august", "aug"), ("september", "sept|sep"), ("october", "oct"), ("november", "nov"),
+    ("december", "dec"),
+)
+
+#: Address and organisation abbreviations (full form, abbreviation alternatives).  Only multi-letter abbreviations:
+#: single letters ("n", "e") are too ambiguous outside address columns.
+_ABBREVIATIONS = (
+    ("street", "st|str"), ("avenue", "ave|av"), ("road", "rd"), ("boulevard", "blvd"), ("drive", "dr"),
+    ("lane", "ln"), ("court", "ct"), ("place", "pl"), ("square", "sq"), ("terrace", "terr"), ("highway", "hwy"),
+    ("parkway", "pkwy"), ("expressway", "expy"), ("freeway", "fwy"), ("circle", "cir"), ("crescent", "cres"),
+    ("apartment", "apt"), ("suite", "ste"), ("building", "bldg"), ("floor", "fl"), ("mount", "mt"), ("fort", "ft"),
+    ("north", "nth"), ("south", "sth"), ("northeast", "ne"), ("northwest", "nw"), ("southeast", "se"),
+    ("southwest", "sw"), ("company", "co"), ("corporation", "corp"), ("incorporated", "inc"), ("limited", "ltd"),
+    ("international", "intl|int'l"), ("national", "natl|nat'l|nat"), ("university", "univ"),
+    ("department", "dept"), ("association", "assn|assoc"), ("manufacturing", "mfg"), ("brothers", "bros"),
+    ("government", "govt"), ("district", "dist"), ("county", "cnty"), ("township", "twp"), ("junior", "jr"),
+    ("senior", "sr"), ("doctor", "dr\\."), ("professor", "prof"), ("number", "no\\.|nr"), ("versus", "vs|v\\."),
+    ("center", "ctr|centre"), ("and", "&"),
+)
+
+
+
+def _lookup() -> dict[str, str]:
+    table = {}
+    for full, abbr in _ABBREVIATIONS + _MONTHS:
+        for alt in abbr.split("|"):
+            table[alt.replace("\\", "")] = full
+    return table
+
+
+_FULL = _lookup()
+_DOTTED = sorted((a for a in _FULL if a.endswith(".")), key=len, reverse=True)
+_PLAIN = sorted((a for a in _FULL if not a.endswith(".") and a != "&"), key=len, reverse=True)
+_ABBREVIATION = re.compile(
+    r"(?<![\w'])(?:" + "|".join(re.escape(a) for a in _DOTTED) + r")|\b(?:" + "|".join(re.escape(a) for a in _PLAIN)
+    + r")\b\.?")
+_AMPERSAND = re.compile(r" ?& ?")
+_MONTH_NUMBER = {full: number for number, (full, _) in enumerate(_MONTHS, start=1)}
+_MONTH = "|".join(full for full, _ in _MONTHS)
+_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH}) (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b")
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({_MONTH}),? (\d{{4}})\b")
+_YEAR_FIRST = re.compile(r"\b(\d{4})[/.-](\d{1,2})[/.-](\d{1,2})\b")
+_YEAR_LAST = re.compile(r"\b(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})\b")
+_SPACES = re.compile(r"[ \t]{2,}")
+_EDGES = re.compile(r"^ +| +$", re.MULTILINE)
+
+
+def _expand(match: re.Match) -> str:
+    text = match.group()
+    return _FULL.get(text) or _FULL[text.rstrip(".")]
+
+
+def _iso(year: str, month: int, day: int, original: str) -> str:
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return original
+    return f"{year}-{month:02d}-{day:02d}"
+
+
+def _year_last(m: re.Match) -> str:
+    first, second = int(m.group(1)), int(m.group(2))
+    month, day = (second, first) if first > 12 else (first, second)
+    return _iso(m.group(3), month, day, m.group())
+
+
+def canonicalize_text(text: str) -> str:
+    """Canonicalise newline-separated normalised values (see the module docstring)."""
+    text = _AMPERSAND.sub(" and ", text)
+    text = _ABBREVIATION.sub(_expand, text)
+    text = _MONTH_DAY_YEAR.sub(lambda m: _iso(m.group(3), _MONTH_NUMBER[m.group(1)], int(m.group(2)), m.group()), text)
+    text = _DAY_MONTH_YEAR.sub(lambda m: _iso(m.group(3), _MONTH_NUMBER[m.group(2)], int(m.group(1)), m.group()), text)
+    text = _YEAR_FIRST.sub(lambda m: _iso(m.group(1), int(m.group(2)), int(m.group(3)), m.group()), text)
+    text = _YEAR_LAST.sub(_year_last, text)
+    text = _SPACES.sub(" ", text)
+    return _EDGES.sub("", text)
+
+
+def canonicalize_values(values: list[str | None]) -> list[str | None]:
+    """Canonicalise normalised values; ``None`` stays ``None``."""
+    present = [v.replace("\n", " ") for v in values if v is not None]
+    out = iter(canonicalize_text("\n".join(present)).split("\n") if present else [])
+    return [None if v is None else next(out) for v in values]
+
+
+def canonicalize_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Arrow form of :func:`canonicalize_values`."""
+    return pa.array(canonicalize_values(values.to_pylist()), type=pa.string())

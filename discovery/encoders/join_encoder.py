@@ -1,0 +1,169 @@
+"""The ``join`` value encoder: a small contrastive model trained on the lake's own distinct values (torch, CPU).
+
+Hashed character n-grams put real fuzzy matches far apart (AutoFJ's true pairs sit at a median 0.77 of the maximum
+distance), so PEXESO's tau of 6 % would find almost none.  This encoder learns, from the lake alone, which spelling
+differences do not matter: positives are a value and its realistic variations (:mod:`.variations`), negatives the
+other values of the batch (InfoNCE).  The result puts true matches within tau and unrelated values far away.
+
+Architecture: hashed word tokens and character n-grams (qualifiers in their own namespace, :mod:`.ngrams`) -> an
+embedding bag (weighted mean) -> a two-layer MLP -> L2-normalised ``dim`` vector.  Training runs in torch; inference
+runs in numpy with the fixed-order reductions of :mod:`.deterministic`, so vectors are bit-identical across processes
+and do not need torch at query time.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from .base import ColumnConfig, Encoder
+from .deterministic import matmul, segment_sum, unit
+from .hash_encoder import prepare_strings
+from .ngrams import extract_features
+from .variations import vary
+
+_CHUNK = 8192
+
+
+@dataclass(frozen=True)
+class JoinEncoderConfig:
+    """Model and training parameters; model parameters enter the version through the weights' header.
+
+    The target geometry is extreme: positives within distance 0.12 (cosine 0.993) while unrelated values stay
+    apart.  InfoNCE alone barely distinguishes distances at that scale (a cosine gap of 0.007 is 0.14 in logits at
+    temperature 0.05), so two direct terms are added: ``alignment_weight`` times the mean squared distance of the
+    positive pairs, and ``margin_weight`` times the mean squared hinge ``max(0, margin - distance)`` over the
+    in-batch negative pairs, which keeps unrelated values outside tau.  ``steps`` bounds training time.
+    """
+
+    dim: int = 48
+    embed_dim: int = 96
+    hidden: int = 192
+    buckets: int = 1 << 18
+    ngram_sizes: tuple[int, ...] = (2, 3, 4)
+    word_weight: float = 2.0
+    canonicalize: bool = True
+    steps: int = 1500
+    batch_size: int = 512
+    lr: float = 3e-3
+    temperature: float = 0.05
+    alignment_weight: float = 100.0
+    margin: float = 0.4
+    margin_weight: float = 100.0
+    max_variations: int = 2
+    seed: int = 0
+    threads: int = 1
+
+
+class JoinEncoder(Encoder):
+    """Trained value encoder for semantic joins; see the module docstring."""
+
+    kind = "join"
+
+    def __init__(self, config: JoinEncoderConfig, weights: dict[str, np.ndarray], column: ColumnConfig = ColumnConfig()):
+        super().__init__(config.dim, column)
+        self.config = config
+        self.weights = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in weights.items()}
+        self._w64 = {k: v.astype(np.float64) for k, v in self.weights.items() if k != "embedding"}
+
+    def _state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        return {"join": asdict(self.config)}, self.weights
+
+    @classmethod
+    def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> "JoinEncoder":
+        cfg = dict(config["join"])
+        cfg["ngram_sizes"] = tuple(cfg["ngram_sizes"])
+        return cls(JoinEncoderConfig(**cfg), arrays, ColumnConfig(**config["column"]))
+
+    def encode_values(self, values: list[str] | pa.Array) -> np.ndarray:
+        strings = prepare_strings(values, self.config.canonicalize)
+        out = np.zeros((len(strings), self.dim), dtype=np.float32)
+        for start in range(0, len(strings), _CHUNK):
+            block = strings[start:start + _CHUNK]
+            out[start:start + len(block)] = self._forward(block)
+        return out
+
+    def _forward(self, strings: list[str]) -> np.ndarray:
+        ids, weights, offsets = featurize(strings, self.config)
+        rows = self.weights["embedding"][ids].astype(np.float64) * weights[:, None]
+        wsum = segment_sum(weights[:, None], offsets)
+        bag = segment_sum(rows, offsets) / np.maximum(wsum, 1e-12)
+        w = self._w64
+        hidden = np.maximum(matmul(bag, w["w1"]) + w["b1"], 0.0)
+        out = matmul(hidden, w["w2"]) + w["b2"]
+        out[wsum[:, 0] == 0] = 0.0
+        return unit(out).astype(np.float32)
+
+
+def featurize(strings: list[str], config: JoinEncoderConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bucket ids, weights and per-value offsets of prepared strings (shared by training and inference)."""
+    feats = extract_features(strings, config.ngram_sizes, config.word_weight, config.seed, mark_qualifiers=True)
+    ids = (feats.hashes % np.uint64(config.buckets)).astype(np.int64)
+    return ids, feats.weights, feats.offsets
+
+
+def train_join_encoder(values: list[str], config: JoinEncoderConfig = JoinEncoderConfig(),
+                       column: ColumnConfig = ColumnConfig()) -> JoinEncoder:
+    """Train on the lake's distinct values: (value or variation, variation) positives, in-batch negatives; loss =
+    symmetric InfoNCE + alignment + negative margin (see :class:`JoinEncoderConfig`).
+
+    Seeded (Python, numpy and torch generators) and bounded by ``config.steps``; runs with ``config.threads`` torch
+    threads and restores the caller's setting afterwards.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    prepared = sorted({s for s in prepare_strings(values, config.canonicalize) if s})
+    if len(prepared) < 2:
+        raise ValueError("train_join_encoder needs at least two distinct non-null values")
+    vocabulary = sorted({w for s in prepared for w in s.split(" ") if w.isalpha() and len(w) >= 3}) or ["x"]
+    rng = random.Random(config.seed)
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(config.threads)
+    try:
+        torch.manual_seed(config.seed)
+        embedding = torch.nn.EmbeddingBag(config.buckets, config.embed_dim, mode="sum", sparse=True)
+        torch.nn.init.normal_(embedding.weight, std=0.1)
+        mlp = torch.nn.Sequential(torch.nn.Linear(config.embed_dim, config.hidden), torch.nn.ReLU(),
+                                  torch.nn.Linear(config.hidden, config.dim))
+        opt_sparse = torch.optim.SparseAdam(list(embedding.parameters()), lr=config.lr)
+        opt_dense = torch.optim.Adam(mlp.parameters(), lr=config.lr)
+        batch = min(config.batch_size, len(prepared))
+
+        def encode(strings: list[str]) -> torch.Tensor:
+            ids, weights, offsets = featurize(strings, config)
+            w = torch.from_numpy(weights.astype(np.float32))
+            bag = embedding(torch.from_numpy(ids), torch.from_numpy(offsets[:-1]), per_sample_weights=w)
+            wsum = torch.zeros(len(strings)).index_add_(0, torch.from_numpy(np.repeat(
+                np.arange(len(strings)), np.diff(offsets))), w)
+            return F.normalize(mlp(bag / wsum.clamp_min(1e-12)[:, None]), dim=1)
+
+        labels = torch.arange(batch)
+        for _ in range(config.steps):
+            anchors = rng.sample(prepared, batch)
+            left = [vary(rng, v, vocabulary, config.max_variations) if rng.random() < 0.5 else v for v in anchors]
+            right = [vary(rng, v, vocabulary, config.max_variations) for v in anchors]
+            left = prepare_strings(left, config.canonicalize)
+            right = prepare_strings(right, config.canonicalize)
+            a, b = encode(left), encode(right)
+            logits = a @ b.T / config.temperature
+            loss = 0.5 * (F.cross_entropy(logits, labels) + F.cross_entropy(logits.T, labels))
+            loss = loss + config.alignment_weight * (a - b).pow(2).sum(dim=1).mean()
+            negative = (2 - 2 * a @ b.T).clamp_min(1e-12).sqrt()
+            negative = negative.masked_fill(torch.eye(batch, dtype=torch.bool), config.margin)
+            loss = loss + config.margin_weight * (config.margin - negative).clamp_min(0).pow(2).mean()
+            opt_sparse.zero_grad()
+            opt_dense.zero_grad()
+            loss.backward()
+            opt_sparse.step()
+            opt_dense.step()
+    finally:
+        torch.set_num_threads(previous_threads)
+    weights = {
+        "embedding": embedding.weight.detach().numpy(),
+        "w1": mlp[0].weight.detach().numpy().T, "b1": mlp[0].bias.detach().numpy(),
+        "w2": mlp[2].weight.detach().numpy().T, "b2": mlp[2].bias.detach().numpy(),
+    }
+    return JoinEncoder(config, weights, column)

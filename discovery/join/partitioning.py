@@ -1,0 +1,128 @@
+"""Partitioning for lakes larger than memory (PEXESO §IV): JSD k-means of columns, and search partition by partition.
+
+Columns with similar distributions in the pivot space share good pivots, so columns are clustered by the divergence
+of their distributions: each column becomes a histogram over the cells of a coarse level of the pivot grid (a
+"space region" per bin), and k-means runs with the Jensen-Shannon divergence as the distance and the mean histogram
+as the centre (steps 1-5 of §IV).  The paper writes the symmetrised KL divergence; that is infinite whenever a
+column has mass in a bin where a centre has none, which is the common case for sparse column histograms, so the
+Jensen-Shannon divergence proper (KL to the mixture ``(A + B) / 2``, finite and bounded by ln 2) is used.  Histograms
+stay sparse (one entry per non-empty (column, bin)); the divergence to every centre is computed from those entries:
+bins where the column has no mass contribute ``C(x) ln 2 / 2`` each, i.e. ``(1 - sum of C over the column's bins)
+ln 2 / 2`` in total.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+import numpy as np
+
+from .grid import GridSpec
+from .search import JoinableColumn, JoinIndex, JoinResult
+
+_LN2 = float(np.log(2.0))
+_PER_QUERY = ("query_vectors", "required_matches")
+
+
+def column_histograms(mapped: np.ndarray, column_ids: np.ndarray, grid: GridSpec, level: int = 2):
+    """Sparse per-column histograms over the grid cells of ``level``: (columns, entry column index, bin, prob, n_bins)."""
+    level = min(level, grid.levels)
+    coarse = GridSpec(grid.lower, grid.upper, level).leaf_cells(mapped)
+    columns, col = np.unique(np.asarray(column_ids, dtype=np.int64), return_inverse=True)
+    bins, b = np.unique(coarse, return_inverse=True)
+    key = col.astype(np.int64) * bins.size + b
+    ukey, counts = np.unique(key, return_counts=True)
+    e_col, e_bin = ukey // bins.size, ukey % bins.size
+    sizes = np.bincount(col, minlength=columns.size)
+    return columns, e_col, e_bin, counts / sizes[e_col], bins.size
+
+
+def _jsd_to_centres(e_col, e_bin, e_p, n_cols, centres):
+    """JSD of every sparse column histogram to every dense centre, shape (n_cols, k)."""
+    c = centres[:, e_bin].T                                   # (nnz, k)
+    a = e_p[:, None]
+    mix = (a + c) / 2.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term = 0.5 * a * np.log(a / mix) + np.where(c > 0, 0.5 * c * np.log(np.where(c > 0, c, 1.0) / mix), 0.0)
+    inside = np.zeros((n_cols, centres.shape[0]))
+    covered = np.zeros((n_cols, centres.shape[0]))
+    np.add.at(inside, e_col, term)
+    np.add.at(covered, e_col, c)
+    return inside + 0.5 * _LN2 * np.clip(1.0 - covered, 0.0, None)
+
+
+def partition_columns(mapped: np.ndarray, column_ids: np.ndarray, n_partitions: int, seed: int = 0,
+                      grid: GridSpec | None = None, level: int = 2, iterations: int = 20):
+    """JSD k-means of columns; returns ``(columns, partition)``: sorted distinct column ids and a partition id each.
+
+    ``grid`` defaults to one fitted to ``mapped``; ``level`` sets the histogram resolution (``2**(|P| level)``
+    bins at most).  Initial centres are ``n_partitions`` random columns (seeded); an emptied cluster is re-seeded
+    with the column farthest from its centre, so every partition id is used when there are enough columns.
+    """
+    mapped = np.asarray(mapped, dtype=np.float64)
+    grid = grid if grid is not None else GridSpec.fit(mapped, max(level, 1))
+    columns, e_col, e_bin, e_p, n_bins = column_histograms(mapped, column_ids, grid, level)
+    n_cols = columns.size
+    k = int(min(max(n_partitions, 1), n_cols))
+    rng = np.random.default_rng(seed)
+    seeds = rng.choice(n_cols, k, replace=False)
+    slot = np.full(n_cols, -1)
+    slot[seeds] = np.arange(k)
+    seeded = slot[e_col] >= 0
+    centres = np.zeros((k, n_bins))
+    centres[slot[e_col[seeded]], e_bin[seeded]] = e_p[seeded]
+    assign = np.full(n_cols, -1)
+    for _ in range(iterations):
+        dist = _jsd_to_centres(e_col, e_bin, e_p, n_cols, centres)
+        new = np.argmin(dist, axis=1)
+        sizes = np.bincount(new, minlength=k)
+        for empty in np.flatnonzero(sizes == 0):
+            far = int(np.argmax(dist[np.arange(n_cols), new]))
+            new[far] = empty
+            dist[far, :] = 0.0
+            sizes = np.bincount(new, minlength=k)
+        if np.array_equal(new, assign):
+            break
+        assign = new
+        centres = np.zeros((k, n_bins))
+        np.add.at(centres, (assign[e_col], e_bin), e_p)
+        centres /= np.bincount(assign, minlength=k)[:, None]
+    return columns, assign
+
+
+def partitions_for_budget(n_vectors: int, dim: int, n_pivots: int, memory_budget_bytes: int) -> int:
+    """Number of partitions so that each partition's index fits the budget.
+
+    Per vector the index holds the float32 vector, its float64 mapping and norm, column, order and run/grid entries
+    (bounded by ~6 int64); the estimate is deliberately an upper bound.
+    """
+    per_vector = 4 * dim + 8 * n_pivots + 8 + 6 * 8 + 2 * 8 * n_pivots
+    return max(1, int(np.ceil(n_vectors * per_vector / max(memory_budget_bytes, 1))))
+
+
+def search_partitions(loaders: Iterable[Callable[[], JoinIndex]], query_vectors, tau: float = 0.06, T: float = 0.6,
+                      method: str = "pexeso", top_k: int | None = None, exact_joinability: bool = True) -> JoinResult:
+    """Search one partition at a time (only one index in memory) and merge.
+
+    Threshold search: the union of the partitions' answers (columns never span partitions).  Top-k: each
+    partition's exact top-k, merged; the running k-th best count is passed on as a floor, so later partitions prune
+    with the threshold already reached (the k-size buffer of top-k search carried across partitions).
+    """
+    merged: list[JoinableColumn] = []
+    stats: dict = {"partitions": 0}
+    floor = 1
+    for load in loaders:
+        index = load()
+        result = index.search(query_vectors, tau, T, method, top_k, exact_joinability, min_matches=floor)
+        del index
+        stats["partitions"] += 1
+        for key, value in result.stats.items():
+            if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and key not in _PER_QUERY:
+                stats[key] = stats.get(key, 0) + int(value)
+        merged.extend(result.columns)
+        merged.sort(key=lambda c: (-c.matches, c.column_id))
+        if top_k is not None:
+            merged = merged[:top_k]
+            if len(merged) == top_k:
+                floor = merged[-1].matches
+    stats["method"] = method
+    return JoinResult(merged, stats)

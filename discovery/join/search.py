@@ -1,0 +1,205 @@
+"""The in-memory join index and joinable column search (PEXESO Alg. 3, threshold and top-k).
+
+Definitions (PEXESO Def. 1-2, §V): value vectors are L2-normalised; q matches x iff d(q, x) <= tau, with tau a
+fraction of the maximum distance; the joinability of a lake column S is the fraction of the query column's vectors
+having a match in S; S is joinable iff that fraction is >= T.  Query vectors are taken as the query column's
+distinct values (one vector per distinct value), so |Q| is the number of rows of ``query_vectors``.
+
+Methods: ``pexeso`` (blocking + inverted-index verification), ``pexeso-h`` (the same blocking, naive verification),
+``exact`` (blocked BLAS brute force).  All three return identical columns and joinabilities.  With
+``exact_joinability=False`` a threshold search stops counting a column once it is joinable (the papers' early
+accept), so the joinabilities reported for result columns are lower bounds (still >= T) and the column set is
+unchanged; top-k always counts exactly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import numpy as np
+
+from .blocking import block
+from .grid import CellHierarchy, GridSpec
+from .metric import (MatchPredicate, canonical_squared, check_metric, chord_threshold, from_chord, prepare_vectors,
+                     squared_norms, to_chord)
+from .pivots import map_to_pivots
+from .tally import required_matches
+from .verification import verify_exact, verify_pexeso, verify_pexeso_h
+
+METHODS = ("pexeso", "pexeso-h", "exact")
+
+
+@dataclass
+class JoinableColumn:
+    """A result column: ``pairs`` rows are (query vector index, lake vector index, distance), one per matched query
+    vector (the witness found), indices into the caller's arrays, distance in the metric's units."""
+
+    column_id: int
+    matches: int
+    joinability: float
+    pairs: np.ndarray
+
+
+@dataclass
+class JoinResult:
+    columns: list[JoinableColumn]
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def column_ids(self) -> np.ndarray:
+        return np.array([c.column_id for c in self.columns], dtype=np.int64)
+
+    def joinabilities(self) -> dict[int, int]:
+        """column id -> number of matched query vectors."""
+        return {c.column_id: c.matches for c in self.columns}
+
+
+class JoinIndex:
+    """Lake value vectors sorted by (leaf cell, column), their hierarchical grid HG_SV and inverted index.
+
+    The inverted index is implicit in the sort: the vectors of one column inside one leaf cell are a contiguous run,
+    the runs of a leaf cell are its postings list (in column order, for document-at-a-time access), and every cell of
+    every level is a contiguous range of runs.
+    """
+
+    def __init__(self, vectors, column_ids, mapped, pivots, grid: GridSpec, metric: str, cells=None):
+        check_metric(metric)
+        x = prepare_vectors(vectors, metric)
+        column_ids = np.asarray(column_ids, dtype=np.int64).reshape(-1)
+        mapped = np.asarray(mapped)
+        if x.shape[0] == 0:
+            raise ValueError("a join index needs at least one vector")
+        if column_ids.size != x.shape[0] or mapped.shape[0] != x.shape[0]:
+            raise ValueError("vectors, column_ids and mapped must have the same number of rows")
+        if mapped.shape[1] != grid.n_pivots or np.asarray(pivots).shape[0] != grid.n_pivots:
+            raise ValueError("pivots, mapped vectors and grid disagree on the number of pivots")
+        self.metric = metric
+        self.grid = grid
+        self.pivots = prepare_vectors(pivots, metric)
+        # Rounding of stored mapped values (float32 in Delta) plus float64 error of the mapping itself.
+        self.slack = 1e-9 + 8.0 * float(np.finfo(mapped.dtype if mapped.dtype.kind == "f" else np.float64).eps)
+        cells = grid.leaf_cells(mapped) if cells is None else np.asarray(cells, dtype=np.int64)
+        self.column_values, col = np.unique(column_ids, return_inverse=True)
+        order = np.lexsort((col, cells))
+        self.order = order
+        self.vectors = np.ascontiguousarray(x[order])
+        self.sq_norms = squared_norms(self.vectors)
+        self.mapped = to_chord(mapped[order], metric)
+        self.mapped_by_pivot = np.ascontiguousarray(self.mapped.T)
+        self.col = col[order].astype(np.int64)
+        cells = cells[order]
+        boundary = np.r_[True, (cells[1:] != cells[:-1]) | (self.col[1:] != self.col[:-1])]
+        run_heads = np.flatnonzero(boundary)
+        self.run_start = np.r_[run_heads, x.shape[0]].astype(np.int64)
+        self.run_col = self.col[run_heads]
+        self.hierarchy = CellHierarchy(cells, self.mapped, grid.n_pivots, grid.levels)
+        self.leaf_start = self.hierarchy.start[grid.levels]
+        self.leaf_run_start = np.searchsorted(self.run_start, self.leaf_start).astype(np.int64)
+
+    # construction ---------------------------------------------------------------------------------------------
+    @classmethod
+    def build(cls, vectors, column_ids, pivots, levels: int = 4, metric: str = "euclidean",
+              grid: GridSpec | None = None) -> "JoinIndex":
+        """Map the vectors to the pivots, fit the grid extent to them (unless given) and index them."""
+        mapped = map_to_pivots(vectors, pivots, metric)
+        grid = grid if grid is not None else GridSpec.fit(mapped, levels)
+        return cls(vectors, column_ids, mapped, pivots, grid, metric)
+
+    @classmethod
+    def from_mapped(cls, vectors, column_ids, mapped, pivots, grid: GridSpec, metric: str = "euclidean",
+                    cells=None) -> "JoinIndex":
+        """Index precomputed pivot mappings (and leaf cells) as read from ``pivot_mappings``."""
+        return cls(vectors, column_ids, mapped, pivots, grid, metric, cells)
+
+    @property
+    def n_columns(self) -> int:
+        return int(self.column_values.size)
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(a.nbytes for a in (self.vectors, self.sq_norms, self.mapped, self.mapped_by_pivot, self.col,
+                                         self.order,
+                                         self.run_start, self.run_col, self.leaf_run_start))
+                   + sum(a.nbytes for arrs in (self.hierarchy.ids, self.hierarchy.start, self.hierarchy.child,
+                                               self.hierarchy.lo, self.hierarchy.hi) for a in arrs))
+
+    # search ---------------------------------------------------------------------------------------------------
+    def _query(self, query_vectors):
+        q = prepare_vectors(query_vectors, self.metric)
+        if q.shape[0] == 0:
+            raise ValueError("the query column has no vectors")
+        if q.shape[1] != self.vectors.shape[1]:
+            raise ValueError(f"query vectors have dimension {q.shape[1]}, the index has {self.vectors.shape[1]}")
+        mapped = map_to_pivots(q, self.pivots, self.metric)
+        cells = self.grid.leaf_cells(mapped)
+        order = np.argsort(cells, kind="stable")
+        vectors = np.ascontiguousarray(q[order])
+        chord = to_chord(mapped[order], self.metric)
+        return SimpleNamespace(n=q.shape[0], vectors=vectors, sq_norms=squared_norms(vectors), mapped=chord,
+                               mapped_by_pivot=np.ascontiguousarray(chord.T), orig=order, cells=cells[order])
+
+    def search(self, query_vectors, tau: float = 0.06, T: float = 0.6, method: str = "pexeso",
+               top_k: int | None = None, exact_joinability: bool = True, min_matches: int = 1) -> JoinResult:
+        """Joinable columns for the query column, ranked by joinability (ties by column id).
+
+        ``tau``: distance threshold as a fraction of the maximum distance; ``T``: joinability threshold as a fraction
+        of |Q|; ``top_k``: return the k most joinable columns among those reaching T (T=0: any match);
+        ``min_matches``: a floor on the match count (used to carry a top-k threshold across partitions).
+        """
+        if method not in METHODS:
+            raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
+        if top_k is not None and top_k < 1:
+            raise ValueError("top_k must be >= 1")
+        query = self._query(query_vectors)
+        need = max(required_matches(T, query.n), int(min_matches))
+        tau_c = chord_threshold(tau, self.metric)
+        max_sq = float(max(self.sq_norms.max(), query.sq_norms.max()))
+        pred = MatchPredicate(tau_c, self.vectors.shape[1], max_sq)
+        stop = not exact_joinability
+        stats = {"method": method, "query_vectors": query.n, "required_matches": need,
+                 "lake_vectors": int(self.vectors.shape[0]), "lake_columns": self.n_columns}
+        if method == "exact":
+            verified = verify_exact(self, query, need, top_k, stop, pred)
+        else:
+            qh = CellHierarchy(query.cells, query.mapped, self.grid.n_pivots, self.grid.levels)
+            blocked = block(qh, query.mapped, self.hierarchy, tau_c, self.slack)
+            stats.update(blocked.stats)
+            stats["candidate_vectors"] = int((self.leaf_start[blocked.cand_leaf + 1]
+                                              - self.leaf_start[blocked.cand_leaf]).sum())
+            verify = verify_pexeso if method == "pexeso" else verify_pexeso_h
+            verified = verify(self, query, blocked, need, top_k, stop, pred)
+        stats.update(verified.stats)
+        tally = verified.tally
+        stats.update(early_accepts=tally.early_accepts, early_rejects=tally.early_rejects,
+                     rejected_without_verification=tally.rejected_unverified)
+        return JoinResult(self._results(query, verified, need, top_k, stats), stats)
+
+    def _results(self, query, verified, need: int, top_k, stats) -> list[JoinableColumn]:
+        tally = verified.tally
+        ok = tally.matched >= need
+        if top_k is not None:
+            ok &= verified.exact
+        cols = np.flatnonzero(ok)
+        cols = cols[np.lexsort((self.column_values[cols], -tally.matched[cols]))]
+        if top_k is not None:
+            cols = cols[:top_k]
+        nq = query.n
+        wk, wx, wsq = verified.witness_key, verified.witness_x, verified.witness_sq.copy()
+        keep = np.isin(wk // nq, cols)
+        wk, wx, wsq = wk[keep], wx[keep], wsq[keep]
+        missing = np.flatnonzero(np.isnan(wsq))
+        stats["evidence_distances"] = int(missing.size)
+        if missing.size:  # pairs proved by a lemma: measure them for the evidence only
+            wsq[missing] = canonical_squared(self.vectors[wx[missing]], query.vectors[wk[missing] % nq])
+        dist = from_chord(np.sqrt(np.maximum(wsq, 0.0)), self.metric)
+        by_col = np.argsort(wk // nq, kind="stable")
+        wk, wx, dist = wk[by_col], wx[by_col], dist[by_col]
+        bounds = np.searchsorted(wk // nq, np.stack([cols, cols + 1]))
+        out = []
+        for c, a, b in zip(cols, bounds[0], bounds[1]):
+            sel = slice(a, b)
+            pairs = np.column_stack([query.orig[wk[sel] % nq], self.order[wx[sel]], dist[sel]])
+            pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
+            m = int(tally.matched[c])
+            out.append(JoinableColumn(int(self.column_values[c]), m, m / nq, pairs))
+        return out

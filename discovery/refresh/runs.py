@@ -1,0 +1,80 @@
+"""Refresh bookkeeping: allocating a refresh id, recording stage runs, publishing a snapshot."""
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..store import INDEX_TABLES, SCHEMAS, Warehouse, new_attempt_token
+from ..store.warehouse import json_dumps
+from .context import StageReport
+
+
+def begin_refresh(warehouse: str) -> int:
+    """Create missing index tables, drop files of attempts that never committed, and allocate a refresh id.
+
+    Refresh ids are increasing integers (milliseconds since the epoch, bumped past the last id) so that the
+    application transaction of a stage, whose version is the refresh id, only ever grows.
+    """
+    wh = Warehouse(warehouse)
+    wh.ensure()
+    for name in SCHEMAS:
+        wh.cleanup_orphans(name)
+    runs = wh.read("refresh_runs", columns=["refresh_id"])
+    last = pc.max(runs["refresh_id"]).as_py() if runs.num_rows else 0
+    snaps = wh.read("snapshots", columns=["refresh_id"])
+    last = max(last or 0, (pc.max(snaps["refresh_id"]).as_py() if snaps.num_rows else 0) or 0)
+    return max(int(time.time() * 1000), last + 1)
+
+
+def record_stage(warehouse: str, refresh_id: int, report: StageReport, started: float, attempt: str) -> None:
+    """Append the run record of a stage (a failed attempt is recorded too, and a later success alongside it)."""
+    finished = time.time()
+    row = {
+        "refresh_id": refresh_id, "stage": report.stage, "status": report.status,
+        "started_at": datetime.fromtimestamp(started, timezone.utc),
+        "finished_at": datetime.fromtimestamp(finished, timezone.utc), "seconds": finished - started,
+        "tables_added": report.tables_added, "tables_changed": report.tables_changed,
+        "tables_deleted": report.tables_deleted, "tables_failed": report.tables_failed,
+        "tables_processed": report.tables_processed, "rows_written": report.rows_written,
+        "message": report.message,
+    }
+    Warehouse(warehouse).append_rows("refresh_runs", pa.Table.from_pylist([row], schema=SCHEMAS["refresh_runs"]),
+                                     refresh_id=refresh_id, stage="run_" + report.stage, attempt=attempt,
+                                     once=report.status == "ok")
+
+
+def publish_snapshot(warehouse: str, refresh_id: int, lake: str) -> dict:
+    """Publish the current version of every index table as a snapshot (once per refresh) and return it."""
+    wh = Warehouse(warehouse)
+    started = time.time()
+    attempt = new_attempt_token()
+    existing = wh.read("snapshots")
+    mine = existing.filter(pc.equal(existing["refresh_id"], refresh_id))
+    if mine.num_rows:
+        row = mine.to_pylist()[0]
+        return {"snapshot_id": row["snapshot_id"], "refresh_id": refresh_id, "published": False}
+    versions = {name: wh.version(name) for name in INDEX_TABLES}
+    catalog = wh.read("catalog", versions["catalog"], columns=["status"])
+    counts = {f"tables_{s}": int(pc.sum(pc.equal(catalog["status"], s)).as_py() or 0)
+              for s in ("ok", "error", "deleted")}
+    for name in INDEX_TABLES:
+        if name != "catalog":
+            counts[f"rows_{name}"] = wh.dataset(name, versions[name]).count_rows()
+    models = wh.read("models", versions["models"], columns=["name", "version", "created_at"])
+    latest_models: dict[str, str] = {}
+    for m in sorted(models.to_pylist(), key=lambda r: r["created_at"]):
+        latest_models[m["name"]] = m["version"]
+    last_id = pc.max(existing["snapshot_id"]).as_py() if existing.num_rows else 0
+    snapshot_id = (last_id or 0) + 1
+    row = {"snapshot_id": snapshot_id, "created_at": datetime.now(timezone.utc), "refresh_id": refresh_id,
+           "lake": lake,
+           "versions": json_dumps(versions), "models": json_dumps(latest_models), "counts": json_dumps(counts)}
+    wh.append_rows("snapshots", pa.Table.from_pylist([row], schema=SCHEMAS["snapshots"]), refresh_id=refresh_id,
+                   stage="publish", attempt=attempt)
+    report = StageReport("publish", rows_written=1, message=f"snapshot {snapshot_id}")
+    record_stage(warehouse, refresh_id, report, started, attempt)
+    return {"snapshot_id": snapshot_id, "refresh_id": refresh_id, "published": True, "versions": versions,
+            "counts": counts, "models": latest_models}

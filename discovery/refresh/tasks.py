@@ -1,0 +1,81 @@
+"""Per-lake-table work of the index stages.  Spark tasks call these; so do tests, with no Spark at all.
+
+Each function takes a batch of work rows and the stage context and returns the output rows for the index table
+plus counters.  They never raise for a bad lake file: the reason is recorded and the batch goes on.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pyarrow as pa
+
+from ..lake import LakeFileError, content_hash, profile_table, read_lake_table
+from ..store import SCHEMAS
+from .context import StageContext
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def scan_batch(work: pa.Table, ctx: StageContext) -> tuple[pa.Table, dict]:
+    """Catalog rows for scan work items: hash, and parse when the content is new or changed."""
+    out = {k: [] for k in SCHEMAS["catalog"].names}
+    counts = {"tables_added": 0, "tables_changed": 0, "tables_deleted": 0, "tables_failed": 0,
+              "tables_processed": 0}
+    now = _now()
+    for item in work.to_pylist():
+        row = {"table_id": item["table_id"], "path": item["path"], "format": item["format"], "bytes": item["bytes"],
+               "mtime_ns": item["mtime_ns"], "content_hash": item["old_hash"], "rows": None, "cols": None,
+               "status": "deleted", "error": None, "warnings": "[]", "encoding": None, "delimiter": None,
+               "refresh_id": ctx.refresh_id, "indexed_at": now}
+        if item["action"] == "deleted":
+            counts["tables_deleted"] += 1
+        else:
+            row.update(_scan_file(item, ctx, counts))
+        for k in out:
+            out[k].append(row[k])
+    return pa.table(out, schema=SCHEMAS["catalog"]), counts
+
+
+def _scan_file(item: dict, ctx: StageContext, counts: dict) -> dict:
+    try:
+        digest = content_hash(ctx.lake, item["path"])
+    except OSError as exc:
+        counts["tables_failed"] += 1
+        return {"status": "error", "error": f"cannot read file: {exc}", "content_hash": None}
+    if item["action"] == "check" and digest == item["old_hash"] and not ctx.full:
+        # Touched but not changed: keep what the last parse found (rows or error), with the new size and mtime.
+        return {"status": item["old_status"], "content_hash": digest, **json.loads(item["old_row"])}
+    counts["tables_added" if item["action"] == "new" else "tables_changed"] += 1
+    counts["tables_processed"] += 1
+    try:
+        parsed = read_lake_table(ctx.lake, item["path"], item["format"], item["bytes"], ctx.config.limits)
+    except LakeFileError as exc:
+        counts["tables_failed"] += 1
+        return {"status": "error", "error": str(exc), "content_hash": digest}
+    except Exception as exc:  # a reader bug must not stop the refresh; the reason still reaches the catalog
+        counts["tables_failed"] += 1
+        return {"status": "error", "error": f"unexpected {type(exc).__name__}: {exc}", "content_hash": digest}
+    return {"status": "ok", "content_hash": digest, "rows": parsed.num_rows, "cols": len(parsed.names),
+            "warnings": json.dumps(parsed.warnings), "encoding": parsed.encoding, "delimiter": parsed.delimiter}
+
+
+def profile_batch(work: pa.Table, ctx: StageContext) -> tuple[pa.Table, dict]:
+    """``columns`` rows for catalog rows (status ok) that need profiling."""
+    out = {k: [] for k in SCHEMAS["columns"].names}
+    counts = {"tables_processed": 0, "tables_failed": 0}
+    for item in work.to_pylist():
+        try:
+            parsed = read_lake_table(ctx.lake, item["path"], item["format"], item["bytes"], ctx.config.limits)
+        except (LakeFileError, OSError):
+            # Changed between scan and profile; the next refresh's scan sees the new content and records it.
+            counts["tables_failed"] += 1
+            continue
+        counts["tables_processed"] += 1
+        for prof in profile_table(parsed, ctx.config.profile):
+            prof.update(table_id=item["table_id"], content_hash=item["content_hash"])
+            for k in out:
+                out[k].append(prof[k])
+    return pa.table(out, schema=SCHEMAS["columns"]), counts

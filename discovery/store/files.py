@@ -1,0 +1,101 @@
+"""Data files of index tables: written by workers, described by small metadata records.
+
+A Spark task (or any worker) calls :func:`write_data_file` with the rows it produced; the file lands directly in the
+table folder and only the returned :class:`DataFile` record (path, size, row count, min/max statistics) travels back
+to the driver, which commits the records in one Delta transaction.  File names carry the refresh id, the stage and
+the attempt token so that files of an attempt that never committed can be recognised and removed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from dataclasses import asdict, dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+_NAME = re.compile(r"^part-r(?P<refresh>\d+)-(?P<stage>[a-z_]+)-(?P<attempt>[0-9a-z]+)-[0-9a-f]+\.parquet$")
+
+#: Column types whose min/max are recorded in Delta file statistics (used to skip files when replacing rows).
+_STAT_TYPES = (pa.types.is_integer, pa.types.is_floating, pa.types.is_string, pa.types.is_timestamp)
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """Metadata of one written data file, all the driver needs to commit it."""
+
+    path: str  # relative to the table root
+    size: int
+    mtime_ms: int
+    rows: int
+    stats: str  # Delta statistics JSON
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def new_attempt_token() -> str:
+    """A fresh token that identifies one attempt of one stage."""
+    return uuid.uuid4().hex[:12]
+
+
+def data_file_name(refresh_id: int, stage: str, attempt: str) -> str:
+    return f"part-r{refresh_id}-{stage}-{attempt}-{uuid.uuid4().hex[:16]}.parquet"
+
+
+def parse_data_file_name(name: str) -> tuple[int, str, str] | None:
+    """(refresh id, stage, attempt) of a file written by :func:`write_data_file`, else None."""
+    m = _NAME.match(os.path.basename(name))
+    if not m:
+        return None
+    return int(m["refresh"]), m["stage"], m["attempt"]
+
+
+def _json_scalar(value):
+    if isinstance(value, (int, float, str)) or value is None:
+        return value
+    return value.isoformat().replace("+00:00", "Z")
+
+
+def file_stats(table: pa.Table) -> str:
+    """Delta ``stats`` JSON (numRecords, minValues, maxValues, nullCount) for the primitive columns."""
+    mins, maxs, nulls = {}, {}, {}
+    for name, col in zip(table.column_names, table.columns):
+        if not any(check(col.type) for check in _STAT_TYPES):
+            continue
+        nulls[name] = col.null_count
+        if col.null_count < len(col) and len(col):
+            mm = pc.min_max(col)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            if pa.types.is_string(col.type):
+                # Delta truncates string stats; keep them short and still correct bounds.
+                if len(lo) > 32 or len(hi) > 32:
+                    continue
+            if isinstance(lo, float) and (lo != lo or hi != hi):
+                continue
+            mins[name], maxs[name] = _json_scalar(lo), _json_scalar(hi)
+    return json.dumps({"numRecords": table.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls})
+
+
+def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
+    """Filesystem and path of a local folder or an object-store URI (s3://, gs://, abfs://, ...)."""
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    return pafs.FileSystem.from_uri(uri)
+
+
+def write_data_file(table_uri: str, table: pa.Table, refresh_id: int, stage: str, attempt: str) -> DataFile:
+    """Write ``table`` as one Parquet file into the table folder and describe it."""
+    fs, root = resolve(table_uri)
+    name = data_file_name(refresh_id, stage, attempt)
+    full = f"{root.rstrip('/')}/{name}"
+    fs.create_dir(root, recursive=True)
+    pq.write_table(table, full, compression="zstd", filesystem=fs)
+    info = fs.get_file_info(full)
+    mtime = info.mtime.timestamp() if info.mtime is not None else 0.0
+    return DataFile(path=name, size=info.size, mtime_ms=int(mtime * 1000), rows=table.num_rows,
+                    stats=file_stats(table))

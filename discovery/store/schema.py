@@ -1,0 +1,155 @@
+"""Schemas of every Delta table of the index.
+
+Every table that holds rows derived from lake tables carries ``table_id`` (the key that incremental refreshes replace
+rows by) and ``content_hash`` (the version of the lake file the rows were derived from).  A stage decides its work by
+comparing the catalog's ``content_hash`` with the one recorded in its own output, which makes every stage idempotent
+and self-healing: a refresh that died half way is finished by the next one.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+TS = pa.timestamp("us", tz="UTC")
+VEC = pa.list_(pa.float32())
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "catalog": pa.schema([
+        ("table_id", pa.int64()),
+        ("path", pa.string()),            # relative to the lake root, '/'-separated
+        ("format", pa.string()),          # csv | tsv | parquet
+        ("bytes", pa.int64()),
+        ("mtime_ns", pa.int64()),
+        ("content_hash", pa.string()),    # blake2b of the file bytes
+        ("rows", pa.int64()),
+        ("cols", pa.int32()),
+        ("status", pa.string()),          # ok | error | deleted
+        ("error", pa.string()),           # readable reason when status = error
+        ("warnings", pa.string()),        # JSON list of bounds hit / repairs made (reported, never silent)
+        ("encoding", pa.string()),
+        ("delimiter", pa.string()),
+        ("refresh_id", pa.int64()),       # refresh that last changed this row
+        ("indexed_at", TS),
+    ]),
+    "columns": pa.schema([
+        ("table_id", pa.int64()),
+        ("content_hash", pa.string()),
+        ("ordinal", pa.int32()),
+        ("name", pa.string()),
+        ("type", pa.string()),            # string | int | float | bool | date | datetime | empty
+        ("non_null", pa.int64()),
+        ("distinct_count", pa.int64()),
+        ("null_fraction", pa.float64()),
+        ("key_candidate", pa.bool_()),
+        ("max_length", pa.int32()),
+    ]),
+    "column_vectors": pa.schema([
+        ("table_id", pa.int64()),
+        ("content_hash", pa.string()),
+        ("ordinal", pa.int32()),
+        ("encoder_version", pa.string()),
+        ("vector", VEC),
+    ]),
+    "table_vectors": pa.schema([
+        ("table_id", pa.int64()),
+        ("content_hash", pa.string()),
+        ("encoder_version", pa.string()),
+        ("vector", VEC),
+    ]),
+    "value_vectors": pa.schema([
+        ("table_id", pa.int64()),
+        ("content_hash", pa.string()),
+        ("ordinal", pa.int32()),
+        ("value", pa.string()),
+        ("frequency", pa.int64()),
+        ("encoder_version", pa.string()),
+        ("vector", VEC),
+    ]),
+    "centroids": pa.schema([
+        ("model_version", pa.string()),
+        ("centroid_id", pa.int32()),
+        ("vector", VEC),
+    ]),
+    "centroid_partitions": pa.schema([
+        ("table_id", pa.int64()),
+        ("content_hash", pa.string()),
+        ("model_version", pa.string()),
+        ("partition_id", pa.int32()),
+        ("centroid_ids", pa.list_(pa.int32())),      # group G_k
+        ("member_ordinals", pa.list_(pa.int32())),   # member columns S_k
+        ("counts", pa.list_(pa.int32())),            # I_w per centroid of G_k
+    ]),
+    "pivots": pa.schema([
+        ("model_version", pa.string()),
+        ("pivot_id", pa.int32()),
+        ("vector", VEC),
+    ]),
+    "pivot_mappings": pa.schema([
+        ("table_id", pa.int64()),
+        ("content_hash", pa.string()),
+        ("model_version", pa.string()),
+        ("ordinal", pa.int32()),
+        ("value", pa.string()),
+        ("distances", VEC),
+        ("cell", pa.int64()),
+        ("partition", pa.int32()),
+    ]),
+    "xash_postings": pa.schema([
+        ("value", pa.string()),
+        ("table_id", pa.int64()),
+        ("content_hash", pa.string()),
+        ("model_version", pa.string()),
+        ("column", pa.int32()),
+        ("row", pa.int64()),
+        ("superkey", pa.binary()),
+    ]),
+    "models": pa.schema([
+        ("name", pa.string()),            # e.g. encoder.hash, encoder.join, xash, centroids
+        ("version", pa.string()),
+        ("created_at", TS),
+        ("refresh_id", pa.int64()),
+        ("params", pa.string()),          # JSON
+        ("payload", pa.binary()),         # weights / parameters
+    ]),
+    "snapshots": pa.schema([
+        ("snapshot_id", pa.int64()),
+        ("created_at", TS),
+        ("refresh_id", pa.int64()),
+        ("lake", pa.string()),            # lake root the snapshot indexes
+        ("versions", pa.string()),        # JSON {table: delta version}
+        ("models", pa.string()),          # JSON {model name: version}
+        ("counts", pa.string()),          # JSON {table status / index table: count}
+    ]),
+    "refresh_runs": pa.schema([
+        ("refresh_id", pa.int64()),
+        ("stage", pa.string()),
+        ("status", pa.string()),          # ok | failed | skipped
+        ("started_at", TS),
+        ("finished_at", TS),
+        ("seconds", pa.float64()),
+        ("tables_added", pa.int64()),
+        ("tables_changed", pa.int64()),
+        ("tables_deleted", pa.int64()),
+        ("tables_failed", pa.int64()),
+        ("tables_processed", pa.int64()),  # lake tables parsed / encoded by this stage
+        ("rows_written", pa.int64()),
+        ("message", pa.string()),
+    ]),
+    "query_results": pa.schema([
+        ("batch_id", pa.string()),
+        ("query_id", pa.string()),
+        ("snapshot_id", pa.int64()),
+        ("kind", pa.string()),            # union | join | nary
+        ("rank", pa.int32()),
+        ("table_id", pa.int64()),
+        ("path", pa.string()),
+        ("column", pa.string()),
+        ("score", pa.float64()),
+        ("evidence", pa.string()),        # JSON
+        ("created_at", TS),
+    ]),
+}
+
+#: Tables whose rows are derived from lake tables and replaced per lake table on refresh.
+PER_TABLE = tuple(name for name, s in SCHEMAS.items() if "table_id" in s.names and "content_hash" in s.names)
+#: Tables a snapshot pins (everything but the bookkeeping tables).
+INDEX_TABLES = tuple(n for n in SCHEMAS if n not in ("snapshots", "refresh_runs", "query_results"))

@@ -1,0 +1,80 @@
+"""Published snapshots: one consistent version of every index table.
+
+A refresh commits stage by stage; queries never see those intermediate versions.  Only the last stage of a
+successful refresh appends a row to ``snapshots`` naming the Delta version of every index table, and readers resolve
+a snapshot (the latest, or a given id) to those versions.  A failed or killed refresh therefore leaves the previous
+snapshot answering queries.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+
+from .warehouse import Warehouse, WarehouseError
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    warehouse: Warehouse
+    snapshot_id: int
+    created_at: datetime
+    refresh_id: int
+    lake: str
+    versions: dict[str, int]
+    models: dict[str, str] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def lake_root(self) -> str:
+        return self.lake
+
+    def version(self, name: str) -> int:
+        try:
+            return self.versions[name]
+        except KeyError:
+            raise WarehouseError(f"snapshot {self.snapshot_id} does not pin table {name!r}") from None
+
+    def dataset(self, name: str) -> pads.Dataset:
+        return self.warehouse.dataset(name, self.version(name))
+
+    def read(self, name: str, columns: list[str] | None = None, filter: pads.Expression | None = None) -> pa.Table:
+        return self.warehouse.read(name, self.version(name), columns=columns, filter=filter)
+
+    def file_uris(self, name: str) -> list[str]:
+        return self.warehouse.file_uris(name, self.version(name))
+
+    def to_dict(self) -> dict:
+        return {"snapshot_id": self.snapshot_id, "created_at": self.created_at.isoformat(),
+                "refresh_id": self.refresh_id, "lake": self.lake, "versions": self.versions, "models": self.models,
+                "counts": self.counts}
+
+
+def _from_row(warehouse: Warehouse, row: dict) -> Snapshot:
+    return Snapshot(warehouse, row["snapshot_id"], row["created_at"], row["refresh_id"], row["lake"],
+                    json.loads(row["versions"]), json.loads(row["models"] or "{}"), json.loads(row["counts"] or "{}"))
+
+
+def list_snapshots(warehouse: Warehouse) -> list[Snapshot]:
+    """Every published snapshot, oldest first."""
+    warehouse.require()
+    rows = warehouse.read("snapshots").sort_by("snapshot_id").to_pylist()
+    return [_from_row(warehouse, r) for r in rows]
+
+
+def load_snapshot(warehouse: Warehouse, snapshot_id: int | None = None) -> Snapshot:
+    """The latest published snapshot, or the one with ``snapshot_id``."""
+    warehouse.require()
+    table = warehouse.read("snapshots")
+    if snapshot_id is not None:
+        table = table.filter(pc.equal(table["snapshot_id"], snapshot_id))
+        if table.num_rows == 0:
+            raise WarehouseError(f"no snapshot {snapshot_id} in {warehouse.root!r}")
+    if table.num_rows == 0:
+        raise WarehouseError(f"the warehouse {warehouse.root!r} has no published snapshot yet "
+                             "(the first refresh has not finished)")
+    row = table.sort_by([("snapshot_id", "descending")]).slice(0, 1).to_pylist()[0]
+    return _from_row(warehouse, row)

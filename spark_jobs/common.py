@@ -1,0 +1,205 @@
+"""What every stage driver shares: the SparkSession, argument parsing, fan-out of per-table work, one commit.
+
+The driver plans (small metadata), Spark tasks do the per-table work through ``mapInArrow`` and write their output
+files straight into the Delta table folder, and only file metadata comes back to the driver, which commits the new
+files and the removal of replaced ones in one transaction carrying the stage's application transaction.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+import traceback
+from typing import Callable, Iterable
+
+import numpy as np
+import pyarrow as pa
+
+from discovery.config import load_config
+from discovery.refresh import StageContext, StageReport, record_stage
+from discovery.store import DataFile, Warehouse, candidate_files, drop_table_ids, new_attempt_token, write_data_file
+
+
+
+def spark_session(app_name: str):
+    """The active session, or a new one on the master spark-submit was given, ``LAKESCOUT_SPARK_MASTER`` or local[*].
+
+    A local master binds the driver to the loopback address: resolving and binding the host name costs every task a
+    network round trip through the name service, which in sandboxed hosts multiplies per-task overhead several times.
+    """
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conf = dict(SparkConf().getAll())
+    master = conf.get("spark.master") or os.environ.get("LAKESCOUT_SPARK_MASTER", "local[*]")
+    builder = (SparkSession.builder.appName(app_name).master(master)
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+               .config("spark.ui.showConsoleProgress", "false"))
+    if master.startswith("local"):
+        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    return builder.getOrCreate()
+
+
+def _flag(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def parse_args(argv: list[str] | None, stage: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog=f"spark_jobs.{stage}", description=f"Lakescout refresh stage: {stage}")
+    p.add_argument("--warehouse", required=True)
+    p.add_argument("--lake", required=True)
+    p.add_argument("--refresh-id", type=int, required=True)
+    p.add_argument("--full", type=_flag, nargs="?", const=True, default=False,
+                   help="rebuild everything instead of the changed tables (also --full true|false, for templating)")
+    p.add_argument("--config", default=None, help="TOML configuration file")
+    return p.parse_args(argv)
+
+
+def context_from_args(args: argparse.Namespace) -> StageContext:
+    return StageContext(warehouse=args.warehouse, lake=args.lake, refresh_id=args.refresh_id,
+                        attempt=new_attempt_token(), full=args.full, config=load_config(args.config))
+
+
+def run_stage(stage: str, body: Callable[[object, StageContext], StageReport], argv: list[str] | None = None) -> int:
+    """spark-submit entry point: run ``body`` and record the outcome in ``refresh_runs`` (failures too)."""
+    args = parse_args(argv, stage)
+    ctx = context_from_args(args)
+    spark = spark_session(f"lakescout-{stage}")
+    return execute(spark, stage, body, ctx)
+
+
+def execute(spark, stage: str, body: Callable[[object, StageContext], StageReport], ctx: StageContext) -> int:
+    started = time.time()
+    try:
+        report = body(spark, ctx)
+    except Exception as exc:
+        traceback.print_exc()
+        record_stage(ctx.warehouse, ctx.refresh_id, StageReport(stage, status="failed", message=str(exc)[:2000]),
+                     started, ctx.attempt)
+        return 1
+    record_stage(ctx.warehouse, ctx.refresh_id, report, started, ctx.attempt)
+    print(json.dumps({"stage": stage, "refresh_id": ctx.refresh_id, **report.__dict__}))
+    return 0
+
+
+def _run_tasks(spark, n_tasks: int, task: Callable[[int], Iterable[dict]]) -> list[dict]:
+    """Run ``task(i)`` for i in 0..n_tasks-1 as Spark tasks (``mapInArrow`` over a range, so no shuffle) and collect
+    the small metadata records they yield."""
+    if n_tasks == 0:
+        return []
+
+    def run(batches):
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                records = list(task(i))
+                if records:
+                    yield pa.RecordBatch.from_pylist([{"payload": json.dumps(r)} for r in records])
+
+    rows = spark.range(0, n_tasks, numPartitions=n_tasks).mapInArrow(run, "payload string").collect()
+    return [json.loads(r["payload"]) for r in rows]
+
+
+def _work_tasks(spark, work: pa.Table, fn: Callable[[pa.Table, StageContext], tuple[pa.Table, dict]], output: str,
+                ctx: StageContext, stage: str) -> tuple[int, Callable[[int], Iterable[dict]]]:
+    """Tasks that run ``fn`` over chunks of ``work``, each writing its output rows as one file of ``output``.
+
+    Work is sorted by ``table_id`` and cut into contiguous chunks of ``tables_per_task`` tables, so each output file
+    covers a narrow ``table_id`` range and a later replacement of a few tables rewrites few files (the file statistics
+    prune the rest).  The work list itself is small metadata shipped to the tasks in a broadcast; rows stay on the
+    executors and only file metadata and counters come back to the driver.
+    """
+    if work.num_rows == 0:
+        return 0, lambda i: iter(())
+    work = work.sort_by("table_id")
+    table_uri = ctx.store.table_uri(output)
+    per_task = max(ctx.config.spark.tables_per_task, 1)
+    shared = spark.sparkContext.broadcast(_ipc(work))
+
+    def task(i: int):
+        out, counts = fn(_from_ipc(shared.value).slice(i * per_task, per_task), ctx)
+        yield {"counts": counts}
+        if out.num_rows:
+            yield {"file": write_data_file(table_uri, out, ctx.refresh_id, stage, ctx.attempt).to_dict()}
+
+    return math.ceil(work.num_rows / per_task), task
+
+
+def _rewrite_tasks(name: str, table_ids: np.ndarray, ctx: StageContext, stage: str
+                   ) -> tuple[int, Callable[[int], Iterable[dict]]]:
+    """Tasks for the copy-on-write removal of the rows of ``table_ids`` from ``name``, one per candidate file."""
+    wh = ctx.store
+    paths = candidate_files(wh.files(name), table_ids)
+    ids = np.asarray(table_ids, dtype=np.int64)
+    table_uri = wh.table_uri(name)
+
+    def task(i: int):
+        touched, repl = drop_table_ids(table_uri, paths[i], ids, ctx.refresh_id, stage, ctx.attempt)
+        if touched:
+            yield {"removed": paths[i], "file": repl.to_dict() if repl else None}
+
+    return len(paths), task
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _from_ipc(data: bytes) -> pa.Table:
+    return pa.ipc.open_stream(data).read_all()
+
+
+def _collect(records: list[dict]) -> tuple[list[DataFile], list[str], dict]:
+    files, removes, totals = [], [], {}
+    for rec in records:
+        if rec.get("file"):
+            files.append(DataFile(**rec["file"]))
+        if "removed" in rec:
+            removes.append(rec["removed"])
+        for k, v in rec.get("counts", {}).items():
+            totals[k] = totals.get(k, 0) + v
+    return files, removes, totals
+
+
+def fan_out(spark, work: pa.Table, fn, output: str, ctx: StageContext, stage: str) -> tuple[list[DataFile], dict]:
+    """Run ``fn`` over ``work`` in Spark tasks that write files of ``output``; returns the files and counters."""
+    n, task = _work_tasks(spark, work, fn, output, ctx, stage)
+    files, _, totals = _collect(_run_tasks(spark, n, task))
+    return files, totals
+
+
+def replace_tables(spark, name: str, work: pa.Table, remove_ids: np.ndarray, fn, ctx: StageContext,
+                   stage: str) -> tuple[int | None, dict, int]:
+    """Replace the rows of lake tables in ``name``: drop ``remove_ids``' rows, add ``fn``'s output, one commit.
+
+    The rewrite of files holding removed rows and the per-table work run as one Spark job.  Returns (new version or
+    None when this refresh's stage had already committed, counters, rows written by ``fn``).
+    """
+    wh = ctx.store
+    wh.cleanup_orphans(name, keep_attempt=ctx.attempt)
+    if wh.committed(name, stage, ctx.refresh_id):
+        return None, {}, 0
+    n_rw, rewrite = _rewrite_tasks(name, remove_ids, ctx, stage)
+    n_wk, produce = _work_tasks(spark, work, fn, name, ctx, stage)
+
+    def task(i: int):
+        return rewrite(i) if i < n_rw else produce(i - n_rw)
+
+    records = _run_tasks(spark, n_rw + n_wk, task)
+    files, removes, counts = _collect(records)
+    result = wh.commit(name, files, removes, refresh_id=ctx.refresh_id, stage=stage, attempt=ctx.attempt)
+    written = sum(DataFile(**r["file"]).rows for r in records if r.get("file") and "removed" not in r)
+    return result.version, counts, written

@@ -1,0 +1,31 @@
+"""Stage ``profile``: column types, distinct and null counts, key candidates of new and changed tables."""
+from __future__ import annotations
+
+import sys
+
+import pyarrow as pa
+
+from discovery.refresh import StageContext, StageReport, plan_derived, profile_batch
+from spark_jobs.common import replace_tables, run_stage
+
+STAGE = "profile"
+
+
+def done_pairs(ctx: StageContext, name: str) -> pa.Table:
+    """Distinct (table_id, content_hash) already present in a derived index table."""
+    t = ctx.store.read(name, columns=["table_id", "content_hash"])
+    return t.group_by(["table_id", "content_hash"]).aggregate([])
+
+
+def run(spark, ctx: StageContext) -> StageReport:
+    plan = plan_derived(ctx.store.read("catalog"), done_pairs(ctx, "columns"), ctx.full)
+    version, counts, rows = replace_tables(spark, "columns", plan.work, plan.remove_ids, profile_batch, ctx, STAGE)
+    if version is None and (plan.work.num_rows or len(plan.remove_ids)):
+        return StageReport(STAGE, message="already committed by an earlier attempt of this refresh")
+    return StageReport(STAGE, tables_added=plan.added, tables_changed=plan.changed, tables_deleted=plan.deleted,
+                       tables_failed=counts.get("tables_failed", 0),
+                       tables_processed=counts.get("tables_processed", 0), rows_written=rows)
+
+
+if __name__ == "__main__":
+    sys.exit(run_stage(STAGE, run))

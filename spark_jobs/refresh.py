@@ -1,0 +1,39 @@
+"""Every stage of a refresh in one Spark application (the CLI path; the DAG submits the stages one by one)."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+from discovery.config import load_config
+from discovery.refresh import StageContext, begin_refresh, publish_snapshot
+from discovery.store import new_attempt_token
+from spark_jobs.common import execute, spark_session
+from spark_jobs.stages import STAGES
+
+
+def refresh(spark, warehouse: str, lake: str, full: bool = False, config_path: str | None = None) -> dict:
+    refresh_id = begin_refresh(warehouse)
+    config = load_config(config_path)
+    for module in (importlib.import_module(f"spark_jobs.{m}") for m in STAGES.values()):
+        ctx = StageContext(warehouse, lake, refresh_id, new_attempt_token(), full, config)
+        if execute(spark, module.STAGE, module.run, ctx) != 0:
+            return {"refresh_id": refresh_id, "published": False, "failed_stage": module.STAGE}
+    return publish_snapshot(warehouse, refresh_id, lake)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="spark_jobs.refresh")
+    p.add_argument("--warehouse", required=True)
+    p.add_argument("--lake", required=True)
+    p.add_argument("--full", action="store_true")
+    p.add_argument("--config", default=None)
+    args = p.parse_args(argv)
+    out = refresh(spark_session("lakescout-refresh"), args.warehouse, args.lake, args.full, args.config)
+    print("LAKESCOUT_RESULT " + json.dumps(out, default=str))
+    return 1 if "failed_stage" in out else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

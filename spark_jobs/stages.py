@@ -1,0 +1,9 @@
+"""The refresh stages in the order they run: Airflow task id -> spark_jobs module (a spark-submit entry point).
+
+Both the ``lake_refresh`` DAG and the one-application refresh of the CLI read this list, so a stage is added in one
+place.  Every module exposes ``STAGE`` and ``run(spark, ctx) -> StageReport``.
+"""
+STAGES: dict[str, str] = {
+    "scan": "scan_lake",
+    "profile": "profile_columns",
+}

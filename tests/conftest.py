@@ -1,0 +1,51 @@
+"""Shared fixtures: one SparkSession per test session, the sample lake generated once, small lakes on demand."""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A real local SparkSession (two cores), shared by every test that needs Spark."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["LAKESCOUT_SPARK_MASTER"] = "local[2]"
+    from spark_jobs.common import spark_session
+
+    session = spark_session("lakescout-tests")
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def demo_lake(tmp_path_factory):
+    """The deterministic sample lake (300 files, with ground truth), generated once per session."""
+    from discovery.demo_lake import generate_demo_lake
+
+    path = tmp_path_factory.mktemp("demo") / "lake"
+    generate_demo_lake(path, seed=7)
+    return str(path)
+
+
+@pytest.fixture
+def small_lake(tmp_path, demo_lake):
+    """A copy of part of the sample lake (every broken file plus a slice of the good ones) that tests may modify."""
+    from discovery.demo_lake import load_ground_truth
+    from discovery.lake import list_lake
+
+    gt = load_ground_truth(demo_lake)
+    broken = {r["path"] for r in gt["broken"]}
+    good = [f.path for f in list_lake(demo_lake) if f.path not in broken][::10]
+    dest = tmp_path / "lake"
+    for rel in sorted(broken) + good:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(os.path.join(demo_lake, rel), target)
+    return str(dest)

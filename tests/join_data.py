@@ -1,0 +1,59 @@
+"""Seeded vector sets and an independent float64 brute force shared by the join tests (no tests of its own)."""
+import numpy as np
+
+
+def unit(x):
+    x = np.asarray(x, dtype=np.float64)
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def uniform_lake(rng, n_cols=60, dim=8, max_size=30):
+    sizes = rng.integers(1, max_size, n_cols)
+    ids = np.repeat(rng.choice(10_000, n_cols, replace=False), sizes)
+    return unit(rng.normal(size=(sizes.sum(), dim))), ids
+
+
+def clustered_lake(rng, n_cols=80, dim=16, n_entities=150, intrinsic=4, noise=0.05, max_size=40):
+    """Entities on a low-dimensional sphere, columns = noisy variants of entity subsets."""
+    basis = rng.normal(size=(intrinsic, dim))
+    entities = unit(rng.normal(size=(n_entities, intrinsic)) @ basis)
+    sizes = rng.integers(2, max_size, n_cols)
+    parts, ids = [], []
+    for c, s in enumerate(sizes):
+        picked = rng.choice(n_entities, min(s, n_entities), replace=False)
+        parts.append(entities[picked] + rng.normal(size=(picked.size, dim)) * noise / np.sqrt(dim))
+        ids.append(np.full(picked.size, 3 * c + 7))
+    return unit(np.vstack(parts)), np.concatenate(ids), entities
+
+
+def query_from(rng, entities, size, dim_noise=0.05):
+    picked = rng.choice(entities.shape[0], size, replace=False)
+    return unit(entities[picked] + rng.normal(size=(size, entities.shape[1])) * dim_noise / np.sqrt(entities.shape[1]))
+
+
+def brute_force(lake, column_ids, query, tau_fraction, T, metric="euclidean"):
+    """Reference answer in float64, independent of the package: {column id: matched query vectors}."""
+    lake = lake.astype(np.float64)
+    query = query.astype(np.float64)
+    if metric == "angular":
+        lake = lake / np.linalg.norm(lake, axis=1, keepdims=True)
+        query = query / np.linalg.norm(query, axis=1, keepdims=True)
+        cos = np.clip(query @ lake.T, -1.0, 1.0)
+        dist = np.arccos(cos)
+        tau = tau_fraction * np.pi
+    else:
+        dist = np.sqrt(((query[:, None, :] - lake[None, :, :]) ** 2).sum(-1))
+        tau = tau_fraction * 2.0
+    hit = dist <= tau
+    need = max(1, int(np.ceil(round(T * query.shape[0], 9))))
+    out = {}
+    for c in np.unique(column_ids):
+        n = int(hit[:, column_ids == c].any(axis=1).sum())
+        if n >= need:
+            out[int(c)] = n
+    return out
+
+
+def top_k_reference(answer, k):
+    ranked = sorted(answer.items(), key=lambda kv: (-kv[1], kv[0]))
+    return dict(ranked[:k])

@@ -1,0 +1,58 @@
+"""The lakescout command line: refresh through spark-submit, status as text and JSON, clear errors."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+BIN = os.path.dirname(sys.executable)
+
+
+def _cli(*args, timeout=600):
+    env = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), PYSPARK_PYTHON=sys.executable)
+    return subprocess.run([os.path.join(BIN, "lakescout"), *args], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+@pytest.mark.spark
+def test_refresh_then_status(small_lake, tmp_path):
+    wh = str(tmp_path / "wh")
+    proc = _cli("refresh", "--lake", small_lake, "--warehouse", wh, "--master", "local[2]")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "published snapshot 1" in proc.stdout and "scan" in proc.stdout
+    st = _cli("status", "--warehouse", wh, "--json")
+    assert st.returncode == 0
+    data = json.loads(st.stdout)
+    assert data["snapshot"]["snapshot_id"] == 1
+    assert data["tables"]["error"] == len(data["errors"]) > 0
+    assert all(e["reason"] for e in data["errors"])
+    text = _cli("status", "--warehouse", wh).stdout
+    assert "failed tables" in text and "header only: no data rows" in text
+    assert "refresh" in text and "profile" in text
+
+
+def test_clear_errors_for_bad_input(tmp_path):
+    missing = _cli("status", "--warehouse", str(tmp_path / "none"))
+    assert missing.returncode == 2 and "no Lakescout warehouse" in missing.stderr and "Traceback" not in missing.stderr
+    nolake = _cli("refresh", "--lake", str(tmp_path / "nolake"), "--warehouse", str(tmp_path / "wh"))
+    assert nolake.returncode == 2 and "does not exist" in nolake.stderr and "Traceback" not in nolake.stderr
+    usage = _cli("status")
+    assert usage.returncode == 2 and "--warehouse" in usage.stderr
+
+
+def test_bad_config_is_named(tmp_path):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text("[limits]\nmax_rowz = 3\n")
+    proc = _cli("refresh", "--lake", str(tmp_path), "--warehouse", str(tmp_path / "wh"), "--config", str(cfg))
+    assert proc.returncode == 2 and "max_rowz" in proc.stderr
+
+
+def test_demo_lake_command(tmp_path):
+    proc = _cli("demo-lake", str(tmp_path / "lake"), "--json")
+    assert proc.returncode == 0
+    summary = json.loads(proc.stdout)
+    assert summary["n_tables"] == len([f for f in (tmp_path / "lake").rglob("*") if f.is_file()
+                                       and "_ground_truth" not in f.parts])

@@ -1,0 +1,168 @@
+"""Trained encoders: TACTUS table encoder (Eq. 1-6) and the join value encoder, on small seeded instances."""
+from __future__ import annotations
+
+import math
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from discovery.encoders import (HashEncoder, HashEncoderConfig, JoinEncoderConfig, TableEncoderConfig,  # noqa: E402
+                                encoder_from_bytes, load_encoder, save_encoder, train_join_encoder,
+                                train_table_encoder)
+from discovery.encoders.table_encoder import _two_pronged_loss, prepare_tables  # noqa: E402
+from discovery.encoders.variations import VARIATIONS, vary  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = ["river", "stadium", "county", "north", "saint", "lake", "museum", "park", "george", "national",
+         "league", "prize", "church", "election", "station", "valley", "tower", "bridge", "market", "college"]
+
+
+def _lake(seed: int, n_tables: int = 12) -> list[list[list[str]]]:
+    rng = random.Random(seed)
+    tables = []
+    for _ in range(n_tables):
+        topic = rng.sample(WORDS, 3)
+        columns = [[f"{rng.choice(topic)} {rng.choice(WORDS)}" for _ in range(12)] for _ in range(rng.randint(2, 4))]
+        columns.append([str(rng.randint(1900, 2020)) for _ in range(12)])
+        tables.append(columns)
+    return tables
+
+
+@pytest.fixture(scope="module")
+def table_encoder():
+    return train_table_encoder(_lake(0), HashEncoder(HashEncoderConfig(dim=32)),
+                               TableEncoderConfig(out_dim=16, heads=4, hidden=32, epochs=3, batch_size=6))
+
+
+def _brute_force_loss(emb: np.ndarray, partner: np.ndarray, gamma: float, tau: float) -> float:
+    sim = emb @ emb.T
+    losses = []
+    for i in range(len(emb)):
+        rem = [j for j in range(len(emb)) if j != i and j != partner[i] and sim[i, j] <= gamma]
+        hard = sorted(rem, key=lambda j: (-sim[i, j], j))[: math.ceil(len(rem) / 2)]
+        if hard:
+            neg = np.log(np.sum(np.exp(sim[i, hard] / tau)))
+            losses.append(neg - sim[i, partner[i]] / tau)
+    return float(np.mean(losses))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_two_pronged_loss_equals_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    n = 2 * int(rng.integers(2, 9))
+    base = rng.normal(size=(n // 2, 8))
+    emb = np.concatenate([base, base + 0.3 * rng.normal(size=base.shape)])
+    emb[rng.integers(0, n)] = emb[0] + 0.01 * rng.normal(size=8)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    partner = np.concatenate([np.arange(n // 2, n), np.arange(n // 2)])
+    got = _two_pronged_loss(torch.from_numpy(emb), torch.from_numpy(partner), 0.9, 0.07)
+    assert got is not None
+    assert math.isclose(float(got), _brute_force_loss(emb, partner, 0.9, 0.07), rel_tol=1e-9, abs_tol=1e-9)
+
+
+def test_two_pronged_loss_without_negatives_is_none():
+    emb = torch.tensor([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [1.0, 0.0]], dtype=torch.float64)
+    assert _two_pronged_loss(emb, torch.tensor([2, 3, 0, 1]), 0.9, 0.07) is None
+
+
+def test_numpy_inference_equals_torch_attention(table_encoder):
+    w = table_encoder.weights
+    d = table_encoder.dim
+    attn = torch.nn.MultiheadAttention(d, table_encoder.config.heads, batch_first=True).double()
+    with torch.no_grad():
+        attn.in_proj_weight.copy_(torch.from_numpy(w["in_proj_weight"]))
+        attn.in_proj_bias.copy_(torch.from_numpy(w["in_proj_bias"]))
+        attn.out_proj.weight.copy_(torch.from_numpy(w["out_proj_weight"]))
+        attn.out_proj.bias.copy_(torch.from_numpy(w["out_proj_bias"]))
+    rng = np.random.default_rng(5)
+    for c in (1, 3, 7):
+        cols = rng.normal(size=(c, d)).astype(np.float32)
+        with torch.no_grad():
+            q = torch.from_numpy(w["query"].astype(np.float64)).view(1, 1, d)
+            kv = torch.from_numpy(cols.astype(np.float64) * math.sqrt(d)).unsqueeze(0)
+            z = attn(q, kv, kv, need_weights=False)[0][0, 0].numpy()
+        hidden = np.maximum(z @ w["w1"] + w["b1"], 0)
+        out = hidden @ w["w2"] + w["b2"]
+        assert np.allclose(table_encoder.encode_table(cols), out / np.linalg.norm(out), atol=1e-5)
+        perm = rng.permutation(c)
+        assert np.allclose(table_encoder.encode_table(cols[perm]), table_encoder.encode_table(cols), atol=1e-6)
+
+
+def test_row_subset_vectors_equal_encoding_the_subset(table_encoder):
+    tables = _lake(1, 3)
+    enc = table_encoder.base
+    prepared = prepare_tables(enc, tables, None, max_rows=1000)
+    rng = np.random.default_rng(0)
+    for table, prep in zip(tables, prepared):
+        rows = np.sort(rng.choice(12, 7, replace=False))
+        columns = np.array([0, len(table) - 1])
+        got = prep.column_vectors(rows, columns)
+        for j, c in enumerate(columns):
+            expected = enc.encode_column([table[c][r] for r in rows])
+            assert got[j].tobytes() == expected.tobytes()
+
+
+def test_table_encoder_round_trip_and_seeded_training(table_encoder, tmp_path):
+    again = load_encoder("table", save_encoder(table_encoder, tmp_path))
+    assert again.version == table_encoder.version
+    cols = np.random.default_rng(0).normal(size=(4, 32)).astype(np.float32)
+    assert again.encode_table(cols).tobytes() == table_encoder.encode_table(cols).tobytes()
+    assert again.encode_values(["a b"]).tobytes() == table_encoder.encode_values(["a b"]).tobytes()
+    retrained = train_table_encoder(_lake(0), HashEncoder(HashEncoderConfig(dim=32)),
+                                    TableEncoderConfig(out_dim=16, heads=4, hidden=32, epochs=3, batch_size=6))
+    assert retrained.version == table_encoder.version
+    other = train_table_encoder(_lake(0), HashEncoder(HashEncoderConfig(dim=32)),
+                                TableEncoderConfig(out_dim=16, heads=4, hidden=32, epochs=3, batch_size=6, seed=1))
+    assert other.version != table_encoder.version
+    assert table_encoder.encode_table(cols).shape == (16,)
+
+
+def test_variations_are_reproducible_and_non_empty():
+    values = ["tom elliott (politician)", "2008 cyprus four nations football tournament", "holberg prize", "x"]
+    a, b = random.Random(7), random.Random(7)
+    for v in values * 20:
+        out = vary(a, v, WORDS)
+        assert out and out == vary(b, v, WORDS)
+    for fn in VARIATIONS:
+        assert isinstance(fn(random.Random(1), "national stadium, singapore", WORDS), str)
+
+
+@pytest.fixture(scope="module")
+def join_encoder():
+    rng = random.Random(0)
+    values = sorted({" ".join(rng.sample(WORDS, rng.randint(1, 3))) + f" {rng.randint(1, 99)}" for _ in range(400)})
+    config = JoinEncoderConfig(dim=16, embed_dim=16, hidden=32, buckets=1 << 12, steps=60, batch_size=64)
+    return values, train_join_encoder(values, config)
+
+
+def test_join_encoder_pulls_variations_together(join_encoder):
+    values, enc = join_encoder
+    rng = random.Random(3)
+    vecs = enc.encode_values(values)
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1, atol=1e-5)
+    varied = enc.encode_values([vary(rng, v, WORDS) for v in values])
+    positive = np.linalg.norm(vecs - varied, axis=1)
+    shuffled = np.linalg.norm(vecs - np.roll(varied, 1, axis=0), axis=1)
+    assert np.median(positive) < 0.5 * np.median(shuffled)
+
+
+def test_join_encoder_is_bit_identical_in_another_process(join_encoder):
+    values, enc = join_encoder
+    sample = values[:25] + ["Tom Elliott (politician)", ""]
+    script = (
+        "import sys\nfrom discovery.encoders import encoder_from_bytes\n"
+        "enc = encoder_from_bytes(sys.stdin.buffer.read())\n"
+        f"sys.stdout.buffer.write(enc.encode_values({sample!r}).tobytes() + enc.version.encode())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, input=enc.to_bytes(), capture_output=True,
+                         check=True, env={"OMP_NUM_THREADS": "2", "PATH": "/usr/bin:/bin"}).stdout
+    assert out == enc.encode_values(sample).tobytes() + enc.version.encode()
+    single = np.concatenate([enc.encode_values([v]) for v in sample])
+    assert single.tobytes() == enc.encode_values(sample).tobytes()
+    assert encoder_from_bytes(enc.to_bytes()).version == enc.version

@@ -1,0 +1,131 @@
+"""PEXESO, PEXESO-H and brute force return exactly the brute-force answer: threshold, top-k, both metrics."""
+import numpy as np
+import pytest
+
+from discovery.join import JoinIndex, map_to_pivots, select_pivots
+from discovery.join.grid import GridSpec
+from join_data import brute_force, clustered_lake, query_from, top_k_reference, uniform_lake
+
+METHODS = ("pexeso", "pexeso-h", "exact")
+SETTINGS = [(0.02, 0.2), (0.06, 0.6), (0.1, 0.4), (0.2, 0.8), (0.3, 0.3), (0.45, 0.6), (0.1, 0.0)]
+
+
+def _cases(seed):
+    rng = np.random.default_rng(seed)
+    if seed % 2:
+        lake, ids = uniform_lake(rng)
+        queries = [lake[rng.choice(lake.shape[0], 20, replace=False)] + 0.0, uniform_lake(rng, 1, 8, 2)[0]]
+        queries = [q for q in queries if q.shape[0]]
+    else:
+        lake, ids, entities = clustered_lake(rng)
+        queries = [query_from(rng, entities, s) for s in (5, 25, 60)]
+    return rng, lake, ids, queries
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("metric", ["euclidean", "angular"])
+def test_threshold_search_equals_brute_force(seed, metric):
+    rng, lake, ids, queries = _cases(seed)
+    pivots = select_pivots(lake, n_pivots=int(rng.integers(1, 6)), seed=seed, metric=metric)
+    index = JoinIndex.build(lake, ids, pivots, levels=int(rng.integers(1, 6)), metric=metric)
+    for q in queries:
+        for tau, T in SETTINGS:
+            expected = brute_force(lake, ids, q, tau, T, metric)
+            for method in METHODS:
+                got = index.search(q, tau, T, method=method)
+                assert got.joinabilities() == expected, (method, tau, T)
+                ranks = [(-c.matches, c.column_id) for c in got.columns]
+                assert ranks == sorted(ranks)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_top_k_equals_brute_force(seed):
+    rng, lake, ids, queries = _cases(seed)
+    index = JoinIndex.build(lake, ids, select_pivots(lake, 3, seed=seed), levels=3)
+    for q in queries:
+        for tau, T in [(0.06, 0.0), (0.15, 0.1), (0.3, 0.0), (0.5, 0.5)]:
+            full = brute_force(lake, ids, q, tau, T)
+            for k in (1, 3, 10):
+                for method in METHODS:
+                    got = index.search(q, tau, T, method=method, top_k=k)
+                    assert got.joinabilities() == top_k_reference(full, k), (method, tau, T, k)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_decision_mode_returns_same_columns(seed):
+    rng, lake, ids, queries = _cases(seed)
+    index = JoinIndex.build(lake, ids, select_pivots(lake, 4, seed=seed), levels=4)
+    for q in queries:
+        for tau, T in SETTINGS:
+            expected = brute_force(lake, ids, q, tau, T)
+            for method in METHODS:
+                got = index.search(q, tau, T, method=method, exact_joinability=False)
+                assert set(got.joinabilities()) == set(expected)
+                for c in got.columns:
+                    assert c.joinability >= T and c.matches <= expected[c.column_id]
+
+
+def test_evidence_pairs_are_real_matches():
+    rng = np.random.default_rng(11)
+    lake, ids, entities = clustered_lake(rng, noise=0.1)
+    q = query_from(rng, entities, 30)
+    index = JoinIndex.build(lake, ids, select_pivots(lake, 5), levels=4)
+    tau = 0.08
+    for method in METHODS:
+        result = index.search(q, tau, 0.3, method=method)
+        assert result.columns
+        for col in result.columns:
+            assert col.pairs.shape == (col.matches, 3)
+            qi, xi = col.pairs[:, 0].astype(int), col.pairs[:, 1].astype(int)
+            assert np.unique(qi).size == col.matches
+            assert np.all(ids[xi] == col.column_id)
+            true = np.linalg.norm(q[qi].astype(np.float64) - lake[xi].astype(np.float64), axis=1)
+            np.testing.assert_allclose(col.pairs[:, 2], true, atol=1e-4)  # float32 fast path
+            assert np.all(true <= tau * 2 + 1e-9)
+
+
+def test_from_float32_mappings_is_exact():
+    """Mappings stored as float32 (as in Delta) and precomputed cells give the same answer."""
+    rng = np.random.default_rng(5)
+    lake, ids, entities = clustered_lake(rng)
+    pivots = select_pivots(lake, 5, seed=1)
+    mapped = map_to_pivots(lake, pivots).astype(np.float32)
+    grid = GridSpec.fit(mapped, 4)
+    index = JoinIndex.from_mapped(lake, ids, mapped, pivots, grid, cells=grid.leaf_cells(mapped))
+    for size in (10, 40):
+        q = query_from(rng, entities, size)
+        for tau, T in SETTINGS:
+            assert index.search(q, tau, T).joinabilities() == brute_force(lake, ids, q, tau, T)
+
+
+def test_boundary_pairs_decided_identically():
+    """Pairs at exactly the threshold distance: every method takes the same decision."""
+    rng = np.random.default_rng(3)
+    base = np.zeros((1, 8), np.float32)
+    base[0, 0] = 1.0
+    angles = np.linspace(0.05, 0.2, 40)
+    lake = np.zeros((40, 8), np.float32)
+    lake[:, 0], lake[:, 1] = np.cos(angles), np.sin(angles)
+    ids = np.arange(40)
+    index = JoinIndex.build(lake, ids, select_pivots(lake, 2), levels=3)
+    tau = float(np.linalg.norm(lake[17].astype(np.float64) - base[0])) / 2.0
+    answers = [index.search(base, tau, 1.0, method=m).joinabilities() for m in METHODS]
+    assert answers[0] == answers[1] == answers[2]
+    assert 16 in answers[0] and 18 not in answers[0]
+    del rng
+
+
+def test_bad_arguments():
+    rng = np.random.default_rng(0)
+    lake, ids = uniform_lake(rng)
+    index = JoinIndex.build(lake, ids, select_pivots(lake, 3), levels=2)
+    with pytest.raises(ValueError):
+        index.search(lake[:3], 1.5, 0.5)
+    with pytest.raises(ValueError):
+        index.search(lake[:3], 0.1, 1.5)
+    with pytest.raises(ValueError):
+        index.search(lake[:3], 0.1, 0.5, method="nope")
+    with pytest.raises(ValueError):
+        index.search(np.zeros((0, lake.shape[1]), np.float32), 0.1, 0.5)
+    with pytest.raises(ValueError):
+        index.search(lake[:3, :4], 0.1, 0.5)

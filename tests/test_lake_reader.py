@@ -1,0 +1,149 @@
+"""Parsing lake files: dialects, encodings, bounds, and a readable reason for everything that cannot be indexed."""
+from __future__ import annotations
+
+import codecs
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from discovery.config import Limits, ProfileConfig
+from discovery.demo_lake import load_ground_truth
+from discovery.lake import LakeFileError, infer_type, list_lake, profile_table, read_lake_table
+from discovery.lake.reader import dedupe_names
+
+
+def _read(tmp_path, name, data: bytes, limits=Limits()):
+    p = tmp_path / name
+    p.write_bytes(data)
+    fmt = "parquet" if name.endswith(".parquet") else ("tsv" if name.endswith(".tsv") else "csv")
+    return read_lake_table(str(tmp_path), name, fmt, len(data), limits)
+
+
+def test_demo_lake_statuses_match_ground_truth(demo_lake):
+    expected = {r["path"]: r["status"] for r in load_ground_truth(demo_lake)["broken"]}
+    seen = {}
+    for f in list_lake(demo_lake):
+        try:
+            read_lake_table(demo_lake, f.path, f.format, f.size, Limits())
+            seen[f.path] = "ok"
+        except LakeFileError:
+            seen[f.path] = "error"
+    assert {p: seen[p] for p in expected} == expected
+    assert all(s == "ok" for p, s in seen.items() if p not in expected)
+
+
+def test_demo_tables_parse_to_manifest_shape(demo_lake):
+    gt = load_ground_truth(demo_lake)
+    files = {f.path: f for f in list_lake(demo_lake)}
+    for row in gt["tables"]:
+        if row["role"] == "broken" and row["group"] != "ok":
+            continue
+        f = files[row["path"]]
+        t = read_lake_table(demo_lake, f.path, f.format, f.size, Limits())
+        assert (t.num_rows, len(t.names)) == (int(row["rows"]), int(row["cols"])), row["path"]
+
+
+@pytest.mark.parametrize("data,delimiter", [
+    (b"a,b\n1,2\n3,4\n", ","), (b"a;b\n1;2\n3;4\n", ";"), (b"a|b\n1|2\n3|4\n", "|"), (b"a\tb\n1\t2\n3\t4\n", "\t"),
+    (b"a , b\n 1 , 2\n3,4\n", ","),
+])
+def test_delimiters_are_sniffed(tmp_path, data, delimiter):
+    t = _read(tmp_path, "t.csv", data)
+    assert t.delimiter == delimiter
+    assert t.names == ["a", "b"]
+    assert [c.to_pylist() for c in t.columns] == [["1", "3"], ["2", "4"]]
+
+
+def test_quoted_fields_with_delimiters_and_newlines(tmp_path):
+    t = _read(tmp_path, "q.csv", b'name,note\n"Smith, J.","line one\nline two"\nDoe,plain\n')
+    assert t.columns[0].to_pylist() == ["Smith, J.", "Doe"]
+    assert t.columns[1].to_pylist() == ["line one\nline two", "plain"]
+
+
+@pytest.mark.parametrize("encoding,bom", [("utf-16", b""), ("utf-8", codecs.BOM_UTF8), ("cp1252", b"")])
+def test_odd_encodings(tmp_path, encoding, bom):
+    text = "city,amount\nMünchen,3\nSão Paulo,4\n"
+    t = _read(tmp_path, "e.csv", bom + text.encode(encoding))
+    assert t.columns[0].to_pylist() == ["München", "São Paulo"]
+    assert t.names == ["city", "amount"]
+
+
+@pytest.mark.parametrize("data,reason", [
+    (b"", "empty file"),
+    (b"   \n\n", "empty"),
+    (b"a,b\n", "header only"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary"),
+    (b'a,b\n1,"open\n2,3\n4,5\n', "quoted field opened on line 2"),
+    (b"a,b\n" + b"1,2\n" * 20 + b"1,2,3,4\n" * 5, "ragged rows"),
+])
+def test_unreadable_files_get_a_reason(tmp_path, data, reason):
+    with pytest.raises(LakeFileError, match=reason):
+        _read(tmp_path, "bad.csv", data)
+
+
+def test_bounds_are_reported(tmp_path):
+    limits = Limits(max_cell_chars=10, max_columns=3, max_rows=2, max_file_bytes=1000)
+    with pytest.raises(LakeFileError, match=r"data row 2, column 'b' has 11 characters"):
+        _read(tmp_path, "cell.csv", b"a,b\n1,2\n1," + b"x" * 11 + b"\n", limits)
+    with pytest.raises(LakeFileError, match="4 columns, more than the limit of 3"):
+        _read(tmp_path, "wide.csv", b"a,b,c,d\n1,2,3,4\n", limits)
+    with pytest.raises(LakeFileError, match="larger than the limit"):
+        _read(tmp_path, "big.csv", b"a\n" + b"1\n" * 600, limits)
+    t = _read(tmp_path, "long.csv", b"a\n1\n2\n3\n", limits)
+    assert t.num_rows == 2 and any("only the first 2 indexed" in w for w in t.warnings)
+
+
+def test_few_ragged_rows_are_skipped_with_a_warning(tmp_path):
+    t = _read(tmp_path, "r.csv", b"a,b\n" + b"1,2\n" * 200 + b"9,9,9\n")
+    assert t.num_rows == 200
+    assert any("wrong number of fields" in w and "9,9,9" in w for w in t.warnings)
+
+
+def test_duplicate_and_empty_headers():
+    names, notes = dedupe_names(["id", "Name", "name", "", "id"])
+    assert names == ["id", "Name", "name_2", "column_4", "id_2"]
+    assert len(notes) == 3
+
+
+def test_parquet_and_truncated_parquet(tmp_path):
+    table = pa.table({"n": [1, 2, None], "s": ["x", None, "z"], "d": pa.array([1.5, 2.0, 3.25])})
+    pq.write_table(table, tmp_path / "ok.parquet")
+    data = (tmp_path / "ok.parquet").read_bytes()
+    t = read_lake_table(str(tmp_path), "ok.parquet", "parquet", len(data), Limits())
+    assert [c.to_pylist() for c in t.columns] == [["1", "2", None], ["x", None, "z"], ["1.5", "2", "3.25"]]
+    with pytest.raises(LakeFileError, match="unreadable Parquet"):
+        _read(tmp_path, "cut.parquet", data[: len(data) // 2])
+
+
+def test_missing_lake_folder():
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        list_lake("/nonexistent/lake")
+
+
+def test_listing_skips_metadata_and_unknown_files(tmp_path):
+    (tmp_path / "_ground_truth").mkdir()
+    (tmp_path / "_ground_truth" / "gt.csv").write_text("a\n1\n")
+    (tmp_path / ".hidden.csv").write_text("a\n1\n")
+    (tmp_path / "notes.md").write_text("x")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "t.TSV").write_text("a\tb\n1\t2\n")
+    assert [(f.path, f.format) for f in list_lake(str(tmp_path))] == [("sub/t.TSV", "tsv")]
+
+
+@pytest.mark.parametrize("values,kind", [
+    (["1", "2", "-3", "1,234"], "int"), (["1.5", "2", "3e4", "12%"], "float"), (["true", "no", "T"], "bool"),
+    (["2024-01-02", "1999-12-31"], "date"), (["2024-01-02 10:00:00", "2024-01-02T10:00Z"], "datetime"),
+    (["Paris", "Rome"], "string"), ([None, None], "empty"),
+    (["1"] * 99 + ["oops"], "int"), (["1"] * 90 + ["x"] * 10, "string"),
+])
+def test_type_inference(values, kind):
+    assert infer_type(pa.array(values, pa.string()), 0.95) == kind
+
+
+def test_profile_counts_and_key_candidates(tmp_path):
+    t = _read(tmp_path, "p.csv", b"id,city,score\n1,Paris,1.5\n2,paris,\n3,Rome,2\n")
+    prof = {p["name"]: p for p in profile_table(t, ProfileConfig())}
+    assert prof["id"]["key_candidate"] and prof["id"]["distinct_count"] == 3 and prof["id"]["type"] == "int"
+    assert prof["city"]["distinct_count"] == 2 and not prof["city"]["key_candidate"]  # Paris == paris normalised
+    assert prof["score"]["null_fraction"] == pytest.approx(1 / 3) and prof["score"]["type"] == "float"

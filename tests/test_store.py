@@ -1,0 +1,110 @@
+"""The Delta store: at-most-once commits per refresh and stage, orphan cleanup, copy-on-write removal, snapshots."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from discovery.store import (SCHEMAS, Warehouse, WarehouseError, candidate_files, drop_table_ids, load_snapshot,
+                             write_data_file)
+from discovery.refresh import begin_refresh, publish_snapshot
+
+
+def _columns_rows(table_ids, n_per=3):
+    rows = [{"table_id": t, "content_hash": f"h{t}", "ordinal": i, "name": f"c{i}", "type": "string",
+             "non_null": 1, "distinct_count": 1, "null_fraction": 0.0, "key_candidate": False, "max_length": 1}
+            for t in table_ids for i in range(n_per)]
+    return pa.Table.from_pylist(rows, schema=SCHEMAS["columns"])
+
+
+def test_every_index_table_is_a_delta_table(tmp_path):
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.ensure()
+    for name, schema in SCHEMAS.items():
+        dt = DeltaTable(wh.table_uri(name))
+        assert dt.version() == 0
+        assert pa.schema(dt.schema().to_arrow()).names == schema.names
+
+
+def test_commit_is_at_most_once_per_refresh_and_stage(tmp_path):
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.ensure()
+    f1 = write_data_file(wh.table_uri("columns"), _columns_rows([1, 2]), 10, "profile", "aaa")
+    first = wh.commit("columns", [f1], [], refresh_id=10, stage="profile", attempt="aaa")
+    assert first.version == 1
+    # A retry of the same stage in the same refresh writes again, but must not commit a second time.
+    f2 = write_data_file(wh.table_uri("columns"), _columns_rows([1, 2]), 10, "profile", "bbb")
+    again = wh.commit("columns", [f2], [], refresh_id=10, stage="profile", attempt="bbb")
+    assert again.version is None
+    assert wh.read("columns").num_rows == 6
+    # Its file is an orphan: cleanup removes it and keeps the committed one.
+    removed = wh.cleanup_orphans("columns")
+    assert removed == [f2.path]
+    assert os.path.exists(os.path.join(wh.table_uri("columns"), f1.path))
+    # The next refresh commits normally.
+    assert wh.commit("columns", [], [f1.path], refresh_id=11, stage="profile", attempt="ccc").version == 2
+    assert wh.read("columns").num_rows == 0
+
+
+def test_cleanup_keeps_the_running_attempt(tmp_path):
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.ensure()
+    f = write_data_file(wh.table_uri("columns"), _columns_rows([1]), 5, "profile", "run1")
+    assert wh.cleanup_orphans("columns", keep_attempt="run1") == []
+    assert wh.cleanup_orphans("columns") == [f.path]
+
+
+def test_copy_on_write_removal(tmp_path):
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.ensure()
+    uri = wh.table_uri("columns")
+    fa = write_data_file(uri, _columns_rows([1, 2, 3]), 1, "profile", "a")
+    fb = write_data_file(uri, _columns_rows([10, 11]), 1, "profile", "a")
+    wh.commit("columns", [fa, fb], [], refresh_id=1, stage="profile", attempt="a")
+    # Statistics prune the file whose table_id range cannot hold the ids.
+    assert candidate_files(wh.files("columns"), np.array([2])) == [fa.path]
+    assert sorted(candidate_files(wh.files("columns"), np.array([2, 10]))) == sorted([fa.path, fb.path])
+    touched, repl = drop_table_ids(uri, fa.path, np.array([2]), 2, "profile", "b")
+    assert touched and repl is not None and repl.rows == 6
+    touched, repl2 = drop_table_ids(uri, fb.path, np.array([5]), 2, "profile", "b")
+    assert not touched and repl2 is None
+    wh.commit("columns", [repl], [fa.path], refresh_id=2, stage="profile", attempt="b")
+    ids = sorted(set(wh.read("columns").column("table_id").to_pylist()))
+    assert ids == [1, 3, 10, 11]
+    # Time travel still sees the rows before the replacement.
+    assert sorted(set(wh.read("columns", version=1).column("table_id").to_pylist())) == [1, 2, 3, 10, 11]
+
+
+def test_snapshots_pin_versions(tmp_path):
+    root = str(tmp_path / "wh")
+    rid = begin_refresh(root)
+    wh = Warehouse(root)
+    f = write_data_file(wh.table_uri("columns"), _columns_rows([1]), rid, "profile", "a")
+    wh.commit("columns", [f], [], refresh_id=rid, stage="profile", attempt="a")
+    snap1 = publish_snapshot(root, rid, "/lake")
+    assert publish_snapshot(root, rid, "/lake")["published"] is False  # idempotent
+    rid2 = begin_refresh(root)
+    assert rid2 > rid
+    f2 = write_data_file(wh.table_uri("columns"), _columns_rows([2]), rid2, "profile", "b")
+    wh.commit("columns", [f2], [], refresh_id=rid2, stage="profile", attempt="b")
+    # Not yet published: readers still see snapshot 1 with one table's rows.
+    latest = load_snapshot(wh)
+    assert latest.snapshot_id == snap1["snapshot_id"]
+    assert latest.read("columns").num_rows == 3
+    publish_snapshot(root, rid2, "/lake")
+    assert load_snapshot(wh).read("columns").num_rows == 6
+    assert load_snapshot(wh, snap1["snapshot_id"]).read("columns").num_rows == 3
+
+
+def test_missing_warehouse_and_snapshot_errors(tmp_path):
+    with pytest.raises(WarehouseError, match="no Lakescout warehouse"):
+        load_snapshot(Warehouse(str(tmp_path / "nothing")))
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.ensure()
+    with pytest.raises(WarehouseError, match="no published snapshot"):
+        load_snapshot(wh)
+    with pytest.raises(WarehouseError, match="no snapshot 42"):
+        load_snapshot(wh, 42)

@@ -17,7 +17,7 @@ export LAKESCOUT_WAREHOUSE ?= $(CURDIR)/warehouse
 export PATH := $(BIN):$(PATH)
 export PYSPARK_PYTHON := $(BIN)/python
 
-.PHONY: venv demo test sample-lake clean
+.PHONY: venv demo test sample-lake clean test-tools ui
 
 venv: $(STAMP)
 
@@ -33,12 +33,29 @@ sample-lake: venv
 	$(BIN)/lakescout demo-lake $(LAKESCOUT_LAKE)
 
 demo: sample-lake
-	$(BIN)/airflow db migrate > /dev/null
+	$(BIN)/airflow db migrate > .airflow-migrate.log 2>&1 || { cat .airflow-migrate.log; exit 1; }
 	$(BIN)/airflow dags test lake_refresh > .airflow/demo-refresh.log 2>&1 || { tail -50 .airflow/demo-refresh.log; exit 1; }
 	@echo "lake_refresh DAG run finished (log: .airflow/demo-refresh.log)"
 	$(BIN)/lakescout status --warehouse $(LAKESCOUT_WAREHOUSE)
 
-test: venv
+# Tools some tests use from Debian: Chromium (UI test) and docker-compose (validates docker-compose.yaml; no
+# container engine is needed).  Installed when missing and apt is usable (root on Debian); otherwise those tests skip.
+TEST_TOOLS := chromium docker-compose
+test-tools:
+	@missing=""; for t in $(TEST_TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "not installed:$$missing (the tests that need them will skip)"; fi; fi
+
+# The Airflow UI with the "Lake discovery" page on http://localhost:8080 (user admin; the generated password is in
+# .airflow/simple_auth_manager_passwords.json.generated).  Run `make demo` first so there is an index to show.
+ui: venv
+	$(BIN)/airflow db migrate > .airflow-migrate.log 2>&1 || { cat .airflow-migrate.log; exit 1; }
+	@echo "Lake discovery: http://localhost:8080/plugin/lake-discovery (user admin, password in $(AIRFLOW_HOME)/simple_auth_manager_passwords.json.generated)"
+	AIRFLOW__API__PORT=8080 $(BIN)/airflow standalone
+
+test: venv test-tools
 	$(BIN)/pytest -q -rs $(PYTEST_ARGS)
 
 clean:

@@ -13,6 +13,7 @@ import textwrap
 import time
 
 from .config import load_config
+from .query import QueryError
 from .store import Warehouse, WarehouseError
 
 
@@ -25,7 +26,7 @@ def _table(rows: list[dict], columns: list[str]) -> str:
         return "  (none)"
     cells = [[str(r.get(c, "")) if r.get(c) is not None else "" for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    line = lambda vals: "  " + "  ".join(v.ljust(w) for v, w in zip(vals, widths))  # noqa: E731
+    line = lambda vals: ("  " + "  ".join(v.ljust(w) for v, w in zip(vals, widths))).rstrip()  # noqa: E731
     return "\n".join([line(columns), line(["-" * w for w in widths])] + [line(r) for r in cells])
 
 
@@ -115,6 +116,82 @@ def cmd_status(args) -> int:
     return 0
 
 
+# -- union ---------------------------------------------------------------------------------------------------------
+def cmd_union(args) -> int:
+    from .api import Lakescout
+
+    params = {k: v for k, v in (("tau", args.tau), ("phi_c", args.phi_c), ("phi_ref", args.phi_ref),
+                                ("phi_r", args.phi_r)) if v is not None}
+    out = Lakescout(args.warehouse, args.snapshot).union(args.query, k=args.k, method=args.method, **params)
+    if args.json:
+        print(json.dumps(out, default=str))
+        return 0
+    st = out["stats"]
+    print(f"snapshot {out['snapshot_id']}  query {out['query']}  method {out['method']}  score {st['score_kind']}")
+    rows = [{"rank": r["rank"], "score": f"{r['score']:.3f}", "table_id": r["table_id"], "path": r["path"],
+             "alignment": ", ".join(f"{q}~{c} ({s:.2f})" for q, c, s in r["alignment"])} for r in out["results"]]
+    print(_table(rows, ["rank", "score", "table_id", "path", "alignment"]))
+    print(f"\ncandidates after refinement {st['candidates_after_refinement']}, after pruning "
+          f"{st['candidates_after_pruning']}, exact matchings {st['exact_matchings']}, {st['seconds'] * 1000:.0f} ms")
+    return 0
+
+
+# -- join ----------------------------------------------------------------------------------------------------------
+def cmd_join(args) -> int:
+    from .api import Lakescout
+
+    out = Lakescout(args.warehouse, args.snapshot).join(args.query, args.column, tau=args.tau, T=args.T,
+                                                        top_k=args.top_k, method=args.method)
+    if args.json:
+        print(json.dumps(out, default=str))
+        return 0
+    st = out["stats"]
+    print(f"snapshot {out['snapshot_id']}  query {out['query']}  column {out['column']}  method {out['method']}  "
+          f"tau {out['tau']} (distance {st['tau_distance']:.3f})  T {out['T']}")
+    rows = [{"rank": r["rank"], "joinability": f"{r['joinability']:.2f}", "table_id": r["table_id"],
+             "path": r["path"], "column": r["column"],
+             "matches": "; ".join(f"{a} ~ {b} ({d:.3f})" for a, b, d in r["matches"][:3])} for r in out["results"]]
+    print(_table(rows, ["rank", "joinability", "table_id", "path", "column", "matches"]))
+    print(f"\n{st['query_values']} distinct query values; {st.get('distance_computations', 0)} distance computations"
+          f", {st['seconds'] * 1000:.0f} ms")
+    return 0
+
+
+# -- nary ------------------------------------------------------------------------------------------------------------
+def cmd_nary(args) -> int:
+    from .api import Lakescout
+
+    out = Lakescout(args.warehouse, args.snapshot).nary(args.query, args.key, k=args.k, method=args.method,
+                                                         bits=args.bits, initial_column=args.initial_column)
+    if args.json:
+        print(json.dumps(out, default=str))
+        return 0
+    st = out["stats"]
+    print(f"snapshot {out['snapshot_id']}  query {out['query']}  key ({', '.join(out['key'])})  method {out['method']}"
+          f"  {st['bits']}-bit XASH (alpha {st['alpha']})")
+    rows = [{"rank": r["rank"], "J": r["joinability"], "table_id": r["table_id"], "path": r["path"],
+             "mapping": ", ".join(f"{q} -> {c}" for q, c in r["mapping"].items())} for r in out["results"]]
+    print(_table(rows, ["rank", "J", "table_id", "path", "mapping"]))
+    print(f"\n{st['matchable_tuples']} of {st['query_tuples']} distinct key tuples occur in the lake; initial column "
+          f"{st['initial_column']!r}; candidate rows {st['candidate_rows_fetched']}, passing the filter "
+          f"{st['rows_passing_filter']}, verified {st['rows_verified']} ({st['false_positive_rows']} false positives)")
+    return 0
+
+
+# -- batch ---------------------------------------------------------------------------------------------------------
+def cmd_batch(args) -> int:
+    from .batch import run_batch
+
+    try:
+        with open(args.spec, encoding="utf-8") as fh:
+            spec = fh.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read batch spec {args.spec!r}: {exc.strerror}") from None
+    summary = run_batch(args.warehouse, spec, batch_id=args.batch_id, snapshot_id=args.snapshot)
+    print(json.dumps(summary, default=str, indent=None if args.json else 2))
+    return 0
+
+
 # -- demo lake -------------------------------------------------------------------------------------------------------
 def cmd_demo_lake(args) -> int:
     from .demo_lake import generate_demo_lake
@@ -142,11 +219,60 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_status)
 
+    b = sub.add_parser("batch", help="validate and run a batch of queries; results go to the query_results table")
+    b.add_argument("--warehouse", required=True)
+    b.add_argument("--spec", required=True, help='JSON file: {"queries": [{"kind": "union|join|nary", "query": ...}]}')
+    b.add_argument("--batch-id", default=None, help="idempotency key: a batch already recorded is not run again")
+    b.add_argument("--snapshot", type=int, default=None, help="snapshot id (default: the spec's, else the latest)")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=cmd_batch)
+
     d = sub.add_parser("demo-lake", help="write the deterministic sample lake with its ground truth")
     d.add_argument("dir")
     d.add_argument("--seed", type=int, default=7)
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_demo_lake)
+
+    u = sub.add_parser("union", help="tables unionable with a query table (PGTUS, TACTUS, Starmie, exact)")
+    u.add_argument("--warehouse", required=True)
+    u.add_argument("--query", required=True, help="query table: a file, a catalogued lake path or a lake table id")
+    u.add_argument("-k", type=int, default=10, help="number of results (default 10)")
+    u.add_argument("--method", default="pgtus++", choices=["pgtus++", "pgtus", "tactus", "starmie", "exact"])
+    u.add_argument("--tau", type=float, default=None, help="column similarity threshold of Definition 5")
+    u.add_argument("--phi-c", type=int, default=None, help="centroids probed per query column")
+    u.add_argument("--phi-ref", type=int, default=None, help="candidate tables kept by refinement")
+    u.add_argument("--phi-r", type=int, default=None, help="candidates kept by bound pruning")
+    u.add_argument("--snapshot", type=int, default=None, help="snapshot id (default: the latest)")
+    u.add_argument("--json", action="store_true")
+    u.set_defaults(func=cmd_union)
+
+    j = sub.add_parser("join", help="columns semantically joinable with a query column (PEXESO), with evidence")
+    j.add_argument("--warehouse", required=True)
+    j.add_argument("--query", required=True, help="query table: a file, a catalogued lake path or a lake table id")
+    j.add_argument("--column", required=True, help="the query column to join on")
+    j.add_argument("--tau", type=float, default=None, help="distance threshold, fraction of the maximum (0.06)")
+    j.add_argument("--T", type=float, default=None, help="share of query values that must match (0.6)")
+    j.add_argument("--top-k", type=int, default=None, help="the k most joinable columns instead of all above T")
+    j.add_argument("--method", default="pexeso", choices=["pexeso", "pexeso-h", "exact"])
+    j.add_argument("--snapshot", type=int, default=None, help="snapshot id (default: the latest)")
+    j.add_argument("--json", action="store_true")
+    j.set_defaults(func=cmd_join)
+
+    n = sub.add_parser("nary", help="tables joinable on a multi-column key (MATE), with J and the column mapping")
+    n.add_argument("--warehouse", required=True)
+    n.add_argument("--query", required=True, help="query table: a file, a catalogued lake path or a lake table id")
+    n.add_argument("--key", required=True, help="key columns of the query, comma-separated: COL1,COL2[,...]")
+    n.add_argument("-k", type=int, default=10, help="number of results (default 10)")
+    n.add_argument("--method", default="mate", choices=["mate", "scr", "bloom", "exhaustive"],
+                   help="mate (XASH super keys, default), scr (no super keys), bloom (Bloom-filter super keys), "
+                        "exhaustive; all return the same exact top-k")
+    n.add_argument("--bits", type=int, default=None, choices=[128, 256, 512],
+                   help="super-key size (default: the index's; another size is derived in memory)")
+    n.add_argument("--initial-column", default=None, help="key column whose posting lists are fetched "
+                                                          "(default: the one with the fewest distinct values)")
+    n.add_argument("--snapshot", type=int, default=None, help="snapshot id (default: the latest)")
+    n.add_argument("--json", action="store_true")
+    n.set_defaults(func=cmd_nary)
     return p
 
 
@@ -154,10 +280,23 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (UsageError, WarehouseError, FileNotFoundError, ValueError) as exc:
+    except (UsageError, QueryError, WarehouseError, FileNotFoundError, ValueError) as exc:
         print(f"lakescout {args.command}: {exc}", file=sys.stderr)
         return 2
 
 
+def entry() -> None:
+    """Console-script entry point: run a command, then leave without interpreter finalisation.
+
+    A command that has printed its answer has nothing left to clean up, while the native thread pools it used (Arrow
+    I/O, torch, delta-rs) can still be winding down; finalising the interpreter underneath them occasionally aborts
+    the process after the answer was printed, which would turn a correct run into a crash exit code.
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

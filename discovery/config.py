@@ -41,11 +41,103 @@ class RefreshConfig:
 
 
 @dataclass(frozen=True)
+class XashConfig:
+    """MATE's XASH index (stage ``xash``).  Changing ``bits`` refits the model and rebuilds every posting."""
+
+    bits: int = 128                     # super-key size: 128, 256 or 512
+    drift_threshold: float = 0.05       # refit when alpha changes or the character distribution moves this far (TV)
+    max_rows_per_table: int = 1_000_000  # rows of a lake table indexed; tables cut short are reported
+
+
+@dataclass(frozen=True)
+class EmbedConfig:
+    """Stage ``embed``: column, table and value vectors, and the encoders trained on the lake.
+
+    Training cost is bounded by ``join_steps`` (and ``join_epochs`` passes over the sampled values, so a small lake
+    trains briefly), ``table_epochs`` and the sample sizes; encoders are retrained on the first build, a full
+    rebuild, a changed setting, or when the lake has more than ``1 + retrain_growth`` times the ok tables it had at
+    the last training.  ``join_options`` / ``table_options`` override further fields of ``JoinEncoderConfig`` /
+    ``TableEncoderConfig`` (e.g. ``{ dim = 32 }``).
+    """
+
+    column_encoder: str = "hash"        # hash | sentence-transformers (needs model_dir)
+    model_dir: str = ""                 # local sentence-transformers model directory
+    dim: int = 256                      # hash encoder dimensions
+    column_values: int = 1000           # distinct values sampled per column vector
+    join_min_distinct: int = 10         # a string column with this many distinct values is a join candidate
+    join_max_values: int = 10_000       # value vectors kept per join-candidate column (columns that hit it are reported)
+    join_steps: int = 1500              # upper bound on join encoder training steps
+    join_epochs: float = 10.0           # ... and on passes over the sampled training values
+    join_train_values: int = 200_000    # distinct values sampled for join encoder training
+    table_epochs: int = 20              # TACTUS table encoder epochs over the sampled tables
+    table_max_rows: int = 1000          # rows of a sampled table used in table encoder training
+    table_min_tables: int = 16          # fewer ok tables: no table encoder, table vector = mean of column vectors
+    train_tables: int = 1000            # lake tables sampled (deterministically) for training
+    retrain_growth: float = 0.25
+    seed: int = 0
+    join_options: dict = field(default_factory=dict)
+    table_options: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MaintenanceConfig:
+    """The ``maintenance`` DAG: snapshot retention, compaction and vacuum of the warehouse."""
+
+    schedule: str = "@weekly"
+    keep_snapshots: int = 10            # the last N snapshots stay queryable (plus any a standing query compares with)
+    target_file_bytes: int = 128 * 1024 * 1024  # compaction target size of a data file
+    min_small_files: int = 8            # compact a table once it holds this many files under half the target size
+    refresh_guard_minutes: int = 120    # skip while a refresh committed unpublished work this recently
+
+
+@dataclass(frozen=True)
+class UnionConfig:
+    """Stage ``centroids`` (PGTUS Alg. 1) and union search defaults.
+
+    ``k = 0`` picks about sqrt(#columns) centroids, the paper's scale.  The k-means model is retrained on the first
+    build, a full rebuild, a new column-encoder version, or when the mean squared quantisation error of the columns
+    assigned in a refresh exceeds the training error by more than ``drift_threshold`` (relative).
+    """
+
+    k: int = 0
+    max_iter: int = 20
+    seed: int = 0
+    drift_threshold: float = 0.25
+    rho_l: float = 0.2
+    rho_h: float = 0.9
+
+
+@dataclass(frozen=True)
+class JoinConfig:
+    """Stage ``pivots`` (PEXESO index) and semantic-join search defaults.
+
+    ``tau`` is a fraction of the maximum distance (2 for unit vectors, Euclidean) and ``T`` a fraction of the query
+    column's distinct values (PEXESO §V).  Pivots are reselected, and every mapping rebuilt, on the first build, a
+    full rebuild or a new join-encoder version.  The index is split into JSD partitions when it would need more than
+    ``memory_budget_mb`` in memory.
+    """
+
+    n_pivots: int = 7
+    levels: int = 3
+    metric: str = "euclidean"
+    sample: int = 20_000
+    memory_budget_mb: int = 2048
+    seed: int = 0
+    tau: float = 0.06
+    T: float = 0.6
+
+
+@dataclass(frozen=True)
 class Config:
     limits: Limits = field(default_factory=Limits)
     profile: ProfileConfig = field(default_factory=ProfileConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     refresh: RefreshConfig = field(default_factory=RefreshConfig)
+    maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
+    xash: XashConfig = field(default_factory=XashConfig)
+    embed: EmbedConfig = field(default_factory=EmbedConfig)
+    union: UnionConfig = field(default_factory=UnionConfig)
+    join: JoinConfig = field(default_factory=JoinConfig)
 
     def to_dict(self) -> dict:
         return {f.name: {g.name: getattr(getattr(self, f.name), g.name) for g in fields(getattr(self, f.name))}

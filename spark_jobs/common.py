@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from discovery.config import load_config
 from discovery.refresh import StageContext, StageReport, record_stage
-from discovery.store import DataFile, Warehouse, candidate_files, drop_table_ids, new_attempt_token, write_data_file
+from discovery.store import DataFile, candidate_files, drop_table_ids, new_attempt_token, write_data_file
 
 
 

@@ -6,4 +6,8 @@ place.  Every module exposes ``STAGE`` and ``run(spark, ctx) -> StageReport``.
 STAGES: dict[str, str] = {
     "scan": "scan_lake",
     "profile": "profile_columns",
+    "embed": "embed_vectors",
+    "centroids": "centroid_partitions",
+    "pivots": "pivot_mappings",
+    "xash": "xash_postings",
 }

@@ -49,3 +49,33 @@ def small_lake(tmp_path, demo_lake):
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(os.path.join(demo_lake, rel), target)
     return str(dest)
+
+
+#: Settings that keep encoder training to seconds in tests (the behaviour under test does not depend on quality).
+FAST_CONFIG = """
+[embed]
+join_steps = 30
+table_epochs = 2
+train_tables = 64
+"""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fast_config(tmp_path_factory) -> str:
+    """The test configuration, also exported as ``LAKESCOUT_CONFIG`` so refreshes started in subprocesses (CLI,
+    spark-submit, Airflow) use it; tests about configuration pass their own file."""
+    path = tmp_path_factory.mktemp("config") / "lakescout.toml"
+    path.write_text(FAST_CONFIG)
+    os.environ["LAKESCOUT_CONFIG"] = str(path)
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def indexed_lake(spark, demo_lake, fast_config, tmp_path_factory):
+    """(lake, warehouse) of the whole sample lake indexed once by every refresh stage; tests must not modify it."""
+    from spark_jobs.refresh import refresh
+
+    warehouse = str(tmp_path_factory.mktemp("indexed") / "warehouse")
+    out = refresh(spark, warehouse, demo_lake, config_path=fast_config)
+    assert out.get("published"), out
+    return demo_lake, warehouse

@@ -56,3 +56,24 @@ def test_demo_lake_command(tmp_path):
     summary = json.loads(proc.stdout)
     assert summary["n_tables"] == len([f for f in (tmp_path / "lake").rglob("*") if f.is_file()
                                        and "_ground_truth" not in f.parts])
+
+
+@pytest.mark.spark
+def test_batch_command_records_results(indexed_lake, tmp_path):
+    lake, wh = indexed_lake
+    from discovery.demo_lake import load_ground_truth
+
+    q = load_ground_truth(lake)["union"][0]["query_table"]
+    spec = tmp_path / "batch.json"
+    spec.write_text(json.dumps({"queries": [{"kind": "union", "query": q, "k": 3}]}))
+    proc = _cli("batch", "--warehouse", wh, "--spec", str(spec), "--batch-id", "cli-test", "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["batch_id"] == "cli-test"
+    from discovery.store import Warehouse
+
+    rows = [r for r in Warehouse(wh).read("query_results").to_pylist() if r["batch_id"] == "cli-test"]
+    assert [r["rank"] for r in rows] == [1, 2, 3] and all(r["kind"] == "union" for r in rows)
+    spec.write_text(json.dumps({"queries": [{"kind": "union", "query": "missing.csv"}]}))
+    bad = _cli("batch", "--warehouse", wh, "--spec", str(spec))
+    assert bad.returncode == 2 and "query 0" in bad.stderr and "Traceback" not in bad.stderr

@@ -16,7 +16,8 @@ from discovery.encoders import (HashEncoder, HashEncoderConfig, JoinEncoderConfi
                                 encoder_from_bytes, load_encoder, save_encoder, train_join_encoder,
                                 train_table_encoder)
 from discovery.encoders.table_encoder import _two_pronged_loss, prepare_tables  # noqa: E402
-from discovery.encoders.variations import VARIATIONS, vary  # noqa: E402
+from discovery.encoders.variations import (VARIATIONS, LakeVocabulary, acronym, added_word,  # noqa: E402
+                                           dropped_word, qualifier, vary)
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = ["river", "stadium", "county", "north", "saint", "lake", "museum", "park", "george", "national",
@@ -123,14 +124,69 @@ def test_table_encoder_round_trip_and_seeded_training(table_encoder, tmp_path):
     assert table_encoder.encode_table(cols).shape == (16,)
 
 
-def test_variations_are_reproducible_and_non_empty():
-    values = ["tom elliott (politician)", "2008 cyprus four nations football tournament", "holberg prize", "x"]
+def _vocabulary_values(seed: int) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(60):
+        value = " ".join(rng.sample(WORDS, rng.randint(1, 4)))
+        kind = rng.randrange(4)
+        if kind == 0:
+            value += f" ({rng.choice(WORDS)})"
+        elif kind == 1:
+            value += f", {rng.choice(WORDS[:5])}"
+        elif kind == 2:
+            value += f", {rng.randint(1990, 2020)}"
+        out.append(value)
+    return sorted(set(out))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lake_vocabulary_counts_document_frequencies_and_qualifiers(seed):
+    values = _vocabulary_values(seed)
+    vocab = LakeVocabulary.from_values(values)
+    for word in WORDS:
+        expected = sum(word in v.replace("(", " ").replace(")", " ").replace(",", " ").split() for v in values)
+        assert vocab.document_frequency.get(word, 0) == expected
+    expected_quals = {}
+    for v in values:
+        if v.endswith(")"):
+            q = v[v.rindex("("):]
+        elif ", " in v and not v.rsplit(", ", 1)[1].isdigit():
+            q = ", " + v.rsplit(", ", 1)[1]
+        else:
+            continue
+        expected_quals[q] = expected_quals.get(q, 0) + 1
+    assert set(vocab.qualifiers) == set(expected_quals)
+    counts = np.diff((0,) + vocab.qualifier_cumulative)
+    assert dict(zip(vocab.qualifiers, counts.tolist())) == expected_quals
+    rng = random.Random(seed)
+    drawn = [vocab.frequent_word(rng) for _ in range(4000)]
+    most = max(vocab.document_frequency, key=lambda w: (vocab.document_frequency[w], w))
+    least = min(vocab.document_frequency, key=lambda w: (vocab.document_frequency[w], w))
+    assert drawn.count(most) > drawn.count(least)
+
+
+def test_variations_are_reproducible_and_keep_numbers():
+    values = ["tom elliott (politician)", "2008 cyprus four nations football tournament", "holberg prize", "x",
+              "scottish parliament election, 2003", "national labor relations board"]
+    vocab = LakeVocabulary.from_values(values + _vocabulary_values(0))
     a, b = random.Random(7), random.Random(7)
     for v in values * 20:
-        out = vary(a, v, WORDS)
-        assert out and out == vary(b, v, WORDS)
+        out = vary(a, v, vocab)
+        assert out and out == vary(b, v, vocab)
+    rng = random.Random(1)
     for fn in VARIATIONS:
-        assert isinstance(fn(random.Random(1), "national stadium, singapore", WORDS), str)
+        assert isinstance(fn(rng, "national stadium, singapore", vocab), str)
+    for _ in range(200):
+        assert "2008" in dropped_word(rng, "2008 cyprus four nations football tournament", vocab)
+        assert "2003" in qualifier(rng, "scottish parliament election, 2003", vocab)
+        assert len(added_word(rng, "holberg prize", vocab).split()) == 3
+        assert dropped_word(rng, "holberg", vocab) == "holberg"
+    assert qualifier(random.Random(0), "tom elliott (politician)", vocab) in (
+        {"tom elliott"} | {f"tom elliott{'' if q.startswith(',') else ' '}{q}" for q in vocab.qualifiers})
+    shortened = {acronym(random.Random(s), "national labor relations board", vocab) for s in range(50)}
+    assert "nlrb" in shortened
+    assert all(len(s.split()) < 4 for s in shortened)
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +202,8 @@ def test_join_encoder_pulls_variations_together(join_encoder):
     rng = random.Random(3)
     vecs = enc.encode_values(values)
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1, atol=1e-5)
-    varied = enc.encode_values([vary(rng, v, WORDS) for v in values])
+    vocab = LakeVocabulary.from_values(values)
+    varied = enc.encode_values([vary(rng, v, vocab) for v in values])
     positive = np.linalg.norm(vecs - varied, axis=1)
     shuffled = np.linalg.norm(vecs - np.roll(varied, 1, axis=0), axis=1)
     assert np.median(positive) < 0.5 * np.median(shuffled)
@@ -166,3 +223,14 @@ def test_join_encoder_is_bit_identical_in_another_process(join_encoder):
     single = np.concatenate([enc.encode_values([v]) for v in sample])
     assert single.tobytes() == enc.encode_values(sample).tobytes()
     assert encoder_from_bytes(enc.to_bytes()).version == enc.version
+
+
+def test_join_encoder_ignores_punctuation_that_spellings_disagree_on(join_encoder):
+    _, enc = join_encoder
+    plain = enc.encode_values(["anzhi arena", "mens health", "2000 guineas stakes", "tom elliott (politician)"])
+    marked = enc.encode_values(["Anzhi-Arena", "Men's Health", "2,000 Guineas Stakes!", "Tom Elliott (politician)"])
+    assert plain.tobytes() == marked.tobytes()
+    importance = enc.weights["importance"]
+    assert importance.shape == (enc.config.buckets,)
+    assert np.all(importance > 0) and np.all(np.isfinite(importance))
+    assert not np.all(importance == importance[0])

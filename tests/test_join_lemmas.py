@@ -2,10 +2,24 @@
 import numpy as np
 import pytest
 
-from discovery.join import JoinIndex, map_to_pivots, select_pivots
-from discovery.join.blocking import _filtered, _matched, block, expand_ranges
+from discovery.join import JoinIndex, select_pivots
+from discovery.join import blocking
+from discovery.join.blocking import block
 from discovery.join.grid import CellHierarchy
+from discovery.join.lemmas import boxes_apart, boxes_within
+from discovery.join.metric import canonical_squared, squared_within
 from join_data import clustered_lake, query_from
+
+
+def _apart(a_lo, a_hi, b_lo, b_hi, tau):
+    """boxes_apart for every (row of a, row of b), shape (len(a), len(b))."""
+    return np.array([[boxes_apart(a_lo, a_hi, i, b_lo, b_hi, k, tau) for k in range(b_lo.shape[0])]
+                     for i in range(a_lo.shape[0])], dtype=bool).reshape(a_lo.shape[0], b_lo.shape[0])
+
+
+def _within(a_hi, b_hi, tau):
+    return np.array([[boxes_within(a_hi, i, b_hi, k, tau) for k in range(b_hi.shape[0])]
+                     for i in range(a_hi.shape[0])], dtype=bool).reshape(a_hi.shape[0], b_hi.shape[0])
 
 
 def _setup(seed, tau_fraction):
@@ -21,9 +35,11 @@ def _setup(seed, tau_fraction):
 @pytest.mark.parametrize("seed,tau_fraction", [(0, 0.05), (1, 0.15), (2, 0.3), (3, 0.45)])
 def test_vector_lemmas_1_and_2(seed, tau_fraction):
     index, q, tau, dist = _setup(seed, tau_fraction)
+    lemma1 = _apart(q.mapped, q.mapped, index.mapped, index.mapped, tau + index.slack)
+    lemma2 = _within(q.mapped, index.mapped, tau - index.slack)
     qm, xm = q.mapped[:, None, :], index.mapped[None]
-    lemma1 = (np.abs(xm - qm) > tau + index.slack).any(-1)
-    lemma2 = ((xm + qm) <= tau - index.slack).any(-1)
+    np.testing.assert_array_equal(lemma1, (np.abs(xm - qm) > tau + index.slack).any(-1))
+    np.testing.assert_array_equal(lemma2, ((xm + qm) <= tau - index.slack).any(-1))
     assert not (lemma1 & (dist <= tau)).any()
     assert not (lemma2 & (dist > tau)).any()
     assert lemma1.any()
@@ -38,27 +54,22 @@ def test_cell_lemmas_3_to_6(seed, tau_fraction):
     qh = CellHierarchy(q.cells, q.mapped, index.grid.n_pivots, index.grid.levels)
     fired = {3: 0, 4: 0, 5: 0, 6: 0}
     for level in range(1, th.levels + 1):
-        nq_c, nt_c = qh.n_cells(level), th.n_cells(level)
-        qc, tc = np.repeat(np.arange(nq_c), nt_c), np.tile(np.arange(nt_c), nq_c)
-        f4 = _filtered(th.lo[level][tc], th.hi[level][tc], qh.lo[level][qc], qh.hi[level][qc], tau + index.slack)
-        m6 = _matched(th.hi[level][tc], qh.hi[level][qc], tau - index.slack)
-        for i in np.flatnonzero(f4 | m6):
-            block_d = dist[qh.start[level][qc[i]]:qh.start[level][qc[i] + 1],
-                           th.start[level][tc[i]]:th.start[level][tc[i] + 1]]
-            if f4[i]:
+        f4 = _apart(qh.lo[level], qh.hi[level], th.lo[level], th.hi[level], tau + index.slack)
+        m6 = _within(qh.hi[level], th.hi[level], tau - index.slack)
+        for i, k in zip(*np.nonzero(f4 | m6)):
+            block_d = dist[qh.start[level][i]:qh.start[level][i + 1], th.start[level][k]:th.start[level][k + 1]]
+            if f4[i, k]:
                 assert (block_d > tau).all()
-            if m6[i]:
+            if m6[i, k]:
                 assert (block_d <= tau).all()
         fired[4] += int(f4.sum())
         fired[6] += int(m6.sum())
     m = th.levels
-    owner, qpos = expand_ranges(np.zeros(th.n_cells(m), np.int64), np.full(th.n_cells(m), q.n))
-    leaf = owner
-    f3 = _filtered(th.lo[m][leaf], th.hi[m][leaf], q.mapped[qpos], q.mapped[qpos], tau + index.slack)
-    m5 = _matched(th.hi[m][leaf], q.mapped[qpos], tau - index.slack)
-    for i in np.flatnonzero(f3 | m5):
-        row = dist[qpos[i], th.start[m][leaf[i]]:th.start[m][leaf[i] + 1]]
-        assert (row > tau).all() if f3[i] else (row <= tau).all()
+    f3 = _apart(q.mapped, q.mapped, th.lo[m], th.hi[m], tau + index.slack)
+    m5 = _within(q.mapped, th.hi[m], tau - index.slack)
+    for i, k in zip(*np.nonzero(f3 | m5)):
+        row = dist[i, th.start[m][k]:th.start[m][k + 1]]
+        assert (row > tau).all() if f3[i, k] else (row <= tau).all()
     fired[3], fired[5] = int(f3.sum()), int(m5.sum())
     assert fired[3] and fired[4]
     if tau_fraction >= 0.3:
@@ -80,6 +91,36 @@ def test_blocking_keeps_every_match(seed, tau_fraction):
         covered[qi, starts[leaf]:starts[leaf + 1]] = True
     assert covered[dist <= tau].all()
     assert res.stats["lemma4_filtered"] + res.stats["lemma3_filtered"] > 0
+
+
+def test_blocking_output_room_grows_to_the_exact_need(monkeypatch):
+    """Blocking buffers sized far too small are resized and the pairs are the same as with ample room."""
+    index, q, tau, dist = _setup(4, 0.2)
+    qh = CellHierarchy(q.cells, q.mapped, index.grid.n_pivots, index.grid.levels)
+    ample = block(qh, q.mapped, index.hierarchy, tau, index.slack)
+    monkeypatch.setattr(blocking, "MIN_ROOM", 1)
+    index.hierarchy.pairs_per_query = 1e-6
+    small = block(qh, q.mapped, index.hierarchy, tau, index.slack)
+    assert index.hierarchy.pairs_per_query > 1e-6
+    assert small.stats == ample.stats and ample.stats["candidate_pairs"] > 1
+    for name in ("match_q", "match_lo", "match_hi", "cand_q", "cand_leaf", "cand_same"):
+        np.testing.assert_array_equal(getattr(small, name), getattr(ample, name))
+
+
+@pytest.mark.parametrize("dim", [3, 16, 48, 130])
+def test_early_abandoned_distance_decides_like_the_canonical_value(dim):
+    """squared_within agrees with the canonical float64 decision, also for pairs within rounding of tau."""
+    rng = np.random.default_rng(dim)
+    a = rng.normal(size=(400, dim)).astype(np.float32)
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    b = (a + rng.normal(size=a.shape).astype(np.float32) * rng.uniform(0.001, 0.5, (400, 1))).astype(np.float32)
+    exact = canonical_squared(a, b)
+    for tau_sq in list(np.quantile(exact, [0.1, 0.5, 0.9])) + list(exact[:40]) + list(np.nextafter(exact[:40], 0)):
+        got = np.array([squared_within(a, i, b, i, tau_sq) for i in range(a.shape[0])])
+        inside = exact <= tau_sq
+        np.testing.assert_array_equal(got <= tau_sq, inside)
+        assert np.all(np.isinf(got[~inside]))
+        np.testing.assert_allclose(got[inside], exact[inside], rtol=1e-12)
 
 
 def test_lemma7_rejects_only_unjoinable_columns():

@@ -151,3 +151,13 @@ def test_killed_refresh_keeps_last_snapshot_and_retry_does_not_duplicate(spark, 
     cols = load_snapshot(wh).read("columns")
     keys = set(zip(cols.column("table_id").to_pylist(), cols.column("ordinal").to_pylist()))
     assert len(keys) == cols.num_rows
+
+
+def test_lake_and_warehouse_as_uris(spark, small_lake, tmp_path):
+    """Lake and warehouse given as URIs go through fsspec / pyarrow.fs / deltalake instead of local paths."""
+    root = "file://" + str(tmp_path / "wh")
+    out = refresh(spark, root, "file://" + small_lake)
+    assert out["published"]
+    snap = load_snapshot(Warehouse(root))
+    assert snap.counts["tables_ok"] == sum(1 for r in snap.read("catalog").to_pylist() if r["status"] == "ok") > 0
+    assert {r["path"] for r in snap.read("catalog").to_pylist()} == {f.path for f in list_lake(small_lake)}

@@ -106,3 +106,46 @@ def test_bad_input(setup):
         index.search(np.ones((2, 16)), 5, "nope")
     with pytest.raises(ValueError):
         index.search(np.ones((2, 16)), 5, "tactus")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_exact_with_competing_pairs_equals_brute_force(seed):
+    # few domains and many stray columns: tables hold several columns of one domain, so admissible pairs compete
+    model = lake_model(8, 6, 2, 6, max_columns=6, noise=(0.05, 0.3), stray=0.5, seed=40 + seed)
+    lake = generate_lake(model, 60, seed=50 + seed)
+    centroids, parts = build_index_inputs(lake, 4)
+    index = UnionIndex.build(lake.column_vectors, lake.column_table_ids, lake.column_ordinals, centroids, parts)
+    query, _, _ = draw_tables(model, 1, seed=60 + seed)
+    got = index.search(query, 8, "exact", tau=0.6)
+    want = brute_top(lake, query, 8, 0.6)
+    assert [r.table_id for r in got.results] == [t for t, _ in want]
+    np.testing.assert_allclose([r.score for r in got.results], [s for _, s in want], atol=1e-6)
+    assert 0 < got.stats.assignments_solved <= got.stats.exact_matchings
+    for method in ("pgtus", "pgtus++"):
+        for arrival in ("ranked", "table_id"):
+            res = index.search(query, 8, method, tau=0.6, phi_c=4, phi_ref=index.table_count, arrival=arrival)
+            assert [(r.table_id, r.alignment) for r in res.results] == [(r.table_id, r.alignment) for r in got.results]
+
+
+@pytest.mark.parametrize("method", ["pgtus", "pgtus++", "starmie"])
+def test_arrival_order_changes_work_not_results(setup, method):
+    model, lake, index = setup
+    query, _, _ = draw_tables(model, 1, seed=31)
+    params = dict(phi_c=20, phi_ref=index.table_count, k_prime=len(lake.column_vectors))
+    ranked = index.search(query, 6, method, **params)
+    by_id = index.search(query, 6, method, arrival="table_id", **params)
+    assert [(r.table_id, r.score) for r in ranked.results] == [(r.table_id, r.score) for r in by_id.results]
+    assert by_id.stats.candidates_after_refinement == ranked.stats.candidates_after_refinement
+
+
+def test_phi_r_and_arrival_are_checked(setup):
+    model, _, index = setup
+    query, _, _ = draw_tables(model, 1, seed=32)
+    with pytest.raises(ValueError):
+        index.search(query, 5, "pgtus++", phi_r=4)
+    with pytest.raises(ValueError):
+        index.search(query, 5, "pgtus++", arrival="random")
+    wide = index.search(query, 5, "pgtus++", phi_r=15)
+    narrow = index.search(query, 5, "pgtus++")
+    assert [r.table_id for r in wide.results] == [r.table_id for r in narrow.results]
+    assert narrow.stats.exact_matchings <= wide.stats.exact_matchings

@@ -117,6 +117,29 @@ class CellHierarchy:
             lo[level] = np.minimum.reduceat(lo[level + 1], head, axis=0)
             hi[level] = np.maximum.reduceat(hi[level + 1], head, axis=0)
         self.ids, self.start, self.child, self.lo, self.hi = ids, start, child, lo, hi
+        # The same cells numbered globally, level after level, for the compiled descent of blocking: cell g of
+        # level l is ``offset[l] + i``; it holds items ``[item_lo[g], item_hi[g])`` and children
+        # ``[child_lo[g], child_hi[g])`` (global numbers), its box is ``box_lo[g]``/``box_hi[g]``.
+        sizes = np.array([a.size for a in ids], dtype=np.int64)
+        self.offset = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+        self.item_lo = np.concatenate([s[:-1] for s in start])
+        self.item_hi = np.concatenate([s[1:] for s in start])
+        below = [self.offset[min(level + 1, levels)] for level in range(levels + 1)]
+        self.child_lo = np.concatenate([c[:-1] + b for c, b in zip(child, below)])
+        self.child_hi = np.concatenate([c[1:] + b for c, b in zip(child, below)])
+        self.child_hi[self.offset[levels]:] = self.child_lo[self.offset[levels]:]  # leaves have no children
+        self.box_lo = np.ascontiguousarray(np.concatenate(lo), dtype=np.float64)
+        self.box_hi = np.ascontiguousarray(np.concatenate(hi), dtype=np.float64)
+        #: Output room blocking reserves per query vector, raised when a query needs more (see ``blocking.block``).
+        self.pairs_per_query = 64.0
+        self.lo = [self.box_lo[a:b] for a, b in zip(self.offset[:-1], self.offset[1:])]
+        self.hi = [self.box_hi[a:b] for a, b in zip(self.offset[:-1], self.offset[1:])]
 
     def n_cells(self, level: int) -> int:
         return int(self.ids[level].size)
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(a.nbytes for arrs in (self.ids, self.start, self.child) for a in arrs)
+                   + sum(a.nbytes for a in (self.offset, self.item_lo, self.item_hi, self.child_lo, self.child_hi,
+                                           self.box_lo, self.box_hi)))

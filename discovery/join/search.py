@@ -18,13 +18,14 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from .baselines import verify_exact, verify_pexeso_h
 from .blocking import block
 from .grid import CellHierarchy, GridSpec
 from .metric import (MatchPredicate, canonical_squared, check_metric, chord_threshold, from_chord, prepare_vectors,
                      squared_norms, to_chord)
 from .pivots import map_to_pivots
 from .tally import required_matches
-from .verification import verify_exact, verify_pexeso, verify_pexeso_h
+from .verification import verify_pexeso
 
 METHODS = ("pexeso", "pexeso-h", "exact")
 
@@ -84,8 +85,7 @@ class JoinIndex:
         self.order = order
         self.vectors = np.ascontiguousarray(x[order])
         self.sq_norms = squared_norms(self.vectors)
-        self.mapped = to_chord(mapped[order], metric)
-        self.mapped_by_pivot = np.ascontiguousarray(self.mapped.T)
+        self.mapped = np.ascontiguousarray(to_chord(mapped[order], metric), dtype=np.float64)
         self.col = col[order].astype(np.int64)
         cells = cells[order]
         boundary = np.r_[True, (cells[1:] != cells[:-1]) | (self.col[1:] != self.col[:-1])]
@@ -117,11 +117,9 @@ class JoinIndex:
 
     @property
     def nbytes(self) -> int:
-        return int(sum(a.nbytes for a in (self.vectors, self.sq_norms, self.mapped, self.mapped_by_pivot, self.col,
-                                         self.order,
-                                         self.run_start, self.run_col, self.leaf_run_start))
-                   + sum(a.nbytes for arrs in (self.hierarchy.ids, self.hierarchy.start, self.hierarchy.child,
-                                               self.hierarchy.lo, self.hierarchy.hi) for a in arrs))
+        return int(sum(a.nbytes for a in (self.vectors, self.sq_norms, self.mapped, self.col, self.order,
+                                          self.run_start, self.run_col, self.leaf_run_start))
+                   + self.hierarchy.nbytes)
 
     # search ---------------------------------------------------------------------------------------------------
     def _query(self, query_vectors):
@@ -135,8 +133,8 @@ class JoinIndex:
         order = np.argsort(cells, kind="stable")
         vectors = np.ascontiguousarray(q[order])
         chord = to_chord(mapped[order], self.metric)
-        return SimpleNamespace(n=q.shape[0], vectors=vectors, sq_norms=squared_norms(vectors), mapped=chord,
-                               mapped_by_pivot=np.ascontiguousarray(chord.T), orig=order, cells=cells[order])
+        return SimpleNamespace(n=q.shape[0], vectors=vectors, sq_norms=squared_norms(vectors),
+                               mapped=np.ascontiguousarray(chord, dtype=np.float64), orig=order, cells=cells[order])
 
     def search(self, query_vectors, tau: float = 0.06, T: float = 0.6, method: str = "pexeso",
                top_k: int | None = None, exact_joinability: bool = True, min_matches: int = 1) -> JoinResult:
@@ -169,18 +167,15 @@ class JoinIndex:
             verify = verify_pexeso if method == "pexeso" else verify_pexeso_h
             verified = verify(self, query, blocked, need, top_k, stop, pred)
         stats.update(verified.stats)
-        tally = verified.tally
-        stats.update(early_accepts=tally.early_accepts, early_rejects=tally.early_rejects,
-                     rejected_without_verification=tally.rejected_unverified)
         return JoinResult(self._results(query, verified, need, top_k, stats), stats)
 
     def _results(self, query, verified, need: int, top_k, stats) -> list[JoinableColumn]:
-        tally = verified.tally
-        ok = tally.matched >= need
+        matched = verified.matched
+        ok = matched >= need
         if top_k is not None:
             ok &= verified.exact
         cols = np.flatnonzero(ok)
-        cols = cols[np.lexsort((self.column_values[cols], -tally.matched[cols]))]
+        cols = cols[np.lexsort((self.column_values[cols], -matched[cols]))]
         if top_k is not None:
             cols = cols[:top_k]
         nq = query.n
@@ -200,6 +195,6 @@ class JoinIndex:
             sel = slice(a, b)
             pairs = np.column_stack([query.orig[wk[sel] % nq], self.order[wx[sel]], dist[sel]])
             pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
-            m = int(tally.matched[c])
+            m = int(matched[c])
             out.append(JoinableColumn(int(self.column_values[c]), m, m / nq, pairs))
         return out

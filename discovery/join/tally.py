@@ -1,4 +1,6 @@
-"""Per-column match and mismatch maps with the early termination rules shared by every method.
+"""Per-column match and mismatch maps with the early termination rules, for the brute-force baseline.
+
+The compiled PEXESO verification (:mod:`.verification`) applies the same three rules column by column.
 
 ``matched[c]`` counts query vectors known to match column c (the match map); ``upper[c]`` is how many could still
 match, i.e. |Q| minus the query vectors known to match nothing in c (the mismatch map turned into a bound).

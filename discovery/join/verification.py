@@ -1,32 +1,50 @@
-"""Verification of blocked pairs (PEXESO Alg. 2), PEXESO-H's naive verification, and the brute-force baseline.
+"""Verification of blocked pairs: Algorithm 2 of PEXESO over the inverted index, document at a time, compiled.
 
-All three count, per column, the query vectors with at least one match, using the same :class:`ColumnTally` early
-termination and the same exact match predicate, and return a :class:`Verified` tally plus evidence.
+The inverted index maps a leaf cell to the columns having vectors in it; lake vectors are stored sorted by (leaf
+cell, column), so a posting is a *run* of contiguous vectors of one column.  A (column, query vector) pair is a
+*key*.  Verification runs in three steps:
 
-PEXESO (inverted index, document-at-a-time).  The inverted index maps a leaf cell to the columns having vectors in
-it; lake vectors are stored sorted by (leaf cell, column), so a posting is a *run* of contiguous vectors.  Expanding
-the blocked pairs over postings yields, per (column, query vector) "key", whether a matching pair proves the match
-(Lemmas 5/6) and which runs are candidates.  A column's keys are its document; the keys' count is the column's upper
-bound from the start (query vectors that share no pair with it cannot match it: Lemma 7 without any distance).
-Columns are verified document by document, all documents advancing together in rounds: each round takes, per
-undecided column, the fewest next keys that could decide it (:meth:`ColumnTally.budget`), applies Lemma 1 (pivot
-filtering) and Lemma 2 (pivot matching) to every candidate vector and computes distances only for the rest.
+1. Match map and Lemma 7 without distances.  The blocked pairs are walked per query vector; every run they cover
+   names a column.  A matching pair (Lemmas 5/6) proves its key; a candidate pair makes its key possible.  The
+   number of possible keys of a column is its upper bound from the start: query vectors sharing no pair with it
+   cannot match it, so a column whose bound is below the threshold is rejected (Lemma 7) before any vector is read.
+2. Posting lists of the surviving columns: the candidate runs of their unproved keys, grouped by column in query
+   order (a counting sort, no hashing).
+3. Document-at-a-time verification, column by column (Algorithm 2 lines 4-20).  Per candidate vector Lemma 1
+   (pivot filtering), Lemma 2 (pivot matching), and only then a distance, abandoned as soon as a prefix of the
+   dimensions exceeds tau (:func:`.metric.squared_within`).  A key ends at its first match; the column ends when
+   it reaches T (early accept, when exact joinabilities are not asked for), when Lemma 7 rejects it, or when it is
+   complete.
+
+   Key order (the paper leaves it open): keys with a candidate in the query vector's own cell first (quick
+   browsing: likely matches, so joinable columns are accepted early), then keys by increasing number of candidate
+   vectors.  Most columns that reach verification are rejected by Lemma 7, which needs ``upper - T + 1`` misses;
+   a miss costs one test per candidate vector, so proving the cheapest misses first rejects a column at the least
+   cost (on a generated 300K-vector lake, 1.6x fewer distances than query order).  Within a key the
+   runs of the same cell go first.
+
+Top-k (PEXESO 2 §II-B): columns are verified in decreasing order of their upper bound; the k-size buffer holds
+exact counts of completed columns, and the threshold - the larger of T, the k-th best count at the start (every
+count is a lower bound) and the k-th best completed count - only rises.  Rejection is strict, so a column that could
+tie with the k-th is verified, and ties are broken by column id afterwards.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
-from .blocking import BlockingResult, expand_ranges
-from .tally import ColumnTally
+from .blocking import BlockingResult
+from .lemmas import boxes_apart, boxes_within
+from .metric import squared_within
 
 
 @dataclass
 class Verified:
-    """Outcome of one method: the tally, which columns' counts are exact, and one witness per matched key."""
+    """Outcome of one method: per-column counts, which counts are exact, and one witness per matched key."""
 
-    tally: ColumnTally
+    matched: np.ndarray
     exact: np.ndarray
     witness_key: np.ndarray    # column index * |Q| + sorted query position
     witness_x: np.ndarray      # sorted lake vector position
@@ -34,238 +52,219 @@ class Verified:
     stats: dict = field(default_factory=dict)
 
 
-class _Witnesses:
-    def __init__(self):
-        self.keys, self.xs, self.sq = [], [], []
-
-    def add(self, keys, xs, sq):
-        if keys.size:
-            self.keys.append(keys)
-            self.xs.append(xs)
-            self.sq.append(np.broadcast_to(np.asarray(sq, dtype=np.float64), keys.shape))
-
-    def arrays(self):
-        if not self.keys:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-        keys, xs, sq = np.concatenate(self.keys), np.concatenate(self.xs), np.concatenate(self.sq)
-        keys, first = np.unique(keys, return_index=True)
-        return keys, xs[first], sq[first]
+@njit(cache=True)
+def group_by_query(q, nq):
+    """Counting sort of pair positions by query vector: (pointer of length nq + 1, stable order)."""
+    ptr = np.zeros(nq + 1, dtype=np.int64)
+    for i in range(q.shape[0]):
+        ptr[q[i] + 1] += 1
+    for i in range(nq):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:-1].copy()
+    order = np.empty(q.shape[0], dtype=np.int64)
+    for i in range(q.shape[0]):
+        order[fill[q[i]]] = i
+        fill[q[i]] += 1
+    return ptr, order
 
 
-def _first_per_key(keys: np.ndarray, *values):
-    uk, first = np.unique(keys, return_index=True)
-    return (uk,) + tuple(v[first] for v in values)
+@njit(cache=True)
+def _kth_largest(values, k):
+    return np.sort(values)[values.shape[0] - k]
 
 
-def _pivot_filter(index, query, xs, qs, tau_hi) -> np.ndarray:
-    """Positions of the pairs (xs[i], qs[i]) that survive Lemma 1, checked pivot by pivot on the survivors only.
+@njit(cache=True)
+def _offer(buffer, filled, value):
+    """Insert ``value`` into the descending k-size ``buffer`` holding ``filled`` values; returns the new fill."""
+    k = buffer.shape[0]
+    if filled == k and value <= buffer[k - 1]:
+        return filled
+    i = min(filled, k - 1)
+    while i > 0 and buffer[i - 1] < value:
+        buffer[i] = buffer[i - 1]
+        i -= 1
+    buffer[i] = value
+    return min(filled + 1, k)
 
-    Most pairs fail on the first pivots, so compacting after each pivot touches far fewer values than testing all
-    |P| distances of every pair; per-pivot contiguous copies of the mappings keep the gathers cache-friendly.
-    """
-    alive = np.arange(xs.size)
-    for j in range(index.mapped_by_pivot.shape[0]):
-        xa, qa = xs[alive], qs[alive]
-        alive = alive[np.abs(index.mapped_by_pivot[j][xa] - query.mapped_by_pivot[j][qa]) <= tau_hi]
-    return alive
 
-
-def _pair_keys(index, nq: int, q: np.ndarray, runs: np.ndarray) -> np.ndarray:
-    return index.run_col[runs] * nq + q
+@njit(cache=True)
+def _verify(nq, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf_run_start, mapped, vectors,
+            q_mapped, q_vectors, tau_hi, tau_lo, tau_sq, need, top_k, stop_on_accept):
+    # Buffers are sized exactly up front and never rebound inside a loop (see ``blocking._descend``).
+    m_rlo = np.searchsorted(run_start, mlo)
+    m_rhi = np.searchsorted(run_start, mhi)
+    n_match_inc = np.sum(m_rhi - m_rlo)
+    n_cand_inc = 0
+    for p in range(cq.shape[0]):
+        n_cand_inc += leaf_run_start[cleaf[p] + 1] - leaf_run_start[cleaf[p]]
+    n_keys = min(n_cols * nq, n_match_inc + n_cand_inc)
+    w_key = np.empty(n_keys, dtype=np.int64)
+    w_x = np.empty(n_keys, dtype=np.int64)
+    w_sq = np.empty(n_keys, dtype=np.float64)
+    inc_q = np.empty(n_cand_inc, dtype=np.int64)
+    inc_run = np.empty(n_cand_inc, dtype=np.int64)
+    inc_same = np.empty(n_cand_inc, dtype=np.bool_)
+    n_w = 0
+    n_inc = 0
+    # --- 1. match map and upper bounds from the blocked pairs, per query vector ---------------------------------
+    matched = np.zeros(n_cols, dtype=np.int64)
+    upper = np.zeros(n_cols, dtype=np.int64)
+    seen = np.full(n_cols, -1, dtype=np.int64)
+    proved = np.full(n_cols, -1, dtype=np.int64)
+    m_ptr, m_order = group_by_query(mq, nq)
+    c_ptr, c_order = group_by_query(cq, nq)
+    for q in range(nq):
+        for i in range(m_ptr[q], m_ptr[q + 1]):
+            p = m_order[i]
+            for r in range(m_rlo[p], m_rhi[p]):
+                c = run_col[r]
+                if proved[c] != q:
+                    proved[c] = q
+                    seen[c] = q
+                    matched[c] += 1
+                    upper[c] += 1
+                    w_key[n_w], w_x[n_w], w_sq[n_w] = c * nq + q, run_start[r], np.nan
+                    n_w += 1
+        for i in range(c_ptr[q], c_ptr[q + 1]):
+            p = c_order[i]
+            leaf = cleaf[p]
+            for r in range(leaf_run_start[leaf], leaf_run_start[leaf + 1]):
+                c = run_col[r]
+                if proved[c] == q:
+                    continue
+                if seen[c] != q:
+                    seen[c] = q
+                    upper[c] += 1
+                inc_q[n_inc], inc_run[n_inc], inc_same[n_inc] = q, r, csame[p]
+                n_inc += 1
+    # --- Lemma 7 before any distance: the threshold and the columns left to verify ------------------------------
+    thr = need
+    if top_k > 0 and n_cols >= top_k:
+        thr = max(thr, _kth_largest(matched, top_k))
+    rejected = np.zeros(n_cols, dtype=np.bool_)
+    live = np.zeros(n_cols, dtype=np.bool_)
+    stats = np.zeros(8, dtype=np.int64)  # dist, L1, L2, columns verified, accepts, rejects, unverified, keys
+    for c in range(n_cols):
+        if upper[c] < thr:
+            rejected[c] = True
+            if upper[c] > 0:
+                stats[6] += 1
+        elif matched[c] < upper[c] and not (stop_on_accept and matched[c] >= need):
+            live[c] = True
+    # --- 2. posting lists of the live columns: candidate runs of unproved keys, by column, in query order --------
+    col_ptr = np.zeros(n_cols + 1, dtype=np.int64)
+    for i in range(n_inc):
+        c = run_col[inc_run[i]]
+        if live[c]:
+            col_ptr[c + 1] += 1
+    for c in range(n_cols):
+        col_ptr[c + 1] += col_ptr[c]
+    fill = col_ptr[:-1].copy()
+    post = np.empty(col_ptr[n_cols], dtype=np.int64)
+    for i in range(n_inc):
+        c = run_col[inc_run[i]]
+        if live[c]:
+            post[fill[c]] = i
+            fill[c] += 1
+    # --- 3. document-at-a-time verification -----------------------------------------------------------------
+    order = np.flatnonzero(live)
+    buffer = np.zeros(max(top_k, 1), dtype=np.int64)
+    filled = 0
+    if top_k > 0:
+        order = order[np.argsort(-upper[order], kind="mergesort")]
+        for c in range(n_cols):
+            if not rejected[c] and not live[c] and upper[c] > 0:
+                filled = _offer(buffer, filled, matched[c])
+        if filled == top_k:
+            thr = max(thr, buffer[top_k - 1])
+    longest = 0
+    for c in order:
+        longest = max(longest, col_ptr[c + 1] - col_ptr[c])
+    key_a = np.empty(longest, dtype=np.int64)
+    key_b = np.empty(longest, dtype=np.int64)
+    key_rank = np.empty(longest, dtype=np.int64)
+    for c in order:
+        if upper[c] < thr:
+            rejected[c] = True
+            stats[6] += 1
+            continue
+        stats[3] += 1
+        # the column's document: its keys (query vectors), each a group of postings, in verification order
+        n_k = 0
+        a = col_ptr[c]
+        while a < col_ptr[c + 1]:
+            q = inc_q[post[a]]
+            b = a
+            vecs = 0
+            same = False
+            while b < col_ptr[c + 1] and inc_q[post[b]] == q:
+                run = inc_run[post[b]]
+                vecs += run_start[run + 1] - run_start[run]
+                same |= inc_same[post[b]]
+                b += 1
+            key_a[n_k], key_b[n_k] = a, b
+            key_rank[n_k] = vecs if same else vecs + len(vectors)
+            n_k += 1
+            a = b
+        for k in np.argsort(key_rank[:n_k], kind="mergesort"):
+            a, b = key_a[k], key_b[k]
+            q = inc_q[post[a]]
+            stats[7] += 1
+            found_x, found_sq = -1, np.nan
+            for same_first in (True, False):
+                for i in range(a, b):
+                    inc = post[i]
+                    if inc_same[inc] != same_first:
+                        continue
+                    run = inc_run[inc]
+                    for x in range(run_start[run], run_start[run + 1]):
+                        if boxes_apart(mapped, mapped, x, q_mapped, q_mapped, q, tau_hi):
+                            stats[1] += 1
+                            continue
+                        if boxes_within(mapped, x, q_mapped, q, tau_lo):
+                            stats[2] += 1
+                            found_x = x
+                            break
+                        stats[0] += 1
+                        sq = squared_within(vectors, x, q_vectors, q, tau_sq)
+                        if sq <= tau_sq:
+                            found_x, found_sq = x, sq
+                            break
+                    if found_x >= 0:
+                        break
+                if found_x >= 0:
+                    break
+            if found_x >= 0:
+                matched[c] += 1
+                w_key[n_w], w_x[n_w], w_sq[n_w] = c * nq + q, found_x, found_sq
+                n_w += 1
+                if matched[c] == need and matched[c] < upper[c]:
+                    stats[4] += 1
+            else:
+                upper[c] -= 1
+            if upper[c] < thr:
+                rejected[c] = True
+                stats[5] += 1
+                break
+            if matched[c] >= upper[c] or (stop_on_accept and matched[c] >= need):
+                break
+        if top_k > 0 and not rejected[c] and matched[c] >= upper[c]:
+            filled = _offer(buffer, filled, matched[c])
+            if filled == top_k:
+                thr = max(thr, buffer[top_k - 1])
+    exact = ~rejected & (matched >= upper)
+    return matched, exact, w_key[:n_w], w_x[:n_w], w_sq[:n_w], stats
 
 
 def verify_pexeso(index, query, blocked: BlockingResult, need: int, top_k, stop_on_accept: bool, pred) -> Verified:
-    nq = query.n
-    # Expand the pairs over the postings of the inverted index: (query vector, run) incidences.
-    m_rlo = np.searchsorted(index.run_start, blocked.match_lo)
-    m_rhi = np.searchsorted(index.run_start, blocked.match_hi)
-    mo, m_run = expand_ranges(m_rlo, m_rhi)
-    m_q = blocked.match_q[mo]
-    co, c_run = expand_ranges(index.leaf_run_start[blocked.cand_leaf], index.leaf_run_start[blocked.cand_leaf + 1])
-    c_q, c_same = blocked.cand_q[co], blocked.cand_same[co]
-    m_key = _pair_keys(index, nq, m_q, m_run)
-    c_key = _pair_keys(index, nq, c_q, c_run)
-    keys, inverse = np.unique(np.concatenate([m_key, c_key]), return_inverse=True)
-    n_keys = keys.size
-    key_col, key_q = keys // nq, keys % nq
-    key_matched = np.zeros(n_keys, dtype=bool)
-    key_matched[inverse[:m_key.size]] = True
-    witnesses = _Witnesses()
-    wk, wrun = _first_per_key(m_key, m_run)
-    witnesses.add(wk, index.run_start[wrun], np.nan)
-    # Candidate runs of the keys not already proved, grouped per key (CSR), same-cell runs first.
-    c_inv = inverse[m_key.size:]
-    open_c = ~key_matched[c_inv]
-    c_inv, c_run, c_same = c_inv[open_c], c_run[open_c], c_same[open_c]
-    order = np.lexsort((~c_same, c_inv))
-    key_runs = c_run[order]
-    key_run_ptr = np.r_[0, np.cumsum(np.bincount(c_inv, minlength=n_keys))].astype(np.int64)
-    key_same = np.zeros(n_keys, dtype=bool)
-    key_same[c_inv[c_same]] = True
-
-    n_cols = index.n_columns
-    tally = ColumnTally(np.bincount(key_col[key_matched], minlength=n_cols), np.bincount(key_col, minlength=n_cols),
-                        need, top_k, stop_on_accept)
-    # Document-at-a-time order: per column, quick-browsing keys first, then by query vector.
-    pending = np.flatnonzero(~key_matched)
-    pending = pending[np.lexsort((key_q[pending], ~key_same[pending], key_col[pending]))]
-    stats = {"distance_computations": 0, "lemma1_filtered": 0, "lemma2_matched": 0, "rounds": 0}
-    tau_hi, tau_lo = pred.tau + index.slack, pred.tau - index.slack
-    touched = np.zeros(n_cols, dtype=bool)
-    round_no = 0
-    while pending.size:
-        live = tally.live()
-        pending = pending[live[key_col[pending]]]
-        if not pending.size:
-            break
-        cols = key_col[pending]
-        head = np.r_[True, cols[1:] != cols[:-1]]
-        group_start = np.maximum.accumulate(np.where(head, np.arange(cols.size), 0))
-        rank = np.arange(cols.size) - group_start
-        take = rank < tally.budget(round_no)[cols]
-        sel, pending = pending[take], pending[~take]
-        touched[key_col[sel]] = True
-        round_no += 1
-        # candidate vectors of the selected keys
-        o1, rpos = expand_ranges(key_run_ptr[sel], key_run_ptr[sel + 1])
-        runs = key_runs[rpos]
-        o2, xs = expand_ranges(index.run_start[runs], index.run_start[runs + 1])
-        pk = sel[o1[o2]]
-        alive = _pivot_filter(index, query, xs, key_q[pk], tau_hi)
-        stats["lemma1_filtered"] += int(xs.size - alive.size)
-        xs, pk = xs[alive], pk[alive]
-        qs = key_q[pk]
-        lemma2 = ((index.mapped[xs] + query.mapped[qs]) <= tau_lo).any(axis=1)
-        stats["lemma2_matched"] += int(lemma2.sum())
-        hit = np.zeros(n_keys, dtype=bool)
-        hit[pk[lemma2]] = True
-        wk, wx = _first_per_key(pk[lemma2], xs[lemma2])
-        witnesses.add(keys[wk], wx, np.nan)
-        todo = ~lemma2 & ~hit[pk]
-        txs, tqs, tpk = xs[todo], qs[todo], pk[todo]
-        stats["distance_computations"] += int(txs.size)
-        if txs.size:
-            fast = pred.pair_squared(index.vectors, index.sq_norms, txs, query.vectors, query.sq_norms, tqs)
-            match, sq = pred.decide(fast, txs, tqs, index.vectors, query.vectors)
-            hit[tpk[match]] = True
-            wk, wx, wsq = _first_per_key(tpk[match], txs[match], sq[match])
-            witnesses.add(keys[wk], wx, wsq)
-        won = hit[sel]
-        key_matched[sel[won]] = True
-        tally.add(key_col[sel[won]], key_col[sel[~won]])
-    stats["rounds"] = round_no
-    stats["columns_verified"] = int(touched.sum())
-    wk, wx, wsq = witnesses.arrays()
-    return Verified(tally, tally.matched >= tally.upper, wk, wx, wsq, stats)
-
-
-def _column_keys_of_cells(index, nq, q, lo, hi):
-    """(column, query) keys of query vectors paired with whole lake vector ranges, via the runs they contain."""
-    rlo = np.searchsorted(index.run_start, lo)
-    rhi = np.searchsorted(index.run_start, hi)
-    owner, runs = expand_ranges(rlo, rhi)
-    return _pair_keys(index, nq, q[owner], runs), index.run_start[runs]
-
-
-def verify_pexeso_h(index, query, blocked: BlockingResult, need: int, top_k, stop_on_accept: bool, pred) -> Verified:
-    """PEXESO-H: same blocking, then every vector of every candidate cell is compared with the query vector.
-
-    No inverted index, hence no per-column document order and no Lemma 7; only the early accept of the paper's
-    competitors applies (a column reaching T is skipped afterwards).  Query vectors go in doubling batches so the
-    accepts take effect as the counts grow.  Matching pairs need no distance; their columns are read from the runs.
-    """
-    nq = query.n
-    n_cols = index.n_columns
-    witnesses = _Witnesses()
-    mk, mx = _column_keys_of_cells(index, nq, blocked.match_q, blocked.match_lo, blocked.match_hi)
-    mk, mx = _first_per_key(mk, mx)
-    witnesses.add(mk, mx, np.nan)
-    known = np.zeros(0, dtype=np.int64)
-    known = np.union1d(known, mk)
-    tally = ColumnTally(np.bincount(mk // nq, minlength=n_cols), np.full(n_cols, nq), need, top_k, stop_on_accept,
-                        can_reject=False)
-    order = np.argsort(blocked.cand_q, kind="stable")
-    cq, cleaf = blocked.cand_q[order], blocked.cand_leaf[order]
-    bounds = np.searchsorted(cq, np.arange(nq + 1))
-    stats = {"distance_computations": 0, "rounds": 0}
-    touched = np.zeros(n_cols, dtype=bool)
-    done, round_no = 0, 0
-    while done < nq:
-        upto = min(nq, done + (1 << round_no))
-        a, b = bounds[done], bounds[upto]
-        done, round_no = upto, round_no + 1
-        if a == b:
-            continue
-        owner, xs = expand_ranges(index.leaf_start[cleaf[a:b]], index.leaf_start[cleaf[a:b] + 1])
-        qs = cq[a:b][owner]
-        keep = ~tally.stopped[index.col[xs]]
-        xs, qs = xs[keep], qs[keep]
-        touched[index.col[xs]] = True
-        stats["distance_computations"] += int(xs.size)
-        if not xs.size:
-            continue
-        fast = pred.pair_squared(index.vectors, index.sq_norms, xs, query.vectors, query.sq_norms, qs)
-        match, sq = pred.decide(fast, xs, qs, index.vectors, query.vectors)
-        pk = index.col[xs[match]] * nq + qs[match]
-        uk, ux, usq = _first_per_key(pk, xs[match], sq[match])
-        new = ~np.isin(uk, known)
-        known = np.union1d(known, uk[new])
-        witnesses.add(uk[new], ux[new], usq[new])
-        tally.add(uk[new] // nq, np.zeros(0, dtype=np.int64))
-    stats["rounds"] = round_no
-    stats["columns_verified"] = int(touched.sum())
-    wk, wx, wsq = witnesses.arrays()
-    return Verified(tally, ~tally.stopped, wk, wx, wsq, stats)
-
-
-def verify_exact(index, query, need: int, top_k, stop_on_accept: bool, pred, block_rows: int = 32768) -> Verified:
-    """Blocked BLAS brute force with the same early termination (accept at T, Lemma 7 reject, top-k threshold).
-
-    Query vectors are taken in chunks sized by :meth:`ColumnTally.budget` (the least count that could decide a
-    column); each chunk is multiplied against the vectors of the still-undecided columns in row blocks of bounded
-    size with one float32 GEMM each.
-    """
-    nq = query.n
-    n_cols = index.n_columns
-    tally = ColumnTally(np.zeros(n_cols), np.full(n_cols, nq), need, top_k, stop_on_accept)
-    witnesses = _Witnesses()
-    stats = {"distance_computations": 0, "rounds": 0}
-    touched = np.zeros(n_cols, dtype=bool)
-    done, round_no = 0, 0
-    while done < nq:
-        live = tally.live()
-        if not live.any():
-            break
-        touched |= live
-        width = int(tally.budget(round_no)[live].min())
-        upto = min(nq, done + width)
-        qv, qsq = query.vectors[done:upto], query.sq_norms[done:upto]
-        rows = np.flatnonzero(live[index.col])
-        hits_x, hits_q, hits_sq = [], [], []
-        for s in range(0, rows.size, block_rows):
-            r = rows[s:s + block_rows]
-            fast = index.sq_norms[r][:, None] + qsq[None, :] - 2.0 * (index.vectors[r] @ qv.T)
-            cand = np.flatnonzero((fast <= pred.tau_sq + pred.band).ravel())
-            if cand.size:
-                ri, qi = np.divmod(cand, upto - done)
-                match, sq = pred.decide(fast.ravel()[cand], r[ri], qi + done, index.vectors, query.vectors)
-                hits_x.append(r[ri[match]])
-                hits_q.append(qi[match] + done)
-                hits_sq.append(sq[match])
-        stats["distance_computations"] += int(rows.size) * (upto - done)
-        chunk_cols = np.flatnonzero(live)
-        if hits_x:
-            hx, hq, hsq = np.concatenate(hits_x), np.concatenate(hits_q), np.concatenate(hits_sq)
-            uk, ux, usq = _first_per_key(index.col[hx] * nq + hq, hx, hsq)
-        else:
-            uk, ux, usq = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-        witnesses.add(uk, ux, usq)
-        matched_cols = uk // nq
-        per_col = np.bincount(matched_cols, minlength=n_cols)
-        misses = (upto - done) - per_col[chunk_cols]
-        tally.add(matched_cols, np.repeat(chunk_cols, misses))
-        done, round_no = upto, round_no + 1
-    stats["rounds"] = round_no
-    stats["columns_verified"] = int(touched.sum())
-    wk, wx, wsq = witnesses.arrays()
-    return Verified(tally, ~(tally.rejected | tally.stopped), wk, wx, wsq, stats)
+    """Algorithm 2 with Lemma 7 for the blocked pairs; threshold search or top-k (``top_k`` not None)."""
+    matched, exact, wk, wx, wsq, s = _verify(
+        query.n, index.n_columns, blocked.match_q, blocked.match_lo, blocked.match_hi, blocked.cand_q,
+        blocked.cand_leaf, blocked.cand_same, index.run_start, index.run_col, index.leaf_run_start, index.mapped,
+        index.vectors, query.mapped, query.vectors, pred.tau + index.slack, pred.tau - index.slack, pred.tau_sq,
+        int(need), int(top_k or 0),
+        bool(stop_on_accept and top_k is None))
+    stats = {"distance_computations": int(s[0]), "lemma1_filtered": int(s[1]), "lemma2_matched": int(s[2]),
+             "columns_verified": int(s[3]), "early_accepts": int(s[4]), "early_rejects": int(s[5]),
+             "rejected_without_verification": int(s[6]), "keys_verified": int(s[7])}
+    return Verified(matched, exact, wk, wx, wsq, stats)

@@ -211,7 +211,8 @@ def _read_parquet(root: str, rel: str, limits: Limits) -> ParsedTable:
         with open_lake_file(root, rel) as fh:
             table = pq.read_table(fh)
     except Exception as exc:  # pyarrow raises several types for corrupt files
-        raise LakeFileError(f"unreadable Parquet: {str(exc).splitlines()[0]}") from None
+        reason = str(exc).splitlines()[0].replace("Could not open Parquet input source '<Buffer>': ", "")
+        raise LakeFileError(f"unreadable Parquet: {reason}") from None
     if table.num_columns == 0:
         raise LakeFileError("Parquet file has no columns")
     if table.num_columns > limits.max_columns:

@@ -14,7 +14,7 @@ per-value Python objects:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from discovery.nary.bloom import bloom_hash_count, bloom_keys, value_digests
 from discovery.nary.postings import POSTINGS_SCHEMA, binary_to_superkeys
 from discovery.nary.search import NarySearchResult, search
-from discovery.xash import XashModel
+from discovery.xash import XashModel, alpha_for
 
 _BLOOM_ROW_CHUNK = 1 << 18
 
@@ -149,7 +149,28 @@ class NaryIndex:
             self._bloom = (n_hashes, value_keys, rows)
         return self._bloom
 
+    def resized(self, bits: int) -> "NaryIndex":
+        """The same index with super keys of another size, rebuilt in memory from the indexed cells.
+
+        The character frequencies are the model's; alpha is Eq. 5 for ``bits`` over the exact number of distinct
+        indexed values (the vocabulary).  Every row's super key is the OR of its cells' XASH at the new size, the
+        same definition the refresh stage applies, so results stay exact and only the filter's selectivity changes.
+        """
+        if bits == self.model.bits:
+            return self
+        model = XashModel(bits=bits, alpha=alpha_for(len(self.vocab), bits),
+                          char_frequencies=self.model.char_frequencies)
+        value_keys = model.hash_values(self.vocab)
+        rows = np.zeros((self.n_rows, model.words), dtype=np.uint64)
+        for lo in range(0, self.n_rows, _BLOOM_ROW_CHUNK):
+            hi = min(lo + _BLOOM_ROW_CHUNK, self.n_rows)
+            a, b = self.cell_ptr[lo], self.cell_ptr[hi]
+            rows[lo:hi] = np.bitwise_or.reduceat(value_keys[self.cell_vid[a:b]], self.cell_ptr[lo:hi] - a, axis=0)
+        resized = replace(self, model=model, row_superkey=rows)
+        resized._value_xash = value_keys
+        return resized
+
     def search(self, query_columns, key: list[str], k: int = 10, method: str = "mate",
-               initial_column: str | None = None) -> NarySearchResult:
+               initial_column: str | None = None, exclude: int | None = None) -> NarySearchResult:
         """Top-k joinable tables for a multi-column key; see :func:`discovery.nary.search.search`."""
-        return search(self, query_columns, key, k=k, method=method, initial_column=initial_column)
+        return search(self, query_columns, key, k=k, method=method, initial_column=initial_column, exclude=exclude)

@@ -65,16 +65,14 @@ def binary_to_superkeys(values: pa.Array | pa.ChunkedArray, words: int) -> np.nd
     return np.concatenate(parts)
 
 
-def build_postings(table_id: int, columns: list[pa.Array | pa.ChunkedArray], model: XashModel,
-                   max_rows: int | None = None) -> pa.Table:
-    """Postings ``(value, table_id, column, row, superkey)`` of one lake table.
+def normalised_cells(columns: list[pa.Array | pa.ChunkedArray], max_rows: int | None = None) -> tuple[pa.Array, int]:
+    """Every cell of a table, normalised, as one array column after column, and the row count kept.
 
-    Values are normalised with :func:`discovery.normalize.normalize_array`; null cells (and null tokens) produce no
-    posting but still belong to their row.  ``max_rows`` keeps the first rows only (the caller reports the bound).
-    The super key of a row is the OR of the XASH of its cells.
+    ``max_rows`` keeps the first rows only (the caller reports the bound).  The postings and the corpus statistics
+    of the XASH model are both computed from this one normalisation pass.
     """
     if not columns:
-        return POSTINGS_SCHEMA.empty_table()
+        return pa.array([], pa.string()), 0
     n_rows = len(columns[0])
     if any(len(c) != n_rows for c in columns):
         raise ValueError("all columns of a table must have the same length")
@@ -82,11 +80,16 @@ def build_postings(table_id: int, columns: list[pa.Array | pa.ChunkedArray], mod
         if max_rows < 0:
             raise ValueError("max_rows must be non-negative")
         n_rows = min(n_rows, max_rows)
-    if n_rows == 0:
-        return POSTINGS_SCHEMA.empty_table()
     normalised = [as_string_array(normalize_array(as_string_array(c).slice(0, n_rows))) for c in columns]
-    cells = pa.concat_arrays(normalised)
-    hashes = model.hash_values(cells).reshape(len(columns), n_rows, model.words)
+    return pa.concat_arrays(normalised), n_rows
+
+
+def postings_from_cells(table_id: int, cells: pa.Array, n_rows: int, model: XashModel) -> pa.Table:
+    """Postings of a table given by :func:`normalised_cells`; the super key of a row is the OR of its cells' XASH."""
+    if n_rows == 0 or len(cells) == 0:
+        return POSTINGS_SCHEMA.empty_table()
+    n_columns = len(cells) // n_rows
+    hashes = model.hash_values(cells).reshape(n_columns, n_rows, model.words)
     superkeys = np.bitwise_or.reduce(hashes, axis=0)
     valid = np.flatnonzero(cells.is_valid().to_numpy(zero_copy_only=False))
     row = (valid % n_rows).astype(np.int64)
@@ -98,3 +101,15 @@ def build_postings(table_id: int, columns: list[pa.Array | pa.ChunkedArray], mod
         "row": pa.array(row),
         "superkey": superkeys_to_binary(superkeys[row]),
     }, schema=POSTINGS_SCHEMA)
+
+
+def build_postings(table_id: int, columns: list[pa.Array | pa.ChunkedArray], model: XashModel,
+                   max_rows: int | None = None) -> pa.Table:
+    """Postings ``(value, table_id, column, row, superkey)`` of one lake table.
+
+    Values are normalised with :func:`discovery.normalize.normalize_array`; null cells (and null tokens) produce no
+    posting but still belong to their row.  ``max_rows`` keeps the first rows only (the caller reports the bound).
+    The super key of a row is the OR of the XASH of its cells.
+    """
+    cells, n_rows = normalised_cells(columns, max_rows)
+    return postings_from_cells(table_id, cells, n_rows, model)

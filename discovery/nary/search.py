@@ -118,8 +118,12 @@ def _pairs(item_value: np.ndarray, tuple_start: np.ndarray, tuple_count: np.ndar
 
 
 def search(index: "NaryIndex", query_columns: QueryColumns, key: list[str], k: int = 10, method: str = "mate",
-           initial_column: str | None = None) -> NarySearchResult:
-    """Top-k lake tables by joinability J (Eq. 2) with the query on the multi-column ``key``."""
+           initial_column: str | None = None, exclude: int | None = None) -> NarySearchResult:
+    """Top-k lake tables by joinability J (Eq. 2) with the query on the multi-column ``key``.
+
+    ``exclude`` names a table that is no candidate (the query itself when it is a lake table); dropping its
+    postings before the scan keeps the top-k exact over the remaining tables.
+    """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {list(METHODS)}")
     if not isinstance(k, (int, np.integer)) or k < 1:
@@ -150,6 +154,10 @@ def search(index: "NaryIndex", query_columns: QueryColumns, key: list[str], k: i
     item_value = np.repeat(np.arange(init_values.size), pl_count)
     item_row = index.pl_row[postings].astype(np.int64)
     item_table = index.row_table[item_row]
+    if exclude is not None:
+        other = item_table != exclude
+        postings, item_value, item_row, item_table = (postings[other], item_value[other], item_row[other],
+                                                      item_table[other])
     by_table = np.lexsort((index.pl_col[postings], item_row, item_table))
     item_value, item_row, item_table = item_value[by_table], item_row[by_table], item_table[by_table]
     tables, table_start, table_size = np.unique(item_table, return_index=True, return_counts=True)

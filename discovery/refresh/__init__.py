@@ -2,7 +2,7 @@
 from .context import StageContext, StageReport
 from .plan import DerivedPlan, ScanPlan, plan_derived, plan_scan
 from .runs import begin_refresh, publish_snapshot, record_stage
-from .tasks import profile_batch, scan_batch
+from .tasks import profile_batch, read_work_tables, scan_batch
 
 __all__ = ["StageContext", "StageReport", "DerivedPlan", "ScanPlan", "plan_derived", "plan_scan", "begin_refresh",
-           "publish_snapshot", "record_stage", "profile_batch", "scan_batch"]
+           "publish_snapshot", "record_stage", "profile_batch", "read_work_tables", "scan_batch"]

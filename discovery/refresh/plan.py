@@ -97,8 +97,8 @@ def plan_derived(catalog: pa.Table, done: pa.Table, full: bool) -> DerivedPlan:
         ok_keys = pc.binary_join_element_wise(pc.cast(ok["table_id"], pa.string()), ok["content_hash"], ":")
         done_keys = (pc.binary_join_element_wise(pc.cast(done["table_id"], pa.string()), done["content_hash"], ":")
                      if done.num_rows else pa.array([], pa.string()))
-        todo = pc.invert(pc.is_in(ok_keys, value_set=done_keys))
-        work = ok.filter(todo)
+        pending = pc.invert(pc.is_in(ok_keys, value_set=done_keys))
+        work = ok.filter(pending)
         work_ids = work.column("table_id").to_numpy()
         added = int(np.sum(~np.isin(work_ids, done_ids)))
         changed = len(work_ids) - added

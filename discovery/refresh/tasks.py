@@ -62,18 +62,27 @@ def _scan_file(item: dict, ctx: StageContext, counts: dict) -> dict:
             "warnings": json.dumps(parsed.warnings), "encoding": parsed.encoding, "delimiter": parsed.delimiter}
 
 
-def profile_batch(work: pa.Table, ctx: StageContext) -> tuple[pa.Table, dict]:
-    """``columns`` rows for catalog rows (status ok) that need profiling."""
-    out = {k: [] for k in SCHEMAS["columns"].names}
-    counts = {"tables_processed": 0, "tables_failed": 0}
+def read_work_tables(work: pa.Table, ctx: StageContext, counts: dict):
+    """(work row, parsed table) for every readable table of a stage's work, counting ``tables_processed`` and
+    ``tables_failed``.  A table unreadable now changed after the scan; the next refresh's scan records its new state,
+    so a later stage skips it instead of failing the batch."""
+    counts.setdefault("tables_processed", 0)
+    counts.setdefault("tables_failed", 0)
     for item in work.to_pylist():
         try:
             parsed = read_lake_table(ctx.lake, item["path"], item["format"], item["bytes"], ctx.config.limits)
         except (LakeFileError, OSError):
-            # Changed between scan and profile; the next refresh's scan sees the new content and records it.
             counts["tables_failed"] += 1
             continue
         counts["tables_processed"] += 1
+        yield item, parsed
+
+
+def profile_batch(work: pa.Table, ctx: StageContext) -> tuple[pa.Table, dict]:
+    """``columns`` rows for catalog rows (status ok) that need profiling."""
+    out = {k: [] for k in SCHEMAS["columns"].names}
+    counts: dict = {}
+    for item, parsed in read_work_tables(work, ctx, counts):
         for prof in profile_table(parsed, ctx.config.profile):
             prof.update(table_id=item["table_id"], content_hash=item["content_hash"])
             for k in out:

@@ -3,8 +3,8 @@ from .files import DataFile, new_attempt_token, write_data_file
 from .models import StoredModel, latest_model, save_model, snapshot_model
 from .rewrite import candidate_files, drop_table_ids
 from .schema import INDEX_TABLES, PER_TABLE, SCHEMAS
-from .snapshot import Snapshot, list_snapshots, load_snapshot
+from .snapshot import Snapshot, list_snapshots, load_snapshot, result_names
 from .warehouse import CommitResult, Warehouse, WarehouseError
 
 __all__ = ["StoredModel", "latest_model", "save_model", "snapshot_model", "candidate_files", "drop_table_ids", "DataFile", "new_attempt_token", "write_data_file", "INDEX_TABLES", "PER_TABLE", "SCHEMAS", "Snapshot",
-           "list_snapshots", "load_snapshot", "CommitResult", "Warehouse", "WarehouseError"]
+           "list_snapshots", "load_snapshot", "result_names", "CommitResult", "Warehouse", "WarehouseError"]

@@ -74,9 +74,12 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("content_hash", pa.string()),
         ("model_version", pa.string()),
         ("partition_id", pa.int32()),
-        ("centroid_ids", pa.list_(pa.int32())),      # group G_k
-        ("member_ordinals", pa.list_(pa.int32())),   # member columns S_k
-        ("counts", pa.list_(pa.int32())),            # I_w per centroid of G_k
+        ("group_centroid_ids", pa.list_(pa.int32())),  # group G_k: base centroid ids, -1 for a cascade centroid
+        ("group_vectors", VEC),                        # the g centroid vectors of G_k, flattened (g * d)
+        ("member_ordinals", pa.list_(pa.int32())),     # member columns S_k
+        ("iw_centroid_ids", pa.list_(pa.int32())),     # distinct nearest base centroids of the members ...
+        ("iw_counts", pa.list_(pa.int32())),           # ... and how many members each has (I_w)
+        ("sq_error", pa.float64()),                    # sum of squared distances of the members to their centroid
     ]),
     "pivots": pa.schema([
         ("model_version", pa.string()),
@@ -101,6 +104,16 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("column", pa.int32()),
         ("row", pa.int64()),
         ("superkey", pa.binary()),
+    ]),
+    "xash_stats": pa.schema([            # per lake table: its share of the XASH model's corpus statistics
+        ("table_id", pa.int64()),
+        ("content_hash", pa.string()),
+        ("model_version", pa.string()),   # model its postings were built with (the stage's done marker)
+        ("rows_total", pa.int64()),
+        ("rows_indexed", pa.int64()),     # < rows_total when [xash] max_rows_per_table was hit
+        ("char_codes", pa.list_(pa.int32())),    # code points of the characters of its normalised cells
+        ("char_counts", pa.list_(pa.int64())),   # their occurrence counts
+        ("hll", pa.binary()),             # HyperLogLog registers of its distinct normalised values (zlib)
     ]),
     "models": pa.schema([
         ("name", pa.string()),            # e.g. encoder.hash, encoder.join, xash, centroids
@@ -147,9 +160,37 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("evidence", pa.string()),        # JSON
         ("created_at", TS),
     ]),
+    "query_batches": pa.schema([
+        ("batch_id", pa.string()),
+        ("name", pa.string()),            # standing query name, or the batch's own label
+        ("standing", pa.bool_()),         # run by the standing-queries DAG
+        ("snapshot_id", pa.int64()),
+        ("queries", pa.int32()),
+        ("results", pa.int64()),
+        ("seconds", pa.float64()),
+        ("spec", pa.string()),            # JSON of the validated batch
+        ("summary", pa.string()),         # JSON: per query id, results and stats
+        ("created_at", TS),
+    ]),
+    "standing_changes": pa.schema([
+        ("name", pa.string()),            # standing query
+        ("batch_id", pa.string()),
+        ("query_id", pa.string()),
+        ("snapshot_id", pa.int64()),
+        ("previous_snapshot_id", pa.int64()),
+        ("change", pa.string()),          # new | dropped | rescored
+        ("table_id", pa.int64()),
+        ("path", pa.string()),
+        ("column", pa.string()),
+        ("score", pa.float64()),
+        ("previous_score", pa.float64()),
+        ("created_at", TS),
+    ]),
 }
 
 #: Tables whose rows are derived from lake tables and replaced per lake table on refresh.
 PER_TABLE = tuple(name for name, s in SCHEMAS.items() if "table_id" in s.names and "content_hash" in s.names)
+#: Bookkeeping tables: not pinned by snapshots (they record what happened, not what the index is).
+BOOKKEEPING_TABLES = ("snapshots", "refresh_runs", "query_results", "query_batches", "standing_changes")
 #: Tables a snapshot pins (everything but the bookkeeping tables).
-INDEX_TABLES = tuple(n for n in SCHEMAS if n not in ("snapshots", "refresh_runs", "query_results"))
+INDEX_TABLES = tuple(n for n in SCHEMAS if n not in BOOKKEEPING_TABLES)

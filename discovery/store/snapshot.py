@@ -53,6 +53,21 @@ class Snapshot:
                 "counts": self.counts}
 
 
+def result_names(snapshot: Snapshot, table_ids: list[int]) -> tuple[dict[int, str], dict[tuple[int, int], str]]:
+    """Paths and column names of the tables a search returned: ``({table_id: path}, {(table_id, ordinal): name})``.
+
+    Reads only the result tables' rows (a pushed-down filter), so explaining ten results costs ten tables' metadata.
+    """
+    if not table_ids:
+        return {}, {}
+    wanted = pc.field("table_id").isin(pa.array(sorted(set(table_ids)), pa.int64()))
+    catalog = snapshot.read("catalog", columns=["table_id", "path"], filter=wanted)
+    columns = snapshot.read("columns", columns=["table_id", "ordinal", "name"], filter=wanted)
+    paths = dict(zip(catalog.column("table_id").to_pylist(), catalog.column("path").to_pylist()))
+    names = {(t, o): n for t, o, n in zip(*(columns.column(c).to_pylist() for c in ("table_id", "ordinal", "name")))}
+    return paths, names
+
+
 def _from_row(warehouse: Warehouse, row: dict) -> Snapshot:
     return Snapshot(warehouse, row["snapshot_id"], row["created_at"], row["refresh_id"], row["lake"],
                     json.loads(row["versions"]), json.loads(row["models"] or "{}"), json.loads(row["counts"] or "{}"))

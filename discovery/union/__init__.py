@@ -7,11 +7,11 @@ Spark centroid stage uses :func:`assign_to_centroids` and :func:`partition_table
 from .centroids import assign_to_centroids, kmeans
 from .depq import DEPQ
 from .matching import Matching, match_similarities, similarity_matrix, unionability
-from .partitioning import Partition, PartitionArrays, flatten_partitions, partition_table
+from .partitioning import Partition, PartitionArrays, flatten_partitions, partition_lake, partition_table
 from .search import METHODS, SearchStats, UnionIndex, UnionResult, UnionSearch
 
 __all__ = [
     "DEPQ", "METHODS", "Matching", "Partition", "PartitionArrays", "SearchStats", "UnionIndex", "UnionResult",
-    "UnionSearch", "assign_to_centroids", "flatten_partitions", "kmeans", "match_similarities", "partition_table",
-    "similarity_matrix", "unionability",
+    "UnionSearch", "assign_to_centroids", "flatten_partitions", "kmeans", "match_similarities", "partition_lake",
+    "partition_table", "similarity_matrix", "unionability",
 ]

@@ -177,3 +177,30 @@ def flatten_partitions(table_ids: Sequence[int], partitions: Sequence[Sequence[P
         iw_centroid_ids=cat([p.centroid_ids for _, p in flat], np.int64),
         iw_counts=cat([p.centroid_counts for _, p in flat], np.int64),
     )
+
+
+def partition_lake(column_vectors: np.ndarray, column_table_ids: np.ndarray, column_ordinals: np.ndarray,
+                   n_centroids: int | None = None, *, sample: int = 100_000, rho_l: float = DEFAULT_RHO_L,
+                   rho_h: float = DEFAULT_RHO_H, seed: int = 0) -> tuple[np.ndarray, PartitionArrays]:
+    """The centroid stage on one machine: base centroids by k-means on a sample of the column vectors (default
+    k = sqrt(#columns), as the Spark stage), nearest-centroid assignment of every column and Algorithm 1 per table.
+
+    Benchmarks and tests use it where the Spark stage (MLlib k-means, Algorithm 1 in tasks) would be overkill.
+    """
+    vectors = np.asarray(column_vectors, dtype=np.float32)
+    table_ids = np.asarray(column_table_ids, dtype=np.int64)
+    ordinals = np.asarray(column_ordinals, dtype=np.int64)
+    k = n_centroids or max(1, int(round(math.sqrt(len(vectors)))))
+    rng = np.random.default_rng(seed)
+    train = vectors if len(vectors) <= sample else vectors[rng.choice(len(vectors), sample, replace=False)]
+    centroids = kmeans(train, k, seed=seed, iterations=15)
+    assigned = assign_to_centroids(vectors, centroids)
+    order = np.argsort(table_ids, kind="stable")
+    tables, starts = np.unique(table_ids[order], return_index=True)
+    ends = np.append(starts[1:], len(order))
+    parts = []
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        rows = order[a:b]
+        parts.append(partition_table(vectors[rows], assigned[rows], centroids, rho_l, rho_h,
+                                     col_ordinals=ordinals[rows], seed=seed))
+    return centroids, flatten_partitions(tables, parts, vectors.shape[1])

@@ -5,22 +5,24 @@ computing the exact score (Definition 5, a Hungarian assignment) for as few cand
 score descending, ties by table id ascending, in the result and in the min-heap H of the current best.  A candidate is
 skipped only on proof that ``keep`` others score strictly higher, so ties can never be pruned away.
 
-EBBP follows Algorithm 5: candidates wait in two double-ended priority queues, P_lb keyed by lower bound and P_ub by
-upper bound (at most ``keep`` of them), and a three-way decision settles each arrival.  Where the printed conditions
-would discard a candidate without proof, the sound form of the same rule is used (the paper's own observation: a
-candidate is out when ``keep`` others have a lower bound above its upper bound):
+EBBP follows Algorithm 5 with two double-ended priority queues: P_lb holds lower bounds, P_ub the upper bounds of the
+candidates waiting for a decision (at most ``keep``).  The printed conditions would discard candidates without proof
+(an upper bound below the smallest *upper* bound in P_ub, or V_mub evicted unscored), so each rule is used in the
+sound form of the paper's own observation, "a candidate is out when ``keep`` others have a lower bound above its
+upper bound": P_lb keeps the ``keep`` largest lower bounds seen so far, whatever became of their candidates, so its
+minimum V_mlb.lb is a floor that every upper bound must reach (a candidate whose own lower bound is in P_lb never
+falls below it, as lb <= ub).  The floor is raised further by the score at the top of a full H.  Per arrival c:
 
-1. the arrival is discarded if its upper bound is below the smallest lower bound in a full P_lb (``keep`` waiting
-   candidates all beat it), or below the score at the top of a full H;
-2. if its lower bound exceeds the smallest upper bound in P_ub, the weakest-upper-bound candidate V_mub leaves the
-   queues: discarded when the arrival and the ``keep - 1`` remaining candidates all have lower bounds above its upper
-   bound, otherwise scored exactly as BBP would; the arrival takes its place;
-3. otherwise waiting candidates are scored in descending upper bound, as BBP would, while the arrival still overlaps
-   the queues' extremes, then the arrival is queued.
+1. c is discarded if its upper bound is below the floor;
+2. if P_ub is full and lb(c) exceeds its smallest upper bound, V_mub leaves P_ub for c: V_mub is discarded when below
+   the floor, otherwise scored exactly as BBP would;
+3. otherwise, with P_ub full, waiting candidates are scored in descending upper bound while c still overlaps the
+   queue (lb(c) <= the smallest waiting upper bound), until c falls below the floor; then c waits.
 
-Waiting candidates whose upper bound falls below the top of a full H are dropped from the low end of P_ub, and at the
-end the rest are scored in descending upper bound, stopping at the first one that cannot reach H.  Scoring the most
-promising candidates first raises H's threshold early, which is where EBBP saves exact matchings over BBP.
+Waiting candidates that fall below the floor leave P_ub from its low end, and at the end the rest are scored in
+descending upper bound, stopping at the first one below the floor.  The floor from lower bounds prunes candidates
+before any exact matching is computed, whatever order they arrive in, and scoring the most promising candidates
+first raises H's threshold early; that is where EBBP saves exact matchings over BBP.
 """
 from __future__ import annotations
 
@@ -96,48 +98,47 @@ def enhanced_prune(order: Sequence[int], lower: np.ndarray, upper: np.ndarray, t
     top = _TopHeap(keep, ties, scorer)
     p_lb, p_ub = DEPQ(), DEPQ()
 
-    def offer(v: int) -> None:
-        top.offer(v, float(lower[v]), float(upper[v]))
+    def floor() -> float:
+        """Upper bounds below this cannot reach the top-``keep``: ``keep`` other candidates beat them."""
+        lb_floor = p_lb.peek_min()[1] if len(p_lb) >= keep else -math.inf
+        return max(lb_floor, top.threshold())
 
-    def enqueue(v: int) -> None:
-        p_lb.push(v, lower[v])
-        p_ub.push(v, upper[v])
+    def settle(v: int, ub_v: float) -> None:
+        top.offer(v, float(lower[v]), ub_v)
 
     for c in order:
         c = int(c)
         lb_c, ub_c = float(lower[c]), float(upper[c])
-        theta = top.threshold()
-        while len(p_ub) and p_ub.peek_min()[1] < theta:  # waiting candidates H already rules out
-            v, _ = p_ub.pop_min()
-            p_lb.remove(v)
-        if ub_c < theta:
-            continue
         if len(p_lb) < keep:
-            enqueue(c)
+            p_lb.push(c, lb_c)
+        elif lb_c > p_lb.peek_min()[1]:
+            p_lb.pop_min()
+            p_lb.push(c, lb_c)
+        bar = floor()
+        if ub_c < bar:  # case 1: discarded without an exact matching
             continue
-        if ub_c < p_lb.peek_min()[1]:  # case 1: keep waiting candidates all beat c
+        while len(p_ub) and p_ub.peek_min()[1] < bar:  # waiting candidates the floor now rules out
+            p_ub.pop_min()
+        if len(p_ub) < keep:
+            p_ub.push(c, ub_c)
             continue
         mub, ub_mub = p_ub.peek_min()
-        if lb_c > ub_mub:  # case 2: c replaces the weakest upper bound
+        if lb_c > ub_mub:  # case 2: c takes the place of the weakest upper bound
             p_ub.pop_min()
-            p_lb.remove(mub)
-            if len(p_lb) and p_lb.peek_min()[1] <= ub_mub:
-                offer(mub)
-            enqueue(c)
+            p_ub.push(c, ub_c)
+            if ub_mub >= bar:  # not provably out: settle it as BasePrune would
+                settle(mub, ub_mub)
             continue
-        discarded = False  # case 3: resolve by scoring the most promising waiting candidates
-        while len(p_ub) and ub_c >= p_lb.peek_min()[1] and lb_c <= p_ub.peek_min()[1]:
-            v, _ = p_ub.pop_max()
-            p_lb.remove(v)
-            offer(v)
-            if ub_c < top.threshold():
-                discarded = True
+        while len(p_ub) and lb_c <= p_ub.peek_min()[1]:  # case 3: settle the most promising waiting candidates
+            v, ub_v = p_ub.pop_max()
+            settle(v, ub_v)
+            if ub_c < floor():
                 break
-        if not discarded:
-            enqueue(c)
-    while len(p_ub):
+        if ub_c >= floor():
+            p_ub.push(c, ub_c)
+    while len(p_ub):  # the rest in descending upper bound, until no upper bound can reach the top any more
         v, ub_v = p_ub.pop_max()
-        if ub_v < top.threshold():
+        if ub_v < floor():
             break
-        offer(v)
+        settle(v, ub_v)
     return top.ranked(), top.exact

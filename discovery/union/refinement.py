@@ -1,25 +1,23 @@
-"""PGTUS Algorithm 2 (Refinement), vectorised.
+"""PGTUS Algorithm 2 (Refinement): the max-heap loop over centroid-query pairs, vectorised over tables.
 
 Algorithm 2 pops centroid-query pairs (c_b, v_q) from a max-heap in descending <c_b, v_q> and, for every table i with
 columns under c_b, adds <c_b, v_q> to Phi_s[i] if v_q has not visited i yet (Phi_v) and i still has capacity under c_b
-(Phi_u[i][c_b] < I_w[i][c_b]); v_q is marked as having visited i either way.  Each table's score therefore depends only
-on the pairs touching its own centroids, processed in the global heap order, which allows a heap-free evaluation that
-gives exactly the same scores:
+(Phi_u[i][c_b] < I_w[i][c_b]); v_q is marked as having visited i either way.
 
-1. expand every pair into one event per table holding columns under its centroid (the inverted index I_w, as CSR);
-2. per (table, query vector) only the first event in heap order matters (Phi_v is set by it, success or not);
-3. per (table, centroid), among those first events in heap order, the first I_w[i][c] succeed (Phi_u capacity).
-
-Each step is a sort, so a query costs O(E log E) numpy work for E events instead of E Python iterations.  Heap order
-is descending similarity, ties broken by (centroid id, query position), which is what a heap of
-(-sim, centroid, query) tuples pops first.
+The heap holds every pair from the start and nothing is pushed later, so popping it is one sort of the pairs: heap
+order is descending similarity, ties by (centroid id, query position), which is what a heap of (-sim, centroid, query)
+tuples pops first.  The pairs are then processed one by one in that order, exactly as the algorithm does, but the
+inner loop over the tables of I_w[c_b] is one vectorised step: a table occurs at most once in a centroid's posting
+list, so the tables of one pair never interact.  The tables of the probed centroids' postings are renumbered once per
+query; Phi_v is then a dense (query vector, table) flag array, Phi_u a counter per posting (centroid, table) and
+Phi_s a dense score array over just those tables.  Scores are summed in heap order, so they equal the sequential
+algorithm's bit for bit.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .csr import expand_ranges
-
+from .csr import expand_ranges, offsets_from_owners
 
 
 def refine(pair_centroids: np.ndarray, pair_sims: np.ndarray, iw_offsets: np.ndarray, iw_tables: np.ndarray,
@@ -35,38 +33,33 @@ def refine(pair_centroids: np.ndarray, pair_sims: np.ndarray, iw_offsets: np.nda
     pq = np.repeat(np.arange(q_count, dtype=np.int64), probes)
     ps = pair_sims.reshape(-1).astype(np.float64)
     heap_order = np.lexsort((pq, pc, -ps))
-    pc, pq, ps = pc[heap_order], pq[heap_order], ps[heap_order]
 
-    pos, pair = expand_ranges(iw_offsets, pc)  # events in heap order: pair index is the heap rank
-    if len(pos) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    ev_table = iw_tables[pos]
-    ev_query = pq[pair]
-
-    # Phi_v: only the first event of every (table, query vector) in heap order can add to the score.
-    by_tq = np.lexsort((pair, ev_query, ev_table))
-    t_sorted, q_sorted = ev_table[by_tq], ev_query[by_tq]
-    first = np.ones(len(by_tq), dtype=bool)
-    first[1:] = (t_sorted[1:] != t_sorted[:-1]) | (q_sorted[1:] != q_sorted[:-1])
-    kept = by_tq[first]
-
-    # Phi_u: among those, per (table, centroid) in heap order, the first I_w[i][c] succeed.
-    k_table, k_cent, k_pair = ev_table[kept], pc[pair[kept]], pair[kept]
-    by_tc = np.lexsort((k_pair, k_cent, k_table))
-    kt, kc = k_table[by_tc], k_cent[by_tc]
-    new_group = np.ones(len(by_tc), dtype=bool)
-    new_group[1:] = (kt[1:] != kt[:-1]) | (kc[1:] != kc[:-1])
-    group_start = np.maximum.accumulate(np.where(new_group, np.arange(len(by_tc)), 0))
-    rank_in_group = np.arange(len(by_tc)) - group_start
-    success = rank_in_group < iw_counts[pos[kept[by_tc]]]
-
-    # Phi_s: sum in heap order per table, so floating-point sums (and hence ties) match the sequential algorithm
-    heap_seq = np.argsort(k_pair[by_tc], kind="stable")
-    tables, inverse = np.unique(kt, return_inverse=True)
-    gains = np.where(success, ps[k_pair[by_tc]], 0.0)
-    scores = np.bincount(inverse[heap_seq], weights=gains[heap_seq], minlength=len(tables))
+    # postings of the probed centroids, with tables renumbered 0..t-1 (Phi holds exactly these tables)
+    centroids, slot = np.unique(pc, return_inverse=True)
+    pos, owner = expand_ranges(iw_offsets, centroids)
+    bounds = offsets_from_owners(owner, len(centroids)).tolist()
+    tables, local = np.unique(iw_tables[pos], return_inverse=True)
+    capacity = iw_counts[pos]
+    visited = np.zeros((q_count, len(tables)), dtype=bool)  # Phi_v, one row per query vector
+    used = np.zeros(len(pos), dtype=np.int64)  # Phi_u, per posting (centroid, table)
+    score = np.zeros(len(tables))  # Phi_s
+    for p in heap_order.tolist():
+        j = int(slot[p])
+        lo, hi = bounds[j], bounds[j + 1]
+        members = local[lo:hi]
+        seen = visited[pq[p]]
+        fresh = ~seen[members]
+        succeed = fresh & (used[lo:hi] < capacity[lo:hi])
+        used[lo:hi] += succeed
+        score[members[succeed]] += ps[p]
+        seen[members[fresh]] = True
     if exclude_table >= 0:
         keep = tables != exclude_table
-        tables, scores = tables[keep], scores[keep]
-    order = np.lexsort((tables, -scores))[:phi_ref]
-    return tables[order], scores[order]
+        tables, score = tables[keep], score[keep]
+    if len(tables) > phi_ref:
+        # the phi_ref-th best score; every table above it, plus ties at it, goes on to the final ordering
+        cut = np.partition(-score, phi_ref - 1)[phi_ref - 1]
+        keep = -score <= cut
+        tables, score = tables[keep], score[keep]
+    order = np.lexsort((tables, -score))[:phi_ref]
+    return tables[order], score[order]

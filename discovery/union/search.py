@@ -1,25 +1,35 @@
 """In-memory union-search index over one snapshot, and the five search methods.
 
 :meth:`UnionIndex.build` turns the snapshot's arrays (column vectors, centroids, Algorithm 1 partitions, table vectors)
-into query-ready structures once; every query reuses them:
+into query-ready structures once; every query reuses them.  Column vectors are stored grouped by table and, within a
+table, by partition, so a partition's members are a contiguous run and Algorithm 3 reads them with one reduction.
 
-* ``exact``  - U(V_Q, V_i, tau) of Definition 5 for every table; tables with no column pair reaching tau have U = 0
-  and need no assignment problem, so only the others are solved.
+* ``exact``  - U(V_Q, V_i, tau) of Definition 5 for every table: one blocked BLAS product with the whole lake, then
+  only the admissible pairs; tables without one score 0 and need nothing more (see ``scoring``).
 * ``pgtus``  - HNSW over centroids -> refinement (Alg. 2) -> MWMTO bounds (Alg. 3) -> BBP (Alg. 4) -> exact scores.
 * ``pgtus++`` - the same with EBBP (Alg. 5).
 * ``starmie`` - HNSW over all column vectors, candidate tables from every query column's k' nearest columns, bounds
-  from the exact column vectors, BBP, exact scores (the baseline of the PGTUS paper).
+  with every column its own partition, BBP, exact scores (the baseline of the PGTUS paper).
 * ``tactus`` - table-vector HNSW for the top-3k tables, adaptive cut, dual-evidence rerank (TACTUS Alg. 2).
 
 All but ``tactus`` return exact Definition 5 scores; the pruning is exact over the candidates, so the only source of
-misses is candidate generation.  Tables scoring 0 (no admissible column pair) are not unionable and never returned.
-Ties rank by table id.  HNSW indexes use M = 16 and efConstruction = 200 (the paper's setting); the ones over all
-columns and over table vectors are built on the first query that needs them.
+misses is candidate generation.  Candidates without an admissible pair (upper bound 0) are not unionable and are
+dropped before pruning; tables scoring 0 are never returned.  Ties rank by table id.  HNSW indexes use M = 16 and
+efConstruction = 200 (the paper's setting); the ones over all columns and over table vectors are built on the first
+query that needs them.
 
-Defaults: tau = 0.7 (the paper fixes none; 0.7 keeps only strongly similar column pairs for contrastive column
-embeddings), phi_c = 32 (the probe the paper fixes for most datasets in Fig. 4a), phi_ref = 10k (inside the paper's
-tuning range k..20k), phi_r = 3k (the paper's uniform setting), k' = 10k for Starmie (inside the paper's range
-1k..30k), tau_abs = 0.5 and tau_drop = 0.2 (TACTUS defaults).
+Pruning keeps ``phi_r`` tables in H.  In the paper phi_r (3k) sizes a pool ranked by approximate scores and re-ranked
+exactly afterwards; here H holds exact Definition 5 scores, so the top-k of the top-phi_r is the top-k for every
+phi_r >= k and a larger phi_r only lowers H's threshold and costs exact matchings.  The default is therefore
+phi_r = k.
+
+Defaults, chosen on the generated 100k-table lake (benchmarks/union.py), where they are the cheapest setting that
+reaches recall@10 >= 0.95 against ``exact`` (0.986): tau = 0.7 (the paper fixes none; 0.7 keeps only strongly
+similar column pairs), phi_c = 1 (the paper tunes 1..64 and uses 1 where columns disperse over centroids),
+phi_ref = 3k (inside the paper's range k..20k), phi_r = k, k' = 10k for Starmie (inside the paper's range 1k..30k),
+tau_abs = 0.5 and tau_drop = 0.2 (TACTUS defaults).  Where column vectors cluster less (hash-encoded UGEN-V1 tables,
+88 centroids for 7.7k columns) the refinement ranks unionable tables lower and recall against ``exact`` needs a
+larger phi_c / phi_ref; the benchmark reports both.
 """
 from __future__ import annotations
 
@@ -29,20 +39,23 @@ from typing import Callable
 import hnswlib
 import numpy as np
 
-from .bounds import mwmto_bounds, rounding_margin
-from .matching import Matching, similarity_matrix, unionability
-from .partitioning import PartitionArrays
-from .pruning import Scored, base_prune, enhanced_prune
 from .csr import expand_ranges, offsets_from_counts, offsets_from_owners
+from .partitioning import PartitionArrays
+from .pruning import base_prune, enhanced_prune
 from .refinement import refine
+from .scoring import CandidateSet, exhaustive_scores
 from .tactus import DEFAULT_TAU_ABS, DEFAULT_TAU_DROP, adaptive_cut, alignment_scores
 
 METHODS = ("pgtus++", "pgtus", "starmie", "tactus", "exact")
+ARRIVALS = ("ranked", "table_id")
 DEFAULT_TAU = 0.7
-DEFAULT_PHI_C = 32
+DEFAULT_PHI_C = 1
+DEFAULT_PHI_REF_PER_K = 3
+DEFAULT_K_PRIME_PER_K = 10
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
-_BLOCK = 65536
+
+Alignment = tuple[tuple[int, int, float], ...]
 
 
 @dataclass(frozen=True)
@@ -51,17 +64,19 @@ class UnionResult:
 
     table_id: int
     score: float
-    alignment: tuple[tuple[int, int, float], ...]
+    alignment: Alignment
 
 
 @dataclass(frozen=True)
 class SearchStats:
-    """How much work a query did: candidates after refinement / after pruning, and exact matchings computed."""
+    """How much work a query did: candidates after refinement / after pruning, exact matchings computed, and how many
+    of those needed an assignment problem (the rest had isolated admissible pairs only)."""
 
     method: str
     candidates_after_refinement: int
     candidates_after_pruning: int
     exact_matchings: int
+    assignments_solved: int = 0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -92,7 +107,7 @@ def _hnsw(vectors: np.ndarray, space: str, threads: int) -> hnswlib.Index:
 
 def _knn(index: hnswlib.Index, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     index.set_ef(max(k, 64))
-    return index.knn_query(query, k=k)
+    return index.knn_query(query, k=k, num_threads=1)
 
 
 class UnionIndex:
@@ -108,23 +123,26 @@ class UnionIndex:
         """Index a snapshot.
 
         ``column_vectors`` (n, d) unit-normalised; ``column_table_ids`` (n,) int64; ``column_ordinals`` (n,);
-        ``centroids`` (c, d) the base centroids; ``partitions`` Algorithm 1's output for every table;
-        ``table_vectors`` (t, d) for TACTUS, one per id in ``table_vector_ids`` (default: the sorted distinct
-        ``column_table_ids``).  ``threads`` is used to build the HNSW indexes over columns and tables.
+        ``centroids`` (c, d) the base centroids; ``partitions`` Algorithm 1's output for every table (every column a
+        member of exactly one partition of its table); ``table_vectors`` (t, d) for TACTUS, one per id in
+        ``table_vector_ids`` (default: the sorted distinct ``column_table_ids``).  ``threads`` is used to build the
+        HNSW indexes over columns and tables.
         """
         self = object.__new__(cls)
         table_ids = np.asarray(column_table_ids, dtype=np.int64)
         ordinals = np.asarray(column_ordinals, dtype=np.int64)
         order = np.lexsort((ordinals, table_ids))
-        self.vectors = _unit_rows(np.asarray(column_vectors)[order])
-        self.ordinals = ordinals[order]
-        self.dim = self.vectors.shape[1]
+        vectors = _unit_rows(np.asarray(column_vectors)[order])
+        ordinals = ordinals[order]
+        self.dim = vectors.shape[1]
         self.threads = threads
         self.table_ids, col_counts = np.unique(table_ids[order], return_counts=True)
         self.col_offsets = offsets_from_counts(col_counts)
         self.col_table = np.repeat(np.arange(len(self.table_ids)), col_counts)
         self.centroids = np.asarray(centroids, dtype=np.float32)
-        self._build_partitions(partitions)
+        member_rows = self._build_partitions(partitions, ordinals)
+        self.vectors = np.ascontiguousarray(vectors[member_rows])
+        self.ordinals = ordinals[member_rows]
         self.centroid_index = _hnsw(self.centroids, "l2", 1)
         self.table_vectors = None
         if table_vectors is not None:
@@ -132,7 +150,8 @@ class UnionIndex:
             tix = self._tix(tv_ids)
             if (tix < 0).any():
                 raise ValueError("table vectors given for tables without columns")
-            tv = np.zeros((len(self.table_ids), self.dim), dtype=np.float32)
+            # Table vectors may live in another space than column vectors (a trained table encoder's output).
+            tv = np.zeros((len(self.table_ids), np.asarray(table_vectors).shape[1]), dtype=np.float32)
             tv[tix] = _unit_rows(table_vectors)
             self.table_vectors = tv
         self._column_index = None
@@ -146,7 +165,9 @@ class UnionIndex:
         pos = np.minimum(pos, len(self.table_ids) - 1)
         return np.where(self.table_ids[pos] == ids, pos, -1)
 
-    def _build_partitions(self, parts: PartitionArrays) -> None:
+    def _build_partitions(self, parts: PartitionArrays, ordinals: np.ndarray) -> np.ndarray:
+        """Partition layout and inverted index I_w; returns the column rows (in (table, ordinal) order) listed
+        partition by partition, which becomes the storage order of the columns."""
         part_tix = self._tix(parts.table_ids)
         if (part_tix < 0).any():
             raise ValueError("partitions refer to tables without columns")
@@ -155,39 +176,14 @@ class UnionIndex:
         n_tables = len(self.table_ids)
         self.part_offsets = offsets_from_owners(part_tix, n_tables)
 
-        # members of every partition as column rows, partitions in table order
         m_pos, m_part = expand_ranges(parts.member_offsets, order)
-        member_rows = self._rows(part_tix[m_part], parts.member_ordinals[m_pos])
+        member_rows = self._rows(part_tix[m_part], parts.member_ordinals[m_pos], ordinals)
+        if len(member_rows) != len(ordinals) or (np.bincount(member_rows, minlength=len(ordinals)) != 1).any():
+            raise ValueError("every column must be a member of exactly one partition of its table")
         sizes = np.bincount(m_part, minlength=len(order))
         if (sizes == 0).any():
             raise ValueError("every partition needs at least one member column")
-        self.part_capacity = sizes.astype(np.int64)
-
-        # group entries of every partition, and the entry each member is closest to in angle
-        g_pos, g_part = expand_ranges(parts.group_offsets, order)
-        directions = _unit_rows(np.asarray(parts.group_vectors, dtype=np.float32)[g_pos])
-        zero = ~np.any(directions, axis=1)
-        directions[zero, 0] = 1.0  # a zero centroid has no direction: any unit vector is a valid cone axis
-        group_offsets = offsets_from_owners(g_part, len(order))
-        pair_entry, pair_member = expand_ranges(group_offsets, m_part)
-        angle = np.empty(len(pair_entry))
-        for s in range(0, len(pair_entry), _BLOCK):
-            v = self.vectors[member_rows[pair_member[s:s + _BLOCK]]].astype(np.float64)
-            cos = np.einsum("ij,ij->i", v, directions[pair_entry[s:s + _BLOCK]].astype(np.float64))
-            angle[s:s + _BLOCK] = np.arccos(np.clip(cos, -1.0, 1.0))
-        by_member = np.lexsort((pair_entry, angle, pair_member))
-        first = np.ones(len(by_member), dtype=bool)
-        first[1:] = pair_member[by_member][1:] != pair_member[by_member][:-1]
-        nearest = by_member[first]
-        angle_min = np.full(len(directions), np.inf)
-        angle_max = np.full(len(directions), -np.inf)
-        np.minimum.at(angle_min, pair_entry[nearest], angle[nearest])
-        np.maximum.at(angle_max, pair_entry[nearest], angle[nearest])
-        keep = np.isfinite(angle_max)
-        self.entry_directions = directions[keep]
-        self.entry_angle_min = angle_min[keep]
-        self.entry_angle_max = angle_max[keep]
-        self.entry_offsets = offsets_from_owners(g_part[keep], len(order))
+        self.part_starts = offsets_from_counts(sizes)[:-1]
 
         # inverted index I_w: centroid -> (table, number of its columns under the centroid)
         w_pos, w_part = expand_ranges(parts.iw_offsets, order)
@@ -197,16 +193,15 @@ class UnionIndex:
         uniq, inverse = np.unique(key, return_inverse=True)
         self.iw_counts = np.bincount(inverse, weights=parts.iw_counts[w_pos]).astype(np.int64)
         self.iw_tables = (uniq % n_tables).astype(np.int64)
-        cents = uniq // n_tables
-        self.iw_offsets = offsets_from_owners(cents, len(self.centroids))
+        self.iw_offsets = offsets_from_owners(uniq // n_tables, len(self.centroids))
+        return member_rows
 
-    def _rows(self, tix: np.ndarray, ordinals: np.ndarray) -> np.ndarray:
-        """Column rows of (table index, ordinal) pairs."""
-        span = int(self.ordinals.max()) + 1 if len(self.ordinals) else 1
-        keys = self.col_table * span + self.ordinals
-        wanted = tix * span + ordinals
-        rows = np.searchsorted(keys, wanted)
-        rows = np.minimum(rows, len(keys) - 1)
+    def _rows(self, tix: np.ndarray, wanted_ordinals: np.ndarray, ordinals: np.ndarray) -> np.ndarray:
+        """Column rows (in (table, ordinal) order) of (table index, ordinal) pairs."""
+        span = int(ordinals.max()) + 1 if len(ordinals) else 1
+        keys = self.col_table * span + ordinals
+        wanted = tix * span + wanted_ordinals
+        rows = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
         if (keys[rows] != wanted).any():
             raise ValueError("partition members refer to unknown columns")
         return rows
@@ -215,17 +210,33 @@ class UnionIndex:
     def table_count(self) -> int:
         return len(self.table_ids)
 
-    # exact scoring ----------------------------------------------------------------------------------------------
+    # candidates and exact scoring -------------------------------------------------------------------------------
 
-    def _score(self, query: np.ndarray, tix: int, tau: float) -> tuple[float, tuple[tuple[int, int, float], ...]]:
-        lo, hi = self.col_offsets[tix], self.col_offsets[tix + 1]
-        m: Matching = unionability(query, self.vectors[lo:hi], tau)
-        ords = self.ordinals[lo:hi]
-        return m.score, tuple((q, int(ords[c]), s) for q, c, s in m.pairs)
+    def _candidates(self, query: np.ndarray, tau: float, tix: np.ndarray, partitioned: bool = True) -> CandidateSet:
+        """Similarities of the query with every column of the candidate tables ``tix`` in one product; partitions
+        are Algorithm 1's, or every column its own (``partitioned=False``, Starmie's bounds)."""
+        rows, owner = expand_ranges(self.col_offsets, tix)
+        col_offsets = offsets_from_owners(owner, len(tix))
+        if partitioned:
+            p_pos, p_owner = expand_ranges(self.part_offsets, tix)
+            part_starts = self.part_starts[p_pos] - self.col_offsets[tix[p_owner]] + col_offsets[p_owner]
+            part_offsets = offsets_from_owners(p_owner, len(tix))
+        else:
+            part_starts, part_offsets = np.arange(len(rows), dtype=np.int64), col_offsets
+        return CandidateSet(query, self.vectors[rows], col_offsets, part_starts, part_offsets, tau)
 
-    def _results(self, ranked: list[Scored], tix: np.ndarray, k: int) -> list[UnionResult]:
-        out = [UnionResult(int(self.table_ids[tix[r.candidate]]), r.score, r.payload) for r in ranked if r.score > 0]
-        return out[:k]
+    def _candidate_bounds(self, query: np.ndarray, tau: float, tix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """MWMTO (lower, upper) bounds of the tables ``tix``."""
+        return self._candidates(_unit_rows(query), tau, np.asarray(tix, dtype=np.int64)).bounds()
+
+    def _alignment(self, tix: int, pairs: Alignment) -> Alignment:
+        ords = self.ordinals[self.col_offsets[tix]:self.col_offsets[tix + 1]]
+        return tuple((q, int(ords[c]), s) for q, c, s in pairs)
+
+    def _score(self, query: np.ndarray, tix: int, tau: float) -> tuple[float, Alignment]:
+        """U(V_Q, V_tix, tau) and its alignment for one table."""
+        m = self._candidates(_unit_rows(query), tau, np.array([tix], dtype=np.int64)).match(0)
+        return m.score, self._alignment(tix, m.pairs)
 
     # methods ------------------------------------------------------------------------------------------------------
 
@@ -233,19 +244,28 @@ class UnionIndex:
                tau: float = DEFAULT_TAU, phi_c: int = DEFAULT_PHI_C, phi_ref: int | None = None,
                phi_r: int | None = None, k_prime: int | None = None, exclude_table_id: int | None = None,
                query_table_vector: np.ndarray | None = None, tau_abs: float = DEFAULT_TAU_ABS,
-               tau_drop: float = DEFAULT_TAU_DROP) -> UnionSearch:
+               tau_drop: float = DEFAULT_TAU_DROP, arrival: str = "ranked") -> UnionSearch:
         """Top-``k`` tables unionable with a query given as its column vectors (q, d).
 
         ``exclude_table_id`` drops the query's own table when the query is a lake table.  ``query_table_vector`` is
-        the query's table vector, needed by ``tactus``.  Parameters default as described in the module docstring.
+        the query's table vector, needed by ``tactus``.  ``arrival`` is the order in which candidates reach the
+        pruning (pgtus, pgtus++, starmie): "ranked" as candidate generation ranks them (refinement score, best
+        neighbour similarity), "table_id" ascending table id, as a scan of centroid partitions in storage order
+        would deliver them; results are the same, the exact matchings spent differ.  Other parameters default as
+        described in the module docstring.
         """
         if method not in METHODS:
             raise ValueError(f"unknown union method {method!r}; expected one of {', '.join(METHODS)}")
+        if arrival not in ARRIVALS:
+            raise ValueError(f"unknown arrival order {arrival!r}; expected one of {', '.join(ARRIVALS)}")
         query = np.asarray(query_column_vectors, dtype=np.float32)
         if query.ndim != 2 or query.shape[1] != self.dim or len(query) == 0:
             raise ValueError(f"query must be a non-empty (q, {self.dim}) array of column vectors")
         if k < 1:
             raise ValueError("k must be at least 1")
+        phi_r = k if phi_r is None else phi_r
+        if phi_r < k:
+            raise ValueError("phi_r must be at least k")
         query = _unit_rows(query)
         exclude = -1
         if exclude_table_id is not None:
@@ -254,53 +274,54 @@ class UnionIndex:
             return self._exact(query, k, tau, exclude)
         if method == "tactus":
             return self._tactus(query, k, exclude, query_table_vector, tau_abs, tau_drop)
-        phi_r = 3 * k if phi_r is None else phi_r
         if method == "starmie":
-            return self._starmie(query, k, tau, phi_r, 10 * k if k_prime is None else k_prime, exclude)
-        return self._pgtus(query, k, tau, phi_c, 10 * k if phi_ref is None else phi_ref, phi_r, exclude,
-                           enhanced_prune if method == "pgtus++" else base_prune, method)
+            k_prime = DEFAULT_K_PRIME_PER_K * k if k_prime is None else k_prime
+            return self._starmie(query, k, tau, phi_r, k_prime, exclude, arrival)
+        phi_ref = DEFAULT_PHI_REF_PER_K * k if phi_ref is None else phi_ref
+        return self._pgtus(query, k, tau, phi_c, phi_ref, phi_r, exclude,
+                           enhanced_prune if method == "pgtus++" else base_prune, method, arrival)
 
     def _exact(self, query: np.ndarray, k: int, tau: float, exclude: int) -> UnionSearch:
-        floor = tau - rounding_margin(self.dim)
-        hit = np.zeros(len(self.table_ids), dtype=bool)
-        for s in range(0, len(self.vectors), _BLOCK):
-            admissible = (query @ self.vectors[s:s + _BLOCK].T >= floor).any(axis=0)
-            hit[self.col_table[s:s + _BLOCK][admissible]] = True
-        if exclude >= 0:
-            hit[exclude] = False
-        tix = np.flatnonzero(hit)
-        scored = [(self._score(query, int(t), tau), int(t)) for t in tix]
-        ranked = sorted(((s, a, t) for (s, a), t in scored if s > 0),
-                        key=lambda e: (-e[0], self.table_ids[e[2]]))
-        results = [UnionResult(int(self.table_ids[t]), s, a) for s, a, t in ranked[:k]]
-        return UnionSearch(results, SearchStats("exact", len(self.table_ids) - (exclude >= 0), len(tix), len(tix)),
-                           "unionability")
+        found = exhaustive_scores(query, self.vectors, self.col_table, self.col_offsets, tau)
+        keep = (found.scores > 0) & (found.tables != exclude)
+        tables, scores = found.tables[keep], found.scores[keep]
+        top = np.lexsort((self.table_ids[tables], -scores))[:k]
+        results = []
+        for i in top:
+            t = int(tables[i])
+            m = found.match(t, self.col_offsets)
+            results.append(UnionResult(int(self.table_ids[t]), float(scores[i]), self._alignment(t, m.pairs)))
+        stats = SearchStats("exact", len(self.table_ids) - (exclude >= 0), int(keep.sum()), int(keep.sum()),
+                            found.solved)
+        return UnionSearch(results, stats, "unionability")
 
-    def _candidate_bounds(self, query: np.ndarray, tau: float, tix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        p_pos, p_owner = expand_ranges(self.part_offsets, tix)
-        part_offsets = offsets_from_owners(p_owner, len(tix))
-        e_pos, e_owner = expand_ranges(self.entry_offsets, p_pos)
-        entry_offsets = offsets_from_owners(e_owner, len(p_pos))
-        return mwmto_bounds(query, tau, self.entry_directions[e_pos], self.entry_angle_min[e_pos],
-                            self.entry_angle_max[e_pos], entry_offsets, self.part_capacity[p_pos], part_offsets,
-                            np.diff(self.col_offsets)[tix])
+    def _pruned(self, method: str, cands: CandidateSet, tix: np.ndarray, prune: Callable, k: int, phi_r: int,
+                arrival: str) -> UnionSearch:
+        """Bounds, pruning and exact scores over candidates ``tix`` (ranked by candidate generation)."""
+        lower, upper = cands.bounds()
+        live = np.flatnonzero(upper > 0)
+        if arrival == "table_id":
+            live = live[np.argsort(tix[live], kind="stable")]
 
-    def _prune(self, prune: Callable, query, tau, tix, lower, upper, keep):
-        return prune(range(len(tix)), lower, upper, self.table_ids[tix],
-                     lambda i: self._score(query, int(tix[i]), tau), keep)
+        def scorer(i: int):
+            m = cands.match(int(i))
+            return m.score, m.pairs
 
-    def _pgtus(self, query, k, tau, phi_c, phi_ref, phi_r, exclude, prune, method) -> UnionSearch:
+        ranked, exact = prune(live, lower, upper, self.table_ids[tix], scorer, phi_r)
+        results = [UnionResult(int(self.table_ids[tix[r.candidate]]), r.score,
+                               self._alignment(int(tix[r.candidate]), r.payload))
+                   for r in ranked[:k] if r.score > 0]
+        return UnionSearch(results, SearchStats(method, len(tix), len(ranked), exact, cands.solved), "unionability")
+
+    def _pgtus(self, query, k, tau, phi_c, phi_ref, phi_r, exclude, prune, method, arrival) -> UnionSearch:
         probes = min(phi_c, len(self.centroids))
         labels, _ = _knn(self.centroid_index, query, probes)
         labels = labels.astype(np.int64)
         pair_sims = np.einsum("qd,qpd->qp", query.astype(np.float64), self.centroids[labels].astype(np.float64))
         tix, _ = refine(labels, pair_sims, self.iw_offsets, self.iw_tables, self.iw_counts, phi_ref, exclude)
-        lower, upper = self._candidate_bounds(query, tau, tix)
-        ranked, exact = self._prune(prune, query, tau, tix, lower, upper, phi_r)
-        return UnionSearch(self._results(ranked, tix, k), SearchStats(method, len(tix), len(ranked), exact),
-                           "unionability")
+        return self._pruned(method, self._candidates(query, tau, tix), tix, prune, k, phi_r, arrival)
 
-    def _starmie(self, query, k, tau, phi_r, k_prime, exclude) -> UnionSearch:
+    def _starmie(self, query, k, tau, phi_r, k_prime, exclude, arrival) -> UnionSearch:
         if self._column_index is None:
             self._column_index = _hnsw(self.vectors, "ip", self.threads)
         labels, dist = _knn(self._column_index, query, min(k_prime, len(self.vectors)))
@@ -309,15 +330,8 @@ class UnionIndex:
         order = np.lexsort((tables, -sims))
         tix = tables[order][np.sort(np.unique(tables[order], return_index=True)[1])]
         tix = tix[tix != exclude]
-        c_pos, c_owner = expand_ranges(self.col_offsets, tix)
-        col_offsets = offsets_from_owners(c_owner, len(tix))
-        singles = np.arange(len(c_pos) + 1, dtype=np.int64)
-        flat = np.zeros(len(c_pos))
-        lower, upper = mwmto_bounds(query, tau, self.vectors[c_pos], flat, flat, singles,
-                                    np.ones(len(c_pos), dtype=np.int64), col_offsets, np.diff(col_offsets))
-        ranked, exact = self._prune(base_prune, query, tau, tix, lower, upper, phi_r)
-        return UnionSearch(self._results(ranked, tix, k), SearchStats("starmie", len(tix), len(ranked), exact),
-                           "unionability")
+        return self._pruned("starmie", self._candidates(query, tau, tix, partitioned=False), tix, base_prune, k,
+                            phi_r, arrival)
 
     def _tactus(self, query, k, exclude, query_table_vector, tau_abs, tau_drop) -> UnionSearch:
         if self.table_vectors is None:

@@ -7,8 +7,7 @@ Gaussian noise of a per-column scale drawn from ``noise``, normalised.  Tables o
 a degree that varies with how many domains they share and how noisy their columns are, which gives Definition 5
 scores a continuous spread.  A table vector is the normalised mean of its column vectors.
 
-:func:`build_index_inputs` plays the production centroid stage on such a lake: k-means (here numpy, in production
-Spark MLlib) on a sample, nearest-centroid assignment of every column and Algorithm 1 per table.
+:func:`build_index_inputs` plays the production centroid stage on such a lake (:func:`partition_lake`).
 """
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .centroids import assign_to_centroids, kmeans
-from .partitioning import DEFAULT_RHO_H, DEFAULT_RHO_L, PartitionArrays, flatten_partitions, partition_table
+from .partitioning import DEFAULT_RHO_H, DEFAULT_RHO_L, PartitionArrays, partition_lake
 
 
 @dataclass(frozen=True)
@@ -88,18 +86,5 @@ def build_index_inputs(lake: SyntheticLake, n_centroids: int | None = None, *, s
                        rho_l: float = DEFAULT_RHO_L, rho_h: float = DEFAULT_RHO_H,
                        seed: int = 0) -> tuple[np.ndarray, PartitionArrays]:
     """Centroids (k-means on a sample; default k = sqrt(#columns)) and Algorithm 1 partitions of every table."""
-    vectors = lake.column_vectors
-    k = n_centroids or max(1, int(round(np.sqrt(len(vectors)))))
-    rng = np.random.default_rng(seed)
-    train = vectors if len(vectors) <= sample else vectors[rng.choice(len(vectors), sample, replace=False)]
-    centroids = kmeans(train, k, seed=seed, iterations=15)
-    assigned = assign_to_centroids(vectors, centroids)
-    order = np.argsort(lake.column_table_ids, kind="stable")
-    tables, starts = np.unique(lake.column_table_ids[order], return_index=True)
-    bounds = np.append(starts, len(order))
-    parts = []
-    for i in range(len(tables)):
-        rows = order[bounds[i]:bounds[i + 1]]
-        parts.append(partition_table(vectors[rows], assigned[rows], centroids, rho_l, rho_h,
-                                     col_ordinals=lake.column_ordinals[rows], seed=seed))
-    return centroids, flatten_partitions(tables, parts, vectors.shape[1])
+    return partition_lake(lake.column_vectors, lake.column_table_ids, lake.column_ordinals, n_centroids,
+                          sample=sample, rho_l=rho_l, rho_h=rho_h, seed=seed)

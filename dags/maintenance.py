@@ -1,0 +1,54 @@
+"""lakescout_maintenance: snapshot retention, compaction and vacuum of the Lakescout warehouse.
+
+Scheduled from ``[maintenance] schedule`` (weekly by default).  The work and its guarantees live in
+:mod:`discovery.maintenance`: the last N snapshots and every snapshot a standing query compares with stay queryable
+(time travel keeps working), per-lake-table index tables are compacted sorted by ``table_id``, and vacuum deletes only
+files no retained snapshot references.  While a refresh is committing, the run is skipped.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import replace
+from datetime import datetime
+
+from airflow.exceptions import AirflowSkipException
+from airflow.sdk import Param, dag, task
+
+from discovery.config import load_config
+
+WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
+CONFIG = load_config().maintenance
+log = logging.getLogger(__name__)
+
+
+@dag(
+    dag_id="lakescout_maintenance",
+    description="Snapshot retention, Delta compaction (sorted by table_id) and vacuum of the Lakescout warehouse",
+    schedule=CONFIG.schedule,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    params={
+        "warehouse": Param(WAREHOUSE, type="string", description="Warehouse folder or URI of the Delta index"),
+        "keep_snapshots": Param(CONFIG.keep_snapshots, type="integer", minimum=1,
+                                description="Snapshots kept (besides those pinned by standing queries)"),
+    },
+    tags=["lakescout"],
+)
+def lakescout_maintenance():
+    @task
+    def maintain(params=None) -> dict:
+        from discovery.maintenance import run_maintenance
+
+        report = run_maintenance(params["warehouse"], replace(CONFIG, keep_snapshots=params["keep_snapshots"]))
+        log.info("maintenance: %s", json.dumps(report, default=str))
+        if report["status"] == "skipped":
+            raise AirflowSkipException(report["reason"])
+        return report
+
+    maintain()
+
+
+lakescout_maintenance()

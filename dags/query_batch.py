@@ -1,0 +1,73 @@
+"""query_batch: run a list of union / join / n-ary searches against one snapshot and record the results.
+
+Triggered by hand or by the API with Params (validated by JSON schema, so the trigger form is usable) or
+``dag_run.conf``.  The ``validate`` task checks every query before anything runs and fails naming the query and the
+field; ``run`` answers the queries from one snapshot and writes all result rows to ``query_results`` in one commit
+(the DAG run id is the batch id, so a retried task never records a batch twice).  The summary goes to the task log
+and to XCom.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from datetime import datetime
+
+from airflow.sdk import Param, dag, task
+
+WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
+log = logging.getLogger(__name__)
+
+QUERY_SCHEMA = {
+    "type": "object",
+    "required": ["kind", "query"],
+    "properties": {
+        "id": {"type": "string", "description": "Name of the query in the results (default q1, q2, ...)"},
+        "kind": {"type": "string", "enum": ["union", "join", "nary"]},
+        "query": {"type": ["string", "integer"], "description": "File path, catalogued lake path or table id"},
+        "params": {"type": "object", "description": "Parameters of the search (k, method, column, key, ...)"},
+    },
+}
+
+
+@dag(
+    dag_id="query_batch",
+    description="Run a batch of Lakescout searches on a snapshot; results to the query_results Delta table",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    params={
+        "queries": Param([], type="array", items=QUERY_SCHEMA, minItems=1,
+                         description='Queries, e.g. [{"kind": "nary", "query": "12", "key": ["city", "year"], '
+                                     '"k": 5}]'),
+        "snapshot_id": Param(None, type=["null", "integer"], description="Snapshot to answer from (default latest)"),
+        "name": Param("batch", type="string", description="Label of the batch"),
+        "warehouse": Param(WAREHOUSE, type="string", description="Warehouse folder or URI of the Delta index"),
+    },
+    tags=["lakescout"],
+)
+def query_batch():
+    @task
+    def validate(params=None) -> dict:
+        """Check every query against the snapshot; a bad one fails the run before anything is written."""
+        from discovery.batch import validate_batch
+
+        spec = {"name": params["name"], "snapshot_id": params["snapshot_id"], "queries": params["queries"]}
+        batch, snap = validate_batch(params["warehouse"], spec)
+        log.info("batch %r: %d queries valid against snapshot %d", batch.name, len(batch.queries), snap.snapshot_id)
+        return {"spec": batch.to_dict(), "snapshot_id": snap.snapshot_id}
+
+    @task
+    def run(checked: dict, params=None, run_id=None) -> dict:
+        """Answer every query and record the batch in one commit; the summary is the XCom value."""
+        from discovery.batch import run_batch
+
+        summary = run_batch(params["warehouse"], checked["spec"], batch_id=f"dag-{run_id}",
+                            snapshot_id=checked["snapshot_id"])
+        log.info("batch summary: %s", json.dumps(summary, default=str))
+        return summary
+
+    run(validate())
+
+
+query_batch()

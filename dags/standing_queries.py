@@ -1,0 +1,54 @@
+"""standing_queries: re-run every saved standing query whenever lake_refresh publishes a snapshot.
+
+Scheduled on the ``lakescout_snapshot`` asset that ``lake_refresh`` emits (same name and URI, declared here so this
+file does not import another DAG file).  Standing queries are batch specs saved as ``<warehouse>/standing/<name>.json``
+(:func:`discovery.batch.save_standing`); each one runs on the newest snapshot as its own mapped task, and what changed
+since its previous run (new, dropped and rescored results) is recorded in ``standing_changes``.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from datetime import datetime
+
+from airflow.sdk import Asset, Param, dag, task
+
+WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
+SNAPSHOT_ASSET = Asset(name="lakescout_snapshot", uri=f"file://{os.path.abspath(WAREHOUSE)}/snapshots")
+log = logging.getLogger(__name__)
+
+
+@dag(
+    dag_id="standing_queries",
+    description="Re-run saved Lakescout standing queries on every new snapshot and record what changed",
+    schedule=[SNAPSHOT_ASSET],
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    params={"warehouse": Param(WAREHOUSE, type="string", description="Warehouse folder or URI of the Delta index")},
+    tags=["lakescout"],
+)
+def standing_queries():
+    @task
+    def saved(params=None) -> list[str]:
+        """Names of the saved standing queries."""
+        from discovery.batch import standing_queries as saved_queries
+
+        names = sorted(saved_queries(params["warehouse"]))
+        log.info("standing queries: %s", ", ".join(names) or "none")
+        return names
+
+    @task
+    def rerun(name: str, params=None) -> dict:
+        """Run one standing query on the newest snapshot and record its changes."""
+        from discovery.batch import run_standing
+
+        out = run_standing(params["warehouse"], name)
+        log.info("standing query %s: %s", name, json.dumps(out, default=str))
+        return out
+
+    rerun.expand(name=saved())
+
+
+standing_queries()

@@ -1,0 +1,503 @@
+"""Query batches: a validated list of union / join / n-ary searches answered from one snapshot and recorded.
+
+A batch spec is ``{"name": ..., "snapshot_id": optional, "queries": [{"id": optional, "kind": "union"|"join"|"nary",
+"query": path or table id, <parameters of the search>}]}``; parameters may also be nested under ``"params"``.  Every
+query is checked before any runs (kind available, query resolvable, parameter names, types, ranges, column names and
+method choices against the search method's own signature), and the first problem raises :class:`BatchError` naming
+the query (index and id) and the field.  Results are written to ``query_results`` in one Delta commit per batch, so a
+batch is either recorded whole or not at all; a row in ``query_batches`` carries its summary.
+
+The searches are the :class:`discovery.api.Lakescout` methods.  A kind is available exactly when its method exists
+there, so the set of kinds grows as search methods land and nothing answers for a kind it cannot search.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import re
+import time
+import types
+import typing
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+
+from .api import Lakescout
+from .query import QueryError, QueryTable, resolve_query
+from .store import SCHEMAS, Snapshot, Warehouse, WarehouseError, load_snapshot, new_attempt_token
+from .store.files import resolve
+from .store.warehouse import json_dumps
+
+
+class BatchError(ValueError):
+    """A batch that cannot run; the message names the query (index and id) and the field at fault."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How a batch kind maps onto a search: the ``Lakescout`` method, which parameters name query columns, and where
+    the search keeps its tuple of method names."""
+
+    method: str
+    column_params: tuple[str, ...] = ()
+    column_list_params: tuple[str, ...] = ()
+    methods_from: str = ""
+
+
+KINDS: dict[str, Kind] = {
+    "union": Kind("union", methods_from="discovery.union"),
+    "join": Kind("join", column_params=("column",), methods_from="discovery.join"),
+    "nary": Kind("nary", column_params=("initial_column",), column_list_params=("key",),
+                 methods_from="discovery.nary.search"),
+}
+
+#: Parameters that must lie in a closed interval whatever search they belong to (result counts, fractions).
+RANGES: dict[str, tuple[float | None, float | None]] = {
+    "k": (1, None), "top_k": (1, None), "tau": (0.0, 1.0), "T": (0.0, 1.0), "bits": (1, None),
+}
+
+_SPEC_KEYS = {"name", "snapshot_id", "queries"}
+_QUERY_KEYS = {"id", "kind", "query", "params"}
+
+
+def available_kinds() -> list[str]:
+    """Kinds whose search method exists in this installation."""
+    return [k for k, spec in KINDS.items() if callable(getattr(Lakescout, spec.method, None))]
+
+
+def method_choices(kind: str) -> tuple[str, ...] | None:
+    """The ``method`` names the search of ``kind`` accepts (its module's ``METHODS``), or None when unknown."""
+    try:
+        module = importlib.import_module(KINDS[kind].methods_from)
+    except ImportError:
+        return None
+    choices = getattr(module, "METHODS", None)
+    return tuple(choices) if choices else None
+
+
+@dataclass(frozen=True)
+class BatchQuery:
+    index: int
+    id: str
+    kind: str
+    query: str | int
+    params: dict = field(default_factory=dict)
+
+    def label(self) -> str:
+        return f"query {self.index} (id {self.id!r})"
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "kind": self.kind, "query": self.query, **self.params}
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    name: str
+    queries: tuple[BatchQuery, ...]
+    snapshot_id: int | None = None
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "snapshot_id": self.snapshot_id, "queries": [q.to_dict() for q in self.queries]}
+
+
+# -- parsing ---------------------------------------------------------------------------------------------------------
+def parse_spec(spec: dict | list | str, name: str = "batch") -> BatchSpec:
+    """Structure of a batch (a dict, a bare list of queries, or JSON text) without consulting any snapshot."""
+    if isinstance(spec, str):
+        try:
+            spec = json.loads(spec)
+        except json.JSONDecodeError as exc:
+            raise BatchError(f"batch spec is not valid JSON: {exc}") from None
+    if isinstance(spec, list):
+        spec = {"queries": spec}
+    if not isinstance(spec, dict):
+        raise BatchError("batch spec must be an object with a 'queries' list")
+    unknown = set(spec) - _SPEC_KEYS
+    if unknown:
+        raise BatchError(f"batch spec has unknown field(s): {', '.join(sorted(unknown))} "
+                         f"(allowed: {', '.join(sorted(_SPEC_KEYS))})")
+    snapshot_id = spec.get("snapshot_id")
+    if snapshot_id is not None and (isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int)):
+        raise BatchError(f"field 'snapshot_id' must be an integer snapshot id, got {snapshot_id!r}")
+    queries = spec.get("queries")
+    if not isinstance(queries, list) or not queries:
+        raise BatchError("field 'queries' must be a non-empty list of queries")
+    parsed, seen = [], set()
+    for i, raw in enumerate(queries):
+        q = _parse_query(i, raw)
+        if q.id in seen:
+            raise BatchError(f"{q.label()}: field 'id': duplicate query id")
+        seen.add(q.id)
+        parsed.append(q)
+    label = spec.get("name", name)
+    if not isinstance(label, str) or not label:
+        raise BatchError("field 'name' must be a non-empty string")
+    return BatchSpec(label, tuple(parsed), snapshot_id)
+
+
+def _parse_query(i: int, raw) -> BatchQuery:
+    where = f"query {i}"
+    if not isinstance(raw, dict):
+        raise BatchError(f"{where}: must be an object with 'kind' and 'query'")
+    qid = raw.get("id", f"q{i + 1}")
+    if not isinstance(qid, (str, int)) or isinstance(qid, bool) or str(qid) == "":
+        raise BatchError(f"{where}: field 'id' must be a non-empty string")
+    where = f"query {i} (id {str(qid)!r})"
+    kind = raw.get("kind")
+    if kind not in KINDS:
+        raise BatchError(f"{where}: field 'kind': {kind!r} is not one of {', '.join(KINDS)}")
+    if kind not in available_kinds():
+        raise BatchError(f"{where}: field 'kind': {kind} search is not available in this installation "
+                         f"(available: {', '.join(available_kinds()) or 'none'})")
+    query = raw.get("query")
+    if isinstance(query, bool) or not isinstance(query, (str, int)) or str(query).strip() == "":
+        raise BatchError(f"{where}: field 'query' must be a file path, a catalogued lake path or a table id")
+    params = {k: v for k, v in raw.items() if k not in _QUERY_KEYS}
+    nested = raw.get("params", {})
+    if not isinstance(nested, dict):
+        raise BatchError(f"{where}: field 'params' must be an object")
+    clash = set(params) & set(nested)
+    if clash:
+        raise BatchError(f"{where}: field {sorted(clash)[0]!r} is given both inline and under 'params'")
+    params.update(nested)
+    return BatchQuery(i, str(qid), kind, query, params)
+
+
+# -- validation against a snapshot -----------------------------------------------------------------------------------
+def _search_signature(kind: str) -> tuple[inspect.Signature, dict]:
+    fn = getattr(Lakescout, KINDS[kind].method)
+    try:
+        hints = typing.get_type_hints(fn)
+    except (NameError, TypeError):
+        hints = {}
+    return inspect.signature(fn), hints
+
+
+def search_parameters(kind: str) -> list[str]:
+    """Names of the parameters the search of ``kind`` accepts after the query (what a form or spec may set)."""
+    sig, _ = _search_signature(kind)
+    return [p.name for p in list(sig.parameters.values())[2:] if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def _type_ok(value, hint) -> bool:
+    if hint is None or hint is typing.Any:
+        return True
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_type_ok(value, h) for h in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if origin in (list, tuple, typing.Sequence) or hint in (list, tuple):
+        args = typing.get_args(hint)
+        return isinstance(value, list) and all(_type_ok(v, args[0] if args else None) for v in value)
+    if origin is dict or hint is dict:
+        return isinstance(value, dict)
+    if origin is typing.Literal:
+        return value in typing.get_args(hint)
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(hint, type):
+        return isinstance(value, hint)
+    return True
+
+
+def _check_params(q: BatchQuery, table: QueryTable) -> None:
+    sig, hints = _search_signature(q.kind)
+    kind = KINDS[q.kind]
+    accepted = [p for p in list(sig.parameters.values())[2:] if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    names = {p.name: p for p in accepted}
+    for key in q.params:
+        if key not in names:
+            raise BatchError(f"{q.label()}: field {key!r} is not a parameter of {q.kind} search "
+                             f"(parameters: {', '.join(names)})")
+    for p in accepted:
+        if p.default is p.empty and p.name not in q.params:
+            raise BatchError(f"{q.label()}: field {p.name!r} is required for {q.kind} search")
+    for key, value in q.params.items():
+        if not _type_ok(value, hints.get(key)):
+            raise BatchError(f"{q.label()}: field {key!r} has the wrong type: {value!r} "
+                             f"(expected {getattr(hints.get(key), '__name__', hints.get(key))})")
+        if key in RANGES and isinstance(value, (int, float)) and not isinstance(value, bool):
+            lo, hi = RANGES[key]
+            if (lo is not None and value < lo) or (hi is not None and value > hi):
+                bounds = f"at least {lo}" if hi is None else f"between {lo} and {hi}"
+                raise BatchError(f"{q.label()}: field {key!r} must be {bounds}, got {value!r}")
+    if "method" in q.params:
+        choices = method_choices(q.kind)
+        if choices is not None and q.params["method"] not in choices:
+            raise BatchError(f"{q.label()}: field 'method': {q.params['method']!r} is not one of "
+                             f"{', '.join(choices)}")
+    for key in kind.column_params:
+        if q.params.get(key) is not None:
+            _check_column(q, key, q.params[key], table)
+    for key in kind.column_list_params:
+        if key in q.params:
+            value = q.params[key]
+            cols = [c.strip() for c in value.split(",")] if isinstance(value, str) else value
+            if not cols or not all(cols):
+                raise BatchError(f"{q.label()}: field {key!r} must name at least one column")
+            for col in cols:
+                _check_column(q, key, col, table)
+
+
+def _check_column(q: BatchQuery, key: str, column, table: QueryTable) -> None:
+    if not isinstance(column, str):
+        raise BatchError(f"{q.label()}: field {key!r}: column names are strings, got {column!r}")
+    try:
+        table.ordinal(column)
+    except QueryError:
+        raise BatchError(f"{q.label()}: field {key!r}: the query table has no column {column!r} "
+                         f"(columns: {', '.join(table.names)})") from None
+
+
+def validate_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSpec,
+                   snapshot_id: int | None = None) -> tuple[BatchSpec, Snapshot]:
+    """Parse ``spec`` and check every query against the snapshot it will run on; raise :class:`BatchError`."""
+    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    batch = spec if isinstance(spec, BatchSpec) else parse_spec(spec)
+    sid = snapshot_id if snapshot_id is not None else batch.snapshot_id
+    try:
+        snap = load_snapshot(wh, sid)
+    except WarehouseError as exc:
+        raise BatchError(f"field 'snapshot_id': {exc}") from None
+    for q in batch.queries:
+        try:
+            table = resolve_query(snap, q.query)
+        except QueryError as exc:
+            raise BatchError(f"{q.label()}: field 'query': {exc}") from None
+        if table.num_rows == 0:
+            raise BatchError(f"{q.label()}: field 'query': the query table {q.query!r} has no rows")
+        _check_params(q, table)
+    return batch, snap
+
+
+# -- running and recording -------------------------------------------------------------------------------------------
+def result_rows(batch_id: str, q: BatchQuery, snapshot_id: int, answer: dict, now: datetime) -> list[dict]:
+    """``query_results`` rows of one search answer: the score is the result's ``score`` or ``joinability``, the
+    evidence everything else it carries (alignment, matches, mapping)."""
+    rows = []
+    for rank, r in enumerate(answer.get("results", []), start=1):
+        score = r.get("score", r.get("joinability"))
+        evidence = {k: v for k, v in r.items()
+                    if k not in ("rank", "table_id", "path", "column", "score", "joinability")}
+        rows.append({"batch_id": batch_id, "query_id": q.id, "snapshot_id": snapshot_id, "kind": q.kind,
+                     "rank": int(r.get("rank", rank)), "table_id": r.get("table_id"), "path": r.get("path"),
+                     "column": r.get("column"), "score": None if score is None else float(score),
+                     "evidence": json_dumps(evidence), "created_at": now})
+    return rows
+
+
+def _has_rows(wh: Warehouse, name: str, column: str, value) -> bool:
+    t = wh.read(name, columns=[column], filter=pc.field(column) == value)
+    return t.num_rows > 0
+
+
+def recorded_batch(warehouse: Warehouse | str, batch_id: str) -> dict | None:
+    """The summary of an already recorded batch, or None."""
+    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    t = wh.read("query_batches", filter=pc.field("batch_id") == batch_id)
+    if t.num_rows == 0:
+        return None
+    return json.loads(t.column("summary")[0].as_py())
+
+
+def run_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSpec, batch_id: str | None = None,
+              snapshot_id: int | None = None, standing: bool = False) -> dict:
+    """Validate, run every query, record the results in one commit and return the summary.
+
+    ``batch_id`` makes the run idempotent: a batch already recorded returns its stored summary, and a retry after the
+    results were committed does not commit them twice.
+    """
+    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    wh.require()
+    wh.ensure()
+    batch_id = batch_id or f"batch-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{new_attempt_token()[:6]}"
+    done = recorded_batch(wh, batch_id)
+    if done is not None:
+        return done
+    batch, snap = validate_batch(wh, spec, snapshot_id)
+    started = time.time()
+    ls = Lakescout(wh.root, snap.snapshot_id)
+    now = datetime.now(timezone.utc)
+    rows, per_query = [], []
+    for q in batch.queries:
+        try:
+            answer = getattr(ls, KINDS[q.kind].method)(q.query, **q.params)
+        except (QueryError, ValueError) as exc:
+            raise BatchError(f"{q.label()}: {exc}") from None
+        mine = result_rows(batch_id, q, snap.snapshot_id, answer, now)
+        rows.extend(mine)
+        per_query.append({"id": q.id, "kind": q.kind, "query": str(q.query), "results": len(mine),
+                          "top": [{k: r[k] for k in ("rank", "table_id", "path", "column", "score")}
+                                  for r in mine[:3]],
+                          "stats": answer.get("stats", {})})
+    attempt = new_attempt_token()
+    if rows and not _has_rows(wh, "query_results", "batch_id", batch_id):
+        wh.append_rows("query_results", pa.Table.from_pylist(rows, schema=SCHEMAS["query_results"]),
+                       refresh_id=snap.refresh_id, stage="query_batch", attempt=attempt, once=False)
+    seconds = time.time() - started
+    summary = {"batch_id": batch_id, "name": batch.name, "snapshot_id": snap.snapshot_id, "standing": standing,
+               "queries": per_query, "results": len(rows), "seconds": round(seconds, 3)}
+    record = {"batch_id": batch_id, "name": batch.name, "standing": standing, "snapshot_id": snap.snapshot_id,
+              "queries": len(batch.queries), "results": len(rows), "seconds": seconds,
+              "spec": json_dumps(batch.to_dict()), "summary": json_dumps(summary), "created_at": now}
+    wh.append_rows("query_batches", pa.Table.from_pylist([record], schema=SCHEMAS["query_batches"]),
+                   refresh_id=snap.refresh_id, stage="query_batch", attempt=attempt, once=False)
+    return summary
+
+
+def batch_results(warehouse: Warehouse | str, batch_id: str) -> pa.Table:
+    """The recorded result rows of a batch, by query and rank."""
+    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    t = wh.read("query_results", filter=pc.field("batch_id") == batch_id)
+    return t.sort_by([("query_id", "ascending"), ("rank", "ascending")])
+
+
+def recent_batches(warehouse: Warehouse | str, limit: int = 20) -> list[dict]:
+    """The most recent recorded batches, newest first (the summary decoded)."""
+    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    t = wh.read("query_batches")
+    if t.num_rows == 0:
+        return []
+    t = t.sort_by([("created_at", "descending")]).slice(0, limit)
+    return [{**{k: v for k, v in r.items() if k not in ("spec", "summary")}, "summary": json.loads(r["summary"])}
+            for r in t.to_pylist()]
+
+
+# -- standing queries ------------------------------------------------------------------------------------------------
+_STANDING_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+def _standing_dir(wh: Warehouse) -> tuple[pafs.FileSystem, str]:
+    fs, root = resolve(wh.root)
+    return fs, f"{root.rstrip('/')}/standing"
+
+
+def save_standing(warehouse: Warehouse | str, name: str, spec: dict | list | str) -> BatchSpec:
+    """Save a standing query (a batch re-run on every new snapshot) as ``<warehouse>/standing/<name>.json``.
+
+    The spec is validated against the latest snapshot first, so a standing query that could never run is refused
+    when it is saved rather than on the next refresh.  A ``snapshot_id`` in it is refused: a standing query always
+    follows the newest snapshot.
+    """
+    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    if not _STANDING_NAME.match(name):
+        raise BatchError(f"standing query name {name!r} must be lower-case letters, digits, '-' or '_'")
+    batch = parse_spec(spec, name)
+    if batch.snapshot_id is not None:
+        raise BatchError("field 'snapshot_id': a standing query follows the newest snapshot; leave it out")
+    validate_batch(wh, batch)
+    batch = BatchSpec(name, batch.queries)
+    fs, folder = _standing_dir(wh)
+    fs.create_dir(folder, recursive=True)
+    with fs.open_output_stream(f"{folder}/{name}.json") as out:
+        out.write(json.dumps(batch.to_dict(), indent=2, sort_keys=True).encode())
+    return batch
+
+
+def standing_queries(warehouse: Warehouse | str) -> dict[str, BatchSpec]:
+    """Every saved standing query by name."""
+    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    fs, folder = _standing_dir(wh)
+    if fs.get_file_info(folder).type == pafs.FileType.NotFound:
+        return {}
+    out = {}
+    for info in sorted(fs.get_file_info(pafs.FileSelector(folder)), key=lambda i: i.base_name):
+        if info.base_name.endswith(".json"):
+            with fs.open_input_stream(info.path) as fh:
+                name = info.base_name[:-5]
+                out[name] = parse_spec(fh.read().decode(), name)
+    return out
+
+
+def standing_batch_id(name: str, snapshot_id: int) -> str:
+    return f"standing-{name}-s{snapshot_id}"
+
+
+def standing_runs(warehouse: Warehouse | str, name: str | None = None) -> pa.Table:
+    """Recorded runs of standing queries (``query_batches`` rows): name, batch id, snapshot id."""
+    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    # the boolean is filtered in Arrow: delta-rs' dataset prunes every file on a predicate over a column that has
+    # no file statistics (booleans get none), which would hide every run
+    t = wh.read("query_batches", columns=["name", "batch_id", "snapshot_id", "standing"],
+                filter=None if name is None else pc.field("name") == name)
+    return t.filter(pc.fill_null(t["standing"], False)).select(["name", "batch_id", "snapshot_id"])
+
+
+def _keyed(results: pa.Table) -> dict[tuple, dict]:
+    return {(r["query_id"], r["table_id"], r["column"]): r for r in results.to_pylist()}
+
+
+def run_standing(warehouse: Warehouse | str, name: str, snapshot_id: int | None = None) -> dict:
+    """Re-run standing query ``name`` on a snapshot (default the latest) and record what changed since its last run.
+
+    Results are compared per query id and result (lake table, column): ``new`` results, ``dropped`` ones, and
+    ``rescored`` ones whose score moved.  The first run has no previous snapshot, so all its results are new.  The
+    changes go to ``standing_changes`` in one commit; running again on the same snapshot changes nothing.
+    """
+    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    specs = standing_queries(wh)
+    if name not in specs:
+        raise BatchError(f"no standing query {name!r} (saved: {', '.join(specs) or 'none'})")
+    snap = load_snapshot(wh, snapshot_id)
+    batch_id = standing_batch_id(name, snap.snapshot_id)
+    already = recorded_batch(wh, batch_id) is not None
+    runs = standing_runs(wh, name)
+    earlier = runs.filter(pc.less(runs["snapshot_id"], snap.snapshot_id))
+    previous = None
+    if earlier.num_rows:
+        last = earlier.sort_by([("snapshot_id", "descending")]).slice(0, 1).to_pylist()[0]
+        previous = (last["batch_id"], last["snapshot_id"])
+    summary = run_batch(wh, specs[name], batch_id=batch_id, snapshot_id=snap.snapshot_id, standing=True)
+    now_rows = _keyed(batch_results(wh, batch_id))
+    before = _keyed(batch_results(wh, previous[0])) if previous else {}
+    ids = {q.id for q in specs[name].queries}
+    before = {k: v for k, v in before.items() if k[0] in ids}
+    changes = []
+    stamp = datetime.now(timezone.utc)
+    for key in sorted(set(now_rows) | set(before), key=lambda k: (k[0], k[1] or 0, k[2] or "")):
+        cur, old = now_rows.get(key), before.get(key)
+        if cur is not None and old is not None and cur["score"] == old["score"]:
+            continue
+        change = "new" if old is None else "dropped" if cur is None else "rescored"
+        ref = cur or old
+        changes.append({"name": name, "batch_id": batch_id, "query_id": key[0], "snapshot_id": snap.snapshot_id,
+                        "previous_snapshot_id": previous[1] if previous else None, "change": change,
+                        "table_id": ref["table_id"], "path": ref["path"], "column": ref["column"],
+                        "score": cur["score"] if cur else None, "previous_score": old["score"] if old else None,
+                        "created_at": stamp})
+    recorded = _has_rows(wh, "standing_changes", "batch_id", batch_id)
+    if changes and not recorded:
+        wh.append_rows("standing_changes", pa.Table.from_pylist(changes, schema=SCHEMAS["standing_changes"]),
+                       refresh_id=snap.refresh_id, stage="standing", attempt=new_attempt_token(), once=False)
+    counts = {c: sum(1 for x in changes if x["change"] == c) for c in ("new", "dropped", "rescored")}
+    return {"name": name, "batch_id": batch_id, "snapshot_id": snap.snapshot_id,
+            "previous_snapshot_id": previous[1] if previous else None, "results": summary["results"],
+            "changes": counts, "rerun": already}
+
+
+def standing_changes(warehouse: Warehouse | str, name: str | None = None) -> pa.Table:
+    """Recorded changes of standing queries, newest snapshot first."""
+    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    t = wh.read("standing_changes", filter=None if name is None else pc.field("name") == name)
+    return t.sort_by([("snapshot_id", "descending"), ("query_id", "ascending"), ("change", "ascending")])
+
+
+def pinned_snapshots(warehouse: Warehouse | str) -> set[int]:
+    """Snapshots a standing query still compares against: the last one each saved standing query ran on."""
+    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    names = set(standing_queries(wh))
+    runs = standing_runs(wh)
+    last: dict[str, int] = {}
+    for r in runs.to_pylist():
+        if r["name"] in names:
+            last[r["name"]] = max(last.get(r["name"], r["snapshot_id"]), r["snapshot_id"])
+    return set(last.values())

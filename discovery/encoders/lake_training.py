@@ -1,0 +1,163 @@
+"""Training the ``join`` and ``table`` encoders on a bounded, deterministic sample of the lake.
+
+Both encoders learn from the lake itself (self-supervised).  The sample is at most ``train_tables`` ok tables chosen
+by a seeded stable hash of their path: the same lake gives the same sample, and a growing lake keeps most of the
+previous sample, so retraining moves the model no more than the data did.  The join encoder sees the distinct values
+of those tables' join-candidate columns (each column's values capped exactly as value vectors are, then at most
+``join_train_values`` values overall, again by stable hash); the table encoder sees the tables themselves.
+
+Steps of the join encoder are ``min(join_steps, join_epochs * values / batch)``: a large lake trains for the
+configured bound, a small one for a few passes over its values instead of hundreds (its variations would only be
+repeated), which keeps refreshes of small lakes quick.
+
+Every function here is a pure function of the sample and the configuration and runs with one torch thread, so it
+can run in a Spark task next to another training task.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+import pyarrow as pa
+
+from discovery.config import EmbedConfig, Limits
+from discovery.lake import LakeFileError, infer_type, read_lake_table
+
+from .base import Encoder
+from .columns import priority_sample, profile_column
+from .join_encoder import JoinEncoderConfig, train_join_encoder
+from .ngrams import stable_uniform
+from .stored import JOIN_MODEL, TABLE_MODEL, model_version
+from .table_encoder import TableEncoderConfig, train_table_encoder
+
+_SAMPLE_SEED = 0x5A3
+
+
+@dataclass(frozen=True)
+class TrainedModel:
+    name: str
+    version: str
+    params: dict
+    payload: bytes
+    seconds: float
+
+
+def _options(cls, options: dict, section: str) -> dict:
+    known = {f.name for f in fields(cls)}
+    unknown = set(options) - known
+    if unknown:
+        raise ValueError(f"unknown key(s) in [embed] {section}: {', '.join(sorted(unknown))}")
+    return dict(options)
+
+
+def join_config(config: EmbedConfig) -> JoinEncoderConfig:
+    """Join encoder parameters: the encoder's defaults, ``[embed] seed`` and ``join_options``; one torch thread."""
+    return replace(JoinEncoderConfig(), **{"seed": config.seed, **_options(JoinEncoderConfig, config.join_options,
+                                                                            "join_options"), "threads": 1})
+
+
+def table_config(config: EmbedConfig) -> TableEncoderConfig:
+    """TACTUS parameters: defaults, ``table_epochs``, ``table_max_rows``, ``seed``, ``table_options``; one thread."""
+    base = {"epochs": config.table_epochs, "max_rows": config.table_max_rows, "seed": config.seed}
+    return replace(TableEncoderConfig(), **{**base, **_options(TableEncoderConfig, config.table_options,
+                                                               "table_options"), "threads": 1})
+
+
+def join_requires(config: EmbedConfig, type_agreement: float) -> dict:
+    """What join value vectors depend on besides the weights: which values get vectors, and how it was trained."""
+    return {"values": {"type_agreement": type_agreement, "join_min_distinct": config.join_min_distinct,
+                       "join_max_values": config.join_max_values},
+            "train": {"join_steps": config.join_steps, "join_epochs": config.join_epochs,
+                      "join_train_values": config.join_train_values, "train_tables": config.train_tables,
+                      "seed": config.seed, "join_options": config.join_options}}
+
+
+def table_requires(config: EmbedConfig, column_version: str) -> dict:
+    """What table vectors depend on besides the weights: the column encoder, and how it was trained."""
+    return {"column_version": column_version,
+            "train": {"table_epochs": config.table_epochs, "table_max_rows": config.table_max_rows,
+                      "train_tables": config.train_tables, "seed": config.seed,
+                      "table_options": config.table_options}}
+
+
+def sample_tables(ok: pa.Table, limit: int, seed: int) -> pa.Table:
+    """At most ``limit`` catalog rows chosen by a seeded stable hash of the path, in ``table_id`` order."""
+    if ok.num_rows <= limit:
+        return ok.sort_by("table_id")
+    rank = stable_uniform(ok.column("path").to_pylist(), _SAMPLE_SEED + seed)
+    keep = np.sort(np.lexsort((ok.column("table_id").to_numpy(), rank))[:limit])
+    return ok.take(pa.array(keep)).sort_by("table_id")
+
+
+def read_sample(sample: pa.Table, lake: str, limits: Limits, type_agreement: float
+                ) -> list[tuple[list[pa.Array], list[str]]]:
+    """Columns and inferred kinds of each sampled table that can still be read (others are skipped)."""
+    out = []
+    for item in sample.to_pylist():
+        try:
+            parsed = read_lake_table(lake, item["path"], item["format"], item["bytes"], limits)
+        except (LakeFileError, OSError):
+            continue
+        if parsed.columns:
+            out.append((parsed.columns, [infer_type(c, type_agreement) for c in parsed.columns]))
+    return out
+
+
+def join_training_values(tables: list[tuple[list[pa.Array], list[str]]], config: EmbedConfig, seed: int
+                         ) -> list[str]:
+    """Distinct normalised values of the join-candidate columns, capped per column and overall."""
+    values: set[str] = set()
+    for columns, kinds in tables:
+        for col, kind in zip(columns, kinds):
+            if kind != "string":
+                continue
+            prof = profile_column(col)
+            if len(prof.values) >= config.join_min_distinct:
+                values.update(prof.values[i] for i in priority_sample(prof.values, prof.counts,
+                                                                      config.join_max_values))
+    ordered = sorted(values)
+    if len(ordered) > config.join_train_values:
+        rank = stable_uniform(ordered, _SAMPLE_SEED + seed)
+        ordered = [ordered[i] for i in np.sort(np.argsort(rank, kind="stable")[:config.join_train_values])]
+    return ordered
+
+
+def join_steps(config: EmbedConfig, n_values: int) -> int:
+    batch = min(join_config(config).batch_size, n_values)
+    return max(1, min(config.join_steps, math.ceil(config.join_epochs * n_values / max(batch, 1))))
+
+
+def train_join_model(tables: list[tuple[list[pa.Array], list[str]]], config: EmbedConfig, type_agreement: float,
+                     lake_tables: int, reason: str) -> TrainedModel | None:
+    """The ``encoder.join`` model trained on the sample's candidate values; None with fewer than two values."""
+    started = time.perf_counter()
+    values = join_training_values(tables, config, config.seed)
+    if len(values) < 2:
+        return None
+    steps = join_steps(config, len(values))
+    encoder = train_join_encoder(values, replace(join_config(config), steps=steps))
+    return _trained(JOIN_MODEL, encoder, join_requires(config, type_agreement), started,
+                    {"lake_tables": lake_tables, "sample_tables": len(tables), "values": len(values),
+                     "steps": steps, "reason": reason})
+
+
+def train_table_model(tables: list[tuple[list[pa.Array], list[str]]], config: EmbedConfig, column: Encoder,
+                      column_version: str, lake_tables: int, reason: str) -> TrainedModel | None:
+    """The ``encoder.table`` model (TACTUS) trained on the sampled tables; None with fewer than two tables."""
+    started = time.perf_counter()
+    if len(tables) < 2:
+        return None
+    cfg = table_config(config)
+    encoder = train_table_encoder([t for t, _ in tables], column, cfg, [k for _, k in tables])
+    return _trained(TABLE_MODEL, encoder, table_requires(config, column_version), started,
+                    {"lake_tables": lake_tables, "sample_tables": len(tables), "epochs": cfg.epochs,
+                     "reason": reason})
+
+
+def _trained(name: str, encoder: Encoder, requires: dict, started: float, extra: dict) -> TrainedModel:
+    data = encoder.to_bytes()
+    seconds = time.perf_counter() - started
+    params = {"requires": requires, "encoder_version": encoder.version, "seconds": round(seconds, 3), **extra}
+    return TrainedModel(name, model_version(encoder.kind, data, requires), params, data, seconds)

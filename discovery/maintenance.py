@@ -1,0 +1,140 @@
+"""Warehouse maintenance: snapshot retention, compaction and vacuum that never break a retained snapshot.
+
+Order matters and is fixed by :func:`run_maintenance`:
+
+1. **Snapshot retention.**  The last ``keep_snapshots`` snapshots are kept, plus every snapshot a standing query
+   still compares with (:func:`discovery.batch.pinned_snapshots`); the rows of the others leave ``snapshots``.
+2. **Compaction.**  A table is compacted once it holds ``min_small_files`` files under half the target size.  Tables
+   whose rows are replaced per lake table (they carry ``table_id``) are rewritten with delta-rs' Z-order on
+   ``table_id`` alone, which is a sort by ``table_id``: every output file then covers a narrow, disjoint ``table_id``
+   range, so the copy-on-write replacement of a refresh (which picks files by their min/max ``table_id``) keeps
+   touching few files.  A plain bin-packing ``compact()`` would merge unrelated ranges into wide files that every
+   later replacement has to rewrite.  Other tables are bin-packed with ``DeltaTable.optimize.compact()``.
+3. **Vacuum.**  For a table pinned by snapshots, the oldest retained snapshot pins version ``v_min``; every version
+   from ``v_min`` to the current one is passed to delta-rs as ``keep_versions``, so only files removed at or before
+   ``v_min`` (needed by no retained snapshot) are deleted, and time travel to any retained snapshot still works.
+   Bookkeeping tables keep their current version.  Vacuum runs in its non-``full`` mode: it deletes only files the
+   log tombstoned, never untracked files a running writer has not committed yet.
+
+Maintenance and a refresh must not interleave (compaction removes files a refresh may be about to replace), so
+:func:`refresh_in_progress` makes maintenance skip while a refresh has committed unpublished work recently.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake.transaction import CommitProperties
+
+from .batch import pinned_snapshots
+from .config import MaintenanceConfig
+from .store import INDEX_TABLES, SCHEMAS, Warehouse, list_snapshots, new_attempt_token
+
+
+@dataclass(frozen=True)
+class Retention:
+    kept: list[int]
+    removed: list[int]
+    pinned: list[int]
+
+
+def retain_snapshots(wh: Warehouse, keep_last: int, pinned: set[int] = frozenset()) -> Retention:
+    """Drop the ``snapshots`` rows of every snapshot but the last ``keep_last`` and the ``pinned`` ones."""
+    if keep_last < 1:
+        raise ValueError("keep_snapshots must be at least 1 (the latest snapshot always answers queries)")
+    ids = sorted(s.snapshot_id for s in list_snapshots(wh))
+    keep = set(ids[-keep_last:]) | (set(ids) & set(pinned))
+    removed = [i for i in ids if i not in keep]
+    if removed:
+        table = wh.read("snapshots")
+        kept_rows = table.filter(pc.is_in(table["snapshot_id"], value_set=pa.array(sorted(keep), pa.int64())))
+        current = wh.files("snapshots").column("path").to_pylist()
+        refresh_id = max(kept_rows.column("refresh_id").to_pylist())
+        wh.append_rows("snapshots", kept_rows, refresh_id=refresh_id, stage="maintenance",
+                       attempt=new_attempt_token(), replace_paths=current, once=False)
+    return Retention(sorted(keep), removed, sorted(set(ids) & set(pinned)))
+
+
+def refresh_in_progress(wh: Warehouse, within: timedelta) -> str | None:
+    """Why a refresh looks to be running (an index table committed past the latest snapshot within ``within``)."""
+    snaps = list_snapshots(wh)
+    pinned = snaps[-1].versions if snaps else {}
+    horizon = datetime.now(timezone.utc) - within
+    for name in INDEX_TABLES:
+        current = wh.version(name)
+        if current <= pinned.get(name, -1):
+            continue
+        newest = wh.table(name).history(1)[0].get("timestamp", 0)
+        if datetime.fromtimestamp(newest / 1000, timezone.utc) >= horizon:
+            return f"table {name!r} has unpublished commits from the last {within} (a refresh is running)"
+    return None
+
+
+def small_files(wh: Warehouse, name: str, target_bytes: int) -> int:
+    files = wh.files(name)
+    if files.num_rows == 0:
+        return 0
+    return int(pc.sum(pc.less(files["size_bytes"], target_bytes // 2)).as_py() or 0)
+
+
+def compact_table(wh: Warehouse, name: str, target_bytes: int, min_small_files: int) -> dict:
+    """Compact ``name`` when it is fragmented; sorted by ``table_id`` where the table has one (see module doc)."""
+    before = wh.files(name)
+    count = small_files(wh, name, target_bytes)
+    out = {"table": name, "files_before": before.num_rows, "small_files": count, "action": "none"}
+    if count < min_small_files:
+        out["files_after"] = before.num_rows
+        return out
+    dt = wh.table(name)
+    props = CommitProperties(custom_metadata={"lakescout.stage": "maintenance"})
+    if "table_id" in SCHEMAS[name].names:
+        metrics = dt.optimize.z_order(["table_id"], target_size=target_bytes, max_concurrent_tasks=2,
+                                      commit_properties=props)
+        out["action"] = "zorder(table_id)"
+    else:
+        metrics = dt.optimize.compact(target_size=target_bytes, max_concurrent_tasks=2, commit_properties=props)
+        out["action"] = "compact"
+    out["files_added"], out["files_removed"] = metrics.get("numFilesAdded"), metrics.get("numFilesRemoved")
+    out["files_after"] = wh.files(name).num_rows
+    return out
+
+
+def keep_versions(wh: Warehouse, name: str, retained: list) -> list[int]:
+    """Versions of ``name`` whose files vacuum must keep: from the oldest retained snapshot's version to now."""
+    current = wh.version(name)
+    pins = [s.versions[name] for s in retained if name in s.versions]
+    oldest = min(pins) if pins else current
+    return list(range(min(oldest, current), current + 1))
+
+
+def vacuum_table(wh: Warehouse, name: str, versions: list[int]) -> list[str]:
+    """Delete the tombstoned files of ``name`` that none of ``versions`` references."""
+    return wh.table(name).vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False,
+                                 keep_versions=versions,
+                                 commit_properties=CommitProperties(custom_metadata={"lakescout.stage": "maintenance"}))
+
+
+def run_maintenance(warehouse: Warehouse | str, config: MaintenanceConfig | None = None) -> dict:
+    """Snapshot retention, then compaction, then vacuum of every table; returns a report (or why it skipped)."""
+    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    cfg = config or MaintenanceConfig()
+    wh.require()
+    wh.ensure()
+    started = time.time()
+    busy = refresh_in_progress(wh, timedelta(minutes=cfg.refresh_guard_minutes))
+    if busy:
+        return {"status": "skipped", "reason": busy}
+    retention = retain_snapshots(wh, cfg.keep_snapshots, pinned_snapshots(wh))
+    retained = list_snapshots(wh)
+    tables = []
+    for name in SCHEMAS:
+        entry = compact_table(wh, name, cfg.target_file_bytes, cfg.min_small_files)
+        versions = keep_versions(wh, name, retained if name in INDEX_TABLES else [])
+        entry["vacuumed_files"] = len(vacuum_table(wh, name, versions))
+        entry["kept_versions_from"] = versions[0]
+        tables.append(entry)
+    return {"status": "ok", "snapshots_kept": retention.kept, "snapshots_removed": retention.removed,
+            "snapshots_pinned": retention.pinned, "tables": tables, "seconds": round(time.time() - started, 3)}

@@ -1,0 +1,100 @@
+"""Union search against a snapshot: load the index once per snapshot, encode the query, search, explain.
+
+The query table is resolved (:mod:`discovery.query`) and encoded with the snapshot's own encoders
+(:func:`discovery.vectors.embed_query`), so a lake table used as the query gets exactly the vectors it was indexed
+with, and is left out of its own results.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pyarrow as pa
+
+from ..query import resolve_query
+from ..store import Snapshot, result_names, snapshot_model
+from ..vectors import embed_query
+from .partitioning import PartitionArrays
+from .search import METHODS, UnionIndex
+from .stage import MODEL, CentroidModel
+from .csr import offsets_from_counts
+
+_CACHE: dict[tuple[str, int], "LoadedUnionIndex"] = {}
+_LOCK = threading.Lock()
+
+
+class LoadedUnionIndex:
+    """A snapshot's :class:`UnionIndex`, built once from its column vectors, centroids, partitions and table vectors."""
+
+    def __init__(self, snapshot: Snapshot):
+        started = time.perf_counter()
+        cv = snapshot.read("column_vectors", columns=["table_id", "ordinal", "vector"])
+        dim = len(cv.column("vector")[0]) if cv.num_rows else 0
+        vectors = _matrix(cv.column("vector"), dim)
+        model = CentroidModel.from_stored(snapshot_model(snapshot, MODEL))
+        parts = snapshot.read("centroid_partitions").sort_by([("table_id", "ascending"),
+                                                              ("partition_id", "ascending")])
+        tv = snapshot.read("table_vectors", columns=["table_id", "vector"])
+        self.index = UnionIndex.build(
+            vectors, cv.column("table_id").to_numpy(), cv.column("ordinal").to_numpy(), model.centroids,
+            _partition_arrays(parts, dim),
+            _matrix(tv.column("vector"), len(tv.column("vector")[0])) if tv.num_rows else None,
+            tv.column("table_id").to_numpy() if tv.num_rows else None)
+        self.load_seconds = time.perf_counter() - started
+
+
+def _matrix(column: pa.ChunkedArray, dim: int) -> np.ndarray:
+    flat = column.combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    return np.ascontiguousarray(flat, dtype=np.float32).reshape(-1, dim)
+
+
+def _list(parts: pa.Table, name: str, dtype) -> tuple[np.ndarray, np.ndarray]:
+    col = parts.column(name).combine_chunks()
+    counts = col.value_lengths().to_numpy(zero_copy_only=False)
+    return offsets_from_counts(counts), col.flatten().to_numpy(zero_copy_only=False).astype(dtype)
+
+
+def _partition_arrays(parts: pa.Table, dim: int) -> PartitionArrays:
+    group_offsets, group_ids = _list(parts, "group_centroid_ids", np.int64)
+    _, group_vectors = _list(parts, "group_vectors", np.float32)
+    member_offsets, members = _list(parts, "member_ordinals", np.int64)
+    iw_offsets, iw_ids = _list(parts, "iw_centroid_ids", np.int64)
+    _, iw_counts = _list(parts, "iw_counts", np.int64)
+    return PartitionArrays(parts.column("table_id").to_numpy(), group_offsets, group_ids,
+                           group_vectors.reshape(-1, dim), member_offsets, members, iw_offsets, iw_ids, iw_counts)
+
+
+def loaded_index(snapshot: Snapshot) -> LoadedUnionIndex:
+    """The snapshot's union index, built on first use and reused by every later query on that snapshot."""
+    key = (snapshot.warehouse.root, snapshot.snapshot_id)
+    with _LOCK:
+        if key not in _CACHE:
+            _CACHE[key] = LoadedUnionIndex(snapshot)
+        return _CACHE[key]
+
+
+def union_search(snapshot: Snapshot, query: str | int, k: int = 10, method: str = "pgtus++", **params) -> dict:
+    """Top-``k`` lake tables unionable with ``query``, in the JSON shape of ``lakescout union --json``."""
+    if method not in METHODS:
+        raise ValueError(f"unknown union method {method!r}; expected one of {', '.join(METHODS)}")
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    q = resolve_query(snapshot, query)
+    loaded = loaded_index(snapshot)
+    started = time.perf_counter()
+    emb = embed_query(snapshot, q)
+    found = loaded.index.search(emb.column_vectors, k, method, exclude_table_id=q.table_id,
+                                query_table_vector=emb.table_vector, **params)
+    paths, names = result_names(snapshot, [r.table_id for r in found.results])
+    results = []
+    for rank, r in enumerate(found.results, start=1):
+        results.append({
+            "rank": rank, "table_id": r.table_id, "path": paths.get(r.table_id), "score": r.score,
+            "alignment": [[q.names[qc], names.get((r.table_id, lc), str(lc)), sim] for qc, lc, sim in r.alignment],
+        })
+    stats = found.stats.as_dict()
+    stats.update(score_kind=found.score_kind, seconds=time.perf_counter() - started,
+                 index_load_seconds=loaded.load_seconds)
+    return {"snapshot_id": snapshot.snapshot_id, "query": q.label, "method": method, "results": results,
+            "stats": stats}

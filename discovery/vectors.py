@@ -1,0 +1,253 @@
+"""Column, table and value vectors of one table, computed identically by the embed stage and by queries.
+
+The embed stage (:func:`embed_batch`, run in Spark tasks) and the query side (:func:`embed_query`,
+:func:`query_value_vectors`) both go through :func:`embed_table`, with the encoders a set of stored model versions
+names (:class:`EncoderRefs`, the ``embed.encoders`` model a snapshot pins).  Same cells, same encoder bytes and the
+same sequence of numpy calls give bit-identical vectors, so a lake table used as a query scores exactly as it is
+indexed.
+
+* Column vector: the column encoder over a deterministic priority sample of the column's distinct normalised values
+  (TACTUS Eq. 7), with numeric distribution features for columns inferred numeric (same type inference as the
+  profile stage, same agreement).
+* Table vector: the trained TACTUS table encoder over the column vectors, or their normalised mean when the lake had
+  too few tables to train one.
+* Value vectors: for join candidates (string columns with at least ``join_min_distinct`` distinct values), the
+  ``join`` encoder over at most ``join_max_values`` distinct values (the same priority sample: the most frequent
+  values first, ties broken by a stable hash), each with its frequency.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from .encoders.base import Encoder
+from .encoders.columns import ColumnProfile, priority_sample, profile_column
+from .encoders.stored import COLUMN_MODEL, JOIN_MODEL, SET_MODEL, TABLE_MODEL, payload, stored_encoder
+from .lake import LakeFileError, infer_type, read_lake_table
+from .query import QueryError, QueryTable
+from .store import SCHEMAS, Snapshot, WarehouseError
+
+OUTPUTS = ("column_vectors", "table_vectors", "value_vectors")
+
+
+@dataclass(frozen=True)
+class EmbedSpec:
+    """Settings besides the encoders that decide what is encoded."""
+
+    type_agreement: float
+    join_min_distinct: int
+    join_max_values: int
+
+
+@dataclass(frozen=True)
+class EncoderRefs:
+    """The model versions one embed stage encodes with (``None``: no trained encoder of that kind)."""
+
+    column: str
+    table: str | None
+    join: str | None
+    spec: EmbedSpec
+
+    @property
+    def table_vector_version(self) -> str:
+        """What ``table_vectors.encoder_version`` holds: the table encoder, or the column encoder for the mean."""
+        return self.table or self.column
+
+    def to_params(self) -> dict:
+        return {"column": self.column, "table": self.table, "join": self.join,
+                "spec": {"type_agreement": self.spec.type_agreement,
+                         "join_min_distinct": self.spec.join_min_distinct,
+                         "join_max_values": self.spec.join_max_values}}
+
+    @classmethod
+    def from_params(cls, params: dict) -> "EncoderRefs":
+        return cls(params["column"], params["table"], params["join"], EmbedSpec(**params["spec"]))
+
+
+@dataclass(frozen=True)
+class LakeEncoders:
+    refs: EncoderRefs
+    column: Encoder
+    table: Encoder        # the trained table encoder, or the column encoder (its encode_table is the mean)
+    join: Encoder | None
+
+
+def load_encoders(warehouse_root: str, refs: EncoderRefs) -> LakeEncoders:
+    """The encoders ``refs`` names, each loaded once per process."""
+    column = stored_encoder(warehouse_root, COLUMN_MODEL, refs.column)
+    table = stored_encoder(warehouse_root, TABLE_MODEL, refs.table) if refs.table else column
+    join = stored_encoder(warehouse_root, JOIN_MODEL, refs.join) if refs.join else None
+    return LakeEncoders(refs, column, table, join)
+
+
+@dataclass
+class ColumnValues:
+    """Value vectors of one column: distinct normalised values, their frequencies and vectors."""
+
+    ordinal: int
+    values: list[str]
+    frequency: np.ndarray   # int64
+    vectors: np.ndarray     # (n, join dim) float32
+    distinct: int           # distinct values of the column; more than len(values) when the cap was hit
+
+    @property
+    def capped(self) -> bool:
+        return self.distinct > len(self.values)
+
+
+@dataclass
+class TableEmbedding:
+    kinds: list[str]
+    column_vectors: np.ndarray   # (columns, dim) float32
+    table_vector: np.ndarray     # (table dim,) float32
+    values: list[ColumnValues]   # join-candidate columns only
+
+
+def is_join_candidate(kind: str, profile: ColumnProfile, spec: EmbedSpec) -> bool:
+    return kind == "string" and len(profile.values) >= spec.join_min_distinct
+
+
+def column_values(join: Encoder, profile: ColumnProfile, ordinal: int, max_values: int) -> ColumnValues:
+    """Value vectors of at most ``max_values`` distinct values (priority sample, ascending value order)."""
+    chosen = priority_sample(profile.values, profile.counts, max_values)
+    values = [profile.values[i] for i in chosen]
+    return ColumnValues(ordinal, values, profile.counts[chosen].astype(np.int64), join.encode_values(values),
+                        len(profile.values))
+
+
+def embed_table(encoders: LakeEncoders, columns: list[pa.Array], with_values: bool = True) -> TableEmbedding:
+    """Column vectors, table vector and (with ``with_values`` and a join encoder) value vectors of one table."""
+    spec = encoders.refs.spec
+    enc = encoders.column
+    kinds = [infer_type(c, spec.type_agreement) for c in columns]
+    profiles = [profile_column(c) for c in columns]
+    vectors = np.zeros((len(columns), enc.dim), dtype=np.float32)
+    for j, (kind, prof) in enumerate(zip(kinds, profiles)):
+        chosen = priority_sample(prof.values, prof.counts, enc.column.max_values)
+        vectors[j] = enc.column_vector([prof.values[i] for i in chosen], prof.counts[chosen], kind)
+    values = []
+    if with_values and encoders.join is not None:
+        values = [column_values(encoders.join, prof, j, spec.join_max_values)
+                  for j, (kind, prof) in enumerate(zip(kinds, profiles)) if is_join_candidate(kind, prof, spec)]
+    return TableEmbedding(kinds, vectors, encoders.table.encode_table(vectors), values)
+
+
+# -- the embed stage's per-table work (runs in Spark tasks) -------------------------------------------------------
+def _vector_array(rows: np.ndarray) -> pa.Array:
+    rows = np.ascontiguousarray(rows, dtype=np.float32)
+    dim = rows.shape[1] if rows.ndim == 2 else 0
+    offsets = pa.array(np.arange(rows.shape[0] + 1, dtype=np.int32) * dim)
+    return pa.ListArray.from_arrays(offsets, pa.array(rows.reshape(-1)))
+
+
+def _output_table(name: str, columns: dict[str, list], vectors: list[np.ndarray], dim: int) -> pa.Table:
+    stacked = np.concatenate(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)
+    arrays = {k: pa.array(v, type=SCHEMAS[name].field(k).type) for k, v in columns.items()}
+    arrays["vector"] = _vector_array(stacked)
+    return pa.table([arrays[f] for f in SCHEMAS[name].names], schema=SCHEMAS[name])
+
+
+def embed_batch(work: pa.Table, ctx, refs: EncoderRefs) -> tuple[dict[str, pa.Table], dict, list[dict]]:
+    """Rows of the three vector tables for catalog rows of ok tables, as the flags ``do_column_vectors``,
+    ``do_table_vectors`` and ``do_value_vectors`` of each work row ask; also counters and the join-candidate
+    columns that hit the value cap.  A table that cannot be read or encoded is counted as failed, never raised."""
+    encoders = load_encoders(ctx.warehouse, refs)
+    cols = {n: {k: [] for k in SCHEMAS[n].names if k != "vector"} for n in OUTPUTS}
+    vecs: dict[str, list[np.ndarray]] = {n: [] for n in OUTPUTS}
+    counts = {"tables_processed": 0, "tables_failed": 0, "capped_columns": 0}
+    notes: list[dict] = []
+    for item in work.to_pylist():
+        try:
+            parsed = read_lake_table(ctx.lake, item["path"], item["format"], item["bytes"], ctx.config.limits)
+            emb = embed_table(encoders, parsed.columns, with_values=item["do_value_vectors"])
+        except (LakeFileError, OSError) as exc:
+            # Changed since the scan; the next refresh's scan sees the new content and records it.
+            counts["tables_failed"] += 1
+            notes.append({"failed": item["path"], "error": str(exc)[:200]})
+            continue
+        counts["tables_processed"] += 1
+        tid, digest = item["table_id"], item["content_hash"]
+        if item["do_column_vectors"]:
+            n = len(emb.kinds)
+            c = cols["column_vectors"]
+            c["table_id"] += [tid] * n
+            c["content_hash"] += [digest] * n
+            c["ordinal"] += list(range(n))
+            c["encoder_version"] += [refs.column] * n
+            vecs["column_vectors"].append(emb.column_vectors)
+        if item["do_table_vectors"]:
+            c = cols["table_vectors"]
+            c["table_id"].append(tid)
+            c["content_hash"].append(digest)
+            c["encoder_version"].append(refs.table_vector_version)
+            vecs["table_vectors"].append(emb.table_vector[None, :])
+        for cv in emb.values:
+            n = len(cv.values)
+            c = cols["value_vectors"]
+            c["table_id"] += [tid] * n
+            c["content_hash"] += [digest] * n
+            c["ordinal"] += [cv.ordinal] * n
+            c["value"] += cv.values
+            c["frequency"] += cv.frequency.tolist()
+            c["encoder_version"] += [refs.join] * n
+            vecs["value_vectors"].append(cv.vectors)
+            if cv.capped:
+                counts["capped_columns"] += 1
+                notes.append({"capped": item["path"], "column": parsed.names[cv.ordinal], "distinct": cv.distinct})
+    dims = {"column_vectors": encoders.column.dim, "table_vectors": encoders.table.table_dim,
+            "value_vectors": encoders.join.dim if encoders.join is not None else 0}
+    out = {n: _output_table(n, cols[n], vecs[n], dims[n]) for n in OUTPUTS}
+    return out, counts, notes
+
+
+# -- query side ---------------------------------------------------------------------------------------------------
+_SNAPSHOT_ENCODERS: dict[tuple[str, int], LakeEncoders] = {}
+
+
+def snapshot_encoders(snapshot: Snapshot) -> LakeEncoders:
+    """The encoders the snapshot's vectors were built with (cached per warehouse root and snapshot id)."""
+    key = (snapshot.warehouse.root, snapshot.snapshot_id)
+    if key not in _SNAPSHOT_ENCODERS:
+        version = snapshot.models.get(SET_MODEL)
+        if version is None:
+            raise WarehouseError(f"snapshot {snapshot.snapshot_id} has no vectors (no embed stage ran before it)")
+        _, params = payload(snapshot.warehouse.root, SET_MODEL, version, snapshot.version("models"))
+        _SNAPSHOT_ENCODERS[key] = load_encoders(snapshot.warehouse.root, EncoderRefs.from_params(params))
+    return _SNAPSHOT_ENCODERS[key]
+
+
+def embed_query(snapshot: Snapshot, query: QueryTable, with_values: bool = False) -> TableEmbedding:
+    """Column vectors, table vector (and optionally join-candidate value vectors) of a query table, exactly as the
+    embed stage computes them for a lake table."""
+    return embed_table(snapshot_encoders(snapshot), query.columns, with_values)
+
+
+def query_column_vectors(snapshot: Snapshot, query: QueryTable) -> np.ndarray:
+    return embed_query(snapshot, query).column_vectors
+
+
+def query_table_vector(snapshot: Snapshot, query: QueryTable) -> np.ndarray:
+    return embed_query(snapshot, query).table_vector
+
+
+def query_value_vectors(snapshot: Snapshot, query: QueryTable, column: str | int,
+                        max_values: int | None = None) -> ColumnValues:
+    """Value vectors of one query column (by name or ordinal) with the snapshot's join encoder.
+
+    ``max_values`` defaults to the stage's per-column cap, which makes a lake column's vectors equal to its rows in
+    ``value_vectors``; any column may be chosen, join candidate or not.
+    """
+    encoders = snapshot_encoders(snapshot)
+    if encoders.join is None:
+        raise QueryError(f"snapshot {snapshot.snapshot_id} has no join encoder: the lake had no join-candidate "
+                         "columns when it was indexed")
+    if isinstance(column, int):
+        if not 0 <= column < len(query.columns):
+            raise QueryError(f"query {query.label!r} has no column {column} ({len(query.columns)} columns)")
+        ordinal = column
+    else:
+        ordinal = query.ordinal(column)
+    cap = encoders.refs.spec.join_max_values if max_values is None else max_values
+    return column_values(encoders.join, profile_column(query.columns[ordinal]), ordinal, cap)

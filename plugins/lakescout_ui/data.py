@@ -1,0 +1,97 @@
+"""What the "Lake discovery" page shows, read from the warehouse: one function per panel, plain JSON-able values."""
+from __future__ import annotations
+
+import json
+
+import pyarrow.compute as pc
+
+from discovery.batch import available_kinds, batch_results, method_choices, recent_batches, standing_changes
+from discovery.status import warehouse_status
+from discovery.store import SCHEMAS, Warehouse, list_snapshots
+
+
+def snapshot_history(wh: Warehouse) -> list[dict]:
+    """Every retained snapshot, oldest first, with its table counts by status."""
+    return [{"snapshot_id": s.snapshot_id, "created_at": s.created_at.isoformat(timespec="seconds"),
+             "refresh_id": s.refresh_id, "ok": s.counts.get("tables_ok", 0), "error": s.counts.get("tables_error", 0),
+             "deleted": s.counts.get("tables_deleted", 0)} for s in list_snapshots(wh)]
+
+
+def stage_timings(wh: Warehouse, last: int = 20) -> dict:
+    """Seconds per stage of the last ``last`` refreshes (successful attempts), for a stacked bar chart."""
+    runs = wh.read("refresh_runs", columns=["refresh_id", "stage", "status", "seconds", "started_at"])
+    runs = runs.filter(pc.equal(runs["status"], "ok"))
+    if runs.num_rows == 0:
+        return {"refreshes": [], "stages": {}}
+    ids = sorted(set(runs.column("refresh_id").to_pylist()))[-last:]
+    order: list[str] = []
+    seconds: dict[tuple[int, str], float] = {}
+    for r in runs.sort_by("started_at").to_pylist():
+        if r["refresh_id"] in ids:
+            if r["stage"] not in order:
+                order.append(r["stage"])
+            seconds[(r["refresh_id"], r["stage"])] = round(r["seconds"], 2)
+    return {"refreshes": [str(i) for i in ids],
+            "stages": {s: [seconds.get((i, s), 0.0) for i in ids] for s in order}}
+
+
+def index_sizes(wh: Warehouse) -> list[dict]:
+    """Files, rows and bytes of the current version of every Delta table."""
+    out = []
+    for name in SCHEMAS:
+        files = wh.files(name)
+        size = int(pc.sum(files["size_bytes"]).as_py() or 0) if files.num_rows else 0
+        rows = int(pc.sum(files["num_records"]).as_py() or 0) if files.num_rows else 0
+        out.append({"table": name, "version": wh.version(name), "files": files.num_rows, "rows": rows,
+                    "bytes": size})
+    return out
+
+
+def batches_with_results(wh: Warehouse, limit: int = 10, per_query: int = 5) -> list[dict]:
+    """Recent query batches with the top results of each of their queries."""
+    out = []
+    for b in recent_batches(wh, limit):
+        results = batch_results(wh, b["batch_id"]).to_pylist()
+        rows = [{**{k: r[k] for k in ("query_id", "kind", "rank", "table_id", "path", "column", "score")},
+                 "evidence": r["evidence"]} for r in results if r["rank"] <= per_query]
+        out.append({**{k: b[k] for k in ("batch_id", "name", "standing", "snapshot_id", "queries", "results")},
+                    "created_at": b["created_at"].isoformat(timespec="seconds"), "rows": rows})
+    return out
+
+
+def recent_changes(wh: Warehouse, limit: int = 50) -> list[dict]:
+    return [{k: r[k] for k in ("name", "query_id", "snapshot_id", "previous_snapshot_id", "change", "table_id",
+                               "path", "column", "score", "previous_score")}
+            for r in standing_changes(wh).slice(0, limit).to_pylist()]
+
+
+def lake_tables(wh: Warehouse) -> list[dict]:
+    """Indexed lake tables of the latest snapshot (the search form's picker)."""
+    snaps = list_snapshots(wh)
+    if not snaps:
+        return []
+    cat = snaps[-1].read("catalog", columns=["table_id", "path", "status"])
+    cat = cat.filter(pc.equal(cat["status"], "ok")).sort_by("path")
+    return [{"table_id": r["table_id"], "path": r["path"]} for r in cat.to_pylist()]
+
+
+def page_data(wh: Warehouse) -> dict:
+    """Everything the page renders, or ``{"ready": False}`` before the first published snapshot."""
+    if not wh.exists() or not list_snapshots(wh):
+        return {"ready": False, "warehouse": wh.root}
+    status = warehouse_status(wh)
+    kinds = available_kinds()
+    return {"ready": True, "warehouse": wh.root, "status": status, "snapshots": snapshot_history(wh),
+            "timings": stage_timings(wh), "sizes": index_sizes(wh), "batches": batches_with_results(wh),
+            "changes": recent_changes(wh), "tables": lake_tables(wh), "kinds": kinds,
+            "methods": {k: list(method_choices(k) or ()) for k in kinds}}
+
+
+def evidence_text(evidence: str, limit: int = 160) -> str:
+    """A short one-line rendering of a result's evidence JSON."""
+    try:
+        value = json.loads(evidence or "{}")
+    except json.JSONDecodeError:
+        return evidence[:limit]
+    text = "; ".join(f"{k}: {json.dumps(v, separators=(',', ':'))}" for k, v in value.items())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

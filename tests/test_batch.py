@@ -1,0 +1,204 @@
+"""Query batches and standing queries on a real warehouse built by the refresh stages from part of the sample lake.
+
+The warehouse is built by the stages n-ary search needs (scan, profile, xash) and published as a snapshot, so the
+batches run the real ``Lakescout.nary`` search; results are compared with that search called directly.
+"""
+from __future__ import annotations
+
+import collections
+import importlib
+import os
+import shutil
+
+import pyarrow.compute as pc
+import pytest
+
+import discovery
+from discovery.api import Lakescout
+from discovery.batch import (BatchError, available_kinds, batch_results, parse_spec, pinned_snapshots, run_batch,
+                             run_standing, save_standing, standing_changes, standing_queries, validate_batch)
+from discovery.config import load_config
+from discovery.demo_lake import load_ground_truth
+from discovery.refresh import StageContext, begin_refresh, publish_snapshot
+from discovery.store import Warehouse, new_attempt_token
+
+pytestmark = [pytest.mark.spark, pytest.mark.skipif(not hasattr(Lakescout, "nary"), reason="n-ary search absent")]
+
+NARY_STAGES = ("scan", "profile", "xash")
+
+
+def refresh_for_nary(spark, warehouse: str, lake: str) -> int:
+    """Run the refresh stages n-ary search reads (scan, profile, xash) and publish; returns the snapshot id."""
+    from spark_jobs.common import execute
+    from spark_jobs.stages import STAGES
+
+    refresh_id = begin_refresh(warehouse)
+    config = load_config(None)
+    for stage in NARY_STAGES:
+        module = importlib.import_module(f"spark_jobs.{STAGES[stage]}")
+        ctx = StageContext(warehouse, lake, refresh_id, new_attempt_token(), False, config)
+        assert execute(spark, module.STAGE, module.run, ctx) == 0, stage
+    return publish_snapshot(warehouse, refresh_id, lake)["snapshot_id"]
+
+
+def nary_lake(demo_lake: str, dest: str) -> dict:
+    """Copy one n-ary query table, the tables joinable with it and the broken files; return the query."""
+    gt = load_ground_truth(demo_lake)
+    groups = collections.defaultdict(list)
+    for r in gt["nary"]:
+        groups[(r["query_table"], tuple(r["query_columns"]))].append(r)
+    (query, key), rows = max(groups.items(), key=lambda kv: (len(kv[1]), kv[0]))
+    lake_tables = sorted({r["lake_table"] for r in rows if r["joinable_tuples"] > 0})[:12]
+    for rel in [query, *lake_tables, *(b["path"] for b in gt["broken"])]:
+        os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
+        shutil.copy2(os.path.join(demo_lake, rel), os.path.join(dest, rel))
+    return {"query": query, "key": list(key), "tables": lake_tables, "lake": dest}
+
+
+@pytest.fixture(scope="module")
+def nary_env(spark, demo_lake, tmp_path_factory):
+    root = tmp_path_factory.mktemp("batch")
+    env = nary_lake(demo_lake, str(root / "lake"))
+    env["warehouse"] = str(root / "wh")
+    env["snapshot"] = refresh_for_nary(spark, env["warehouse"], env["lake"])
+    return env
+
+
+def _count(wh: str, table: str) -> int:
+    return Warehouse(wh).read(table).num_rows
+
+
+# -- validation -----------------------------------------------------------------------------------------------------
+def test_available_kinds_are_the_installed_search_methods():
+    kinds = available_kinds()
+    assert "nary" in kinds
+    assert all(hasattr(Lakescout, k) for k in kinds)
+
+
+@pytest.mark.parametrize("query_patch, field", [
+    ({"kind": "fuzzy"}, "kind"),
+    ({"query": "no/such/file.csv"}, "query"),
+    ({"query": 999999}, "query"),
+    ({"key": ["country", "no_such_column"]}, "key"),
+    ({"k": 0}, "k"),
+    ({"k": "ten"}, "k"),
+    ({"method": "quantum"}, "method"),
+    ({"colour": "blue"}, "colour"),
+    ({"initial_column": "nope"}, "initial_column"),
+])
+def test_a_bad_query_is_refused_naming_query_and_field(nary_env, query_patch, field):
+    good = {"id": "good", "kind": "nary", "query": nary_env["query"], "key": nary_env["key"], "k": 3}
+    bad = {"id": "bad", "kind": "nary", "query": nary_env["query"], "key": nary_env["key"], **query_patch}
+    before = _count(nary_env["warehouse"], "query_results")
+    with pytest.raises(BatchError) as err:
+        run_batch(nary_env["warehouse"], {"queries": [good, bad]})
+    message = str(err.value)
+    assert "query 1 (id 'bad')" in message and repr(field) in message, message
+    assert _count(nary_env["warehouse"], "query_results") == before  # nothing of the good query was written
+
+
+def test_unavailable_kinds_are_refused_at_validation(nary_env):
+    for kind in {"union", "join", "nary"} - set(available_kinds()):
+        with pytest.raises(BatchError, match="not available"):
+            parse_spec([{"kind": kind, "query": nary_env["query"]}])
+
+
+@pytest.mark.parametrize("spec, text", [
+    ({"queries": []}, "non-empty"),
+    ({"queries": [{"kind": "nary", "query": "x"}], "extra": 1}, "unknown field"),
+    ({"queries": [{"id": "a", "kind": "nary", "query": "x"}, {"id": "a", "kind": "nary", "query": "y"}]},
+     "duplicate"),
+    ({"queries": [{"kind": "nary", "query": "x", "k": 1, "params": {"k": 2}}]}, "both inline"),
+    ({"snapshot_id": "latest", "queries": [{"kind": "nary", "query": "x"}]}, "snapshot_id"),
+    ("[not json", "not valid JSON"),
+])
+def test_malformed_specs_are_refused(spec, text):
+    with pytest.raises(BatchError, match=text):
+        parse_spec(spec)
+
+
+def test_missing_required_parameter_and_unknown_snapshot(nary_env):
+    with pytest.raises(BatchError, match="'key' is required"):
+        validate_batch(nary_env["warehouse"], [{"kind": "nary", "query": nary_env["query"]}])
+    with pytest.raises(BatchError, match="snapshot_id"):
+        validate_batch(nary_env["warehouse"], {"snapshot_id": 4242, "queries": [
+            {"kind": "nary", "query": nary_env["query"], "key": nary_env["key"]}]})
+
+
+# -- running ----------------------------------------------------------------------------------------------------------
+def test_batch_results_equal_the_search_and_are_committed_once(nary_env):
+    wh = nary_env["warehouse"]
+    spec = {"name": "nightly", "queries": [
+        {"id": "by-path", "kind": "nary", "query": nary_env["query"], "key": nary_env["key"], "k": 5},
+        {"id": "exhaustive", "kind": "nary", "query": nary_env["query"],
+         "params": {"key": ",".join(nary_env["key"]), "k": 3, "method": "exhaustive"}},
+    ]}
+    version = Warehouse(wh).version("query_results")
+    summary = run_batch(wh, spec, batch_id="b-equal")
+    assert Warehouse(wh).version("query_results") == version + 1      # one commit for the whole batch
+    ls = discovery.open(wh)
+    rows = batch_results(wh, "b-equal")
+    for qid, k, method in (("by-path", 5, "mate"), ("exhaustive", 3, "exhaustive")):
+        direct = ls.nary(nary_env["query"], nary_env["key"], k=k, method=method)["results"]
+        mine = rows.filter(pc.equal(rows["query_id"], qid)).to_pylist()
+        assert [(r["rank"], r["table_id"], r["path"], r["score"]) for r in mine] == \
+            [(r["rank"], r["table_id"], r["path"], float(r["joinability"])) for r in direct]
+        assert all(r["snapshot_id"] == nary_env["snapshot"] and r["kind"] == "nary" for r in mine)
+        assert all("mapping" in r["evidence"] for r in mine)
+    assert summary["results"] == rows.num_rows > 0
+    assert [q["id"] for q in summary["queries"]] == ["by-path", "exhaustive"]
+    # the same batch id again: the recorded summary, no second commit
+    assert run_batch(wh, spec, batch_id="b-equal") == summary
+    assert Warehouse(wh).version("query_results") == version + 1
+
+
+def test_a_lake_table_id_query_leaves_itself_out(nary_env):
+    wh = nary_env["warehouse"]
+    cat = Warehouse(wh).read("catalog")
+    tid = cat.filter(pc.equal(cat["path"], nary_env["query"]))["table_id"][0].as_py()
+    run_batch(wh, [{"kind": "nary", "query": tid, "key": nary_env["key"], "k": 10}], batch_id="b-self")
+    rows = batch_results(wh, "b-self")
+    assert rows.num_rows > 0 and tid not in rows.column("table_id").to_pylist()
+
+
+# -- standing queries -------------------------------------------------------------------------------------------------
+def test_standing_query_records_changes_between_snapshots(nary_env, spark):
+    wh, lake = nary_env["warehouse"], nary_env["lake"]
+    spec = [{"id": "stores", "kind": "nary", "query": nary_env["query"], "key": nary_env["key"], "k": 20}]
+    with pytest.raises(BatchError, match="snapshot_id"):
+        save_standing(wh, "stores", {"snapshot_id": 1, "queries": spec})
+    with pytest.raises(BatchError, match="name"):
+        save_standing(wh, "Bad Name!", spec)
+    save_standing(wh, "stores", spec)
+    assert list(standing_queries(wh)) == ["stores"]
+
+    first = run_standing(wh, "stores")
+    assert first["previous_snapshot_id"] is None and first["changes"]["new"] == first["results"] > 0
+    before = {r["table_id"]: r for r in batch_results(wh, first["batch_id"]).to_pylist()}
+
+    # the lake changes: one result table disappears, one joinable table is added under a new name
+    dropped_path = nary_env["tables"][0]
+    os.remove(os.path.join(lake, dropped_path))
+    added = "copies/" + os.path.basename(nary_env["tables"][1])
+    os.makedirs(os.path.join(lake, "copies"), exist_ok=True)
+    shutil.copy2(os.path.join(lake, nary_env["tables"][1]), os.path.join(lake, added))
+    second_snapshot = refresh_for_nary(spark, wh, lake)
+
+    second = run_standing(wh, "stores")
+    assert second["snapshot_id"] == second_snapshot and second["previous_snapshot_id"] == first["snapshot_id"]
+    changes = standing_changes(wh, "stores")
+    latest = changes.filter(pc.equal(changes["snapshot_id"], second_snapshot)).to_pylist()
+    by_change = collections.defaultdict(set)
+    for c in latest:
+        by_change[c["change"]].add(c["path"])
+    after = {r["table_id"]: r for r in batch_results(wh, second["batch_id"]).to_pylist()}
+    expect_new = {r["path"] for t, r in after.items() if t not in before}
+    expect_dropped = {r["path"] for t, r in before.items() if t not in after}
+    assert added in expect_new and dropped_path in expect_dropped
+    assert by_change["new"] == expect_new and by_change["dropped"] == expect_dropped
+    assert second["changes"]["new"] == len(expect_new) and second["changes"]["dropped"] == len(expect_dropped)
+    # a re-run on the same snapshot records nothing more, and that snapshot is the one pinned for retention
+    n = standing_changes(wh).num_rows
+    assert run_standing(wh, "stores")["rerun"] is True
+    assert standing_changes(wh).num_rows == n
+    assert pinned_snapshots(wh) == {second_snapshot}

@@ -1,0 +1,89 @@
+"""The query_batch, standing_queries and lakescout_maintenance DAGs run by Airflow (`airflow dags test`, SQLite)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from discovery.api import Lakescout
+from discovery.batch import save_standing, standing_changes
+from discovery.store import Warehouse, list_snapshots
+
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow,
+              pytest.mark.skipif(not hasattr(Lakescout, "nary"), reason="n-ary search absent")]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.dirname(sys.executable)
+AIRFLOW = os.path.join(BIN, "airflow")
+
+
+@pytest.fixture(scope="module")
+def env(spark, demo_lake, tmp_path_factory):
+    from test_batch import nary_lake, refresh_for_nary
+
+    root = tmp_path_factory.mktemp("dags")
+    lake = nary_lake(demo_lake, str(root / "lake"))
+    warehouse = str(root / "wh")
+    refresh_for_nary(spark, warehouse, lake["lake"])
+    proc_env = dict(
+        os.environ,
+        AIRFLOW_HOME=str(root / "airflow"),
+        AIRFLOW__CORE__DAGS_FOLDER=os.path.join(ROOT, "dags"),
+        AIRFLOW__CORE__PLUGINS_FOLDER=os.path.join(ROOT, "plugins"),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        LAKESCOUT_LAKE=lake["lake"],
+        LAKESCOUT_WAREHOUSE=warehouse,
+        PYSPARK_PYTHON=sys.executable,
+        PATH=BIN + os.pathsep + os.environ.get("PATH", ""),
+    )
+    subprocess.run([AIRFLOW, "db", "migrate"], env=proc_env, check=True, capture_output=True, timeout=600)
+    return {**lake, "warehouse": warehouse, "env": proc_env}
+
+
+def _dags_test(env: dict, dag_id: str, conf: dict | None = None) -> subprocess.CompletedProcess:
+    cmd = [AIRFLOW, "dags", "test", dag_id]
+    if conf is not None:
+        cmd += ["-c", json.dumps(conf)]
+    return subprocess.run(cmd, env=env["env"], capture_output=True, text=True, timeout=600)
+
+
+def test_query_batch_dag_records_results(env):
+    conf = {"name": "dag-batch", "queries": [
+        {"id": "stores", "kind": "nary", "query": env["query"], "key": env["key"], "k": 4}]}
+    proc = _dags_test(env, "query_batch", conf)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    batches = Warehouse(env["warehouse"]).read("query_batches").to_pylist()
+    mine = [b for b in batches if b["name"] == "dag-batch"]
+    assert len(mine) == 1 and mine[0]["batch_id"].startswith("dag-") and mine[0]["results"] == 4
+    results = Warehouse(env["warehouse"]).read("query_results").to_pylist()
+    assert sorted(r["rank"] for r in results if r["batch_id"] == mine[0]["batch_id"]) == [1, 2, 3, 4]
+
+
+def test_query_batch_dag_fails_on_a_bad_query_before_writing(env):
+    before = Warehouse(env["warehouse"]).read("query_results").num_rows
+    conf = {"queries": [{"kind": "nary", "query": env["query"], "key": ["country", "no_such_column"]}]}
+    proc = _dags_test(env, "query_batch", conf)
+    out = proc.stdout + proc.stderr
+    assert "query 0 (id 'q1'): field 'key'" in out and "no_such_column" in out, out[-4000:]
+    assert "failed" in out.lower()
+    assert Warehouse(env["warehouse"]).read("query_results").num_rows == before
+
+
+def test_standing_queries_dag_records_the_diff_then_maintenance_keeps_it_queryable(env):
+    save_standing(env["warehouse"], "stores", [{"kind": "nary", "query": env["query"], "key": env["key"], "k": 6}])
+    proc = _dags_test(env, "standing_queries")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    changes = standing_changes(env["warehouse"], "stores").to_pylist()
+    assert len(changes) == 6 and {c["change"] for c in changes} == {"new"}
+
+    snapshots = [s.snapshot_id for s in list_snapshots(Warehouse(env["warehouse"]))]
+    proc = _dags_test(env, "lakescout_maintenance")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert "maintenance:" in out
+    assert [s.snapshot_id for s in list_snapshots(Warehouse(env["warehouse"]))] == snapshots
+    assert Lakescout(env["warehouse"]).nary(env["query"], env["key"], k=6)["results"]

@@ -1,0 +1,107 @@
+"""The pivots stage (PEXESO index rows) and semantic-join search served from a snapshot: exact, with evidence."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import discovery
+from discovery.demo_lake import load_ground_truth
+from discovery.join.stage import COLUMN_KEY_BASE, MODEL, PivotModel
+from discovery.join.pivots import map_to_pivots
+from discovery.store import Warehouse, load_snapshot, snapshot_model
+from discovery.vectors import query_value_vectors
+from discovery.query import resolve_query
+
+pytestmark = pytest.mark.spark
+
+
+def _brute_force(snap, qvec: np.ndarray, tau: float, T: float, exclude: int | None) -> dict[tuple[int, int], int]:
+    vv = snap.read("value_vectors", columns=["table_id", "ordinal", "vector"])
+    mat = np.asarray(vv.column("vector").to_pylist(), dtype=np.float64)
+    keys = vv.column("table_id").to_numpy() * COLUMN_KEY_BASE + vv.column("ordinal").to_numpy()
+    q = qvec.astype(np.float64)
+    radius = tau * 2.0
+    # Gram-matrix distances find the candidates; pairs near the threshold are decided on explicit differences.
+    approx = (q * q).sum(1)[:, None] + (mat * mat).sum(1)[None, :] - 2.0 * q @ mat.T
+    hit = approx <= radius * radius - 1e-9
+    for i, j in zip(*np.nonzero(np.abs(approx - radius * radius) <= 1e-9)):
+        hit[i, j] = np.sqrt(((q[i] - mat[j]) ** 2).sum()) <= radius
+    out = {}
+    need = int(np.ceil(T * len(qvec) - 1e-9))
+    for key in np.unique(keys):
+        t, o = divmod(int(key), COLUMN_KEY_BASE)
+        if t == exclude:
+            continue
+        n = int(hit[:, keys == key].any(axis=1).sum())
+        if n >= max(need, 1):
+            out[(t, o)] = n
+    return out
+
+
+def test_mappings_are_the_pivot_distances_of_every_value_vector(indexed_lake):
+    _, wh = indexed_lake
+    snap = load_snapshot(Warehouse(wh))
+    model = PivotModel.from_stored(snapshot_model(snap, MODEL))
+    keys = ["table_id", "ordinal", "value"]
+    vv = snap.read("value_vectors", columns=keys + ["vector"]).sort_by([(k, "ascending") for k in keys])
+    pm = snap.read("pivot_mappings").sort_by([(k, "ascending") for k in keys])
+    assert vv.num_rows == pm.num_rows > 0
+    assert vv.select(keys).equals(pm.select(keys))
+    mapped = map_to_pivots(np.asarray(vv.column("vector").to_pylist(), np.float32), model.pivots, model.metric)
+    stored = np.asarray(pm.column("distances").to_pylist())
+    assert np.allclose(stored, mapped, atol=1e-6)
+    assert np.array_equal(pm.column("cell").to_numpy(), model.grid.leaf_cells(stored.astype(np.float32)))
+    assert set(pm.column("model_version").to_pylist()) == {model.version}
+
+
+@pytest.mark.parametrize("tau,T", [(0.06, 0.6), (0.15, 0.3), (0.25, 0.8)])
+def test_join_search_equals_brute_force(indexed_lake, tau, T):
+    lake, wh = indexed_lake
+    ls = discovery.open(wh)
+    for q in load_ground_truth(lake)["join"][:3]:
+        query = resolve_query(ls.snapshot, q["query_table"])
+        qvec = query_value_vectors(ls.snapshot, query, q["query_column"]).vectors
+        expected = _brute_force(ls.snapshot, qvec, tau, T, query.table_id)
+        for method in ("pexeso", "pexeso-h", "exact"):
+            out = ls.join(q["query_table"], q["query_column"], tau=tau, T=T, method=method)
+            got = {(r["table_id"], _ordinal(ls, r)): r["matched"] for r in out["results"]}
+            assert got == expected, (method, q["query_table"])
+            assert all(d <= tau * 2.0 + 1e-9 for r in out["results"] for _, _, d in r["matches"])
+        top = ls.join(q["query_table"], q["query_column"], tau=tau, T=0.0, top_k=3)
+        best = sorted(_brute_force(ls.snapshot, qvec, tau, 0.0, query.table_id).items(),
+                      key=lambda kv: (-kv[1], kv[0][0] * COLUMN_KEY_BASE + kv[0][1]))[:3]
+        assert [r["matched"] for r in top["results"]] == [n for _, n in best]
+
+
+def _ordinal(ls, result) -> int:
+    cols = ls.snapshot.read("columns", columns=["table_id", "ordinal", "name"]).to_pylist()
+    return next(c["ordinal"] for c in cols if c["table_id"] == result["table_id"] and c["name"] == result["column"])
+
+
+def test_join_cli_shape_and_errors(indexed_lake):
+    lake, wh = indexed_lake
+    q = load_ground_truth(lake)["join"][0]
+    lakescout = os.path.join(os.path.dirname(sys.executable), "lakescout")
+    run = lambda *a: subprocess.run([lakescout, "join", "--warehouse", wh, *a], capture_output=True, text=True,  # noqa: E731
+                                    timeout=300)
+    proc = run("--query", q["query_table"], "--column", q["query_column"], "--tau", "0.2", "--T", "0.2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert {"snapshot_id", "query", "method", "results", "stats"} <= set(out)
+    for r in out["results"]:
+        assert {"rank", "table_id", "path", "column", "joinability", "matches"} <= set(r)
+        assert all(len(m) == 3 for m in r["matches"])
+    bad_col = run("--query", q["query_table"], "--column", "no such column")
+    assert bad_col.returncode == 2 and "has no column 'no such column'" in bad_col.stderr
+    numeric = next(t for t in load_ground_truth(lake)["tables"] if t["role"] == "nary")
+    cols = discovery.open(wh).snapshot.read("columns").to_pylist()
+    num_col = next((c for c in cols if c["type"] in ("int", "float")), None)
+    path = dict((r["table_id"], r["path"]) for r in discovery.open(wh).snapshot.read("catalog").to_pylist())
+    proc = run("--query", path[num_col["table_id"]], "--column", num_col["name"])
+    assert proc.returncode == 2 and "semantic join compares string values" in proc.stderr
+    assert numeric  # the lake has n-ary tables to draw from

@@ -1,0 +1,138 @@
+"""Maintenance on a real Delta warehouse: retention, compaction sorted by table_id, vacuum, and time travel after it.
+
+The warehouse is written through the store's own write path (worker data files, copy-on-write replacement of the rows
+of changed lake tables, one commit per refresh) and published with ``publish_snapshot``, like a refresh does.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from discovery.config import MaintenanceConfig
+from discovery.maintenance import refresh_in_progress, retain_snapshots, run_maintenance
+from discovery.refresh import begin_refresh, publish_snapshot
+from discovery.store import (INDEX_TABLES, SCHEMAS, Warehouse, WarehouseError, candidate_files, drop_table_ids,
+                             list_snapshots, load_snapshot, write_data_file)
+
+
+def _column_rows(ids: np.ndarray, tag: str, rng: np.random.Generator) -> pa.Table:
+    ids = np.repeat(ids, 30)
+    n = len(ids)
+    names = ["".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), 24)) for _ in range(n)]
+    return pa.table({
+        "table_id": pa.array(ids, pa.int64()), "content_hash": [tag] * n,
+        "ordinal": pa.array(np.arange(n) % 30, pa.int32()), "name": names, "type": ["string"] * n,
+        "non_null": pa.array(rng.integers(0, 1000, n), pa.int64()),
+        "distinct_count": pa.array(rng.integers(0, 1000, n), pa.int64()),
+        "null_fraction": rng.random(n), "key_candidate": rng.random(n) < 0.5,
+        "max_length": pa.array(rng.integers(1, 99, n), pa.int32())}, schema=SCHEMAS["columns"])
+
+
+def _refresh(wh: Warehouse, rng: np.random.Generator, changed: np.ndarray, tag: str, publish: bool = True) -> int:
+    """One refresh of the ``columns`` table: replace the rows of ``changed`` lake tables, as a stage does."""
+    refresh_id = begin_refresh(wh.root)
+    uri = wh.table_uri("columns")
+    adds, removes = [], []
+    for path in candidate_files(wh.files("columns"), changed):
+        touched, replacement = drop_table_ids(uri, path, changed, refresh_id, "profile", "t1")
+        if touched:
+            removes.append(path)
+            if replacement is not None:
+                adds.append(replacement)
+    for chunk in np.array_split(np.sort(changed), 4):
+        adds.append(write_data_file(uri, _column_rows(chunk, tag, rng), refresh_id, "profile", "t1"))
+    wh.commit("columns", adds, removes, refresh_id=refresh_id, stage="profile", attempt="t1")
+    if publish:
+        return publish_snapshot(wh.root, refresh_id, "/lake")["snapshot_id"]
+    return refresh_id
+
+
+@pytest.fixture
+def warehouse(tmp_path):
+    wh = Warehouse(str(tmp_path / "wh"))
+    rng = np.random.default_rng(11)
+    _refresh(wh, rng, np.arange(120), "h0")
+    for r in range(1, 6):
+        _refresh(wh, rng, rng.choice(120, 25, replace=False), f"h{r}")
+    return wh
+
+
+def _rows(table: pa.Table) -> list[tuple]:
+    """Rows in a canonical order (compaction reorders rows; their multiset must not change)."""
+    return sorted(tuple(repr(v) for v in r.values()) for r in table.to_pylist())
+
+
+def _state(wh: Warehouse) -> dict[int, dict[str, list[tuple]]]:
+    return {s.snapshot_id: {n: _rows(s.read(n)) for n in INDEX_TABLES} for s in list_snapshots(wh)}
+
+
+def _data_files(wh: Warehouse, name: str) -> set[str]:
+    folder = wh.table_uri(name)
+    return {f for f in os.listdir(folder) if f.endswith(".parquet")}
+
+
+def test_maintenance_keeps_time_travel_to_retained_snapshots(warehouse):
+    wh = warehouse
+    before = _state(wh)
+    ids = sorted(before)
+    files_before = _data_files(wh, "columns")
+    cfg = MaintenanceConfig(keep_snapshots=3, target_file_bytes=64 * 1024, min_small_files=4, refresh_guard_minutes=0)
+    report = run_maintenance(wh, cfg)
+    assert report["status"] == "ok"
+    assert report["snapshots_kept"] == ids[-3:] and report["snapshots_removed"] == ids[:-3]
+    for sid in ids[-3:]:
+        snap = load_snapshot(wh, sid)
+        for name, rows in before[sid].items():
+            assert _rows(snap.read(name)) == rows, (sid, name)
+    for sid in ids[:-3]:
+        with pytest.raises(WarehouseError):
+            load_snapshot(wh, sid)
+    # vacuum deleted files only older snapshots needed, and every file a retained snapshot reads is still there
+    remaining = _data_files(wh, "columns")
+    assert files_before - remaining
+    for sid in ids[-3:]:
+        assert all(os.path.exists(u) for u in load_snapshot(wh, sid).file_uris("columns"))
+    entry = next(t for t in report["tables"] if t["table"] == "columns")
+    assert entry["action"] == "zorder(table_id)" and entry["files_after"] < entry["files_before"]
+
+
+def test_compaction_leaves_files_sorted_and_narrow_by_table_id(warehouse):
+    wh = warehouse
+    cfg = MaintenanceConfig(keep_snapshots=2, target_file_bytes=48 * 1024, min_small_files=4, refresh_guard_minutes=0)
+    run_maintenance(wh, cfg)
+    files = wh.files("columns").sort_by("min.table_id").to_pylist()
+    assert len(files) > 1
+    for a, b in zip(files, files[1:]):
+        assert a["max.table_id"] <= b["min.table_id"]          # disjoint table_id ranges
+    # so replacing one lake table's rows touches one file (two when its rows straddle a boundary)
+    for tid in (0, 57, 119):
+        assert 1 <= len(candidate_files(wh.files("columns"), np.array([tid]))) <= 2
+    # and a refresh after maintenance still replaces rows correctly
+    rng = np.random.default_rng(5)
+    sid = _refresh(wh, rng, np.array([3, 57, 90]), "after")
+    cols = load_snapshot(wh, sid).read("columns")
+    hashes = dict(zip(cols["table_id"].to_pylist(), cols["content_hash"].to_pylist()))
+    assert cols.num_rows == 120 * 30 and all(hashes[t] == "after" for t in (3, 57, 90))
+
+
+def test_snapshot_retention_keeps_pinned_snapshots(warehouse):
+    ids = sorted(s.snapshot_id for s in list_snapshots(warehouse))
+    kept = retain_snapshots(warehouse, 2, pinned={ids[1]})
+    assert kept.kept == sorted({ids[1], *ids[-2:]}) and kept.pinned == [ids[1]]
+    assert sorted(s.snapshot_id for s in list_snapshots(warehouse)) == kept.kept
+    with pytest.raises(ValueError):
+        retain_snapshots(warehouse, 0)
+
+
+def test_maintenance_skips_while_a_refresh_is_committing(warehouse):
+    rng = np.random.default_rng(3)
+    _refresh(warehouse, rng, np.array([1, 2]), "running", publish=False)
+    from datetime import timedelta
+
+    assert refresh_in_progress(warehouse, timedelta(minutes=30)) is not None
+    report = run_maintenance(warehouse, MaintenanceConfig(refresh_guard_minutes=30))
+    assert report["status"] == "skipped" and "refresh" in report["reason"]
+    assert refresh_in_progress(warehouse, timedelta(0)) is None

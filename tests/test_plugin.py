@@ -1,0 +1,117 @@
+"""The Lake discovery FastAPI app through TestClient with Airflow's real auth manager (JWT) and a real warehouse."""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pytest
+
+from discovery.refresh import begin_refresh, publish_snapshot
+from discovery.store import SCHEMAS, Warehouse
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "plugins"))
+
+ROUTES = [("get", "/"), ("get", "/api/status"), ("get", "/static/chart.umd.min.js"), ("post", "/search")]
+
+
+@pytest.fixture
+def warehouse(tmp_path, monkeypatch):
+    """A published snapshot whose catalog holds one good and one failed lake table."""
+    wh = Warehouse(str(tmp_path / "wh"))
+    refresh_id = begin_refresh(wh.root)
+    now = datetime.now(timezone.utc)
+    base = {"format": "csv", "bytes": 10, "mtime_ns": 1, "content_hash": "h", "warnings": "[]", "encoding": "utf-8",
+            "delimiter": ",", "refresh_id": refresh_id, "indexed_at": now}
+    rows = [{**base, "table_id": 1, "path": "good/cities.csv", "rows": 3, "cols": 2, "status": "ok", "error": None},
+            {**base, "table_id": 2, "path": "bad/broken.csv", "rows": 0, "cols": 0, "status": "error",
+             "error": "malformed quoting on line 3"}]
+    wh.append_rows("catalog", pa.Table.from_pylist(rows, schema=SCHEMAS["catalog"]), refresh_id=refresh_id,
+                   stage="scan", attempt="t1")
+    publish_snapshot(wh.root, refresh_id, str(tmp_path / "lake"))
+    monkeypatch.setenv("LAKESCOUT_WAREHOUSE", wh.root)
+    return wh
+
+
+@pytest.fixture(scope="module")
+def auth():
+    from airflow.api_fastapi.app import create_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    manager = create_auth_manager()
+    return {"token": manager.generate_jwt(SimpleAuthManagerUser(username="ada", role="viewer"))}
+
+
+@pytest.fixture
+def client(auth):
+    from fastapi.testclient import TestClient
+    from lakescout_ui.app import create_app
+
+    return TestClient(create_app())
+
+
+@pytest.mark.parametrize("method, path", ROUTES)
+def test_anonymous_requests_are_refused(client, warehouse, method, path):
+    response = getattr(client, method)(path)
+    assert response.status_code == 401
+    assert "snapshot" not in response.text.lower()
+
+
+@pytest.mark.parametrize("method, path", ROUTES)
+def test_forged_tokens_are_refused(client, warehouse, method, path):
+    response = getattr(client, method)(path, headers={"Authorization": "Bearer not.a.jwt"})
+    assert response.status_code == 403
+
+
+def test_anonymous_browser_gets_a_login_link(client, warehouse):
+    response = client.get("/", headers={"Accept": "text/html"})
+    assert response.status_code == 401 and "/auth/login?next=" in response.text
+
+
+def test_page_for_a_logged_in_user_cookie_or_bearer(client, auth, warehouse):
+    by_cookie = client.get("/", cookies={"_token": auth["token"]})
+    by_header = client.get("/", headers={"Authorization": f"Bearer {auth['token']}"})
+    assert by_cookie.status_code == by_header.status_code == 200
+    page = by_cookie.text
+    assert "signed in as ada" in page
+    assert re.search(r'id="snapshot-id">1<', page)
+    assert "bad/broken.csv" in page and "malformed quoting on line 3" in page
+    assert 'id="sizes"' in page and "catalog" in page
+    assert "good/cities.csv (id 1)" in page                       # the search form's lake table picker
+    assert client.get("/static/chart.umd.min.js", cookies={"_token": auth["token"]}).text.startswith("/*!")
+    assert client.get("/static/../app.py", cookies={"_token": auth["token"]}).status_code == 404
+
+
+def test_status_json(client, auth, warehouse):
+    data = client.get("/api/status", headers={"Authorization": f"Bearer {auth['token']}"}).json()
+    assert data["ready"] and [s["snapshot_id"] for s in data["snapshots"]] == [1]
+    assert data["snapshots"][0]["ok"] == 1 and data["snapshots"][0]["error"] == 1
+    assert {s["table"] for s in data["sizes"]} == set(SCHEMAS)
+
+
+def test_search_form_errors_are_shown_not_raised(client, auth, warehouse):
+    from discovery.batch import available_kinds
+
+    cookies = {"_token": auth["token"]}
+    unknown = client.post("/search", data={"kind": "fuzzy", "table": "1"}, cookies=cookies)
+    assert unknown.status_code == 400 and "not available" in unknown.text
+    if available_kinds():
+        nothing = client.post("/search", data={"kind": available_kinds()[0]}, cookies=cookies)
+        assert nothing.status_code == 400 and "pick a lake table or upload a CSV" in nothing.text
+
+
+def test_page_before_the_first_snapshot(client, auth, tmp_path, monkeypatch):
+    monkeypatch.setenv("LAKESCOUT_WAREHOUSE", str(tmp_path / "empty"))
+    page = client.get("/", cookies={"_token": auth["token"]})
+    assert page.status_code == 200 and "No snapshot has been published yet" in page.text
+
+
+def test_plugin_registers_app_and_nav_entry():
+    from lakescout_plugin import LakescoutPlugin
+
+    assert LakescoutPlugin.fastapi_apps[0]["url_prefix"] == "/lakescout"
+    view = LakescoutPlugin.external_views[0]
+    assert view["name"] == "Lake discovery" and view["href"] == "/lakescout/" and view["destination"] == "nav"

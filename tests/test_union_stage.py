@@ -1,0 +1,133 @@
+"""The centroids stage (MLlib k-means + Algorithm 1 per table) and union search served from a snapshot."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import discovery
+from discovery.demo_lake import load_ground_truth
+from discovery.lake import list_lake
+from discovery.store import Warehouse, load_snapshot, snapshot_model
+from discovery.union import assign_to_centroids, unionability
+from discovery.union.stage import MODEL, CentroidModel
+from spark_jobs.refresh import refresh
+
+pytestmark = pytest.mark.spark
+
+
+def _vectors(snap):
+    cv = snap.read("column_vectors", columns=["table_id", "ordinal", "vector"])
+    mat = np.asarray(cv.column("vector").to_pylist(), dtype=np.float32)
+    return cv.column("table_id").to_numpy(), cv.column("ordinal").to_numpy(), mat
+
+
+def test_partitions_cover_every_column_once_with_true_counts(indexed_lake):
+    _, wh = indexed_lake
+    snap = load_snapshot(Warehouse(wh))
+    model = CentroidModel.from_stored(snapshot_model(snap, MODEL))
+    tids, ords, mat = _vectors(snap)
+    nearest = dict(zip(zip(tids.tolist(), ords.tolist()), assign_to_centroids(mat, model.centroids).tolist()))
+    members: dict[int, list[int]] = {}
+    for row in snap.read("centroid_partitions").to_pylist():
+        assert row["model_version"] == model.version
+        members.setdefault(row["table_id"], []).extend(row["member_ordinals"])
+        ids = [nearest[(row["table_id"], o)] for o in row["member_ordinals"]]
+        keys, counts = np.unique(ids, return_counts=True)
+        assert row["iw_centroid_ids"] == keys.tolist() and row["iw_counts"] == counts.tolist()
+    expected: dict[int, list[int]] = {}
+    for t, o in zip(tids.tolist(), ords.tolist()):
+        expected.setdefault(t, []).append(o)
+    assert {t: sorted(m) for t, m in members.items()} == {t: sorted(o) for t, o in expected.items()}
+    assert len(model.centroids) == max(2, round(np.sqrt(len(mat))))
+
+
+def test_exact_union_equals_brute_force_and_pgtus_finds_it(indexed_lake):
+    lake, wh = indexed_lake
+    ls = discovery.open(wh)
+    snap = ls.snapshot
+    tids, ords, mat = _vectors(snap)
+    gt = load_ground_truth(lake)
+    queries = sorted({r["query_table"] for r in gt["union"]})[:4]
+    catalog = snap.read("catalog", columns=["table_id", "path"])
+    ids = dict(zip(catalog.column("path").to_pylist(), catalog.column("table_id").to_pylist()))
+    for q in queries:
+        exact = ls.union(q, k=5, method="exact")
+        qid = ids[q]
+        qvec = mat[tids == qid][np.argsort(ords[tids == qid])]
+        brute = []
+        for t in np.unique(tids):
+            if t == qid:
+                continue
+            score = unionability(qvec, mat[tids == t], 0.7).score
+            if score > 0:
+                brute.append((-round(score, 5), int(t)))
+        brute.sort()
+        assert [(r["table_id"], round(r["score"], 5)) for r in exact["results"]] == \
+            [(t, -s) for s, t in brute[:5]]
+        assert all(r["table_id"] != qid for r in exact["results"])
+        for method in ("pgtus++", "pgtus", "starmie"):
+            got = ls.union(q, k=5, method=method)
+            assert [r["table_id"] for r in got["results"]] == [r["table_id"] for r in exact["results"]], method
+        assert len(ls.union(q, k=5, method="tactus")["results"]) > 0
+
+
+def test_incremental_assigns_new_tables_to_the_current_model_and_drift_retrains(spark, small_lake, demo_lake,
+                                                                                 fast_config, tmp_path):
+    wh = str(tmp_path / "wh")
+    refresh(spark, wh, small_lake, config_path=fast_config)
+    w = Warehouse(wh)
+    first = load_snapshot(w)
+    before = {(r["table_id"], r["partition_id"]): r for r in first.read("centroid_partitions").to_pylist()}
+    present = {f.path for f in list_lake(small_lake)}
+    broken = {r["path"] for r in load_ground_truth(demo_lake)["broken"]}
+    extra = [f.path for f in list_lake(demo_lake) if f.path not in present | broken and f.format == "csv"][:3]
+    for rel in extra[:2]:
+        os.makedirs(os.path.dirname(os.path.join(small_lake, rel)), exist_ok=True)
+        shutil.copy2(os.path.join(demo_lake, rel), os.path.join(small_lake, rel))
+    added = 2
+    refresh(spark, wh, small_lake, config_path=fast_config)
+    second = load_snapshot(w)
+    assert second.models[MODEL] == first.models[MODEL]  # no retrain: new columns assigned to the stored centroids
+    after = {(r["table_id"], r["partition_id"]): r for r in second.read("centroid_partitions").to_pylist()}
+    assert {k: v for k, v in after.items() if k in before} == before
+    assert len({t for t, _ in after} - {t for t, _ in before}) == added
+    runs = w.read("refresh_runs").to_pylist()
+    stage = [r for r in runs if r["refresh_id"] == second.refresh_id and r["stage"] == "centroids"][0]
+    assert stage["tables_processed"] == added
+    # A drift threshold below zero makes any new column "drift": the model is retrained and all tables rebuilt.
+    cfg = tmp_path / "drift.toml"
+    cfg.write_text(open(fast_config).read() + "\n[union]\ndrift_threshold = -1.0\n")
+    os.makedirs(os.path.dirname(os.path.join(small_lake, extra[2])), exist_ok=True)
+    shutil.copy2(os.path.join(demo_lake, extra[2]), os.path.join(small_lake, extra[2]))
+    refresh(spark, wh, small_lake, config_path=str(cfg))
+    third = load_snapshot(w)
+    assert third.models[MODEL] != second.models[MODEL]
+    rows = third.read("centroid_partitions")
+    assert set(rows.column("model_version").to_pylist()) == {third.models[MODEL]}
+
+
+def test_union_cli(indexed_lake):
+    lake, wh = indexed_lake
+    q = load_ground_truth(lake)["union"][0]["query_table"]
+    bin_dir = os.path.dirname(sys.executable)
+    proc = subprocess.run([os.path.join(bin_dir, "lakescout"), "union", "--warehouse", wh, "--query", q, "-k", "3",
+                           "--json"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert set(out) == {"snapshot_id", "query", "method", "results", "stats"}
+    assert out["method"] == "pgtus++" and len(out["results"]) == 3
+    r = out["results"][0]
+    assert set(r) == {"rank", "table_id", "path", "score", "alignment"} and r["rank"] == 1
+    assert all(len(a) == 3 for a in r["alignment"])
+    text = subprocess.run([os.path.join(bin_dir, "lakescout"), "union", "--warehouse", wh, "--query", q],
+                          capture_output=True, text=True, timeout=300).stdout
+    assert "exact matchings" in text and q not in text.split("\n", 1)[1]
+    bad = subprocess.run([os.path.join(bin_dir, "lakescout"), "union", "--warehouse", wh, "--query", "nope.csv"],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "neither a file nor a table of the lake" in bad.stderr

@@ -74,8 +74,8 @@ def bipartite_score(q: np.ndarray, t: np.ndarray) -> float:
     return float(sim[r, c].sum())
 
 
-def union_benchmark(table_epochs: int) -> dict:
-    root = DATA / "ugen_v1"
+def ugen_layout(root: Path) -> tuple[list[str], list[str], dict[str, set[str]]]:
+    """UGEN-V1's lake table names, query table names and the unionable lake tables of each query."""
     lake_names = sorted(p.name for p in (root / "datalake").glob("*.csv"))
     query_names = sorted(p.name for p in (root / "query").glob("*.csv"))
     truth: dict[str, set[str]] = {}
@@ -83,6 +83,12 @@ def union_benchmark(table_epochs: int) -> dict:
         for row in csv.DictReader(fh):
             if row["unionable"].strip() == "1":
                 truth.setdefault(row["query_table"], set()).add(row["data_lake_table"])
+    return lake_names, query_names, truth
+
+
+def union_benchmark(table_epochs: int) -> dict:
+    root = DATA / "ugen_v1"
+    lake_names, query_names, truth = ugen_layout(root)
     lake = [load_ugen_table(root / "datalake" / n) for n in lake_names]
     queries = [load_ugen_table(root / "query" / n) for n in query_names]
     lake_kinds = [[infer_kind(c) for c in t] for t in lake]

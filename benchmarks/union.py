@@ -25,7 +25,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
-import csv  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -35,7 +34,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import print_table, shared_path, write_result  # noqa: E402
-from benchmarks.encoders import infer_kind, load_ugen_table, metrics  # noqa: E402
+from benchmarks.encoders import infer_kind, load_ugen_table, metrics, ugen_layout  # noqa: E402
 from discovery.encoders import HashEncoder  # noqa: E402
 from discovery.union import UnionIndex  # noqa: E402
 from discovery.union.partitioning import partition_lake  # noqa: E402
@@ -53,13 +52,7 @@ def quality(taus: list[float], k: int) -> dict | None:
     if root is None:
         return None
     root = Path(root)
-    lake_names = sorted(p.name for p in (root / "datalake").glob("*.csv"))
-    query_names = sorted(p.name for p in (root / "query").glob("*.csv"))
-    truth: dict[str, set[str]] = {}
-    with open(root / "groundtruth.csv", newline="") as fh:
-        for row in csv.DictReader(fh):
-            if row["unionable"].strip() == "1":
-                truth.setdefault(row["query_table"], set()).add(row["data_lake_table"])
+    lake_names, query_names, truth = ugen_layout(root)
     encoder = HashEncoder()
 
     def encode(path: Path) -> np.ndarray:

@@ -22,7 +22,7 @@ from discovery.demo_lake import load_ground_truth
 from discovery.refresh import StageContext, begin_refresh, publish_snapshot
 from discovery.store import Warehouse, new_attempt_token
 
-pytestmark = [pytest.mark.spark, pytest.mark.skipif(not hasattr(Lakescout, "nary"), reason="n-ary search absent")]
+pytestmark = [pytest.mark.spark]
 
 NARY_STAGES = ("scan", "profile", "xash")
 

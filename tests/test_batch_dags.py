@@ -8,14 +8,13 @@ import sys
 
 import pytest
 
+from airflow_env import airflow_env
 from discovery.api import Lakescout
 from discovery.batch import save_standing, standing_changes
 from discovery.store import Warehouse, list_snapshots
 
-pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow,
-              pytest.mark.skipif(not hasattr(Lakescout, "nary"), reason="n-ary search absent")]
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
 AIRFLOW = os.path.join(BIN, "airflow")
 
@@ -28,18 +27,7 @@ def env(spark, demo_lake, tmp_path_factory):
     lake = nary_lake(demo_lake, str(root / "lake"))
     warehouse = str(root / "wh")
     refresh_for_nary(spark, warehouse, lake["lake"])
-    proc_env = dict(
-        os.environ,
-        AIRFLOW_HOME=str(root / "airflow"),
-        AIRFLOW__CORE__DAGS_FOLDER=os.path.join(ROOT, "dags"),
-        AIRFLOW__CORE__PLUGINS_FOLDER=os.path.join(ROOT, "plugins"),
-        AIRFLOW__CORE__LOAD_EXAMPLES="False",
-        AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": "local[2]"}),
-        LAKESCOUT_LAKE=lake["lake"],
-        LAKESCOUT_WAREHOUSE=warehouse,
-        PYSPARK_PYTHON=sys.executable,
-        PATH=BIN + os.pathsep + os.environ.get("PATH", ""),
-    )
+    proc_env = airflow_env(str(root / "airflow"), warehouse, lake["lake"])
     subprocess.run([AIRFLOW, "db", "migrate"], env=proc_env, check=True, capture_output=True, timeout=600)
     return {**lake, "warehouse": warehouse, "env": proc_env}
 

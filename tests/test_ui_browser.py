@@ -13,12 +13,11 @@ import urllib.request
 
 import pytest
 
-from discovery.api import Lakescout
+from airflow_env import airflow_env
 
 pytestmark = [
     pytest.mark.browser, pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow,
     pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="/usr/bin/chromium is not installed"),
-    pytest.mark.skipif(not hasattr(Lakescout, "nary"), reason="n-ary search absent"),
 ]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -61,19 +60,13 @@ def airflow_server(spark, demo_lake, tmp_path_factory):
     home.mkdir()
     (home / "passwords.json").write_text(json.dumps({USER: PASSWORD}))
     port = _free_port()
-    env = dict(
-        os.environ,
-        AIRFLOW_HOME=str(home),
-        AIRFLOW__CORE__DAGS_FOLDER=os.path.join(ROOT, "dags"),
-        AIRFLOW__CORE__PLUGINS_FOLDER=os.path.join(ROOT, "plugins"),
-        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+    env = airflow_env(
+        str(home), warehouse,
         AIRFLOW__CORE__UNIT_TEST_MODE="False",
         AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=f"{USER}:viewer",
         AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=str(home / "passwords.json"),
         AIRFLOW__API__BASE_URL=f"http://127.0.0.1:{port}",
         AIRFLOW__API_AUTH__JWT_SECRET="lakescout-browser-test-secret-of-a-reasonable-length-0123456789",
-        LAKESCOUT_WAREHOUSE=warehouse,
-        PATH=BIN + os.pathsep + os.environ.get("PATH", ""),
     )
     airflow = os.path.join(BIN, "airflow")
     subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)

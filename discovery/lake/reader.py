@@ -229,6 +229,7 @@ def _read_parquet(root: str, rel: str, limits: Limits) -> ParsedTable:
         try:
             as_text = col.cast(pa.string())
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+            # Nested Parquet types (lists, structs, maps) have no cast to string: index their Python rendering.
             as_text = pa.array([None if v is None else str(v) for v in col.to_pylist()], type=pa.string())
         cols.append(_clean(as_text, limits, name))
     return ParsedTable(names, cols, None, None, warnings)

@@ -37,6 +37,10 @@ demo: sample-lake
 	$(BIN)/airflow dags test lake_refresh > .airflow/demo-refresh.log 2>&1 || { tail -50 .airflow/demo-refresh.log; exit 1; }
 	@echo "lake_refresh DAG run finished (log: .airflow/demo-refresh.log)"
 	$(BIN)/lakescout status --warehouse $(LAKESCOUT_WAREHOUSE)
+	@echo; echo "== sample queries"
+	$(BIN)/lakescout union --warehouse $(LAKESCOUT_WAREHOUSE) --query finance/registers/firms.tsv -k 5
+	$(BIN)/lakescout join --warehouse $(LAKESCOUT_WAREHOUSE) --query partners/vendor_master.csv --column Vendor --T 0.3
+	$(BIN)/lakescout nary --warehouse $(LAKESCOUT_WAREHOUSE) --query retail/stores/store_locations_q1.csv --key country,city
 
 # Tools some tests use from Debian: Chromium (UI test) and docker-compose (validates docker-compose.yaml; no
 # container engine is needed).  Installed when missing and apt is usable (root on Debian); otherwise those tests skip.

@@ -1,7 +1,10 @@
-"""Semantic-join speed benchmark: PEXESO vs PEXESO-H vs blocked BLAS brute force (PEXESO 002, Table VII).
+"""Semantic-join benchmark: speed of PEXESO vs PEXESO-H vs blocked BLAS brute force (PEXESO 002, Table VII) on
+generated lakes, and (``--autofj``) quality on the AutoFJ fuzzy-join datasets with the shipped default encoder.
 
 Run: ``python benchmarks/join.py [--vectors 1000000] [--dims 128,48] [--queries 50] [--sweep-queries 4]
-[--pivots 7] [--levels 3]``.  Prints tables and writes ``benchmarks/results/join.json``.  Speed is reported as ratios
+[--pivots 7] [--levels 3]`` (speed) or ``python benchmarks/join.py --autofj [--workdir DIR] [--master local[2]]
+[--seed 0]`` (AutoFJ).  Prints tables and writes ``benchmarks/results/join.json``: the speed part every key but
+``autofj``, the AutoFJ part the key ``autofj``; each keeps the other's results.  Speed is reported as ratios
 against ``exact`` measured in the same run, on wall-clock and on process CPU time (the CPU ratio is the stable one
 on a shared machine); every run checks that the three methods return identical columns and joinabilities.  The
 first call of each compiled method (numba compilation, or loading its cache) is timed on its own and reported as
@@ -18,9 +21,41 @@ Generated lake geometry (explicit, see :func:`generate_lake`): entities lie on a
 dimensions rotated into ``dim`` dimensions, grouped in domains (entities of a domain are ~0.5 apart, unrelated
 entities ~sqrt(2)); a column draws entities from one domain; a value is its entity plus noise whose radius is
 calibrated so that ~80% of true matches (two values of the same entity) lie within tau = 6% of the maximum
-distance, the geometry the vectors issue expects of a trained encoder.  Query columns are fresh variants of a lake
-column's entities.  :func:`speed_on_vectors` takes any (vectors, column_ids, query columns) - real value vectors
-once encoders exist - and runs the same comparison.
+distance, the geometry an ideally calibrated trained encoder would give.  Query columns are fresh variants of a lake
+column's entities.  :func:`speed_on_vectors` takes any (vectors, column_ids, query columns) and runs the same
+comparison; the AutoFJ part runs it on real value vectors.
+
+AutoFJ (``../shared/benchmarks/autofj``, skipped with a message when missing): the 50 datasets' ``left.csv`` and
+``right.csv`` are copied into one lake as ``<Dataset>_left.csv`` / ``<Dataset>_right.csv`` and refreshed by the real
+pipeline (``spark_jobs.refresh.refresh``, every stage, the project's default configuration: the run refuses a
+``$LAKESCOUT_CONFIG`` or ``./lakescout.toml`` that changes it).  With ``--workdir`` lake and warehouse are kept there,
+and a warehouse that already has a snapshot is reused instead of refreshed.  tau and T are ``[join]``'s defaults.
+
+* ``refresh``: wall seconds of the refresh (SparkSession start-up excluded) and the seconds of every stage as
+  ``refresh_runs`` recorded them (``embed`` trains the join encoder and encodes every value), value vectors indexed,
+  model versions.
+* ``column_search``: each right table's ``title`` queried by its lake path (so it is left out of its own results)
+  with ``pexeso``: ``top-5`` (top-k at T = 0) and ``threshold`` (all columns reaching T).  ``own_left_rank1_share``:
+  share of datasets whose own left table ranks first; ``own_left_returned``: datasets returning it at all;
+  ``mean_results``: results per query.  ``equi raw`` / ``equi normalised``: the same for an equi-join, ranking the 99
+  other tables by distinct shared titles, exact or after normalisation (ties rank ahead of the own left table; a
+  result is a table sharing a title).
+* ``value_pairs``: precision / recall / F1 of predicted (right title, left title) pairs against ``gt.csv``, micro
+  (pooled counts) and macro (mean per dataset; no prediction scores precision 0).  ``pexeso``: every pair of the
+  query column and its own left title column within tau; ``pexeso best match``: each right value with its nearest
+  left value within tau (AutoFJ's many-to-one task).  The pairs are computed on the two columns' stored vectors with
+  the search's own distance (the canonical float64 sum), because a search result carries one witness per matched
+  query value; the run checks that their matched-value count equals the search's ``matched`` whenever the own left
+  table is a result.  The index stores values normalised (:func:`discovery.normalize.normalize_array`, the first
+  step of the encoders' ``prepare_strings``): a predicted pair of normalised values stands for every raw spelling
+  of each in the CSVs, and the raw pairs are compared with ``gt.csv``'s raw pairs.  ``equi raw`` pairs equal raw
+  titles, ``equi normalised`` titles equal after that normalisation.
+* ``geometry``: distances, as fractions of the maximum distance, between the stored value vectors of the
+  ground-truth pairs (those whose normalised titles are both indexed) and of 50,000 seeded random pairs of lake
+  value vectors: percentiles 10/50/90 and share within tau.
+* ``search``: the 50 right-title columns' stored vectors searched against the whole index (all 100 tables, so each
+  finds its own column too) at tau and T: the survivor shares above, distance computations and latency per method,
+  with ``cpu_ratio_to_exact`` the process-CPU-time ratio pexeso : pexeso-h : exact; the three methods must agree.
 """
 from __future__ import annotations
 
@@ -30,15 +65,29 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import csv  # noqa: E402
 import json  # noqa: E402
+import shutil  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
+from collections import defaultdict  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from discovery.join import JoinIndex, map_to_pivots, select_pivots  # noqa: E402
+import discovery  # noqa: E402
+from benchmarks.common import print_table, shared_path  # noqa: E402
+from discovery.config import Config, load_config  # noqa: E402
+from discovery.encoders.hash_encoder import prepare_strings  # noqa: E402
+from discovery.join import JoinIndex, chord_threshold, map_to_pivots, max_distance, select_pivots  # noqa: E402
+from discovery.join.metric import canonical_squared, from_chord  # noqa: E402
+from discovery.join.service import loaded_index  # noqa: E402
+from discovery.join.stage import COLUMN_KEY_BASE  # noqa: E402
+from discovery.store import Warehouse, list_snapshots  # noqa: E402
+from spark_jobs.common import spark_session  # noqa: E402
+from spark_jobs.refresh import refresh  # noqa: E402
 
 METHODS = ("pexeso", "pexeso-h", "exact")
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -230,6 +279,284 @@ def run_geometry(args, dim, full_sweeps):
     return out
 
 
+
+# AutoFJ: quality and real-vector geometry on a lake refreshed by the real pipeline ----------------------------------
+
+AUTOFJ_TOP_K = 5
+AUTOFJ_TAUS = (0.02, 0.03, 0.045, 0.06, 0.09)
+RANDOM_PAIRS = 50_000
+
+
+def _titles(path):
+    """The ``title`` cells of an AutoFJ CSV, as written."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return [row["title"] for row in csv.DictReader(fh)]
+
+
+def _gold(path):
+    """Ground-truth (right title, left title) pairs, as written."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return {(row["title_r"], row["title_l"]) for row in csv.DictReader(fh)}
+
+
+def _normalised(strings):
+    """Strings as the index stores them: the normalisation the encoders start from (nulls and null tokens: "")."""
+    return prepare_strings(strings, canonicalize=False)
+
+
+EQUI_KEYS = {"raw": list, "normalised": _normalised}
+
+
+def _raw_pairs(pairs, raw_r, raw_l, key):
+    """Raw (right, left) title pairs whose keys ``pairs`` pairs, with every raw spelling of each key."""
+    spelled_r, spelled_l = defaultdict(set), defaultdict(set)
+    for spelled, raw in ((spelled_r, raw_r), (spelled_l, raw_l)):
+        for s, k in zip(raw, key(raw)):
+            spelled[k].add(s)
+    return {(a, b) for kr, kl in pairs for a in spelled_r[kr] for b in spelled_l[kl]}
+
+
+def _scores(tp, predicted, gold):
+    p, r = tp / predicted if predicted else 0.0, tp / gold if gold else 0.0
+    return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
+
+
+def _micro_macro(counts):
+    """Scores of per-dataset (true positives, predicted, gold) counts, micro- and macro-averaged."""
+    per = [_scores(*c) for c in counts]
+    return {"micro": _scores(*np.sum(counts, axis=0).tolist()),
+            "macro": {k: float(np.mean([s[k] for s in per])) for k in per[0]}}
+
+
+def _cross_squared(a, b):
+    """Squared distances of every row of ``a`` to every row of ``b``, summed in :func:`canonical_squared`'s float64
+    order: the values every join method decides ``<= tau`` on."""
+    acc = np.zeros((a.shape[0], b.shape[0]))
+    for j in range(a.shape[1]):
+        diff = a[:, j, None].astype(np.float64) - b[None, :, j].astype(np.float64)
+        acc += diff * diff
+    return acc
+
+
+def _distance_summary(sq, tau_sq, metric):
+    """Percentiles (as fractions of the maximum distance) and share within tau of squared chord distances."""
+    d = from_chord(np.sqrt(sq), metric) / max_distance(metric)
+    return {"pairs": int(sq.size), "distance_pct": {p: float(np.percentile(d, p)) for p in (10, 50, 90)},
+            "share_within_tau": float((sq <= tau_sq).mean())}
+
+
+def _autofj_warehouse(root, names, workdir, master):
+    """Lake of the 100 AutoFJ tables under ``workdir``, refreshed into its warehouse by the real pipeline (every
+    stage, default configuration) unless the warehouse already has a snapshot; returns (warehouse, refresh wall
+    seconds, or None when an existing snapshot was reused)."""
+    lake, wh = workdir / "lake", workdir / "warehouse"
+    lake.mkdir(parents=True, exist_ok=True)
+    for n in names:
+        for side in ("left", "right"):
+            if not (lake / f"{n}_{side}.csv").exists():
+                shutil.copyfile(root / n / f"{side}.csv", lake / f"{n}_{side}.csv")
+    if Warehouse(str(wh)).exists() and list_snapshots(Warehouse(str(wh))):
+        return str(wh), None
+    os.environ["LAKESCOUT_SPARK_MASTER"] = master
+    spark = spark_session("lakescout-bench-autofj")
+    spark.sparkContext.setLogLevel("ERROR")
+    t0 = time.perf_counter()
+    out = refresh(spark, str(wh), str(lake))
+    seconds = time.perf_counter() - t0
+    spark.stop()
+    if not out.get("published"):
+        raise RuntimeError(f"AutoFJ refresh failed: {out}")
+    return str(wh), seconds
+
+
+def autofj(args):
+    """The AutoFJ part (see the module docstring); returns its results, or None when the data is missing."""
+    root = shared_path("autofj")
+    if root is None:
+        return None
+    if load_config() != Config():
+        raise SystemExit("the AutoFJ benchmark measures the default configuration: unset LAKESCOUT_CONFIG and run "
+                         "outside a folder holding lakescout.toml")
+    root = Path(root)
+    names = sorted(d.name for d in root.iterdir() if (d / "gt.csv").is_file())
+    with tempfile.TemporaryDirectory() as tmp:
+        wh, wall = _autofj_warehouse(root, names, Path(args.workdir or tmp), args.master)
+        return _autofj_measure(root, names, wh, wall, args.seed)
+
+
+def _autofj_measure(root, names, wh, wall, seed):
+    cfg = load_config().join
+    tau, T = cfg.tau, cfg.T
+    ls = discovery.open(wh)
+    snap = ls.snapshot
+    run = next(r for r in ls.status()["refreshes"] if r["snapshot_id"] == snap.snapshot_id)
+    loaded = loaded_index(snap)
+    if loaded.model.n_partitions != 1:
+        raise RuntimeError("the AutoFJ lake is expected to fit one join-index partition")
+    index, metric = loaded.partition(0), loaded.model.metric
+    tau_sq = chord_threshold(tau, metric) ** 2
+    row_key = index.column_values[index.col]       # column key of every index row
+    row_value = loaded.values[0][index.order]      # its stored (normalised) string
+    catalog = snap.read("catalog", columns=["table_id", "path"]).to_pydict()
+    table_of = dict(zip(catalog["path"], catalog["table_id"]))
+    title_key = {c["table_id"]: c["table_id"] * COLUMN_KEY_BASE + c["ordinal"]
+                 for c in snap.read("columns", columns=["table_id", "ordinal", "name"]).to_pylist()
+                 if c["name"] == "title"}
+
+    def title_column(path):
+        rows = np.flatnonzero(row_key == title_key[table_of[path]])
+        return index.vectors[rows], row_value[rows]
+
+    refresh_out = {"wall_seconds": wall, "reused_snapshot": wall is None, "snapshot_id": snap.snapshot_id,
+                   "stage_seconds": {s["stage"]: s["seconds"] for s in run["stages"] if s["status"] == "ok"},
+                   "value_vectors": int(index.vectors.shape[0]), "dim": int(index.vectors.shape[1]),
+                   "models": snap.models}
+    print(f"\nAutoFJ: {len(names)} datasets, {2 * len(names)} lake tables, snapshot {snap.snapshot_id}: "
+          f"{refresh_out['value_vectors']} value vectors of dim {refresh_out['dim']}; refresh "
+          + ("reused" if wall is None else f"{wall:.0f}s") + ", stages (s): "
+          + ", ".join(f"{k} {v:.1f}" for k, v in refresh_out["stage_seconds"].items()))
+
+    raw = {f"{n}_{side}.csv": _titles(root / n / f"{side}.csv") for n in names for side in ("left", "right")}
+    keys = {k: {path: set(f(titles)) - {""} for path, titles in raw.items()} for k, f in EQUI_KEYS.items()}
+    rules = ["pexeso", "pexeso best match", *(f"equi {k}" for k in EQUI_KEYS)]
+    counts = {r: [] for r in rules}
+    top_mode = f"top-{AUTOFJ_TOP_K}"
+    search = {m: {"rank1": 0, "returned": 0, "results": 0}
+              for m in (top_mode, "threshold", *(f"equi {k}" for k in EQUI_KEYS))}
+    gold_sq, per_dataset, queries, kept = [], [], [], []
+    for n in names:
+        right, left = f"{n}_right.csv", f"{n}_left.csv"
+        gold = _gold(root / n / "gt.csv")
+        qv, qvalues = title_column(right)
+        lv, lvalues = title_column(left)
+        queries.append(qv)
+        sq = _cross_squared(qv, lv)
+        within = sq <= tau_sq
+        hit = within.any(axis=1)
+        nearest = sq.argmin(axis=1)
+        ranks = {}
+        for mode, out in ((top_mode, ls.join(right, "title", T=0.0, top_k=AUTOFJ_TOP_K)),
+                          ("threshold", ls.join(right, "title"))):
+            own = next((r for r in out["results"] if r["path"] == left), None)
+            if own is not None and own["matched"] != int(hit.sum()):
+                raise AssertionError(f"{n}: join_search matched {own['matched']}, the column pair {int(hit.sum())}")
+            ranks[mode] = None if own is None else own["rank"]
+            search[mode]["results"] += len(out["results"])
+        for k in EQUI_KEYS:  # rank by distinct shared keys among the 99 other tables, ties ranked ahead of the own
+            overlap = {p: len(keys[k][right] & s) for p, s in keys[k].items() if p != right}
+            own = overlap.pop(left)
+            ranks[f"equi {k}"] = 1 + sum(v >= own for v in overlap.values()) if own else None
+            search[f"equi {k}"]["results"] += sum(v > 0 for v in overlap.values()) + (own > 0)
+        for mode, rank in ranks.items():
+            search[mode]["returned"] += rank is not None
+            search[mode]["rank1"] += rank == 1
+        predicted = {"pexeso": {(qvalues[i], lvalues[j]) for i, j in zip(*np.nonzero(within))},
+                     "pexeso best match": {(qvalues[i], lvalues[nearest[i]]) for i in np.flatnonzero(hit)}}
+        predicted = {r: _raw_pairs(p, raw[right], raw[left], _normalised) for r, p in predicted.items()}
+        for k, f in EQUI_KEYS.items():
+            shared = keys[k][right] & set(f(raw[left]))
+            predicted[f"equi {k}"] = _raw_pairs({(x, x) for x in shared}, raw[right], raw[left], f)
+        for r in rules:
+            counts[r].append((len(predicted[r] & gold), len(predicted[r]), len(gold)))
+        kept.append((sq, qvalues, lvalues, raw[right], raw[left], gold))
+        at_r = {v: i for i, v in enumerate(qvalues)}
+        at_l = {v: j for j, v in enumerate(lvalues)}
+        gr, gl = zip(*gold)
+        gold_sq += [sq[at_r[a], at_l[b]] for a, b in zip(_normalised(list(gr)), _normalised(list(gl)))
+                    if a in at_r and b in at_l]
+        per_dataset.append({"dataset": n, "right_values": len(qvalues), "gold_pairs": len(gold),
+                            "own_left_joinability": float(hit.mean()), **{f"rank {m}": r for m, r in ranks.items()},
+                            **{f"f1 {r}": _scores(*counts[r][-1])["f1"] for r in rules}})
+
+    column_search = {m: {"own_left_rank1_share": v["rank1"] / len(names), "own_left_returned": v["returned"],
+                         "mean_results": v["results"] / len(names)} for m, v in search.items()}
+    print(f"\ncolumn search, {len(names)} queries (right title column; answer: its own left table), tau={tau}, "
+          f"threshold T={T}, top-{AUTOFJ_TOP_K} at T=0")
+    print_table([{"mode": m, **v} for m, v in column_search.items()],
+                ["mode", "own_left_rank1_share", "own_left_returned", "mean_results"])
+    value_pairs = {r: _micro_macro(c) for r, c in counts.items()}
+    print(f"\nvalue pairs (right title, left title) against gt.csv, tau={tau}")
+    print_table([{"rule": r, **{f"{a} {k[0].upper()}": v[a][k] for a in ("micro", "macro") for k in v[a]}}
+                 for r, v in value_pairs.items()],
+                ["rule", "micro P", "micro R", "micro F", "macro P", "macro R", "macro F"])
+
+    rng = np.random.default_rng(seed)
+    i = rng.integers(index.vectors.shape[0], size=RANDOM_PAIRS)
+    j = (i + rng.integers(1, index.vectors.shape[0], size=RANDOM_PAIRS)) % index.vectors.shape[0]
+    geometry = {"ground_truth": _distance_summary(np.asarray(gold_sq), tau_sq, metric),
+                "random": _distance_summary(canonical_squared(index.vectors[i], index.vectors[j]), tau_sq, metric)}
+    geometry["ground_truth"]["of_gold_pairs"] = sum(c[2] for c in counts["pexeso"])
+    print(f"\ndistances of the default encoder's value vectors (fraction of the maximum), tau={tau}")
+    print_table([{"pairs": k, "n": v["pairs"], **{f"p{p}": d for p, d in v["distance_pct"].items()},
+                  "within tau": v["share_within_tau"]} for k, v in geometry.items()],
+                ["pairs", "n", "p10", "p50", "p90", "within tau"])
+
+    first = first_calls(index, queries[0])
+    speed = speed_on_vectors(index, queries, tau, T)
+    speed["first_call_seconds"] = first
+    speed["pivot_filter_survivor_share"] = _pivot_filter_share(index, queries, tau, seed=seed)
+    speed["cpu_ratio_to_exact"] = {m: speed[m]["cpu_seconds"] / speed["exact"]["cpu_seconds"] for m in METHODS}
+    _print(f"search on the real vectors: {len(queries)} queries, tau={tau} T={T}, all 100 tables indexed, "
+           "methods agree", {"autofj": speed}, "lake")
+    print(f"Lemma 1 alone keeps {100 * speed['pivot_filter_survivor_share']:.3f}% of all pairs; CPU time "
+          + " : ".join(f"{speed['cpu_ratio_to_exact'][m]:.3f}" for m in METHODS) + " (" + " : ".join(METHODS) + ")")
+    geometry["pca_components_90"] = {"real": _components_90(index.vectors, seed),
+                                     "generated": _components_90(generate_lake(
+                                         n_vectors=50_000, dim=index.vectors.shape[1], seed=seed)[0], seed)}
+    print("principal components holding 90% of the variance: real value vectors "
+          f"{geometry['pca_components_90']['real']}, generated lake of the same dimension "
+          f"{geometry['pca_components_90']['generated']} (of {index.vectors.shape[1]})")
+    sweep = _tau_sweep(ls, names, kept, index, queries, metric, T)
+    return {"tau": tau, "T": T, "top_k": AUTOFJ_TOP_K, "datasets": len(names), "refresh": refresh_out,
+            "column_search": column_search, "value_pairs": value_pairs, "geometry": geometry, "search": speed,
+            "tau_sweep": sweep, "per_dataset": per_dataset}
+
+
+def _components_90(vectors, seed, sample=50_000):
+    """Principal components needed for 90% of the variance of (a seeded sample of) ``vectors``: the intrinsic
+    dimension that decides how much pivot distances can prune."""
+    rng = np.random.default_rng(seed)
+    x = vectors[rng.choice(vectors.shape[0], min(sample, vectors.shape[0]), replace=False)].astype(np.float64)
+    var = np.linalg.svd(x - x.mean(axis=0), compute_uv=False) ** 2
+    return int(np.searchsorted(np.cumsum(var) / var.sum(), 0.9) + 1)
+
+
+def _tau_sweep(ls, names, kept, index, queries, metric, T, taus=AUTOFJ_TAUS):
+    """Quality and speed against tau on the same lake: own-left rank-1 share (top-5), best-match pair scores and
+    the pexeso : exact CPU-time ratio with the distance computations of each."""
+    rows = []
+    for t in taus:
+        tau_sq = chord_threshold(t, metric) ** 2
+        counts = []
+        for sq, qvalues, lvalues, raw_r, raw_l, gold in kept:
+            hit = (sq <= tau_sq).any(axis=1)
+            best = _raw_pairs({(qvalues[i], lvalues[j]) for i, j in zip(np.flatnonzero(hit), sq.argmin(axis=1)[hit])},
+                              raw_r, raw_l, _normalised)
+            counts.append((len(best & gold), len(best), len(gold)))
+        rank1 = sum(next((r["rank"] for r in ls.join(f"{n}_right.csv", "title", tau=t, T=0.0, top_k=AUTOFJ_TOP_K)
+                          ["results"] if r["path"] == f"{n}_left.csv"), None) == 1 for n in names)
+        speed = speed_on_vectors(index, queries, t, T, methods=("pexeso", "exact"))
+        rows.append({"tau": t, "own_left_rank1_share": rank1 / len(names),
+                     **{f"best {k}": v for k, v in _micro_macro(counts)["micro"].items()},
+                     "pexeso:exact cpu": speed["pexeso"]["speedup_vs_exact_cpu"],
+                     "blocked%": 100 * speed["grid_blocking_survivor_share"],
+                     "dist pexeso": speed["pexeso"]["distance_computations"],
+                     "dist exact": speed["exact"]["distance_computations"]})
+    print(f"\ntau sweep (T={T} for speed; top-{AUTOFJ_TOP_K} for rank 1; best-match pairs, micro)")
+    print_table(rows, list(rows[0]))
+    return rows
+
+
+def _save(out, part=None):
+    """Write join.json: ``part`` (e.g. "autofj") replaces that key only; the speed run replaces every other key."""
+    path = RESULTS / "join.json"
+    old = json.loads(path.read_text()) if path.exists() else {}
+    new = {**old, part: out} if part else {**out, **{k: v for k, v in old.items() if k == "autofj"}}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(new, indent=1))
+    return path
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--vectors", type=int, default=1_000_000)
@@ -240,16 +567,23 @@ def main(argv=None):
     ap.add_argument("--pivots", type=int, default=7)
     ap.add_argument("--levels", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--autofj", action="store_true", help="run the AutoFJ quality part instead of the speed part")
+    ap.add_argument("--workdir", default=None, help="AutoFJ: keep lake and warehouse here (default: a temp dir)")
+    ap.add_argument("--master", default="local[2]", help="AutoFJ: Spark master of the refresh")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
+    if args.autofj:
+        out = autofj(args)
+        if out is not None:
+            out["total_seconds"] = time.perf_counter() - t0
+            print(f"\nwrote {_save(out, 'autofj')} in {out['total_seconds']:.0f}s")
+        return
     out = {"defaults": {"tau": 0.06, "T": 0.6, "pivots": args.pivots, "levels": args.levels,
                         "queries": args.queries, "sweep_queries": args.sweep_queries, "vectors": args.vectors}}
     for i, dim in enumerate(int(d) for d in args.dims.split(",")):
         out[f"d{dim}"] = run_geometry(args, dim, full_sweeps=i == 0)
     out["total_seconds"] = time.perf_counter() - t0
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "join.json").write_text(json.dumps(out, indent=1))
-    print(f"\nwrote {RESULTS / 'join.json'} in {out['total_seconds']:.0f}s")
+    print(f"\nwrote {_save(out)} in {out['total_seconds']:.0f}s")
 
 
 if __name__ == "__main__":

@@ -250,7 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--warehouse", required=True)
     j.add_argument("--query", required=True, help="query table: a file, a catalogued lake path or a lake table id")
     j.add_argument("--column", required=True, help="the query column to join on")
-    j.add_argument("--tau", type=float, default=None, help="distance threshold, fraction of the maximum (0.06)")
+    j.add_argument("--tau", type=float, default=None,
+                   help="distance threshold, fraction of the maximum (default [join] tau, 0.03)")
     j.add_argument("--T", type=float, default=None, help="share of query values that must match (0.6)")
     j.add_argument("--top-k", type=int, default=None, help="the k most joinable columns instead of all above T")
     j.add_argument("--method", default="pexeso", choices=["pexeso", "pexeso-h", "exact"])

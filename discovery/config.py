@@ -115,6 +115,13 @@ class JoinConfig:
     column's distinct values (PEXESO §V).  Pivots are reselected, and every mapping rebuilt, on the first build, a
     full rebuild or a new join-encoder version.  The index is split into JSD partitions when it would need more than
     ``memory_budget_mb`` in memory.
+
+    ``tau`` defaults to 3 % rather than the paper's 6 %: measured on AutoFJ (``benchmarks/join.py --autofj``, 50
+    right-table queries against the 100 tables) with the lake-trained ``join`` encoder, 3 % finds the own left table
+    first as often (0.78 vs 0.76 of queries) with a better one-to-one pair F1 (0.49 vs 0.46), while pivot filtering
+    and grid blocking keep 12 % instead of 30 % of the pairs, so PEXESO runs 5.8x faster than brute force instead of
+    1.3x.  The encoder's unrelated values start at about 19 % of the maximum distance (10th percentile), so a wider
+    tau mostly adds near-miss pairs that only slow blocking down.
     """
 
     n_pivots: int = 7
@@ -123,7 +130,7 @@ class JoinConfig:
     sample: int = 20_000
     memory_budget_mb: int = 2048
     seed: int = 0
-    tau: float = 0.06
+    tau: float = 0.03
     T: float = 0.6
 
 

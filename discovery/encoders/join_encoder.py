@@ -49,7 +49,9 @@ class JoinEncoderConfig:
     Measured choices on AutoFJ: a hinge on the positive distance (pull only the positives above a target such as
     0.04) instead of the mean squared distance, a wider negative margin (0.6-0.8), a heavier word weight and an
     importance initialised from the lake's inverse document frequencies all ranked true matches worse against random
-    pairs, so none of them is used.
+    pairs, so none of them is used.  Neither did 3000 steps, a unit-normalised n-gram bag, batches drawn from a few
+    columns each (harder in-batch negatives) or positives mined from the lake's own cross-table mutual nearest
+    neighbours: each leaves about half of the differing AutoFJ pairs closer than the 0.1 % quantile of random pairs.
     """
 
     dim: int = 48

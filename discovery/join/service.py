@@ -75,7 +75,7 @@ def loaded_index(snapshot: Snapshot) -> LoadedJoinIndex:
         return _CACHE[key]
 
 
-def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float = 0.06, T: float = 0.6,
+def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float = 0.03, T: float = 0.6,
                 top_k: int | None = None, method: str = "pexeso") -> dict:
     """Lake columns joinable with ``query``'s ``column``, in the JSON shape of ``lakescout join --json``."""
     if method not in METHODS:

@@ -9,14 +9,18 @@
    pairs, < 0.1 % of random pairs within tau) is measured on the pairs that differ after normalisation ("gt<=tau");
    "all gt<=tau" also counts the identical ones.  "ranking" is tau-free: the share of differing ground-truth pairs
    closer than the 0.1 % quantile of the random-pair distances, i.e. the best share any calibration of the same
-   geometry could put within tau at 0.1 % random pairs.
+   geometry could put within tau at 0.1 % random pairs; TF-IDF cosine over words and character 3-grams gives the
+   lexical reference for it.  A second ``join`` encoder is trained with InfoNCE alone (``alignment_weight`` and
+   ``margin_weight`` 0), the alternative setting :class:`JoinEncoderConfig` describes.  For each encoder and a range
+   of taus: nearest-value matching quality against ``gt.csv`` and the share of random pairs that 5-pivot filtering
+   (PEXESO Lemma 1) leaves, so quality and prunability are read side by side.
 
 3. ``--embed-stage``: the embed stage on ``../shared/benchmarks/fivethirtyeight`` (scan, profile, embed into a
    temporary warehouse on a local[2] SparkSession, then a second refresh with nothing changed); stage seconds from
    ``refresh_runs``, reported against the profile stage of the same run (which reads and profiles the same tables).
 
 Prints tables and writes ``benchmarks/results/encoders.json`` (parts not run keep their previous figures).  Usage:
-``python benchmarks/encoders.py [--table-epochs N] [--join-steps N]`` or
+``python benchmarks/encoders.py [--table-epochs N] [--join-steps N] [--autofj-only]`` or
 ``python benchmarks/encoders.py --embed-stage [--stage-join-steps N] [--stage-table-epochs N]``.
 """
 from __future__ import annotations
@@ -43,6 +47,9 @@ from discovery.encoders.hash_encoder import prepare_strings  # noqa: E402
 DATA = ROOT.parent / "shared" / "benchmarks"
 K = 10
 TAU = 0.12
+#: Match-quality taus, fractions of the maximum distance (PEXESO's 6 % and the range either side of it).
+MATCH_TAUS = (0.03, 0.06, 0.09, 0.12, 0.175, 0.25, 0.35)
+PIVOTS = 5
 
 
 def load_ugen_table(path: Path) -> list[list[str | None]]:
@@ -144,16 +151,93 @@ def union_benchmark(table_epochs: int) -> dict:
     return summary
 
 
+def _tfidf_matrix(strings: list[str], vocabulary: dict[str, int], idf: np.ndarray):
+    """Unit-normalised TF-IDF rows over word tokens and character 3-grams (the lexical reference model)."""
+    from collections import Counter
+
+    import scipy.sparse as sp
+
+    rows, cols, vals = [], [], []
+    for r, s in enumerate(strings):
+        for f, n in Counter(_lexical_features(s)).items():
+            j = vocabulary.get(f)
+            if j is not None:
+                rows.append(r)
+                cols.append(j)
+                vals.append(n * idf[j])
+    m = sp.csr_matrix((vals, (rows, cols)), shape=(len(strings), len(vocabulary)))
+    norms = np.sqrt(np.asarray(m.multiply(m).sum(axis=1)).ravel())
+    return sp.diags(1 / np.maximum(norms, 1e-12)) @ m
+
+
+def _lexical_features(s: str) -> list[str]:
+    padded = f" {s} "
+    return [padded[i:i + 3] for i in range(len(padded) - 2)] + ["w:" + w for w in s.split()]
+
+
+def lexical_ranking(lake: list[str], left: list[str], right: list[str], ra: np.ndarray, rb: np.ndarray) -> float:
+    """Tau-free ranking of TF-IDF cosine (words and character 3-grams, IDF over the lake's distinct values): the
+    share of ground-truth pairs (``left`` / ``right``, normalised) more similar than the 99.9 % quantile of random
+    pairs.  A sparse model of what the strings share: the reference a string encoder trained without labels is
+    measured against."""
+    from collections import Counter
+
+    from discovery.encoders.join_encoder import strip_punctuation
+
+    prepared = strip_punctuation(prepare_strings(lake, True))
+    df = Counter(f for s in prepared for f in set(_lexical_features(s)))
+    vocabulary = {f: j for j, f in enumerate(df)}
+    idf = np.log(len(prepared) / np.array([df[f] for f in vocabulary], dtype=np.float64))
+    a = _tfidf_matrix(strip_punctuation(left), vocabulary, idf)
+    b = _tfidf_matrix(strip_punctuation(right), vocabulary, idf)
+    v = _tfidf_matrix(prepared, vocabulary, idf)
+    gt = np.asarray(a.multiply(b).sum(axis=1)).ravel()
+    rand = np.asarray(v[ra].multiply(v[rb]).sum(axis=1)).ravel()
+    return float((gt > np.quantile(rand, 0.999)).mean())
+
+
+def matching_quality(enc, datasets: list[tuple[list[str], list[str], set[tuple[str, str]]]],
+                     pivot_distances: np.ndarray, ra: np.ndarray, rb: np.ndarray) -> dict[str, dict]:
+    """For each tau in MATCH_TAUS (fractions of the maximum distance 2): match every right value of a dataset to its
+    nearest left value if that lies within tau, then precision / recall / F1 against ``gt.csv`` (as in
+    ``benchmarks/join.py --autofj``); and the share of random lake pairs that Lemma 1 of PEXESO cannot prune with
+    PIVOTS random pivots (``max_p |d(x, p) - d(y, p)| <= tau``), the fraction of candidate pairs pivot filtering
+    leaves to verify at that tau."""
+    best, correct, n_gt = [], [], 0
+    for left, right, gt in datasets:
+        lv, rv = enc.encode_values(left), enc.encode_values(right)
+        dist = np.sqrt(np.maximum(2 - 2 * rv @ lv.T, 0))
+        nearest = dist.argmin(axis=1)
+        best.append(dist[np.arange(len(right)), nearest])
+        correct.append(np.array([(left[j], r) in gt for j, r in zip(nearest, right)], dtype=bool))
+        n_gt += len(gt)
+    best_d, hit = np.concatenate(best), np.concatenate(correct)
+    lower_bound = np.abs(pivot_distances[ra] - pivot_distances[rb]).max(axis=1)
+    out = {}
+    for frac in MATCH_TAUS:
+        within = best_d <= 2 * frac
+        tp = int(hit[within].sum())
+        p, r = tp / max(int(within.sum()), 1), tp / max(n_gt, 1)
+        out[f"{frac:g}"] = {"precision": p, "recall": r, "f1": 2 * p * r / max(p + r, 1e-12),
+                            "unpruned_by_pivots": float((lower_bound <= 2 * frac).mean())}
+    return out
+
+
 def distance_benchmark(join_steps: int) -> dict:
     root = DATA / "autofj"
     values: set[str] = set()
     pairs: list[tuple[str, str]] = []
+    datasets = []
     for d in sorted(p for p in root.iterdir() if p.is_dir()):
+        sides = []
         for side in ("left.csv", "right.csv"):
             with open(d / side, newline="", encoding="utf-8") as fh:
-                values.update(r["title"] for r in csv.DictReader(fh))
+                sides.append(sorted({r["title"] for r in csv.DictReader(fh)}))
+        values.update(sides[0] + sides[1])
         with open(d / "gt.csv", newline="", encoding="utf-8") as fh:
-            pairs.extend((r["title_l"], r["title_r"]) for r in csv.DictReader(fh))
+            gt = [(r["title_l"], r["title_r"]) for r in csv.DictReader(fh)]
+        pairs.extend(gt)
+        datasets.append((sides[0], sides[1], set(gt)))
     lake = sorted(values)
     left = prepare_strings([a for a, _ in pairs], True)
     right = prepare_strings([b for _, b in pairs], True)
@@ -162,17 +246,21 @@ def distance_benchmark(join_steps: int) -> dict:
     ra, rb = rng.integers(0, len(lake), 50_000), rng.integers(0, len(lake), 50_000)
     keep = ra != rb
     ra, rb = ra[keep], rb[keep]
+    pivots = np.random.default_rng(1).choice(len(lake), PIVOTS, replace=False)
 
-    t0 = time.perf_counter()
-    join = train_join_encoder(lake, JoinEncoderConfig(steps=join_steps))
-    train_seconds = time.perf_counter() - t0
+    encoders, summary = [("hash", HashEncoder())], {"join_steps": join_steps}
+    for name, config in (("join", JoinEncoderConfig(steps=join_steps)),
+                         ("join-infonce", JoinEncoderConfig(steps=join_steps, alignment_weight=0, margin_weight=0))):
+        t0 = time.perf_counter()
+        encoders.append((name, train_join_encoder(lake, config)))
+        summary[f"{name}_train_seconds"] = time.perf_counter() - t0
+    summary["join_version"] = encoders[1][1].version
 
     print(f"\nAutoFJ value distances: {len(pairs)} ground-truth pairs ({len(differ)} differ after normalisation), "
           f"{len(lake)} distinct lake values, {keep.sum()} random pairs; tau = {TAU} (6 % of max distance 2)")
-    print(f"{'encoder':<8}{'gt p10':>8}{'p50':>7}{'p90':>7}{'gt<=tau':>9}{'all gt<=tau':>12}"
-          f"{'rand p10':>10}{'p50':>7}{'p90':>7}{'rand<=tau':>11}")
-    summary = {"join_train_seconds": train_seconds, "join_steps": join_steps, "join_version": join.version}
-    for enc in (HashEncoder(), join):
+    print(f"{'encoder':<14}{'gt p10':>8}{'p50':>7}{'p90':>7}{'gt<=tau':>9}{'all gt<=tau':>12}"
+          f"{'rand p10':>10}{'p50':>7}{'p90':>7}{'rand<=tau':>11}{'ranking':>9}")
+    for name, enc in encoders:
         t0 = time.perf_counter()
         a = enc.encode_values([pairs[i][0] for i in range(len(pairs))])
         b = enc.encode_values([pairs[i][1] for i in range(len(pairs))])
@@ -185,15 +273,27 @@ def distance_benchmark(join_steps: int) -> dict:
                "all_gt_within_tau": float((dist <= TAU).mean()),
                "random_percentiles": np.percentile(rand, [10, 50, 90]).tolist(),
                "random_within_tau": float((rand <= TAU).mean()), "encode_seconds": encode_seconds,
-               "gt_within_random_quantile_0.001": float((gt <= np.quantile(rand, 0.001)).mean())}
-        summary[enc.kind] = row
+               "gt_within_random_quantile_0.001": float((gt <= np.quantile(rand, 0.001)).mean()),
+               "matching": matching_quality(enc, datasets, np.stack([np.linalg.norm(vecs - vecs[p], axis=1) for p in pivots], axis=1),
+                                            ra, rb)}
+        summary[name] = row
         g, r = row["gt_percentiles"], row["random_percentiles"]
-        print(f"{enc.kind:<8}{g[0]:>8.3f}{g[1]:>7.3f}{g[2]:>7.3f}{row['gt_within_tau']:>9.1%}"
-              f"{row['all_gt_within_tau']:>12.1%}{r[0]:>10.3f}{r[1]:>7.3f}{r[2]:>7.3f}{row['random_within_tau']:>11.3%}")
-    print("ranking (differing gt pairs closer than the 0.1 % quantile of random pairs): " + ", ".join(
-        f"{kind} {summary[kind]['gt_within_random_quantile_0.001']:.1%}" for kind in ("hash", "join")))
+        print(f"{name:<14}{g[0]:>8.3f}{g[1]:>7.3f}{g[2]:>7.3f}{row['gt_within_tau']:>9.1%}"
+              f"{row['all_gt_within_tau']:>12.1%}{r[0]:>10.3f}{r[1]:>7.3f}{r[2]:>7.3f}{row['random_within_tau']:>11.3%}"
+              f"{row['gt_within_random_quantile_0.001']:>9.1%}")
+    summary["tfidf_ranking"] = lexical_ranking(lake, [left[i] for i in differ], [right[i] for i in differ], ra, rb)
+    print(f"ranking = differing gt pairs closer than the 0.1 % quantile of random pairs; TF-IDF (words + char "
+          f"3-grams) on the same pairs: {summary['tfidf_ranking']:.1%}")
+    print(f"\nnearest left value per right value within tau: P / R / F1, and random pairs left by {PIVOTS}-pivot "
+          "filtering (Lemma 1)")
+    print(f"{'tau':>6}" + "".join(f"{name:>34}" for name, _ in encoders))
+    for frac in MATCH_TAUS:
+        cells = [summary[name]["matching"][f"{frac:g}"] for name, _ in encoders]
+        print(f"{frac:>6.1%}" + "".join(f"{c['precision']:>10.2f} /{c['recall']:.2f} /{c['f1']:.2f}  left {c['unpruned_by_pivots']:>6.1%}"
+                                        for c in cells))
     ratio = summary["join"]["encode_seconds"] / summary["hash"]["encode_seconds"]
-    print(f"join encoder training ({join_steps} steps): {train_seconds:.1f} s; encoding time join / hash: {ratio:.2f}x")
+    print(f"join encoder training ({join_steps} steps): {summary['join_train_seconds']:.1f} s; encoding time join / "
+          f"hash: {ratio:.2f}x")
     summary["encode_time_ratio_join_vs_hash"] = ratio
     return summary
 
@@ -257,6 +357,7 @@ def main() -> None:
     parser.add_argument("--table-epochs", type=int, default=20)
     parser.add_argument("--join-steps", type=int, default=JoinEncoderConfig().steps)
     parser.add_argument("--embed-stage", action="store_true", help="only time the embed stage on fivethirtyeight")
+    parser.add_argument("--autofj-only", action="store_true", help="skip the UGEN-V1 union ranking")
     parser.add_argument("--stage-join-steps", type=int, default=EmbedConfig().join_steps)
     parser.add_argument("--stage-table-epochs", type=int, default=EmbedConfig().table_epochs)
     args = parser.parse_args()
@@ -271,10 +372,10 @@ def main() -> None:
         if stage is not None:
             out["embed_stage"] = stage
     else:
-        if (DATA / "ugen_v1" / "groundtruth.csv").exists():
-            out["ugen_v1"] = union_benchmark(args.table_epochs)
-        else:
+        if not (DATA / "ugen_v1" / "groundtruth.csv").exists():
             print(f"skipping union benchmark: {DATA / 'ugen_v1'} not found")
+        elif not args.autofj_only:
+            out["ugen_v1"] = union_benchmark(args.table_epochs)
         if (DATA / "autofj").is_dir():
             out["autofj"] = distance_benchmark(args.join_steps)
         else:

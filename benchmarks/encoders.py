@@ -30,6 +30,7 @@ import csv
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,7 @@ from discovery.encoders import (HashEncoder, JoinEncoderConfig, TableEncoderConf
 from discovery.config import EmbedConfig  # noqa: E402
 from discovery.encoders.columns import parse_numbers  # noqa: E402
 from discovery.encoders.hash_encoder import prepare_strings  # noqa: E402
+from discovery.encoders.join_encoder import strip_punctuation  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "benchmarks"
 K = 10
@@ -153,8 +155,6 @@ def union_benchmark(table_epochs: int) -> dict:
 
 def _tfidf_matrix(strings: list[str], vocabulary: dict[str, int], idf: np.ndarray):
     """Unit-normalised TF-IDF rows over word tokens and character 3-grams (the lexical reference model)."""
-    from collections import Counter
-
     import scipy.sparse as sp
 
     rows, cols, vals = [], [], []
@@ -180,9 +180,6 @@ def lexical_ranking(lake: list[str], left: list[str], right: list[str], ra: np.n
     share of ground-truth pairs (``left`` / ``right``, normalised) more similar than the 99.9 % quantile of random
     pairs.  A sparse model of what the strings share: the reference a string encoder trained without labels is
     measured against."""
-    from collections import Counter
-
-    from discovery.encoders.join_encoder import strip_punctuation
 
     prepared = strip_punctuation(prepare_strings(lake, True))
     df = Counter(f for s in prepared for f in set(_lexical_features(s)))

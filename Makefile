@@ -17,7 +17,7 @@ export LAKESCOUT_WAREHOUSE ?= $(CURDIR)/warehouse
 export PATH := $(BIN):$(PATH)
 export PYSPARK_PYTHON := $(BIN)/python
 
-.PHONY: venv demo test sample-lake clean test-tools ui
+.PHONY: venv demo test sample-lake clean test-tools ui cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -39,7 +39,7 @@ demo: sample-lake
 	$(BIN)/lakescout status --warehouse $(LAKESCOUT_WAREHOUSE)
 	@echo; echo "== sample queries"
 	$(BIN)/lakescout union --warehouse $(LAKESCOUT_WAREHOUSE) --query finance/registers/firms.tsv -k 5
-	$(BIN)/lakescout join --warehouse $(LAKESCOUT_WAREHOUSE) --query partners/vendor_master.csv --column Vendor --T 0.3
+	$(BIN)/lakescout join --warehouse $(LAKESCOUT_WAREHOUSE) --query partners/vendor_master.csv --column Vendor
 	$(BIN)/lakescout nary --warehouse $(LAKESCOUT_WAREHOUSE) --query retail/stores/store_locations_q1.csv --key country,city
 
 # Tools some tests use from Debian: Chromium (UI test) and docker-compose (validates docker-compose.yaml; no
@@ -58,6 +58,16 @@ ui: venv
 	$(BIN)/airflow db migrate > .airflow-migrate.log 2>&1 || { cat .airflow-migrate.log; exit 1; }
 	@echo "Lake discovery: http://localhost:8080/plugin/lake-discovery (user admin, password in $(AIRFLOW_HOME)/simple_auth_manager_passwords.json.generated)"
 	AIRFLOW__API__PORT=8080 $(BIN)/airflow standalone
+
+# A Spark standalone cluster on this machine from the installed pyspark: master spark://127.0.0.1:7077 (web UI
+# http://127.0.0.1:8090) and two one-core workers, each its own JVM; executors run the venv's Python.  Then
+# `lakescout refresh --master spark://127.0.0.1:7077 ...`, or AIRFLOW_CONN_SPARK_DEFAULT pointing at it for the DAG.
+SPARK_CLUSTER_DIR ?= $(CURDIR)/build/spark-cluster
+cluster-up: venv
+	$(BIN)/python scripts/spark_cluster.py up --dir $(SPARK_CLUSTER_DIR)
+
+cluster-down:
+	$(BIN)/python scripts/spark_cluster.py down --dir $(SPARK_CLUSTER_DIR)
 
 test: venv test-tools
 	$(BIN)/pytest -q -rs $(PYTEST_ARGS)

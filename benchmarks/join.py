@@ -29,17 +29,17 @@ AutoFJ (``../shared/benchmarks/autofj``, skipped with a message when missing): t
 ``right.csv`` are copied into one lake as ``<Dataset>_left.csv`` / ``<Dataset>_right.csv`` and refreshed by the real
 pipeline (``spark_jobs.refresh.refresh``, every stage, the project's default configuration: the run refuses a
 ``$LAKESCOUT_CONFIG`` or ``./lakescout.toml`` that changes it).  With ``--workdir`` lake and warehouse are kept there,
-and a warehouse that already has a snapshot is reused instead of refreshed.  tau and T are ``[join]``'s defaults.
+and a warehouse that already has a snapshot is reused instead of refreshed.  tau is ``[join]``'s default, T 0.6.
 
 * ``refresh``: wall seconds of the refresh (SparkSession start-up excluded) and the seconds of every stage as
   ``refresh_runs`` recorded them (``embed`` trains the join encoder and encodes every value), value vectors indexed,
   model versions.
 * ``column_search``: each right table's ``title`` queried by its lake path (so it is left out of its own results)
-  with ``pexeso``: ``top-5`` (top-k at T = 0) and ``threshold`` (all columns reaching T).  ``own_left_rank1_share``:
-  share of datasets whose own left table ranks first; ``own_left_returned``: datasets returning it at all;
-  ``mean_results``: results per query.  ``equi raw`` / ``equi normalised``: the same for an equi-join, ranking the 99
-  other tables by distinct shared titles, exact or after normalisation (ties rank ahead of the own left table; a
-  result is a table sharing a title).
+  with ``pexeso``: ``top-5`` (the 5 most joinable columns) and ``threshold`` (all columns reaching T).
+  ``own_left_rank1_share``: share of datasets whose own left table ranks first; ``own_left_returned``: datasets
+  returning it at all; ``mean_results``: results per query.  ``equi raw`` / ``equi normalised``: the same for an
+  equi-join, ranking the 99 other tables by distinct shared titles, exact or after normalisation (ties rank ahead of
+  the own left table; a result is a table sharing a title).
 * ``value_pairs``: precision / recall / F1 of predicted (right title, left title) pairs against ``gt.csv``, micro
   (pooled counts) and macro (mean per dataset; no prediction scores precision 0).  ``pexeso``: every pair of the
   query column and its own left title column within tau; ``pexeso best match``: each right value with its nearest
@@ -283,6 +283,7 @@ def run_geometry(args, dim, full_sweeps):
 # AutoFJ: quality and real-vector geometry on a lake refreshed by the real pipeline ----------------------------------
 
 AUTOFJ_TOP_K = 5
+AUTOFJ_T = 0.6
 AUTOFJ_TAUS = (0.02, 0.03, 0.045, 0.06, 0.09)
 RANDOM_PAIRS = 50_000
 
@@ -386,7 +387,7 @@ def autofj(args):
 
 def _autofj_measure(root, names, wh, wall, seed):
     cfg = load_config().join
-    tau, T = cfg.tau, cfg.T
+    tau, T = cfg.tau, AUTOFJ_T
     ls = discovery.open(wh)
     snap = ls.snapshot
     run = next(r for r in ls.status()["refreshes"] if r["snapshot_id"] == snap.snapshot_id)
@@ -435,8 +436,8 @@ def _autofj_measure(root, names, wh, wall, seed):
         hit = within.any(axis=1)
         nearest = sq.argmin(axis=1)
         ranks = {}
-        for mode, out in ((top_mode, ls.join(right, "title", T=0.0, top_k=AUTOFJ_TOP_K)),
-                          ("threshold", ls.join(right, "title"))):
+        for mode, out in ((top_mode, ls.join(right, "title", top_k=AUTOFJ_TOP_K)),
+                          ("threshold", ls.join(right, "title", T=T))):
             own = next((r for r in out["results"] if r["path"] == left), None)
             if own is not None and own["matched"] != int(hit.sum()):
                 raise AssertionError(f"{n}: join_search matched {own['matched']}, the column pair {int(hit.sum())}")
@@ -533,7 +534,7 @@ def _tau_sweep(ls, names, kept, index, queries, metric, T, taus=AUTOFJ_TAUS):
             best = _raw_pairs({(qvalues[i], lvalues[j]) for i, j in zip(np.flatnonzero(hit), sq.argmin(axis=1)[hit])},
                               raw_r, raw_l, _normalised)
             counts.append((len(best & gold), len(best), len(gold)))
-        rank1 = sum(next((r["rank"] for r in ls.join(f"{n}_right.csv", "title", tau=t, T=0.0, top_k=AUTOFJ_TOP_K)
+        rank1 = sum(next((r["rank"] for r in ls.join(f"{n}_right.csv", "title", tau=t, top_k=AUTOFJ_TOP_K)
                           ["results"] if r["path"] == f"{n}_left.csv"), None) == 1 for n in names)
         speed = speed_on_vectors(index, queries, t, T, methods=("pexeso", "exact"))
         rows.append({"tau": t, "own_left_rank1_share": rank1 / len(names),

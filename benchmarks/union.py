@@ -2,16 +2,16 @@
 
 Quality (``../shared/benchmarks/ugen_v1``, skipped with a message when missing): hash-encoder column vectors, table
 vectors = their mean, base centroids by numpy k-means and Algorithm 1 partitions (the centroid stage on one machine),
-then MAP@10 / P@10 / R@10 (TACTUS §6.1, ``benchmarks.encoders.metrics``) of exact, pgtus, pgtus++, starmie and tactus
-for every tau given.
+then MAP@10 / P@10 / R@10 (TACTUS §6.1, ``benchmarks.encoders.metrics``) of exact, pgtus, pgtus++ (both exact's
+top-k by construction), pgtus++-approx, starmie and tactus for every tau given.
 
 Scale (generated, no shared data): clustered column vectors, 50 queries drawn from the same model.  For every method
 and parameter setting: recall@k against ``exact`` (the exhaustive Definition 5 ranking), mean latency and its ratio to
 ``exact``, candidates and exact matchings per query.  Queries run interleaved (every query through every setting
-before the next query) so that load on a shared machine hits all settings alike.  EBBP vs BBP: exact matchings on
-the same candidate stream, in the order the refinement ranks candidates and in table-id order (what a scan of
-centroid partitions delivers).  The pgtus++ setting with the highest speed-up among those reaching recall@k >= 0.95
-is reported as the recommended one.
+before the next query) so that load on a shared machine hits all settings alike.  EBBP vs BBP: exact matchings of
+pgtus++ and pgtus, on the stream the default feeds (best first by cone bound) and in table-id order (what a scan of
+centroid partitions delivers).  The pgtus++-approx setting with the highest speed-up among those reaching
+recall@k >= 0.95 is reported as the recommended one.
 
 BLAS runs single-threaded (set before numpy loads) so that latencies compare algorithms, not thread scheduling.
 Prints tables and writes benchmarks/results/union_quality.json and union_scale.json.
@@ -38,7 +38,7 @@ from benchmarks.encoders import infer_kind, load_ugen_table, metrics, ugen_layou
 from discovery.encoders import HashEncoder  # noqa: E402
 from discovery.union import UnionIndex  # noqa: E402
 from discovery.union.partitioning import partition_lake  # noqa: E402
-from discovery.union.search import DEFAULT_PHI_C, DEFAULT_PHI_REF_PER_K, DEFAULT_TAU  # noqa: E402
+from discovery.union.search import APPROXIMATE, DEFAULT_PHI_C, DEFAULT_PHI_REF_PER_K, DEFAULT_TAU  # noqa: E402
 from discovery.union.synthetic import (build_index_inputs, draw_tables, generate_lake, lake_model,  # noqa: E402
                                        table_vectors_of)
 
@@ -76,8 +76,8 @@ def quality(taus: list[float], k: int) -> dict | None:
           f"{len(parts.table_ids)} partitions), {len(query_names)} queries, k={k}; encoding {encode_s:.1f}s, "
           f"centroid stage + index {index_s:.1f}s")
 
-    settings = [("exact", {}), ("pgtus", {}), ("pgtus++", {}), ("pgtus", {"phi_c": 8, "phi_ref": 20 * k}),
-                ("pgtus++", {"phi_c": 8, "phi_ref": 20 * k}), ("starmie", {}), ("tactus", {})]
+    settings = [("exact", {}), ("pgtus", {}), ("pgtus++", {}), (APPROXIMATE, {}),
+                (APPROXIMATE, {"phi_c": 8, "phi_ref": 20 * k}), ("starmie", {}), ("tactus", {})]
     rows = []
     for tau in taus:
         exact_found: list[set[int]] = []
@@ -100,9 +100,9 @@ def quality(taus: list[float], k: int) -> dict | None:
                 scores.append(metrics(ranked, truth.get(qname, set())))
             m = np.mean(scores, axis=0)
             rows.append({"method": method, "tau": None if method == "tactus" else tau,
-                         "phi_c": params.get("phi_c", DEFAULT_PHI_C) if method.startswith("pgtus") else None,
+                         "phi_c": params.get("phi_c", DEFAULT_PHI_C) if method == APPROXIMATE else None,
                          "phi_ref": params.get("phi_ref", DEFAULT_PHI_REF_PER_K * k)
-                         if method.startswith("pgtus") else None,
+                         if method == APPROXIMATE else None,
                          "MAP@10": float(m[0]), "P@10": float(m[1]), "R@10": float(m[2]),
                          "recall_vs_exact": float(np.mean(recalls)) if recalls else None,
                          "latency_ms": 1000 * float(np.mean(latencies))})
@@ -140,10 +140,11 @@ def scale(n_tables: int, n_queries: int, k: int, dim: int, with_starmie: bool) -
     grid = [(1, 2 * k), (1, 3 * k), (1, 5 * k), (2, 3 * k), (2, 5 * k), (4, 5 * k), (4, 10 * k), (8, 10 * k),
             (8, 20 * k)]
     settings: list[tuple[str, dict]] = [("exact", {})]
+    for arrival in ("ranked", "table_id"):
+        for method in ("pgtus++", "pgtus"):
+            settings.append((method, {"arrival": arrival}))
     for phi_c, phi_ref in grid:
-        for arrival in ("ranked", "table_id"):
-            for method in ("pgtus++", "pgtus"):
-                settings.append((method, {"phi_c": phi_c, "phi_ref": phi_ref, "arrival": arrival}))
+        settings.append((APPROXIMATE, {"phi_c": phi_c, "phi_ref": phi_ref}))
     if with_starmie:
         t0 = time.perf_counter()
         index.search(queries[0], k, "starmie")
@@ -173,32 +174,26 @@ def scale(n_tables: int, n_queries: int, k: int, dim: int, with_starmie: bool) -
             "recall@k": float(np.mean(recalls)) if recalls else 1.0, "latency_ms": float(ms),
             "x_faster": float(exact_ms / ms),
             "candidates": float(np.mean([s.candidates_after_refinement for s in stats[si]])),
+            "bounded": float(np.mean([s.candidates_bounded for s in stats[si]])),
             "exact_matchings": float(np.mean([s.exact_matchings for s in stats[si]])),
             "assignments": float(np.mean([s.assignments_solved for s in stats[si]])),
         })
     print(f"\nmethods (k={k}, tau={DEFAULT_TAU}, phi_r=k); latency ratio against exact measured in this run")
     print_table(rows, ["method", "phi_c", "phi_ref", "arrival", "k_prime", "recall@k", "latency_ms", "x_faster",
-                       "candidates", "exact_matchings", "assignments"])
+                       "candidates", "bounded", "exact_matchings", "assignments"])
 
-    pruning = []
-    for phi_c, phi_ref in grid:
-        entry = {"phi_c": phi_c, "phi_ref": phi_ref}
-        for arrival in ("ranked", "table_id"):
-            pick = {r["method"]: r["exact_matchings"] for r in rows
-                    if r["phi_c"] == phi_c and r["phi_ref"] == phi_ref and r["arrival"] == arrival}
-            entry[f"bbp_{arrival}"] = pick["pgtus"]
-            entry[f"ebbp_{arrival}"] = pick["pgtus++"]
-            entry[f"ebbp/bbp_{arrival}"] = pick["pgtus++"] / max(pick["pgtus"], 1e-9)
-        pruning.append(entry)
-    print("\nexact matchings per query on the same candidate stream, BBP (pgtus) vs EBBP (pgtus++):")
-    print_table(pruning, ["phi_c", "phi_ref", "bbp_ranked", "ebbp_ranked", "ebbp/bbp_ranked", "bbp_table_id",
-                          "ebbp_table_id", "ebbp/bbp_table_id"])
+    pruning = {}
+    for arrival in ("ranked", "table_id"):
+        pick = {r["method"]: r["exact_matchings"] for r in rows if r["arrival"] == arrival}
+        pruning.update({f"bbp_{arrival}": pick["pgtus"], f"ebbp_{arrival}": pick["pgtus++"],
+                        f"ebbp/bbp_{arrival}": pick["pgtus++"] / max(pick["pgtus"], 1e-9)})
+    print("\nexact matchings per query, BBP (pgtus) vs EBBP (pgtus++) on the same candidate stream:")
+    print_table([pruning], list(pruning))
 
-    eligible = [r for r in rows if r["method"] == "pgtus++" and r["arrival"] == "ranked"
-                and r["recall@k"] >= TARGET_RECALL]
+    eligible = [r for r in rows if r["method"] == APPROXIMATE and r["recall@k"] >= TARGET_RECALL]
     best = max(eligible, key=lambda r: r["x_faster"]) if eligible else None
     if best:
-        print(f"\nrecommended pgtus++ setting: phi_c={best['phi_c']}, phi_ref={best['phi_ref']}, phi_r={k}, "
+        print(f"\nrecommended {APPROXIMATE} setting: phi_c={best['phi_c']}, phi_ref={best['phi_ref']}, phi_r={k}, "
               f"tau={DEFAULT_TAU}: recall@k {best['recall@k']:.3f}, {best['x_faster']:.1f}x faster than exact")
     return {"lake": {"tables": n_tables, "columns": int(len(lake.column_vectors)), "dim": dim,
                      "centroids": int(len(centroids)), "partitions": int(len(parts.table_ids)),

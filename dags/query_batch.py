@@ -1,10 +1,11 @@
 """query_batch: run a list of union / join / n-ary searches against one snapshot and record the results.
 
 Triggered by hand or by the API with Params (validated by JSON schema, so the trigger form is usable) or
-``dag_run.conf``.  The ``validate`` task checks every query before anything runs and fails naming the query and the
-field; ``run`` answers the queries from one snapshot and writes all result rows to ``query_results`` in one commit
-(the DAG run id is the batch id, so a retried task never records a batch twice).  The summary goes to the task log
-and to XCom.
+``dag_run.conf``.  The batch is served (:mod:`discovery.batch`): whoever may trigger the DAG does not own the worker,
+so a query names a lake table (table id or catalogued lake path) and any other path is refused unread.  The
+``validate`` task checks every query before anything runs and fails naming the query and the field; ``run`` answers
+the queries from one snapshot and writes all result rows to ``query_results`` in one commit (the DAG run id is the
+batch id, so a retried task never records a batch twice).  The summary goes to the task log and to XCom.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ QUERY_SCHEMA = {
     "properties": {
         "id": {"type": "string", "description": "Name of the query in the results (default q1, q2, ...)"},
         "kind": {"type": "string", "enum": ["union", "join", "nary"]},
-        "query": {"type": ["string", "integer"], "description": "File path, catalogued lake path or table id"},
+        "query": {"type": ["string", "integer"], "description": "Lake table id or catalogued lake path"},
         "params": {"type": "object", "description": "Parameters of the search (k, method, column, key, ...)"},
     },
 }
@@ -53,7 +54,7 @@ def query_batch():
         from discovery.batch import validate_batch
 
         spec = {"name": params["name"], "snapshot_id": params["snapshot_id"], "queries": params["queries"]}
-        batch, snap = validate_batch(params["warehouse"], spec)
+        batch, snap = validate_batch(params["warehouse"], spec, served=True)
         log.info("batch %r: %d queries valid against snapshot %d", batch.name, len(batch.queries), snap.snapshot_id)
         return {"spec": batch.to_dict(), "snapshot_id": snap.snapshot_id}
 
@@ -63,7 +64,7 @@ def query_batch():
         from discovery.batch import run_batch
 
         summary = run_batch(params["warehouse"], checked["spec"], batch_id=f"dag-{run_id}",
-                            snapshot_id=checked["snapshot_id"])
+                            snapshot_id=checked["snapshot_id"], served=True)
         log.info("batch summary: %s", json.dumps(summary, default=str))
         return summary
 

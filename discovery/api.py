@@ -5,6 +5,8 @@ it to the latest one, so a long-running service sees a consistent index between 
 """
 from __future__ import annotations
 
+from .params import DEFAULT_K, check_columns, check_id, check_params, check_query
+from .query import QueryTable, resolve_query
 from .status import warehouse_status
 from .store import Snapshot, Warehouse, load_snapshot
 
@@ -12,7 +14,8 @@ from .store import Snapshot, Warehouse, load_snapshot
 class Lakescout:
     def __init__(self, warehouse: str, snapshot_id: int | None = None):
         self.warehouse = Warehouse(warehouse)
-        self.snapshot: Snapshot = load_snapshot(self.warehouse, snapshot_id)
+        self.snapshot: Snapshot = load_snapshot(self.warehouse,
+                                                None if snapshot_id is None else check_id("snapshot_id", snapshot_id))
 
     @property
     def snapshot_id(self) -> int:
@@ -26,32 +29,54 @@ class Lakescout:
     def status(self) -> dict:
         return warehouse_status(self.warehouse, self.snapshot)
 
-    def union(self, query: str | int, k: int = 10, method: str = "pgtus++", **params) -> dict:
+    def _checked(self, kind: str, query, params: dict) -> tuple[QueryTable, dict]:
+        """The resolved query and the parameters checked by :mod:`discovery.params` (one-line
+        :class:`~discovery.params.ParameterError` naming the parameter); counts of tables or columns are capped at
+        how many the snapshot indexes."""
+        counts = self.snapshot.counts
+        limits = {"tables": counts.get("tables_ok"), "columns": counts.get("rows_columns")}
+        for unit, table in (("tables", "catalog"), ("columns", "columns")):
+            if limits[unit] is None:
+                limits[unit] = self.snapshot.read(table, columns=["table_id"]).num_rows
+        checked = check_params(kind, params, limits)
+        table = resolve_query(self.snapshot, check_query(query))
+        check_columns(kind, checked, table)
+        return table, checked
+
+    def union(self, query: str | int, k: int = DEFAULT_K, method: str = "pgtus++", **params) -> dict:
         """Top-k tables unionable with ``query`` (a file, a catalogued lake path or a lake table id).
 
-        ``method``: pgtus++ (default) | pgtus | starmie | exact (Definition 5 scores) | tactus (dual-evidence
-        score).  ``params``: tau, phi_c, phi_ref, phi_r, k_prime, tau_abs, tau_drop (see :mod:`discovery.union`).
+        ``method``: pgtus++ (default) | pgtus | exact (Definition 5 scores, exact's top-k) | pgtus++-approx |
+        starmie (Definition 5 scores of approximate candidates) | tactus (dual-evidence score).  ``params``: tau,
+        phi_c, phi_ref (pgtus++-approx), phi_r, k_prime, tau_abs, tau_drop (see :mod:`discovery.union`).
         """
         from .union.service import union_search
 
-        return union_search(self.snapshot, query, k=k, method=method, **params)
+        table, checked = self._checked("union", query, dict(params, k=k, method=method))
+        return union_search(self.snapshot, table, **checked)
 
     def join(self, query: str | int, column: str, tau: float | None = None, T: float | None = None,
              top_k: int | None = None, method: str = "pexeso") -> dict:
         """Lake columns semantically joinable with ``column`` of ``query`` (PEXESO), with matched value pairs.
 
-        ``tau``: distance threshold as a fraction of the maximum distance (default from ``[join] tau``); ``T``: share
-        of the query column's distinct values that must find a match (default ``[join] T``); ``top_k``: the k most
-        joinable columns instead of all above T.  ``method``: pexeso | pexeso-h | exact (identical answers).
+        ``tau``: distance threshold as a fraction of the maximum distance (default from ``[join] tau``).  ``top_k``:
+        the k columns of highest joinability, any match counting (PEXESO's top-k search); ``T``: instead, every column
+        in which at least that share of the query column's distinct values find a match (threshold search).  Give one
+        of the two; with neither, the ``[join] top_k`` (10) most joinable columns.  ``method``: pexeso | pexeso-h |
+        exact (identical answers).
         """
         from .config import load_config
         from .join.service import join_search
 
         cfg = load_config().join
-        return join_search(self.snapshot, query, column, cfg.tau if tau is None else tau, cfg.T if T is None else T,
-                           top_k, method)
+        params = {"column": column, "tau": cfg.tau if tau is None else tau, "method": method,
+                  "top_k": cfg.top_k if top_k is None and T is None else top_k}
+        if T is not None:
+            params["T"] = T
+        table, checked = self._checked("join", query, params)
+        return join_search(self.snapshot, table, **checked)
 
-    def nary(self, query: str | int, key: str | list[str], k: int = 10, method: str = "mate",
+    def nary(self, query: str | int, key: str | list[str], k: int = DEFAULT_K, method: str = "mate",
              bits: int | None = None, initial_column: str | None = None) -> dict:
         """Top-k tables joinable with ``query`` on a multi-column ``key`` (MATE): table, J and column mapping.
 
@@ -60,7 +85,9 @@ class Lakescout:
         """
         from .nary.service import nary_search
 
-        return nary_search(self.snapshot, query, key, k=k, method=method, bits=bits, initial_column=initial_column)
+        table, checked = self._checked("nary", query, {"key": key, "k": k, "method": method, "bits": bits,
+                                                       "initial_column": initial_column})
+        return nary_search(self.snapshot, table, **checked)
 
 
 def open_warehouse(warehouse: str, snapshot_id: int | None = None) -> Lakescout:

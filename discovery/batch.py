@@ -2,10 +2,15 @@
 
 A batch spec is ``{"name": ..., "snapshot_id": optional, "queries": [{"id": optional, "kind": "union"|"join"|"nary",
 "query": path or table id, <parameters of the search>}]}``; parameters may also be nested under ``"params"``.  Every
-query is checked before any runs (kind available, query resolvable, parameter names, types, ranges, column names and
-method choices against the search method's own signature), and the first problem raises :class:`BatchError` naming
-the query (index and id) and the field.  Results are written to ``query_results`` in one Delta commit per batch, so a
-batch is either recorded whole or not at all; a row in ``query_batches`` carries its summary.
+query is checked before any runs (kind available, query resolvable, then parameter names, types, ranges, methods and
+column names by :mod:`discovery.params`, the checks the Python API and the CLI make), and the first problem raises
+:class:`BatchError` naming the query (index and id) and the field.  Results are written to ``query_results`` in one
+Delta commit per batch, so a batch is either recorded whole or not at all; a row in ``query_batches`` carries its
+summary.
+
+A served batch (``served=True``: the Lake discovery page, the ``query_batch`` DAG, standing queries) runs on behalf
+of users who do not own the server, so its queries name lake tables only, plus the uploads the page saved; see
+:mod:`discovery.query`.  The CLI and the Python API run unserved batches, which may also read local files.
 
 The searches are the :class:`discovery.api.Lakescout` methods.  A kind is available exactly when its method exists
 there, so the set of kinds grows as search methods land and nothing answers for a kind it cannot search.
@@ -13,12 +18,10 @@ there, so the set of kinds grows as search methods land and nothing answers for 
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
 import re
 import time
-import types
-import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -27,7 +30,8 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from .api import Lakescout
-from .query import QueryError, QueryTable, resolve_query
+from .params import ParameterError, check_columns, check_id, check_params, check_query, parameters
+from .query import QueryError, QueryTable, read_query_file, resolve_query
 from .store import SCHEMAS, Snapshot, Warehouse, WarehouseError, load_snapshot, new_attempt_token
 from .store.files import resolve
 from .store.warehouse import json_dumps
@@ -39,25 +43,17 @@ class BatchError(ValueError):
 
 @dataclass(frozen=True)
 class Kind:
-    """How a batch kind maps onto a search: the ``Lakescout`` method, which parameters name query columns, and where
-    the search keeps its tuple of method names."""
+    """How a batch kind maps onto a search: the ``Lakescout`` method and where the search keeps its tuple of method
+    names."""
 
     method: str
-    column_params: tuple[str, ...] = ()
-    column_list_params: tuple[str, ...] = ()
     methods_from: str = ""
 
 
 KINDS: dict[str, Kind] = {
     "union": Kind("union", methods_from="discovery.union"),
-    "join": Kind("join", column_params=("column",), methods_from="discovery.join"),
-    "nary": Kind("nary", column_params=("initial_column",), column_list_params=("key",),
-                 methods_from="discovery.nary.search"),
-}
-
-#: Parameters that must lie in a closed interval whatever search they belong to (result counts, fractions).
-RANGES: dict[str, tuple[float | None, float | None]] = {
-    "k": (1, None), "top_k": (1, None), "tau": (0.0, 1.0), "T": (0.0, 1.0), "bits": (1, None),
+    "join": Kind("join", methods_from="discovery.join"),
+    "nary": Kind("nary", methods_from="discovery.nary.search"),
 }
 
 _SPEC_KEYS = {"name", "snapshot_id", "queries"}
@@ -121,8 +117,11 @@ def parse_spec(spec: dict | list | str, name: str = "batch") -> BatchSpec:
         raise BatchError(f"batch spec has unknown field(s): {', '.join(sorted(unknown))} "
                          f"(allowed: {', '.join(sorted(_SPEC_KEYS))})")
     snapshot_id = spec.get("snapshot_id")
-    if snapshot_id is not None and (isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int)):
-        raise BatchError(f"field 'snapshot_id' must be an integer snapshot id, got {snapshot_id!r}")
+    if snapshot_id is not None:
+        try:
+            snapshot_id = check_id("snapshot_id", snapshot_id)
+        except ParameterError as exc:
+            raise BatchError(f"field 'snapshot_id': {exc}") from None
     queries = spec.get("queries")
     if not isinstance(queries, list) or not queries:
         raise BatchError("field 'queries' must be a non-empty list of queries")
@@ -153,9 +152,10 @@ def _parse_query(i: int, raw) -> BatchQuery:
     if kind not in available_kinds():
         raise BatchError(f"{where}: field 'kind': {kind} search is not available in this installation "
                          f"(available: {', '.join(available_kinds()) or 'none'})")
-    query = raw.get("query")
-    if isinstance(query, bool) or not isinstance(query, (str, int)) or str(query).strip() == "":
-        raise BatchError(f"{where}: field 'query' must be a file path, a catalogued lake path or a table id")
+    try:
+        query = check_query(raw.get("query"))
+    except ParameterError as exc:
+        raise BatchError(f"{where}: field 'query': {exc}") from None
     params = {k: v for k, v in raw.items() if k not in _QUERY_KEYS}
     nested = raw.get("params", {})
     if not isinstance(nested, dict):
@@ -168,109 +168,46 @@ def _parse_query(i: int, raw) -> BatchQuery:
 
 
 # -- validation against a snapshot -----------------------------------------------------------------------------------
-def _search_signature(kind: str) -> tuple[inspect.Signature, dict]:
-    fn = getattr(Lakescout, KINDS[kind].method)
-    try:
-        hints = typing.get_type_hints(fn)
-    except (NameError, TypeError):
-        hints = {}
-    return inspect.signature(fn), hints
-
-
 def search_parameters(kind: str) -> list[str]:
     """Names of the parameters the search of ``kind`` accepts after the query (what a form or spec may set)."""
-    sig, _ = _search_signature(kind)
-    return [p.name for p in list(sig.parameters.values())[2:] if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-
-
-def _type_ok(value, hint) -> bool:
-    if hint is None or hint is typing.Any:
-        return True
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(_type_ok(value, h) for h in typing.get_args(hint))
-    if hint is type(None):
-        return value is None
-    if origin in (list, tuple, typing.Sequence) or hint in (list, tuple):
-        args = typing.get_args(hint)
-        return isinstance(value, list) and all(_type_ok(v, args[0] if args else None) for v in value)
-    if origin is dict or hint is dict:
-        return isinstance(value, dict)
-    if origin is typing.Literal:
-        return value in typing.get_args(hint)
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if isinstance(hint, type):
-        return isinstance(value, hint)
-    return True
+    return list(parameters(kind))
 
 
 def _check_params(q: BatchQuery, table: QueryTable) -> None:
-    sig, hints = _search_signature(q.kind)
-    kind = KINDS[q.kind]
-    accepted = [p for p in list(sig.parameters.values())[2:] if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    names = {p.name: p for p in accepted}
-    for key in q.params:
-        if key not in names:
-            raise BatchError(f"{q.label()}: field {key!r} is not a parameter of {q.kind} search "
-                             f"(parameters: {', '.join(names)})")
-    for p in accepted:
-        if p.default is p.empty and p.name not in q.params:
-            raise BatchError(f"{q.label()}: field {p.name!r} is required for {q.kind} search")
-    for key, value in q.params.items():
-        if not _type_ok(value, hints.get(key)):
-            raise BatchError(f"{q.label()}: field {key!r} has the wrong type: {value!r} "
-                             f"(expected {getattr(hints.get(key), '__name__', hints.get(key))})")
-        if key in RANGES and isinstance(value, (int, float)) and not isinstance(value, bool):
-            lo, hi = RANGES[key]
-            if (lo is not None and value < lo) or (hi is not None and value > hi):
-                bounds = f"at least {lo}" if hi is None else f"between {lo} and {hi}"
-                raise BatchError(f"{q.label()}: field {key!r} must be {bounds}, got {value!r}")
-    if "method" in q.params:
-        choices = method_choices(q.kind)
-        if choices is not None and q.params["method"] not in choices:
-            raise BatchError(f"{q.label()}: field 'method': {q.params['method']!r} is not one of "
-                             f"{', '.join(choices)}")
-    for key in kind.column_params:
-        if q.params.get(key) is not None:
-            _check_column(q, key, q.params[key], table)
-    for key in kind.column_list_params:
-        if key in q.params:
-            value = q.params[key]
-            cols = [c.strip() for c in value.split(",")] if isinstance(value, str) else value
-            if not cols or not all(cols):
-                raise BatchError(f"{q.label()}: field {key!r} must name at least one column")
-            for col in cols:
-                _check_column(q, key, col, table)
-
-
-def _check_column(q: BatchQuery, key: str, column, table: QueryTable) -> None:
-    if not isinstance(column, str):
-        raise BatchError(f"{q.label()}: field {key!r}: column names are strings, got {column!r}")
+    """Names, types and ranges of ``q``'s parameters and the query columns they name: the checks of
+    :mod:`discovery.params`, which the Python API and the CLI make too, so a batch refuses what they refuse."""
     try:
-        table.ordinal(column)
-    except QueryError:
-        raise BatchError(f"{q.label()}: field {key!r}: the query table has no column {column!r} "
-                         f"(columns: {', '.join(table.names)})") from None
+        check_columns(q.kind, check_params(q.kind, q.params), table)
+    except ParameterError as exc:
+        raise BatchError(f"{q.label()}: field {exc.param!r}: {exc}") from None
+
+
+def _resolve(snap: Snapshot, q: BatchQuery, served: bool, uploads: Mapping[str, str]) -> QueryTable:
+    """The table ``q`` names: an upload saved by the server under that name, else what :func:`resolve_query`
+    accepts (in a served batch only lake tables)."""
+    if isinstance(q.query, str) and q.query in uploads:
+        return read_query_file(uploads[q.query], q.query, served=True)
+    return resolve_query(snap, q.query, allow_files=not served)
 
 
 def validate_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSpec,
-                   snapshot_id: int | None = None) -> tuple[BatchSpec, Snapshot]:
-    """Parse ``spec`` and check every query against the snapshot it will run on; raise :class:`BatchError`."""
+                   snapshot_id: int | None = None, served: bool = False,
+                   uploads: Mapping[str, str] | None = None) -> tuple[BatchSpec, Snapshot]:
+    """Parse ``spec`` and check every query against the snapshot it will run on; raise :class:`BatchError`.
+
+    ``served`` is the mode of the Lake discovery page and the DAGs: queries name lake tables (a table id or a
+    catalogued lake path), never a file of the server; ``uploads`` maps query names to files the server saved itself.
+    """
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     batch = spec if isinstance(spec, BatchSpec) else parse_spec(spec)
     sid = snapshot_id if snapshot_id is not None else batch.snapshot_id
     try:
-        snap = load_snapshot(wh, sid)
-    except WarehouseError as exc:
+        snap = load_snapshot(wh, None if sid is None else check_id("snapshot_id", sid))
+    except (WarehouseError, ParameterError) as exc:
         raise BatchError(f"field 'snapshot_id': {exc}") from None
     for q in batch.queries:
         try:
-            table = resolve_query(snap, q.query)
+            table = _resolve(snap, q, served, uploads or {})
         except QueryError as exc:
             raise BatchError(f"{q.label()}: field 'query': {exc}") from None
         if table.num_rows == 0:
@@ -310,11 +247,13 @@ def recorded_batch(warehouse: Warehouse | str, batch_id: str) -> dict | None:
 
 
 def run_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSpec, batch_id: str | None = None,
-              snapshot_id: int | None = None, standing: bool = False) -> dict:
+              snapshot_id: int | None = None, standing: bool = False, served: bool = False,
+              uploads: Mapping[str, str] | None = None) -> dict:
     """Validate, run every query, record the results in one commit and return the summary.
 
     ``batch_id`` makes the run idempotent: a batch already recorded returns its stored summary, and a retry after the
-    results were committed does not commit them twice.
+    results were committed does not commit them twice.  ``served`` and ``uploads`` as in :func:`validate_batch`;
+    each search gets the table resolved under those rules.
     """
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     wh.require()
@@ -323,14 +262,14 @@ def run_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSpec, b
     done = recorded_batch(wh, batch_id)
     if done is not None:
         return done
-    batch, snap = validate_batch(wh, spec, snapshot_id)
+    batch, snap = validate_batch(wh, spec, snapshot_id, served, uploads)
     started = time.time()
     ls = Lakescout(wh.root, snap.snapshot_id)
     now = datetime.now(timezone.utc)
     rows, per_query = [], []
     for q in batch.queries:
         try:
-            answer = getattr(ls, KINDS[q.kind].method)(q.query, **q.params)
+            answer = getattr(ls, KINDS[q.kind].method)(_resolve(snap, q, served, uploads or {}), **q.params)
         except (QueryError, ValueError) as exc:
             raise BatchError(f"{q.label()}: {exc}") from None
         mine = result_rows(batch_id, q, snap.snapshot_id, answer, now)
@@ -386,7 +325,8 @@ def save_standing(warehouse: Warehouse | str, name: str, spec: dict | list | str
 
     The spec is validated against the latest snapshot first, so a standing query that could never run is refused
     when it is saved rather than on the next refresh.  A ``snapshot_id`` in it is refused: a standing query always
-    follows the newest snapshot.
+    follows the newest snapshot.  Standing queries run in the ``standing_queries`` DAG, so they are served batches:
+    their queries name lake tables.
     """
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     if not _STANDING_NAME.match(name):
@@ -394,7 +334,7 @@ def save_standing(warehouse: Warehouse | str, name: str, spec: dict | list | str
     batch = parse_spec(spec, name)
     if batch.snapshot_id is not None:
         raise BatchError("field 'snapshot_id': a standing query follows the newest snapshot; leave it out")
-    validate_batch(wh, batch)
+    validate_batch(wh, batch, served=True)
     batch = BatchSpec(name, batch.queries)
     fs, folder = _standing_dir(wh)
     fs.create_dir(folder, recursive=True)
@@ -456,7 +396,7 @@ def run_standing(warehouse: Warehouse | str, name: str, snapshot_id: int | None 
     if earlier.num_rows:
         last = earlier.sort_by([("snapshot_id", "descending")]).slice(0, 1).to_pylist()[0]
         previous = (last["batch_id"], last["snapshot_id"])
-    summary = run_batch(wh, specs[name], batch_id=batch_id, snapshot_id=snap.snapshot_id, standing=True)
+    summary = run_batch(wh, specs[name], batch_id=batch_id, snapshot_id=snap.snapshot_id, standing=True, served=True)
     now_rows = _keyed(batch_results(wh, batch_id))
     before = _keyed(batch_results(wh, previous[0])) if previous else {}
     ids = {q.id for q in specs[name].queries}

@@ -21,6 +21,14 @@ class UsageError(Exception):
     """Bad input from the user: printed as one clear line, exit code 2, never a traceback."""
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line naming the command, exit code 2, like every other bad input
+    (argparse's own print the whole usage first)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} -h)\n")
+
+
 def _table(rows: list[dict], columns: list[str]) -> str:
     if not rows:
         return "  (none)"
@@ -40,8 +48,12 @@ def _spark_submit() -> str:
 
 
 def cmd_refresh(args) -> int:
+    from .refresh.display import RefreshDisplay
+    from .refresh.progress import Progress
+
     if not os.path.isdir(args.lake) and "://" not in args.lake:
-        raise UsageError(f"lake folder {args.lake!r} does not exist")
+        raise UsageError(f"lake folder {args.lake!r} " + ("is not a folder" if os.path.exists(args.lake)
+                                                          else "does not exist"))
     config = load_config(args.config)
     spec = importlib.util.find_spec("spark_jobs.refresh")
     if spec is None or spec.origin is None:
@@ -52,18 +64,20 @@ def cmd_refresh(args) -> int:
         cmd.append("--full")
     if args.config:
         cmd += ["--config", args.config]
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    # Executors run LAKESCOUT_PYSPARK_PYTHON when set (a cluster's own environment), else this interpreter.
+    env = dict(os.environ, PYSPARK_PYTHON=os.environ.get("LAKESCOUT_PYSPARK_PYTHON", sys.executable),
+               PYSPARK_DRIVER_PYTHON=sys.executable)
     log = tempfile.NamedTemporaryFile("w+", prefix="lakescout-refresh-", suffix=".log", delete=False)
     started = time.time()
     result = None
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=env) as proc:
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=env) as proc, \
+            RefreshDisplay(quiet=args.json) as display:
         for line in proc.stdout:
-            if line.startswith('{"stage"'):
-                s = json.loads(line)
-                if not args.json:
-                    print(f"  {s['stage']:<10} {s['status']:<7} processed {s['tables_processed']:>6}  "
-                          f"added {s['tables_added']}  changed {s['tables_changed']}  deleted {s['tables_deleted']}  "
-                          f"failed {s['tables_failed']}", flush=True)
+            progress = Progress.parse(line)
+            if progress is not None:
+                display.progress(progress)
+            elif line.startswith('{"stage"'):
+                display.stage_finished(json.loads(line))
             elif line.startswith("LAKESCOUT_RESULT "):
                 result = json.loads(line[len("LAKESCOUT_RESULT "):])
     if proc.returncode != 0 or result is None or "failed_stage" in result:
@@ -147,7 +161,8 @@ def cmd_join(args) -> int:
         return 0
     st = out["stats"]
     print(f"snapshot {out['snapshot_id']}  query {out['query']}  column {out['column']}  method {out['method']}  "
-          f"tau {out['tau']} (distance {st['tau_distance']:.3f})  T {out['T']}")
+          f"tau {out['tau']} (distance {st['tau_distance']:.3f})  "
+          + (f"top-{out['top_k']}" if out["T"] is None else f"T {out['T']}"))
     rows = [{"rank": r["rank"], "joinability": f"{r['joinability']:.2f}", "table_id": r["table_id"],
              "path": r["path"], "column": r["column"],
              "matches": "; ".join(f"{a} ~ {b} ({d:.3f})" for a, b, d in r["matches"][:3])} for r in out["results"]]
@@ -187,6 +202,8 @@ def cmd_batch(args) -> int:
             spec = fh.read()
     except OSError as exc:
         raise UsageError(f"cannot read batch spec {args.spec!r}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"batch spec {args.spec!r} is not UTF-8 text (byte {exc.start})") from None
     summary = run_batch(args.warehouse, spec, batch_id=args.batch_id, snapshot_id=args.snapshot)
     print(json.dumps(summary, default=str, indent=None if args.json else 2))
     return 0
@@ -196,13 +213,18 @@ def cmd_batch(args) -> int:
 def cmd_demo_lake(args) -> int:
     from .demo_lake import generate_demo_lake
 
-    summary = generate_demo_lake(args.dir, seed=args.seed)
+    if args.seed < 0:
+        raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
+    try:
+        summary = generate_demo_lake(args.dir, seed=args.seed)
+    except OSError as exc:
+        raise UsageError(f"cannot write the sample lake to {args.dir!r}: {exc.strerror or exc}") from None
     print(json.dumps(summary, default=str) if args.json else f"sample lake written to {args.dir}: {summary}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lakescout", description="Find unionable and joinable tables in a data lake.")
+    p = Parser(prog="lakescout", description="Find unionable and joinable tables in a data lake.")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("refresh", help="bring the index up to date with the lake (runs the Spark stages)")
@@ -237,10 +259,11 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--warehouse", required=True)
     u.add_argument("--query", required=True, help="query table: a file, a catalogued lake path or a lake table id")
     u.add_argument("-k", type=int, default=10, help="number of results (default 10)")
-    u.add_argument("--method", default="pgtus++", choices=["pgtus++", "pgtus", "tactus", "starmie", "exact"])
+    u.add_argument("--method", default="pgtus++",
+                   help="search method (default pgtus++); a name this installation lacks is refused with the list")
     u.add_argument("--tau", type=float, default=None, help="column similarity threshold of Definition 5")
-    u.add_argument("--phi-c", type=int, default=None, help="centroids probed per query column")
-    u.add_argument("--phi-ref", type=int, default=None, help="candidate tables kept by refinement")
+    u.add_argument("--phi-c", type=int, default=None, help="centroids probed per query column (pgtus++-approx)")
+    u.add_argument("--phi-ref", type=int, default=None, help="candidate tables kept by refinement (pgtus++-approx)")
     u.add_argument("--phi-r", type=int, default=None, help="candidates kept by bound pruning")
     u.add_argument("--snapshot", type=int, default=None, help="snapshot id (default: the latest)")
     u.add_argument("--json", action="store_true")
@@ -252,9 +275,12 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--column", required=True, help="the query column to join on")
     j.add_argument("--tau", type=float, default=None,
                    help="distance threshold, fraction of the maximum (default [join] tau, 0.03)")
-    j.add_argument("--T", type=float, default=None, help="share of query values that must match (0.6)")
-    j.add_argument("--top-k", type=int, default=None, help="the k most joinable columns instead of all above T")
-    j.add_argument("--method", default="pexeso", choices=["pexeso", "pexeso-h", "exact"])
+    mode = j.add_mutually_exclusive_group()
+    mode.add_argument("--top-k", type=int, default=None,
+                      help="the k columns of highest joinability, any match counting (default [join] top_k, 10)")
+    mode.add_argument("--T", type=float, default=None,
+                      help="instead: every column in which this share of the query values find a match")
+    j.add_argument("--method", default="pexeso", help="pexeso (default), pexeso-h or exact (identical answers)")
     j.add_argument("--snapshot", type=int, default=None, help="snapshot id (default: the latest)")
     j.add_argument("--json", action="store_true")
     j.set_defaults(func=cmd_join)
@@ -262,13 +288,15 @@ def build_parser() -> argparse.ArgumentParser:
     n = sub.add_parser("nary", help="tables joinable on a multi-column key (MATE), with J and the column mapping")
     n.add_argument("--warehouse", required=True)
     n.add_argument("--query", required=True, help="query table: a file, a catalogued lake path or a lake table id")
-    n.add_argument("--key", required=True, help="key columns of the query, comma-separated: COL1,COL2[,...]")
+    n.add_argument("--key", required=True, help="key columns of the query, comma-separated: COL1,COL2[,...] (a "
+                                                "column with a comma in its name needs a key given as a list: Python "
+                                                "API or batch spec)")
     n.add_argument("-k", type=int, default=10, help="number of results (default 10)")
-    n.add_argument("--method", default="mate", choices=["mate", "scr", "bloom", "exhaustive"],
+    n.add_argument("--method", default="mate",
                    help="mate (XASH super keys, default), scr (no super keys), bloom (Bloom-filter super keys), "
                         "exhaustive; all return the same exact top-k")
-    n.add_argument("--bits", type=int, default=None, choices=[128, 256, 512],
-                   help="super-key size (default: the index's; another size is derived in memory)")
+    n.add_argument("--bits", type=int, default=None,
+                   help="super-key size: 128, 256 or 512 (default: the index's; another is derived in memory)")
     n.add_argument("--initial-column", default=None, help="key column whose posting lists are fetched "
                                                           "(default: the one with the fewest distinct values)")
     n.add_argument("--snapshot", type=int, default=None, help="snapshot id (default: the latest)")
@@ -293,9 +321,15 @@ def entry() -> None:
     I/O, torch, delta-rs) can still be winding down; finalising the interpreter underneath them occasionally aborts
     the process after the answer was printed, which would turn a correct run into a crash exit code.
     """
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader of our output left (`lakescout ... | head`): not an error of the command
+        code = 0
+    try:
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass
     os._exit(code)
 
 

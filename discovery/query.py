@@ -3,10 +3,18 @@
 Every search (union, semantic join, n-ary join) takes its query through :func:`resolve_query`, so a query is parsed
 by the same reader, within the same bounds, as the lake tables were; a lake table used as the query is reported so
 that searches leave it out of its own results.
+
+Two modes.  The CLI and the Python API read any local file they are given: their user owns the machine.  A served
+query (``allow_files=False``: the Lake discovery page, the ``query_batch`` and ``standing_queries`` DAGs) runs as the
+server on behalf of someone who does not, so it may only name a lake table: a table id or a path the catalog knows,
+whose file resolves (links followed) inside the lake root.  Anything else is refused by a message that names the
+path and never reads it, and a served query's read errors keep their reason and positions (row, line, column) but
+not the cell excerpts the reader quotes.  An upload the server itself saved is read by :func:`read_query_file`.
 """
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -14,7 +22,7 @@ import pyarrow.compute as pc
 
 from .config import Limits
 from .lake import LakeFileError, read_lake_table
-from .lake.listing import table_format
+from .lake.listing import join_lake_path, table_format
 from .lake.profile import infer_type
 from .store import Snapshot
 
@@ -50,41 +58,113 @@ class QueryTable:
         return len(self.columns[0]) if self.columns else 0
 
 
-def _from_lake(snapshot: Snapshot, row: dict, label: str, limits: Limits) -> QueryTable:
-    if row["status"] != "ok":
-        raise QueryError(f"query {label!r} is lake table {row['path']!r}, which is {row['status']}"
-                         + (f": {row['error']}" if row.get("error") else ""))
+#: Positions a served read error may keep from the detail after its reason (the detail may quote cells).
+_POSITION = re.compile(r"\b(?:data row|row|line|column) \d+")
+
+
+def _reason(message: str) -> str:
+    """A reader error reduced to what a served query may show: the reason before the first colon, without any
+    ``e.g.`` / ``near`` excerpt or quoted text other than a column name, and the row, line and column numbers the
+    rest names."""
+    head, _, detail = message.partition(":")
+    head = re.split(r",? (?:e\.g\.|near) ", head)[0].rstrip(" ,")
+    head = re.sub(r"(column )?(['\"]).*?(?:\2|$)", lambda m: m[0] if m[1] else "…", head)
+    positions = [p for p in dict.fromkeys(_POSITION.findall(detail)) if p not in head]
+    return head + (f" ({', '.join(positions)})" if positions else "")
+
+
+def _real_lake_file(lake: str, rel: str, label: str) -> tuple[str, str]:
+    """(root, rel) to read a served lake table from: the file's real path, refused when a link leads outside."""
+    if "://" in lake:
+        return lake, rel
+    root = os.path.realpath(lake)
+    real = os.path.realpath(join_lake_path(lake, rel))
+    if os.path.commonpath([root, real]) != root:
+        raise QueryError(f"query {label!r} is refused: lake path {rel!r} is a link to a file outside the lake")
+    return root, os.path.relpath(real, root).replace(os.sep, "/")
+
+
+def _from_lake(snapshot: Snapshot, row: dict, label: str, limits: Limits, served: bool = False) -> QueryTable:
     lake = snapshot.lake_root()
+    root, rel = _real_lake_file(lake, row["path"], label) if served else (lake, row["path"])
+    if row["status"] != "ok":
+        reason = row.get("error") and (_reason(row["error"]) if served else row["error"])
+        raise QueryError(f"query {label!r} is lake table {row['path']!r}, which is {row['status']}"
+                         + (f": {reason}" if reason else ""))
     try:
-        parsed = read_lake_table(lake, row["path"], row["format"], row["bytes"], limits)
+        parsed = read_lake_table(root, rel, row["format"], row["bytes"], limits)
     except (LakeFileError, OSError) as exc:
-        raise QueryError(f"query {label!r}: lake table {row['path']!r} cannot be read now: {exc}") from None
+        reason = _reason(str(exc)) if served else exc
+        raise QueryError(f"query {label!r}: lake table {row['path']!r} cannot be read now: {reason}") from None
     return QueryTable(label, parsed.names, parsed.columns, row["table_id"], row["path"])
 
 
-def resolve_query(snapshot: Snapshot, query: str | int, limits: Limits | None = None) -> QueryTable:
-    """Turn ``query`` (a lake table id, a path the catalog knows, or a file) into a :class:`QueryTable`."""
+def _served_path(lake: str, label: str) -> str:
+    """The catalog path a served query names: a lake path, or an absolute path inside the lake root; no ``..``."""
+    if ".." in re.split(r"[/\\]", label):
+        raise QueryError(f"query {label!r} is refused: '..' may not appear in the path of a served query")
+    if "://" in lake:
+        prefix = lake.rstrip("/") + "/"
+        return label[len(prefix):] if label.startswith(prefix) else label
+    if os.path.isabs(label):
+        root = os.path.abspath(lake)
+        if not label.startswith(root + os.sep):
+            raise QueryError(f"query {label!r} is refused: it is outside the lake; name a lake table id or a "
+                             "catalogued lake path")
+        return os.path.relpath(label, root).replace(os.sep, "/")
+    return label
+
+
+def read_query_file(path: str, label: str | None = None, limits: Limits | None = None,
+                    served: bool = False) -> QueryTable:
+    """Parse a local file as a query table, named ``label`` (default the path) in results and messages.
+
+    ``served`` is for a file the server saved itself (an upload): its read errors keep only their reason and positions.
+    """
+    label = label or path
+    fmt = table_format(path) or "csv"
+    try:
+        real = os.path.realpath(path)  # a link the user made is theirs to follow; the reader refuses links out of a lake
+        parsed = read_lake_table(os.path.dirname(real), os.path.basename(real), fmt, os.path.getsize(real),
+                                 limits or Limits())
+    except LakeFileError as exc:
+        raise QueryError(f"query file {label!r} cannot be read: {_reason(str(exc)) if served else exc}") from None
+    except OSError as exc:
+        raise QueryError(f"query file {label!r} cannot be read: {exc.strerror or type(exc).__name__}") from None
+    return QueryTable(label, parsed.names, parsed.columns)
+
+
+def resolve_query(snapshot: Snapshot, query: str | int | QueryTable, limits: Limits | None = None,
+                  allow_files: bool = True) -> QueryTable:
+    """Turn ``query`` (a lake table id, a path the catalog knows, or a file) into a :class:`QueryTable`.
+
+    ``allow_files=False`` is the served mode (see the module docstring): files outside the lake are refused unread.
+    A :class:`QueryTable` is returned as it is, so a server can resolve a query under its own rules and hand the
+    table to a search.
+    """
+    if isinstance(query, QueryTable):
+        return query
     limits = limits or Limits()
     label = str(query)
+    served = not allow_files
     catalog = snapshot.read("catalog", columns=["table_id", "path", "format", "bytes", "status", "error"])
     if isinstance(query, int) or label.isdigit():
         hit = catalog.filter(pc.equal(catalog["table_id"], int(label)))
         if hit.num_rows == 0:
             raise QueryError(f"no lake table with id {label} in snapshot {snapshot.snapshot_id}")
-        return _from_lake(snapshot, hit.to_pylist()[0], label, limits)
+        return _from_lake(snapshot, hit.to_pylist()[0], label, limits, served)
     lake = snapshot.lake_root()
     rel = label
-    if lake and os.path.isabs(label) and os.path.abspath(label).startswith(os.path.abspath(lake) + os.sep):
+    if served:
+        rel = _served_path(lake, label)
+    elif lake and os.path.isabs(label) and os.path.abspath(label).startswith(os.path.abspath(lake) + os.sep):
         rel = os.path.relpath(os.path.abspath(label), lake).replace(os.sep, "/")
     hit = catalog.filter(pc.equal(catalog["path"], rel))
     if hit.num_rows and hit.column("status")[0].as_py() != "deleted":
-        return _from_lake(snapshot, hit.to_pylist()[0], label, limits)
+        return _from_lake(snapshot, hit.to_pylist()[0], label, limits, served)
+    if served:
+        raise QueryError(f"query {label!r} is refused: it is not a table of the lake; name a lake table id or a "
+                         "catalogued lake path")
     if not os.path.isfile(label):
         raise QueryError(f"query {label!r} is neither a file nor a table of the lake")
-    fmt = table_format(label) or "csv"
-    try:
-        parsed = read_lake_table(os.path.dirname(os.path.abspath(label)), os.path.basename(label), fmt,
-                                 os.path.getsize(label), limits)
-    except LakeFileError as exc:
-        raise QueryError(f"query file {label!r} cannot be read: {exc}") from None
-    return QueryTable(label, parsed.names, parsed.columns)
+    return read_query_file(label, limits=limits)

@@ -21,29 +21,34 @@ import pyarrow as pa
 from discovery.config import load_config
 from discovery.refresh import StageContext, StageReport, record_stage
 from discovery.store import DataFile, candidate_files, drop_table_ids, new_attempt_token, write_data_file
+from spark_jobs.progress import StageProgress
 
 
 
 def spark_session(app_name: str):
-    """The active session, or a new one on the master spark-submit was given, ``LAKESCOUT_SPARK_MASTER`` or local[*].
+    """The active session, or a new one on the master spark-submit was given, else ``LAKESCOUT_SPARK_MASTER`` or
+    local[*].
 
-    A local master binds the driver to the loopback address: resolving and binding the host name costs every task a
-    network round trip through the name service, which in sandboxed hosts multiplies per-task overhead several times.
+    Under spark-submit (which hands its JVM to Python through ``PYSPARK_GATEWAY_PORT``) the master and every
+    ``--conf`` live in that JVM and are only visible once the context exists, so the builder must not name a master:
+    one set here would override ``--master`` and run a "cluster" refresh on the driver alone.  Started from plain
+    Python, a local master binds the driver to the loopback address: resolving and binding the host name costs every
+    task a network round trip through the name service, which in sandboxed hosts multiplies per-task overhead.
     """
-    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = dict(SparkConf().getAll())
-    master = conf.get("spark.master") or os.environ.get("LAKESCOUT_SPARK_MASTER", "local[*]")
-    builder = (SparkSession.builder.appName(app_name).master(master)
+    builder = (SparkSession.builder.appName(app_name)
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.ui.showConsoleProgress", "false"))
-    if master.startswith("local"):
-        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        master = os.environ.get("LAKESCOUT_SPARK_MASTER", "local[*]")
+        builder = builder.master(master)
+        if master.startswith("local"):
+            builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     return builder.getOrCreate()
 
 
@@ -80,9 +85,11 @@ def run_stage(stage: str, body: Callable[[object, StageContext], StageReport], a
 
 
 def execute(spark, stage: str, body: Callable[[object, StageContext], StageReport], ctx: StageContext) -> int:
+    """Run a stage body with live progress (:mod:`spark_jobs.progress`) and record its outcome in ``refresh_runs``."""
     started = time.time()
     try:
-        report = body(spark, ctx)
+        with StageProgress(spark, ctx, stage):
+            report = body(spark, ctx)
     except Exception as exc:
         traceback.print_exc()
         record_stage(ctx.warehouse, ctx.refresh_id, StageReport(stage, status="failed", message=str(exc)[:2000]),

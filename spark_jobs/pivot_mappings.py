@@ -60,7 +60,8 @@ def run(spark, ctx: StageContext) -> StageReport:
         started = time.time()
         n_rows = sum(wh.files("value_vectors").column("num_records").to_pylist())
         vectors, keys = _sample(spark, ctx, n_rows)
-        n_parts = partitions_for_budget(n_rows, vectors.shape[1], cfg.n_pivots, cfg.memory_budget_mb << 20)
+        budget = int(cfg.memory_budget_mb * (1 << 20))
+        n_parts = partitions_for_budget(n_rows, vectors.shape[1], cfg.n_pivots, budget)
         model = fit_pivot_model(vectors, keys, next(iter(versions)), cfg.n_pivots, cfg.levels, cfg.metric, n_parts,
                                 cfg.seed)
         save_model(wh, MODEL, model.version, model.params(), model.payload(), refresh_id=ctx.refresh_id,

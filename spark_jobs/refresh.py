@@ -20,7 +20,7 @@ def refresh(spark, warehouse: str, lake: str, full: bool = False, config_path: s
         ctx = StageContext(warehouse, lake, refresh_id, new_attempt_token(), full, config)
         if execute(spark, module.STAGE, module.run, ctx) != 0:
             return {"refresh_id": refresh_id, "published": False, "failed_stage": module.STAGE}
-    return publish_snapshot(warehouse, refresh_id, lake)
+    return publish_snapshot(warehouse, refresh_id, ctx.lake)  # the lake as the stages resolved it (absolute)
 
 
 def main(argv: list[str] | None = None) -> int:

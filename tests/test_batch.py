@@ -6,6 +6,7 @@ batches run the real ``Lakescout.nary`` search; results are compared with that s
 from __future__ import annotations
 
 import collections
+import csv
 import importlib
 import os
 import shutil
@@ -19,10 +20,13 @@ from discovery.batch import (BatchError, available_kinds, batch_results, parse_s
                              run_standing, save_standing, standing_changes, standing_queries, validate_batch)
 from discovery.config import load_config
 from discovery.demo_lake import load_ground_truth
+from discovery.query import read_query_file
 from discovery.refresh import StageContext, begin_refresh, publish_snapshot
 from discovery.store import Warehouse, new_attempt_token
 
 pytestmark = [pytest.mark.spark]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 NARY_STAGES = ("scan", "profile", "xash")
 
@@ -118,7 +122,7 @@ def test_malformed_specs_are_refused(spec, text):
 
 
 def test_missing_required_parameter_and_unknown_snapshot(nary_env):
-    with pytest.raises(BatchError, match="'key' is required"):
+    with pytest.raises(BatchError, match="field 'key'.*required"):
         validate_batch(nary_env["warehouse"], [{"kind": "nary", "query": nary_env["query"]}])
     with pytest.raises(BatchError, match="snapshot_id"):
         validate_batch(nary_env["warehouse"], {"snapshot_id": 4242, "queries": [
@@ -159,6 +163,111 @@ def test_a_lake_table_id_query_leaves_itself_out(nary_env):
     run_batch(wh, [{"kind": "nary", "query": tid, "key": nary_env["key"], "k": 10}], batch_id="b-self")
     rows = batch_results(wh, "b-self")
     assert rows.num_rows > 0 and tid not in rows.column("table_id").to_pylist()
+
+
+# -- served batches: the page and the DAGs name lake tables only ------------------------------------------------------
+@pytest.fixture
+def escaping(nary_env, tmp_path):
+    """A copy of the query table outside the lake with a marker cell, and a catalogued lake table temporarily
+    replaced by a link to it (a link inside the lake that leads out of it)."""
+    outside = tmp_path / "outside" / "copy.csv"
+    outside.parent.mkdir()
+    table = read_query_file(os.path.join(nary_env["lake"], nary_env["query"]))
+    with open(outside, "w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerows([table.names, *zip(*(c.to_pylist() for c in table.columns)), ["SECRET-CELL"] * len(table.names)])
+    linked = nary_env["tables"][-1]
+    lake_file = os.path.join(nary_env["lake"], linked)
+    moved = str(tmp_path / "moved.csv")
+    shutil.move(lake_file, moved)
+    os.symlink(outside, lake_file)
+    cat = Warehouse(nary_env["warehouse"]).read("catalog")
+    ids = dict(zip(cat["path"].to_pylist(), cat["table_id"].to_pylist()))
+    try:
+        up = os.path.join(nary_env["lake"], os.path.relpath(outside, nary_env["lake"]))   # <lake>/../../<outside>
+        yield {"outside": str(outside), "linked": linked, "linked_id": ids[linked], "root": str(tmp_path),
+               "lake": nary_env["lake"], "up": up}
+    finally:
+        os.remove(lake_file)
+        shutil.move(moved, lake_file)
+
+
+@pytest.mark.parametrize("named, cwd, reason", [
+    ("{outside}", "{root}", "outside the lake"),
+    ("outside/copy.csv", "{root}", "not a table of the lake"),
+    ("../outside/copy.csv", "{root}/outside", "'..' may not appear"),
+    ("{up}", "{root}", "'..' may not appear"),
+    ("{linked}", "{root}", "link to a file outside the lake"),
+    ("{linked_id}", "{root}", "link to a file outside the lake"),
+])
+def test_a_served_batch_refuses_every_path_but_a_lake_table(nary_env, escaping, monkeypatch, named, cwd, reason):
+    query = named.format(**escaping)
+    monkeypatch.chdir(cwd.format(**escaping))
+    spec = [{"kind": "nary", "query": query, "key": nary_env["key"], "k": 3}]
+    before = _count(nary_env["warehouse"], "query_results")
+    if reason.startswith("link"):
+        # a lake table that became a link out of the lake is read by no path, the CLI and Python API included
+        with pytest.raises(BatchError, match="leads out of the lake"):
+            validate_batch(nary_env["warehouse"], spec)
+    else:
+        validate_batch(nary_env["warehouse"], spec)               # unserved (CLI, Python API): the file is read
+    with pytest.raises(BatchError) as err:
+        run_batch(nary_env["warehouse"], spec, served=True)
+    message = str(err.value)
+    assert f"query 0 (id 'q1'): field 'query': query {query!r} is refused" in message and reason in message, message
+    assert "SECRET" not in message
+    assert _count(nary_env["warehouse"], "query_results") == before
+
+
+def test_a_served_batch_answers_lake_tables_by_path_id_and_absolute_lake_path(nary_env):
+    wh, lake = nary_env["warehouse"], nary_env["lake"]
+    cat = Warehouse(wh).read("catalog")
+    tid = cat.filter(pc.equal(cat["path"], nary_env["query"]))["table_id"][0].as_py()
+    names = {"path": nary_env["query"], "id": tid, "absolute": os.path.join(lake, nary_env["query"])}
+    spec = {"name": "served", "queries": [{"id": n, "kind": "nary", "query": q, "key": nary_env["key"], "k": 5}
+                                          for n, q in names.items()]}
+    summary = run_batch(wh, spec, batch_id="b-served", served=True)
+    direct = [(r["table_id"], float(r["joinability"]))
+              for r in discovery.open(wh).nary(tid, nary_env["key"], k=5)["results"]]
+    rows = batch_results(wh, "b-served")
+    assert direct and summary["results"] == 3 * len(direct)
+    for qid in names:
+        mine = rows.filter(pc.equal(rows["query_id"], qid))
+        assert list(zip(mine["table_id"].to_pylist(), mine["score"].to_pylist())) == direct, qid
+
+
+def test_uploads_of_a_served_batch_are_read_under_their_name(nary_env, escaping):
+    wh = nary_env["warehouse"]
+    spec = [{"kind": "nary", "query": "upload:copy.csv", "key": nary_env["key"], "k": 5}]
+    summary = run_batch(wh, spec, batch_id="b-upload", served=True, uploads={"upload:copy.csv": escaping["outside"]})
+    direct = discovery.open(wh).nary(escaping["outside"], nary_env["key"], k=5)["results"]
+    rows = batch_results(wh, "b-upload")
+    assert summary["queries"][0]["query"] == "upload:copy.csv" and rows.num_rows == len(direct) > 0
+    assert rows["table_id"].to_pylist() == [r["table_id"] for r in direct]
+    broken = os.path.join(escaping["root"], "broken.csv")
+    with open(broken, "w") as fh:
+        fh.write('a,b\n1,"SECRET-CELL opens a quote\n2,3\n')
+    with pytest.raises(BatchError) as err:
+        run_batch(wh, [{"kind": "nary", "query": "upload:broken.csv", "key": ["a"]}], served=True,
+                  uploads={"upload:broken.csv": broken})
+    assert "query file 'upload:broken.csv' cannot be read" in str(err.value) and "SECRET" not in str(err.value)
+
+
+def test_query_batch_dag_and_standing_queries_are_served(nary_env, escaping):
+    from airflow.models.dagbag import DagBag
+
+    bag = DagBag(dag_folder=os.path.join(ROOT, "dags", "query_batch.py"), include_examples=False)
+    validate = bag.dags["query_batch"].get_task("validate").python_callable
+    params = {"name": "dag", "snapshot_id": None, "warehouse": nary_env["warehouse"]}
+    for query in (escaping["outside"], escaping["linked"]):
+        with pytest.raises(BatchError, match="is refused"):
+            validate(params={**params, "queries": [{"kind": "nary", "query": query, "key": nary_env["key"]}]})
+    ok = validate(params={**params, "queries": [{"kind": "nary", "query": nary_env["query"], "key": nary_env["key"]}]})
+    assert ok["snapshot_id"] == nary_env["snapshot"]
+    with pytest.raises(BatchError, match="outside the lake"):
+        save_standing(nary_env["warehouse"], "outside", [{"kind": "nary", "query": escaping["outside"],
+                                                          "key": nary_env["key"]}])
+    assert "outside" not in standing_queries(nary_env["warehouse"])
 
 
 # -- standing queries -------------------------------------------------------------------------------------------------

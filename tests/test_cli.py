@@ -43,6 +43,17 @@ def test_clear_errors_for_bad_input(tmp_path):
     assert usage.returncode == 2 and "--warehouse" in usage.stderr
 
 
+def test_argument_errors_are_one_line(tmp_path):
+    """argparse's own refusals (missing, unknown or unconvertible options, unknown commands) read like every other
+    bad input: one stderr line naming the command, exit 2 (tests/test_params_fuzz.py drives the values)."""
+    wh = str(tmp_path)
+    for args in (["union", "--warehouse", wh], ["union", "--warehouse", wh, "--query", "q.csv", "-k", "ten"],
+                 ["nary", "--bogus"], ["no-such-command"]):
+        proc = _cli(*args)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, (args, proc.stderr)
+        assert proc.stderr.startswith("lakescout") and "Traceback" not in proc.stderr and "usage:" not in proc.stderr
+
+
 def test_bad_config_is_named(tmp_path):
     cfg = tmp_path / "bad.toml"
     cfg.write_text("[limits]\nmax_rowz = 3\n")

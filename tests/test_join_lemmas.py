@@ -35,11 +35,11 @@ def _setup(seed, tau_fraction):
 @pytest.mark.parametrize("seed,tau_fraction", [(0, 0.05), (1, 0.15), (2, 0.3), (3, 0.45)])
 def test_vector_lemmas_1_and_2(seed, tau_fraction):
     index, q, tau, dist = _setup(seed, tau_fraction)
-    lemma1 = _apart(q.mapped, q.mapped, index.mapped, index.mapped, tau + index.slack)
-    lemma2 = _within(q.mapped, index.mapped, tau - index.slack)
+    lemma1 = _apart(q.mapped, q.mapped, index.mapped, index.mapped, tau + q.slack)
+    lemma2 = _within(q.mapped, index.mapped, tau - q.slack)
     qm, xm = q.mapped[:, None, :], index.mapped[None]
-    np.testing.assert_array_equal(lemma1, (np.abs(xm - qm) > tau + index.slack).any(-1))
-    np.testing.assert_array_equal(lemma2, ((xm + qm) <= tau - index.slack).any(-1))
+    np.testing.assert_array_equal(lemma1, (np.abs(xm - qm) > tau + q.slack).any(-1))
+    np.testing.assert_array_equal(lemma2, ((xm + qm) <= tau - q.slack).any(-1))
     assert not (lemma1 & (dist <= tau)).any()
     assert not (lemma2 & (dist > tau)).any()
     assert lemma1.any()
@@ -54,8 +54,8 @@ def test_cell_lemmas_3_to_6(seed, tau_fraction):
     qh = CellHierarchy(q.cells, q.mapped, index.grid.n_pivots, index.grid.levels)
     fired = {3: 0, 4: 0, 5: 0, 6: 0}
     for level in range(1, th.levels + 1):
-        f4 = _apart(qh.lo[level], qh.hi[level], th.lo[level], th.hi[level], tau + index.slack)
-        m6 = _within(qh.hi[level], th.hi[level], tau - index.slack)
+        f4 = _apart(qh.lo[level], qh.hi[level], th.lo[level], th.hi[level], tau + q.slack)
+        m6 = _within(qh.hi[level], th.hi[level], tau - q.slack)
         for i, k in zip(*np.nonzero(f4 | m6)):
             block_d = dist[qh.start[level][i]:qh.start[level][i + 1], th.start[level][k]:th.start[level][k + 1]]
             if f4[i, k]:
@@ -65,8 +65,8 @@ def test_cell_lemmas_3_to_6(seed, tau_fraction):
         fired[4] += int(f4.sum())
         fired[6] += int(m6.sum())
     m = th.levels
-    f3 = _apart(q.mapped, q.mapped, th.lo[m], th.hi[m], tau + index.slack)
-    m5 = _within(q.mapped, th.hi[m], tau - index.slack)
+    f3 = _apart(q.mapped, q.mapped, th.lo[m], th.hi[m], tau + q.slack)
+    m5 = _within(q.mapped, th.hi[m], tau - q.slack)
     for i, k in zip(*np.nonzero(f3 | m5)):
         row = dist[i, th.start[m][k]:th.start[m][k + 1]]
         assert (row > tau).all() if f3[i, k] else (row <= tau).all()
@@ -81,7 +81,7 @@ def test_blocking_keeps_every_match(seed, tau_fraction):
     """Algorithm 1 as a whole: matching pairs hold only matches, and every match is matched or a candidate."""
     index, q, tau, dist = _setup(seed, tau_fraction)
     qh = CellHierarchy(q.cells, q.mapped, index.grid.n_pivots, index.grid.levels)
-    res = block(qh, q.mapped, index.hierarchy, tau, index.slack)
+    res = block(qh, q.mapped, index.hierarchy, tau, q.slack)
     covered = np.zeros_like(dist, dtype=bool)
     for qi, lo, hi in zip(res.match_q, res.match_lo, res.match_hi):
         assert (dist[qi, lo:hi] <= tau).all()
@@ -97,10 +97,10 @@ def test_blocking_output_room_grows_to_the_exact_need(monkeypatch):
     """Blocking buffers sized far too small are resized and the pairs are the same as with ample room."""
     index, q, tau, dist = _setup(4, 0.2)
     qh = CellHierarchy(q.cells, q.mapped, index.grid.n_pivots, index.grid.levels)
-    ample = block(qh, q.mapped, index.hierarchy, tau, index.slack)
+    ample = block(qh, q.mapped, index.hierarchy, tau, q.slack)
     monkeypatch.setattr(blocking, "MIN_ROOM", 1)
     index.hierarchy.pairs_per_query = 1e-6
-    small = block(qh, q.mapped, index.hierarchy, tau, index.slack)
+    small = block(qh, q.mapped, index.hierarchy, tau, q.slack)
     assert index.hierarchy.pairs_per_query > 1e-6
     assert small.stats == ample.stats and ample.stats["candidate_pairs"] > 1
     for name in ("match_q", "match_lo", "match_hi", "cand_q", "cand_leaf", "cand_same"):

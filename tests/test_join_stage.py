@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -63,24 +64,28 @@ def test_mappings_are_the_pivot_distances_of_every_value_vector(indexed_lake):
 def test_join_search_equals_brute_force(indexed_lake, tau, T):
     lake, wh = indexed_lake
     ls = discovery.open(wh)
+    ordinal = _ordinals(ls)
     for q in load_ground_truth(lake)["join"][:3]:
         query = resolve_query(ls.snapshot, q["query_table"])
         qvec = query_value_vectors(ls.snapshot, query, q["query_column"]).vectors
         expected = _brute_force(ls.snapshot, qvec, tau, T, query.table_id)
         for method in ("pexeso", "pexeso-h", "exact"):
             out = ls.join(q["query_table"], q["query_column"], tau=tau, T=T, method=method)
-            got = {(r["table_id"], _ordinal(ls, r)): r["matched"] for r in out["results"]}
+            got = {(r["table_id"], ordinal[r["table_id"], r["column"]]): r["matched"] for r in out["results"]}
             assert got == expected, (method, q["query_table"])
             assert all(d <= tau * 2.0 + 1e-9 for r in out["results"] for _, _, d in r["matches"])
-        top = ls.join(q["query_table"], q["query_column"], tau=tau, T=0.0, top_k=3)
         best = sorted(_brute_force(ls.snapshot, qvec, tau, 0.0, query.table_id).items(),
                       key=lambda kv: (-kv[1], kv[0][0] * COLUMN_KEY_BASE + kv[0][1]))[:3]
-        assert [r["matched"] for r in top["results"]] == [n for _, n in best]
+        for method in ("pexeso", "pexeso-h", "exact"):
+            top = ls.join(q["query_table"], q["query_column"], tau=tau, top_k=3, method=method)
+            ranked = [((r["table_id"], ordinal[r["table_id"], r["column"]]), r["matched"]) for r in top["results"]]
+            assert ranked == best, method
 
 
-def _ordinal(ls, result) -> int:
+def _ordinals(ls) -> dict[tuple[int, str], int]:
+    """(table_id, column name) -> ordinal, for reading result columns back as column keys."""
     cols = ls.snapshot.read("columns", columns=["table_id", "ordinal", "name"]).to_pylist()
-    return next(c["ordinal"] for c in cols if c["table_id"] == result["table_id"] and c["name"] == result["column"])
+    return {(c["table_id"], c["name"]): c["ordinal"] for c in cols}
 
 
 def test_join_cli_shape_and_errors(indexed_lake):
@@ -98,6 +103,8 @@ def test_join_cli_shape_and_errors(indexed_lake):
         assert all(len(m) == 3 for m in r["matches"])
     bad_col = run("--query", q["query_table"], "--column", "no such column")
     assert bad_col.returncode == 2 and "has no column 'no such column'" in bad_col.stderr
+    both = run("--query", q["query_table"], "--column", q["query_column"], "--T", "0.2", "--top-k", "3")
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr
     numeric = next(t for t in load_ground_truth(lake)["tables"] if t["role"] == "nary")
     cols = discovery.open(wh).snapshot.read("columns").to_pylist()
     num_col = next((c for c in cols if c["type"] in ("int", "float")), None)
@@ -105,3 +112,20 @@ def test_join_cli_shape_and_errors(indexed_lake):
     proc = run("--query", path[num_col["table_id"]], "--column", num_col["name"])
     assert proc.returncode == 2 and "semantic join compares string values" in proc.stderr
     assert numeric  # the lake has n-ary tables to draw from
+
+
+def test_demo_join_query_finds_the_planted_join_first_with_defaults(indexed_lake):
+    """``make demo``'s join query, as the Makefile runs it (no T, no k): the k most joinable columns, the planted
+    join first (it plants partners for 58 % of the query's values, below the usual threshold of 0.6)."""
+    lake, wh = indexed_lake
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "Makefile")) as fh:
+        line = next(ln for ln in fh if "lakescout join" in ln)
+    args = [wh if a == "$(LAKESCOUT_WAREHOUSE)" else a for a in shlex.split(line)[2:]]
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "lakescout"), "join", *args, "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    planted = {(j["query_table"], j["query_column"]): (j["lake_table"], j["lake_column"])
+               for j in load_ground_truth(lake)["join"]}
+    assert out["T"] is None and out["top_k"] == 10
+    assert (out["results"][0]["path"], out["results"][0]["column"]) == planted[out["query"], out["column"]]

@@ -1,6 +1,11 @@
-"""The Lake discovery FastAPI app through TestClient with Airflow's real auth manager (JWT) and a real warehouse."""
+"""The Lake discovery FastAPI app through TestClient with Airflow's real auth manager (JWT) and a real warehouse.
+
+The searches that succeed need an index built by Spark and run against a real api-server in ``test_ui_browser``;
+here, without Spark, the refusals: a viewer may not search, and a served search reads nothing outside the lake.
+"""
 from __future__ import annotations
 
+import html
 import os
 import re
 import sys
@@ -38,11 +43,13 @@ def warehouse(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def auth():
+    """JWTs of a viewer (``token``: may read the page) and of an admin (``admin``: may trigger query_batch)."""
     from airflow.api_fastapi.app import create_auth_manager
     from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
 
     manager = create_auth_manager()
-    return {"token": manager.generate_jwt(SimpleAuthManagerUser(username="ada", role="viewer"))}
+    return {"token": manager.generate_jwt(SimpleAuthManagerUser(username="ada", role="viewer")),
+            "admin": manager.generate_jwt(SimpleAuthManagerUser(username="root", role="admin"))}
 
 
 @pytest.fixture
@@ -95,12 +102,76 @@ def test_status_json(client, auth, warehouse):
 def test_search_form_errors_are_shown_not_raised(client, auth, warehouse):
     from discovery.batch import available_kinds
 
-    cookies = {"_token": auth["token"]}
+    cookies = {"_token": auth["admin"]}
     unknown = client.post("/search", data={"kind": "fuzzy", "table": "1"}, cookies=cookies)
     assert unknown.status_code == 400 and "not available" in unknown.text
     if available_kinds():
         nothing = client.post("/search", data={"kind": available_kinds()[0]}, cookies=cookies)
         assert nothing.status_code == 400 and "pick a lake table or upload a CSV" in nothing.text
+
+
+def test_a_viewer_reads_the_page_but_may_not_search(client, auth, warehouse):
+    viewer = {"_token": auth["token"]}
+    page = client.get("/", cookies=viewer)
+    assert page.status_code == 200 and 'id="search-denied"' in page.text
+    assert re.search(r'id="run-search"\s+disabled>', page.text)
+    admin_page = client.get("/", cookies={"_token": auth["admin"]}).text
+    assert 'id="search-denied"' not in admin_page and re.search(r'id="run-search"\s+>', admin_page)
+    form = {"kind": "nary", "table": "1", "key": "city"}
+    for refused in (client.post("/search", data=form, cookies=viewer),
+                    client.post("/search", data=form, headers={"Authorization": f"Bearer {auth['token']}"})):
+        assert refused.status_code == 403
+        assert "permission to trigger the query_batch DAG" in refused.text and 'id="snapshot-id"' in refused.text
+    assert warehouse.read("query_batches").num_rows == warehouse.read("query_results").num_rows == 0
+
+
+@pytest.fixture
+def outside(tmp_path, warehouse):
+    """A CSV outside the lake whose cells must never reach a browser, and the lake's good table, catalogued as
+    ``good/cities.csv`` (id 1), made a link to it."""
+    secret = tmp_path / "outside" / "secret.csv"
+    secret.parent.mkdir()
+    secret.write_text("user,entry\nada,postgres:x:101:104:SECRET\nbob,root:x:0:0:SECRET\n")
+    lake = tmp_path / "lake"
+    (lake / "good").mkdir(parents=True)
+    (lake / "good" / "cities.csv").symlink_to(secret)
+    return {"secret": str(secret), "lake": str(lake), "root": str(tmp_path)}
+
+
+SERVED_REFUSALS = [
+    # (what the search names, the folder it is named from, the reason in the message)
+    ("{secret}", "{root}", "outside the lake"),
+    ("outside/secret.csv", "{root}", "not a table of the lake"),
+    ("../outside/secret.csv", "{lake}", "'..' may not appear"),
+    ("{lake}/../outside/secret.csv", "{lake}", "'..' may not appear"),
+    ("good/cities.csv", "{lake}", "link to a file outside the lake"),
+    ("{lake}/good/cities.csv", "{root}", "link to a file outside the lake"),
+    ("1", "{root}", "link to a file outside the lake"),
+]
+
+
+@pytest.mark.parametrize("named, cwd, reason", SERVED_REFUSALS)
+def test_a_search_reads_nothing_outside_the_lake(client, auth, warehouse, outside, monkeypatch, named, cwd, reason):
+    from discovery.query import QueryError, resolve_query
+    from discovery.store import load_snapshot
+
+    query, folder = named.format(**outside), cwd.format(**outside)
+    monkeypatch.chdir(folder)
+    if reason.startswith("link"):
+        # a catalogued lake table that became a link out of the lake is not read by any path, the Python API included
+        with pytest.raises(QueryError, match="leads out of the lake"):
+            resolve_query(load_snapshot(warehouse), query)
+    else:
+        # the Python API (its user owns the machine) reads the same name; a search from the page must not
+        assert "SECRET" in str(resolve_query(load_snapshot(warehouse), query).columns[1].to_pylist())
+    response = client.post("/search", data={"kind": "nary", "table": query, "key": "user", "k": 3},
+                           cookies={"_token": auth["admin"]})
+    message = re.search(r'id="search-error">(.*?)</p>', response.text, re.S)
+    assert response.status_code == 400 and message, response.text[-2000:]
+    text = html.unescape(message.group(1))
+    assert f"query {query!r} is refused" in text and reason in text, text
+    assert "SECRET" not in response.text and "postgres" not in response.text
+    assert warehouse.read("query_batches").num_rows == warehouse.read("query_results").num_rows == 0
 
 
 def test_page_before_the_first_snapshot(client, auth, tmp_path, monkeypatch):

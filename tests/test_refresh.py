@@ -38,12 +38,20 @@ def _by_path(wh: Warehouse):
 
 def test_full_refresh_indexes_the_lake_and_reports_broken_files(spark, small_lake, demo_lake, tmp_path):
     root = str(tmp_path / "wh")
+    # Links that lead out of the lake, one to a readable table and one dangling, are catalogued as errors, unread.
+    (tmp_path / "outside.csv").write_text("user,secret\nroot,hunter2\nadmin,swordfish\n")
+    os.makedirs(os.path.join(small_lake, "links"))
+    os.symlink(tmp_path / "outside.csv", os.path.join(small_lake, "links", "escape.csv"))
+    os.symlink(tmp_path / "missing.csv", os.path.join(small_lake, "links", "dangling.csv"))
     out = refresh(spark, root, small_lake)
     assert out["published"] and out["snapshot_id"] == 1
     wh = Warehouse(root)
     snap = load_snapshot(wh)
     cat = {r["path"]: r for r in snap.read("catalog").to_pylist()}
     assert set(cat) == {f.path for f in list_lake(small_lake)}
+    assert cat["links/escape.csv"]["status"] == "error" and "out of the lake" in cat["links/escape.csv"]["error"]
+    assert cat["links/dangling.csv"]["status"] == "error" and cat["links/dangling.csv"]["error"]
+    assert "hunter2" not in cat["links/escape.csv"]["error"]
     expected = {r["path"]: r for r in load_ground_truth(demo_lake)["broken"]}
     for path, exp in expected.items():
         assert cat[path]["status"] == exp["status"], path

@@ -1,91 +1,112 @@
-"""End to end: a real Airflow api-server with the plugin, a login through the Airflow UI in headless Chromium, the
-"Lake discovery" page, an n-ary search through its form, and a screenshot under ``artifacts/``."""
+"""End to end on a real Airflow api-server with the plugin (SimpleAuthManager, an admin and a viewer): who may
+search from the "Lake discovery" page, searches by table id, lake path and upload over HTTP, a search naming a file
+of the server refused, and in headless Chromium a login through the Airflow UI, an n-ary search through the form and
+a screenshot under ``artifacts/``.  The api-server is started once for the module."""
 from __future__ import annotations
 
-import json
+import html
 import os
-import socket
-import subprocess
-import sys
-import time
+import re
+import secrets
 import urllib.error
 import urllib.request
 
+import httpx
 import pytest
 
-from airflow_env import airflow_env
+from airflow_server import api_server, bearer_token
 
-pytestmark = [
-    pytest.mark.browser, pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow,
-    pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="/usr/bin/chromium is not installed"),
-]
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.dirname(sys.executable)
 ARTIFACTS = os.path.join(ROOT, "artifacts")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-USER, PASSWORD = "ada", "lake-discovery-test"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen, log_path: str, timeout: float = 150) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError("api-server exited:\n" + open(log_path).read()[-4000:])
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(1)
-    raise AssertionError("api-server did not become healthy:\n" + open(log_path).read()[-4000:])
 
 
 @pytest.fixture(scope="module")
 def airflow_server(spark, demo_lake, tmp_path_factory):
+    """The api-server over a warehouse of the n-ary test lake, with an ``admin`` and a ``viewer``, and their JWTs."""
     from test_batch import nary_lake, refresh_for_nary
 
     root = tmp_path_factory.mktemp("ui")
     env_lake = nary_lake(demo_lake, str(root / "lake"))
     warehouse = str(root / "wh")
     refresh_for_nary(spark, warehouse, env_lake["lake"])
-    home = root / "airflow"
-    home.mkdir()
-    (home / "passwords.json").write_text(json.dumps({USER: PASSWORD}))
-    port = _free_port()
-    env = airflow_env(
-        str(home), warehouse,
-        AIRFLOW__CORE__UNIT_TEST_MODE="False",
-        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=f"{USER}:viewer",
-        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=str(home / "passwords.json"),
-        AIRFLOW__API__BASE_URL=f"http://127.0.0.1:{port}",
-        AIRFLOW__API_AUTH__JWT_SECRET="lakescout-browser-test-secret-of-a-reasonable-length-0123456789",
-    )
-    airflow = os.path.join(BIN, "airflow")
-    subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)
-    log_path = str(root / "api-server.log")
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([airflow, "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        _wait_healthy(f"http://127.0.0.1:{port}/api/v2/monitor/health", proc, log_path)
-        yield {"url": f"http://127.0.0.1:{port}", "warehouse": warehouse, **env_lake}
-    finally:
-        os.killpg(proc.pid, 15)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
+    users = {name: (name, secrets.token_urlsafe(12)) for name in ("admin", "viewer")}   # the role is the name
+    home = str(root / "airflow")
+    with api_server(home, warehouse, users) as url:
+        yield {"url": url, "warehouse": warehouse, "passwords": {u: pw for u, (_, pw) in users.items()},
+               "password_file": os.path.join(home, "passwords.json"),
+               "tokens": {u: bearer_token(url, u, pw) for u, (_, pw) in users.items()}, **env_lake}
 
 
+def _search(server: dict, user: str, data: dict, files: dict | None = None) -> httpx.Response:
+    return httpx.post(f"{server['url']}/lakescout/search", data=data, files=files, timeout=300,
+                      headers={"Authorization": f"Bearer {server['tokens'][user]}"})
+
+
+def _recorded(server: dict, response: httpx.Response) -> list[tuple]:
+    """(rank, table id, score) of the batch a successful search recorded, read back from ``query_results``."""
+    from discovery.batch import batch_results
+
+    batch_id = re.search(r"\(batch <code>(ui-[0-9a-f]+)</code>\)", response.text).group(1)
+    rows = batch_results(server["warehouse"], batch_id).to_pylist()
+    return [(r["rank"], r["table_id"], r["score"]) for r in rows]
+
+
+def _expected(server: dict, query) -> list[tuple]:
+    import discovery
+
+    answer = discovery.open(server["warehouse"]).nary(query, server["key"], k=5)
+    return [(r["rank"], r["table_id"], float(r["joinability"])) for r in answer["results"]]
+
+
+def test_a_viewer_reads_the_page_and_gets_403_on_search(airflow_server):
+    from discovery.store import Warehouse
+
+    page = httpx.get(f"{airflow_server['url']}/lakescout/", timeout=60,
+                     headers={"Authorization": f"Bearer {airflow_server['tokens']['viewer']}"})
+    assert page.status_code == 200 and "signed in as viewer" in page.text and 'id="search-denied"' in page.text
+    before = Warehouse(airflow_server["warehouse"]).read("query_results").num_rows
+    table_id = _table_id(airflow_server["warehouse"], airflow_server["query"])
+    refused = _search(airflow_server, "viewer", {"kind": "nary", "table": str(table_id),
+                                                 "key": ",".join(airflow_server["key"])})
+    assert refused.status_code == 403 and "permission to trigger the query_batch DAG" in refused.text
+    assert Warehouse(airflow_server["warehouse"]).read("query_results").num_rows == before
+
+
+def test_an_admin_searches_by_table_id_lake_path_and_upload(airflow_server, tmp_path):
+    key = ",".join(airflow_server["key"])
+    table_id = _table_id(airflow_server["warehouse"], airflow_server["query"])
+    expected = _expected(airflow_server, table_id)
+    assert expected
+    for table in (str(table_id), airflow_server["query"]):
+        found = _search(airflow_server, "admin", {"kind": "nary", "table": table, "key": key, "k": "5"})
+        assert found.status_code == 200 and 'id="search-results"' in found.text, found.text[-2000:]
+        assert _recorded(airflow_server, found) == expected, table
+    upload = tmp_path / "my stores.csv"
+    upload.write_bytes(open(os.path.join(airflow_server["lake"], airflow_server["query"]), "rb").read())
+    with open(upload, "rb") as fh:
+        found = _search(airflow_server, "admin", {"kind": "nary", "key": key, "k": "5"},
+                        files={"upload": ("my stores.csv", fh, "text/csv")})
+    assert found.status_code == 200, found.text[-2000:]
+    assert re.search(r"search on\s+my stores\.csv\s+from snapshot", found.text)
+    assert _recorded(airflow_server, found) == _expected(airflow_server, str(upload))
+
+
+def test_a_search_naming_a_file_of_the_server_is_refused(airflow_server):
+    path = airflow_server["password_file"]
+    assert airflow_server["passwords"]["admin"] in open(path).read()      # a real file of the server, with secrets
+    refused = _search(airflow_server, "admin", {"kind": "nary", "table": path, "key": "admin"})
+    assert refused.status_code == 400, refused.text[-2000:]
+    message = html.unescape(re.search(r'id="search-error">(.*?)</p>', refused.text, re.S).group(1))
+    assert f"query {path!r} is refused: it is outside the lake" in message
+    assert not any(p in refused.text for p in airflow_server["passwords"].values())
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="/usr/bin/chromium is not installed")
 def test_login_open_page_search_and_screenshot(airflow_server):
     from playwright.sync_api import sync_playwright
 
@@ -102,14 +123,14 @@ def test_login_open_page_search_and_screenshot(airflow_server):
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(f"{url}/auth/login")
-            page.fill("input[name='username']", USER)
-            page.fill("input[name='password']", PASSWORD)
+            page.fill("input[name='username']", "admin")
+            page.fill("input[name='password']", airflow_server["passwords"]["admin"])
             page.click("button[type='submit']")
             page.wait_for_function("document.cookie.includes('_token=')", timeout=30000)
 
             page.goto(f"{url}/lakescout/")
             assert page.locator("h1").inner_text() == "Lake discovery"
-            assert f"signed in as {USER}" in page.content()
+            assert "signed in as admin" in page.content()
             page.select_option("#kind", "nary")
             page.select_option("#table", label=f"{airflow_server['query']} (id "
                                f"{_table_id(airflow_server['warehouse'], airflow_server['query'])})")

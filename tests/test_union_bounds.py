@@ -2,9 +2,10 @@
 import numpy as np
 import pytest
 
-from discovery.union import UnionIndex
-from discovery.union.bounds import mwmto_bounds
-from discovery.union.matching import similarity_matrix, unionability
+from discovery.union import UnionIndex, assign_to_centroids, flatten_partitions, partition_table
+from discovery.union.cones import CONE_SLACK, cone_bound, directions
+from discovery.union.bounds import SUM_SLACK, mwmto_bounds
+from discovery.union.matching import similarity_matrix, unionability, unit_rows
 from discovery.union.csr import offsets_from_counts
 from discovery.union.synthetic import build_index_inputs, draw_tables, generate_lake, lake_model
 
@@ -58,5 +59,71 @@ def test_bounds_bracket_exact_on_random_partitions(seed):
         exact = unionability(query, cols[offsets[i]:offsets[i + 1]], tau).score
         assert lower[i] <= exact <= upper[i]
         assert (upper[i] == 0) == (exact == 0)
-        if sizes[i] == np.diff(table_parts)[i]:  # singleton partitions: the lower bound is a real matching
-            assert lower[i] >= 0
+
+
+def _basis_lake(seed):
+    """Columns that are exactly basis directions (the centroids), query columns each within reach of exactly one of
+    them: every admissible pair is isolated, every cone has radius 0, so Algorithm 3's bounds are exact."""
+    rng = np.random.default_rng(seed)
+    dim = 8
+    basis = np.eye(dim, dtype=np.float32)
+    sizes = rng.integers(1, dim + 1, size=30)
+    cols = [rng.choice(dim, size=m, replace=False) for m in sizes]
+    vectors = basis[np.concatenate(cols)]
+    owner = np.repeat(np.arange(len(sizes)), sizes)
+    ordinal = np.arange(len(owner)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    ids = assign_to_centroids(vectors, basis)
+    parts = [partition_table(vectors[owner == t], ids[owner == t], basis, col_ordinals=ordinal[owner == t])
+             for t in range(len(sizes))]
+    index = UnionIndex.build(vectors, owner, ordinal, basis, flatten_partitions(range(len(sizes)), parts))
+    picked = rng.choice(dim, size=int(rng.integers(1, dim)), replace=False)
+    query = basis[picked] + rng.uniform(0.05, 0.4, size=(len(picked), 1)) * basis[(picked + 1) % dim]
+    return index, unit_rows(query)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_bounds_are_tight_where_pairs_are_isolated(seed):
+    index, query = _basis_lake(seed)
+    tau = 0.8
+    exact = np.array([index._score(query, t, tau)[0] for t in range(index.table_count)])
+    assert (exact > 0).any()
+    lower, upper = index._candidate_bounds(query, tau, np.arange(index.table_count))
+    np.testing.assert_allclose(lower, exact, rtol=0, atol=2 * SUM_SLACK)
+    np.testing.assert_allclose(upper, exact, rtol=0, atol=2 * SUM_SLACK)
+    tables, cone_upper = index.cones.reachable(directions(query), tau)
+    assert tables.tolist() == np.flatnonzero(exact > 0).tolist()  # reachable: exactly the unionable tables
+    assert np.all(cone_upper >= exact[tables])
+    assert np.all(cone_upper <= exact[tables] + len(query) * CONE_SLACK + 1e-9)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_cone_bound_is_the_maximum_over_the_cap(seed):
+    rng = np.random.default_rng(seed)
+    dim = int(rng.integers(2, 10))
+    anchor, q = directions(rng.standard_normal((2, dim)))
+    cos_r = float(rng.uniform(-0.5, 1.0))
+    # members anywhere in the cap stay below the bound
+    v = directions(rng.standard_normal((4000, dim)))
+    inside = v[v @ anchor >= cos_r]
+    bound = float(cone_bound(np.array(q @ anchor), np.array(cos_r)))
+    assert np.all(inside @ q <= bound)
+    # the cap's edge towards q attains it: rotate the anchor towards q by the cap's angle
+    ortho = q - (q @ anchor) * anchor
+    ortho /= np.linalg.norm(ortho)
+    alpha = np.arccos(cos_r)
+    theta = np.arccos(np.clip(q @ anchor, -1, 1))
+    edge = np.cos(min(alpha, theta)) * anchor + np.sin(min(alpha, theta)) * ortho
+    assert edge @ anchor >= cos_r - 1e-12
+    assert bound - CONE_SLACK == pytest.approx(float(edge @ q), abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("tau", [0.3, 0.6, 0.9])
+def test_reachable_tables_hold_every_admissible_pair(small_index, seed, tau):
+    model, index = small_index
+    query, _, _ = draw_tables(model, 1, seed=300 + seed)
+    tables, upper = index.cones.reachable(directions(unit_rows(query)), tau)
+    exact = np.array([index._score(query, t, tau)[0] for t in range(index.table_count)])
+    assert set(np.flatnonzero(exact > 0).tolist()) <= set(tables.tolist())
+    assert np.all(upper >= exact[tables])
+    assert np.all(upper > 0)

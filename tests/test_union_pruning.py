@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from discovery.union import UnionIndex
-from discovery.union.pruning import base_prune, enhanced_prune
+from discovery.union.pruning import BasePruner, EnhancedPruner, base_prune, enhanced_prune, stream_prune
 from discovery.union.synthetic import build_index_inputs, draw_tables, generate_lake, lake_model
 
 
@@ -13,12 +13,18 @@ def exhaustive(scores, ties, keep):
 
 
 def run(prune, order, lower, upper, ties, scores, keep):
-    ranked, exact = prune(order, lower, upper, ties, lambda c: (float(scores[c]), None), keep)
-    return [(r.candidate, r.score) for r in ranked], exact
+    scored = []
+
+    def scorer(c):
+        scored.append(int(c))
+        return float(scores[c]), None
+
+    ranked, exact = prune(order, lower, upper, ties, scorer, keep)
+    assert exact == len(scored) == len(set(scored))  # each candidate scored at most once, and every scoring counted
+    return [(r.candidate, r.score) for r in ranked], set(scored)
 
 
-@pytest.mark.parametrize("seed", range(200))
-def test_random_intervals(seed):
+def random_candidates(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 80))
     scores = rng.uniform(0, 10, size=n)
@@ -28,13 +34,61 @@ def test_random_intervals(seed):
     upper = scores + rng.exponential(2.0, size=n) * (rng.random(n) < 0.8)
     ties = rng.permutation(n) + 100
     keep = int(rng.integers(1, 12))
-    order = rng.permutation(n)
+    # arrival: random, best upper bound first, or by table id (a scan of partitions in storage order)
+    order = [rng.permutation(n), np.lexsort((ties, -upper)), np.argsort(ties)][seed % 3]
+    return scores, lower, upper, ties, keep, order
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_random_intervals(seed):
+    scores, lower, upper, ties, keep, order = random_candidates(seed)
     want = exhaustive(scores, ties, keep)
-    bbp, n_bbp = run(base_prune, order, lower, upper, ties, scores, keep)
-    ebbp, n_ebbp = run(enhanced_prune, order, lower, upper, ties, scores, keep)
+    bbp, scored_bbp = run(base_prune, order, lower, upper, ties, scores, keep)
+    ebbp, scored_ebbp = run(enhanced_prune, order, lower, upper, ties, scores, keep)
     assert bbp == want
     assert ebbp == want
-    assert n_bbp <= n and n_ebbp <= n
+    # theta = the keep-th best score: no algorithm can settle the top-keep without scoring every candidate whose upper
+    # bound exceeds it; BBP scores all of those plus its first keep arrivals, EBBP only candidates reaching theta
+    theta = want[-1][1] if len(want) == keep else -np.inf
+    reach = {int(c) for c in np.flatnonzero(upper >= theta)}
+    assert scored_bbp >= reach | {int(c) for c in order[:keep]}
+    assert {int(c) for c in np.flatnonzero(upper > theta)} <= scored_ebbp <= reach
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_ebbp_computes_no_more_exact_matchings_than_bbp_on_the_same_stream(seed):
+    # the paper's claim for EBBP (Algorithm 5) against BBP (Algorithm 4), on random streams with many ties
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 15))
+    scores = rng.integers(0, 10, size=n).astype(float)
+    lower = scores - rng.integers(0, 4, size=n)
+    upper = scores + rng.integers(0, 5, size=n)
+    ties = rng.permutation(n)
+    keep = int(rng.integers(1, 5))
+    for order in (rng.permutation(n), np.argsort(ties), np.lexsort((ties, -upper))):
+        _, scored_bbp = run(base_prune, order, lower, upper, ties, scores, keep)
+        _, scored_ebbp = run(enhanced_prune, order, lower, upper, ties, scores, keep)
+        assert len(scored_ebbp) <= len(scored_bbp)
+
+
+@pytest.mark.parametrize("pruner_type", [BasePruner, EnhancedPruner])
+@pytest.mark.parametrize("seed", range(40))
+def test_stream_stops_at_the_floor(pruner_type, seed):
+    rng = np.random.default_rng(seed)
+    n, keep = 1000, int(rng.integers(1, 6))
+    scores = np.sort(rng.uniform(0, 100, size=n))[::-1]  # exact bounds, distinct scores, best first
+    ties = np.arange(n)
+    batches = []
+
+    def materialise(a, b):
+        batches.append((a, b))
+        return [(c, float(scores[c]), float(scores[c])) for c in range(a, b)]
+
+    pruner = pruner_type(keep, ties, lambda c: (float(scores[c]), None))
+    assert stream_prune(pruner, scores, materialise, 8) == (8, True)
+    assert [(r.candidate, r.score) for r in pruner.finish()] == exhaustive(scores, ties, keep)
+    assert batches == [(0, 8)]  # keys[8] < the keep-th score: nothing after the first batch
+    assert pruner.exact == keep
 
 
 @pytest.fixture(scope="module")
@@ -57,5 +111,25 @@ def test_real_bounds_over_refined_candidates(lake_index, seed):
     ties = index.table_ids[tix]
     for keep in (1, 5, 30):
         want = exhaustive(scores, ties, keep)
-        assert run(base_prune, range(len(tix)), lower, upper, ties, scores, keep)[0] == want
-        assert run(enhanced_prune, range(len(tix)), lower, upper, ties, scores, keep)[0] == want
+        for order in (np.arange(len(tix)), np.lexsort((ties, -upper))):
+            bbp, scored_bbp = run(base_prune, order, lower, upper, ties, scores, keep)
+            ebbp, scored_ebbp = run(enhanced_prune, order, lower, upper, ties, scores, keep)
+            assert bbp == want and ebbp == want
+            assert len(scored_ebbp) <= len(scored_bbp)
+
+
+def test_stream_reports_when_it_would_pass_its_limit():
+    scores = np.linspace(9.0, 1.0, 100)
+    keys = np.full(100, 10.0)  # loose bounds: the floor never rises above the keys
+    pruner = EnhancedPruner(3, np.arange(100), lambda c: (float(scores[c]), None))
+    offered = []
+
+    def materialise(a, b):
+        offered.extend(range(a, b))
+        return [(c, 0.0, 10.0) for c in range(a, b)]
+
+    assert stream_prune(pruner, keys, materialise, 8, limit=40) == (24, False)  # batches 0-8, 8-24; 24-56 > 40
+    assert offered == list(range(24))
+    assert stream_prune(EnhancedPruner(3, np.arange(100), lambda c: (float(scores[c]), None)), keys,
+                        lambda a, b: [(c, 0.0, 10.0) for c in range(a, b)], 8, limit=100) == (100, True)
+

@@ -24,7 +24,9 @@ def literal_algorithm_2(pair_centroids, pair_sims, table_cols_by_centroid, iw, p
                     used[(i, c)] = used.get((i, c), 0) + 1
                     score[i] += -neg
                 visited[(i, q)] = True
-    ranked = sorted(((-s, i) for i, s in score.items() if i != exclude))[:phi_ref]
+    ranked = sorted((-s, i) for i, s in score.items() if i != exclude)
+    if len(ranked) > phi_ref:  # the phi_ref best, and every table tied with the last of them
+        ranked = [r for r in ranked if r[0] <= ranked[phi_ref - 1][0]]
     return [i for _, i in ranked], [-s for s, _ in ranked]
 
 

@@ -71,10 +71,34 @@ def test_exact_union_equals_brute_force_and_pgtus_finds_it(indexed_lake):
         assert [(r["table_id"], round(r["score"], 5)) for r in exact["results"]] == \
             [(t, -s) for s, t in brute[:5]]
         assert all(r["table_id"] != qid for r in exact["results"])
-        for method in ("pgtus++", "pgtus", "starmie"):
-            got = ls.union(q, k=5, method=method)
-            assert [r["table_id"] for r in got["results"]] == [r["table_id"] for r in exact["results"]], method
+        got = ls.union(q, k=5, method="starmie")
+        assert [r["table_id"] for r in got["results"]] == [r["table_id"] for r in exact["results"]]
         assert len(ls.union(q, k=5, method="tactus")["results"]) > 0
+
+
+def test_default_union_through_the_pipeline_equals_exact(indexed_lake):
+    # the user's path: a warehouse built by the refresh, queried through discovery.open(...).union with defaults
+    lake, wh = indexed_lake
+    ls = discovery.open(wh)
+    queries = sorted({r["query_table"] for r in load_ground_truth(lake)["union"]})
+    assert len(queries) >= 8
+    fewer_than_k = 0
+    for q in queries[:8]:
+        for tau in (0.5, 0.7, 0.9):
+            for k in (1, 5, 40):
+                exact = ls.union(q, k=k, method="exact", tau=tau)
+                want = [(r["table_id"], r["score"], r["alignment"]) for r in exact["results"]]
+                for method in ("pgtus++", "pgtus"):
+                    got = ls.union(q, k=k, method=method, tau=tau)
+                    assert [(r["table_id"], r["score"], r["alignment"]) for r in got["results"]] == want, \
+                        (q, tau, k, method)
+                approx = ls.union(q, k=k, method="pgtus++-approx", tau=tau)
+                assert len(approx["results"]) == len(want)
+                fewer_than_k += len(want) < k
+        default = ls.union(q, k=10)
+        assert default["method"] == "pgtus++"
+        assert default["results"] == ls.union(q, k=10, method="exact")["results"]
+    assert fewer_than_k > 0  # some settings have fewer than k unionable tables: all of them are returned
 
 
 def test_incremental_assigns_new_tables_to_the_current_model_and_drift_retrains(spark, small_lake, demo_lake,

@@ -71,6 +71,26 @@ def squared_norms(x: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", x.astype(np.float64), x.astype(np.float64))
 
 
+def mapping_slack(storage_eps: float, magnitude: float, dim: int) -> float:
+    """How far a lemma's pivot-distance test may be off, in chord units; lemmas widen tau by it (:mod:`.lemmas`).
+
+    Three errors add up, for mapped values of at most ``magnitude`` (metric units) over ``dim``-dimensional vectors:
+
+    * storage: the lake's pivot distances are stored as float32 (``pivot_mappings``) and the search reads those
+      numbers back, so each is off by up to half a float32 ulp, ``eps32 / 2 * |v|``; ``storage_eps * magnitude``
+      (the machine epsilon of the storage type) bounds it with a factor two to spare.  Chords derived from stored
+      angles err no more than the angles (the chord is 1-Lipschitz in the angle).
+    * computation: :func:`.pivots.map_to_pivots` computes in float64 from differences, a sum of ``dim`` squares and
+      a root (angular: and an arcsine), within ``(dim + 4) u64 |v|`` on the lake and on the query side alike.
+    * the decision the lemmas stand in for is the canonical float64 sum (module docstring), which accepts pairs up to
+      ``(dim + 4) u64`` relatively beyond tau, and tau is at most 2 chord units.
+
+    The float64 terms sum to at most ``(dim + 4) u64 (2 magnitude + 2)``; the lemma tests' own sum or difference adds
+    ``u64`` of ``2 magnitude``; four times ``(dim + 8) u64 (2 magnitude + 2)`` covers them all with room to spare.
+    """
+    return float(storage_eps) * magnitude + 4.0 * (dim + 8) * _U64 * (2.0 * magnitude + 2.0)
+
+
 def canonical_squared(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Squared distance of row pairs ``a[i], b[i]`` in float64, summed dimension by dimension.
 

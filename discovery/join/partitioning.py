@@ -99,19 +99,23 @@ def partitions_for_budget(n_vectors: int, dim: int, n_pivots: int, memory_budget
     return max(1, int(np.ceil(n_vectors * per_vector / max(memory_budget_bytes, 1))))
 
 
-def search_partitions(loaders: Iterable[Callable[[], JoinIndex]], query_vectors, tau: float = 0.06, T: float = 0.6,
-                      method: str = "pexeso", top_k: int | None = None, exact_joinability: bool = True) -> JoinResult:
-    """Search one partition at a time (only one index in memory) and merge.
+def search_partitions(loaders: Iterable[Callable[[], JoinIndex | None]], query_vectors, tau: float = 0.06,
+                      T: float = 0.6, method: str = "pexeso", top_k: int | None = None,
+                      exact_joinability: bool = True) -> JoinResult:
+    """Search one partition at a time (only one index in memory) and merge; a loader returns None for a partition
+    that holds no vectors.
 
-    Threshold search: the union of the partitions' answers (columns never span partitions).  Top-k: each
-    partition's exact top-k, merged; the running k-th best count is passed on as a floor, so later partitions prune
-    with the threshold already reached (the k-size buffer of top-k search carried across partitions).
+    Threshold search: the union of the partitions' answers (columns never span partitions).  Top-k (``T`` not
+    applied): each partition's exact top-k, merged; the running k-th best count is passed on as a floor, so later
+    partitions prune with the threshold already reached (the k-size buffer of top-k search carried across partitions).
     """
     merged: list[JoinableColumn] = []
     stats: dict = {"partitions": 0}
     floor = 1
     for load in loaders:
         index = load()
+        if index is None:
+            continue
         result = index.search(query_vectors, tau, T, method, top_k, exact_joinability, min_matches=floor)
         del index
         stats["partitions"] += 1

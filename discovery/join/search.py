@@ -2,8 +2,15 @@
 
 Definitions (PEXESO Def. 1-2, §V): value vectors are L2-normalised; q matches x iff d(q, x) <= tau, with tau a
 fraction of the maximum distance; the joinability of a lake column S is the fraction of the query column's vectors
-having a match in S; S is joinable iff that fraction is >= T.  Query vectors are taken as the query column's
-distinct values (one vector per distinct value), so |Q| is the number of rows of ``query_vectors``.
+having a match in S.  Threshold search returns every column whose joinability is >= T; top-k search (PEXESO's top-k
+joinable column search) returns the k columns of highest joinability among those with any match, and takes no T.
+Query vectors are taken as the query column's distinct values (one vector per distinct value), so |Q| is the number
+of rows of ``query_vectors``.
+
+Exactness with stored mappings.  The lake's pivot distances may be given in float32 (as ``pivot_mappings`` stores
+them); the index keeps exactly those numbers (widened to float64 without change), builds its cell boxes from them,
+and every lemma is widened by :func:`.metric.mapping_slack` for the storage type the mappings came in, so the
+lemmas' decisions hold for the true distances.
 
 Methods: ``pexeso`` (blocking + inverted-index verification), ``pexeso-h`` (the same blocking, naive verification),
 ``exact`` (blocked BLAS brute force).  All three return identical columns and joinabilities.  With
@@ -21,8 +28,8 @@ import numpy as np
 from .baselines import verify_exact, verify_pexeso_h
 from .blocking import block
 from .grid import CellHierarchy, GridSpec
-from .metric import (MatchPredicate, canonical_squared, check_metric, chord_threshold, from_chord, prepare_vectors,
-                     squared_norms, to_chord)
+from .metric import (MatchPredicate, canonical_squared, check_metric, chord_threshold, from_chord, mapping_slack,
+                     prepare_vectors, squared_norms, to_chord)
 from .pivots import map_to_pivots
 from .tally import required_matches
 from .verification import verify_pexeso
@@ -77,8 +84,9 @@ class JoinIndex:
         self.metric = metric
         self.grid = grid
         self.pivots = prepare_vectors(pivots, metric)
-        # Rounding of stored mapped values (float32 in Delta) plus float64 error of the mapping itself.
-        self.slack = 1e-9 + 8.0 * float(np.finfo(mapped.dtype if mapped.dtype.kind == "f" else np.float64).eps)
+        # The precision the mappings were given in (float32 as stored in Delta) bounds their rounding error.
+        self.storage_eps = float(np.finfo(mapped.dtype if mapped.dtype.kind == "f" else np.float64).eps)
+        self.mapped_max = float(np.abs(mapped).max())
         cells = grid.leaf_cells(mapped) if cells is None else np.asarray(cells, dtype=np.int64)
         self.column_values, col = np.unique(column_ids, return_inverse=True)
         order = np.lexsort((col, cells))
@@ -108,7 +116,10 @@ class JoinIndex:
     @classmethod
     def from_mapped(cls, vectors, column_ids, mapped, pivots, grid: GridSpec, metric: str = "euclidean",
                     cells=None) -> "JoinIndex":
-        """Index precomputed pivot mappings (and leaf cells) as read from ``pivot_mappings``."""
+        """Index precomputed pivot mappings (and leaf cells) as read from ``pivot_mappings``.
+
+        Pass the mappings in the type they are stored in (float32): the lemmas' slack follows that precision.
+        """
         return cls(vectors, column_ids, mapped, pivots, grid, metric, cells)
 
     @property
@@ -133,23 +144,26 @@ class JoinIndex:
         order = np.argsort(cells, kind="stable")
         vectors = np.ascontiguousarray(q[order])
         chord = to_chord(mapped[order], self.metric)
+        slack = mapping_slack(self.storage_eps, max(self.mapped_max, float(np.abs(mapped).max())), q.shape[1])
         return SimpleNamespace(n=q.shape[0], vectors=vectors, sq_norms=squared_norms(vectors),
-                               mapped=np.ascontiguousarray(chord, dtype=np.float64), orig=order, cells=cells[order])
+                               mapped=np.ascontiguousarray(chord, dtype=np.float64), orig=order, cells=cells[order],
+                               slack=slack)
 
     def search(self, query_vectors, tau: float = 0.06, T: float = 0.6, method: str = "pexeso",
                top_k: int | None = None, exact_joinability: bool = True, min_matches: int = 1) -> JoinResult:
         """Joinable columns for the query column, ranked by joinability (ties by column id).
 
-        ``tau``: distance threshold as a fraction of the maximum distance; ``T``: joinability threshold as a fraction
-        of |Q|; ``top_k``: return the k most joinable columns among those reaching T (T=0: any match);
-        ``min_matches``: a floor on the match count (used to carry a top-k threshold across partitions).
+        ``tau``: distance threshold as a fraction of the maximum distance.  Threshold search (``top_k`` None): every
+        column with joinability >= ``T`` (a fraction of |Q|).  Top-k search: the ``top_k`` columns of highest
+        joinability among those with a match; ``T`` is not applied.  ``min_matches``: a floor on the match count (used
+        to carry a top-k threshold across partitions).
         """
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
         if top_k is not None and top_k < 1:
             raise ValueError("top_k must be >= 1")
         query = self._query(query_vectors)
-        need = max(required_matches(T, query.n), int(min_matches))
+        need = max(required_matches(T if top_k is None else 0.0, query.n), int(min_matches))
         tau_c = chord_threshold(tau, self.metric)
         max_sq = float(max(self.sq_norms.max(), query.sq_norms.max()))
         pred = MatchPredicate(tau_c, self.vectors.shape[1], max_sq)
@@ -160,7 +174,7 @@ class JoinIndex:
             verified = verify_exact(self, query, need, top_k, stop, pred)
         else:
             qh = CellHierarchy(query.cells, query.mapped, self.grid.n_pivots, self.grid.levels)
-            blocked = block(qh, query.mapped, self.hierarchy, tau_c, self.slack)
+            blocked = block(qh, query.mapped, self.hierarchy, tau_c, query.slack)
             stats.update(blocked.stats)
             stats["candidate_vectors"] = int((self.leaf_start[blocked.cand_leaf + 1]
                                               - self.leaf_start[blocked.cand_leaf]).sum())

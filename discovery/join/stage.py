@@ -5,7 +5,12 @@ vectors (PCA pivot selection, grid extent from the mapped sample, and, when the 
 budget, JSD k-means partition centres over column histograms), stores it in ``models``, and then maps every value
 vector in Spark tasks (:func:`mapping_batch`): distances to the pivots, leaf cell of the hierarchical grid, and the
 column's partition (nearest centre by Jensen-Shannon divergence).  Queries rebuild a :class:`~discovery.join.JoinIndex`
-from those rows without recomputing a single mapping.
+from those rows without recomputing a single mapping (:func:`index_from_rows`).
+
+One set of numbers.  Pivot distances are stored as float32; the leaf cell and the partition of a vector are computed
+from those float32 values at build time (:func:`stored_mapping`), and the index searches those same values with a
+slack for float32 precision, so no vector sits on one side of a cell boundary in the rows and on the other in the
+index, and no lemma decides on numbers more precise than the ones it reads.
 
 Column ids in the join index are ``table_id * 65536 + ordinal`` (ordinals are bounded by ``max_columns``).
 """
@@ -19,13 +24,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..store import SCHEMAS, StoredModel, Warehouse, latest_model
+from ..store import SCHEMAS, StoredModel, Warehouse, WarehouseError, latest_model
 from .grid import GridSpec
 from .partitioning import _jsd_to_centres, column_histograms, partition_columns
 from .pivots import map_to_pivots, select_pivots
+from .search import JoinIndex
 
 MODEL = "pivots"
 COLUMN_KEY_BASE = 65536
+#: What identifies a value-vector row in ``value_vectors`` and ``pivot_mappings`` alike.
+ROW_KEYS = ["table_id", "ordinal", "value"]
 _LN2 = float(np.log(2.0))
 
 
@@ -118,6 +126,38 @@ def current_model(warehouse: Warehouse) -> PivotModel | None:
     return PivotModel.from_stored(stored) if stored is not None else None
 
 
+def _matrix(lists: pa.ChunkedArray | pa.Array, width: int | None = None) -> np.ndarray:
+    """A list<float32> column as a (rows, width) float32 matrix (no widening: these are the stored numbers)."""
+    flat = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+    values = flat.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    return values.reshape(len(flat), width if width is not None else (values.size // max(len(flat), 1)))
+
+
+def stored_mapping(vectors: np.ndarray, model: PivotModel) -> tuple[np.ndarray, np.ndarray]:
+    """Pivot distances as ``pivot_mappings`` stores them (float32) and the leaf cell of each, computed from those
+    stored numbers by :meth:`GridSpec.leaf_cells`, the function anyone re-deriving a cell from the rows uses."""
+    mapped = map_to_pivots(vectors, model.pivots, model.metric).astype(np.float32)
+    return mapped, model.grid.leaf_cells(mapped)
+
+
+def mapping_rows(vv: pa.Table, model: PivotModel) -> pa.Table:
+    """``pivot_mappings`` rows of ``value_vectors`` rows (table_id, content_hash, ordinal, value, vector)."""
+    if vv.num_rows == 0:
+        return SCHEMAS["pivot_mappings"].empty_table()
+    mapped, cells = stored_mapping(_matrix(vv.column("vector")), model)
+    keys = column_keys(vv.column("table_id").to_numpy(), vv.column("ordinal").to_numpy())
+    columns, part = model.assign_partitions(mapped, keys)
+    partition = part[np.searchsorted(columns, keys)]
+    return pa.table({
+        "table_id": vv.column("table_id"), "content_hash": vv.column("content_hash"),
+        "model_version": pa.array([model.version] * vv.num_rows, pa.string()),
+        "ordinal": vv.column("ordinal"), "value": vv.column("value"),
+        "distances": pa.ListArray.from_arrays(np.arange(0, mapped.size + 1, mapped.shape[1], dtype=np.int32),
+                                              pa.array(mapped.ravel(), pa.float32())),
+        "cell": pa.array(cells, pa.int64()), "partition": pa.array(partition, pa.int32()),
+    }, schema=SCHEMAS["pivot_mappings"])
+
+
 def mapping_batch(work: pa.Table, ctx) -> tuple[pa.Table, dict]:
     """``pivot_mappings`` rows of the work tables' value vectors under the current pivot model."""
     wh = Warehouse(ctx.warehouse)
@@ -125,24 +165,30 @@ def mapping_batch(work: pa.Table, ctx) -> tuple[pa.Table, dict]:
     ids = pa.array(work.column("table_id").to_pylist(), pa.int64())
     vv = wh.read("value_vectors", columns=["table_id", "content_hash", "ordinal", "value", "vector"],
                  filter=pc.field("table_id").isin(ids))
-    if vv.num_rows == 0:
-        return pa.table({k: [] for k in SCHEMAS["pivot_mappings"].names}, schema=SCHEMAS["pivot_mappings"]), \
-            {"tables_processed": work.num_rows, "vectors": 0}
-    flat = vv.column("vector").combine_chunks()
-    dim = len(flat[0])
-    vectors = flat.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(-1, dim)
-    mapped = map_to_pivots(vectors, model.pivots, model.metric)
-    cells = model.grid.leaf_cells(mapped)
-    keys = column_keys(vv.column("table_id").to_numpy(), vv.column("ordinal").to_numpy())
-    columns, part = model.assign_partitions(mapped, keys)
-    partition = part[np.searchsorted(columns, keys)]
-    mapped32 = mapped.astype(np.float32)
-    out = pa.table({
-        "table_id": vv.column("table_id"), "content_hash": vv.column("content_hash"),
-        "model_version": pa.array([model.version] * vv.num_rows, pa.string()),
-        "ordinal": vv.column("ordinal"), "value": vv.column("value"),
-        "distances": pa.ListArray.from_arrays(np.arange(0, mapped32.size + 1, mapped32.shape[1], dtype=np.int32),
-                                              pa.array(mapped32.ravel(), pa.float32())),
-        "cell": pa.array(cells, pa.int64()), "partition": pa.array(partition, pa.int32()),
-    }, schema=SCHEMAS["pivot_mappings"])
-    return out, {"tables_processed": work.num_rows, "vectors": vv.num_rows}
+    return mapping_rows(vv, model), {"tables_processed": work.num_rows, "vectors": vv.num_rows}
+
+
+def index_from_rows(mapping: pa.Table, vectors: pa.Table, model: PivotModel) -> tuple[JoinIndex, np.ndarray] | None:
+    """The join index of ``pivot_mappings`` rows (one partition, or all) and the value string of each index input
+    row (``JoinIndex.order`` and result pairs point into it).
+
+    ``mapping``: table_id, ordinal, value, distances, cell; ``vectors``: table_id, ordinal, value, vector rows of at
+    least the same columns.  Value vectors of other columns are dropped first: JSD partitions are per column, so
+    the other columns of a table may lie in other partitions.  The float32 distances and stored cells go to the index
+    as they are.  None when there are no rows.
+    """
+    if mapping.num_rows == 0:
+        return None
+    wanted = np.unique(column_keys(mapping.column("table_id").to_numpy(), mapping.column("ordinal").to_numpy()))
+    have = column_keys(vectors.column("table_id").to_numpy(), vectors.column("ordinal").to_numpy())
+    vectors = vectors.filter(pa.array(np.isin(have, wanted)))
+    order = [(k, "ascending") for k in ROW_KEYS]
+    mapping, vectors = mapping.sort_by(order), vectors.sort_by(order)
+    if mapping.num_rows != vectors.num_rows or not mapping.select(ROW_KEYS).equals(vectors.select(ROW_KEYS)):
+        raise WarehouseError(f"pivot_mappings ({mapping.num_rows} rows) and value_vectors ({vectors.num_rows} rows of "
+                             "the same columns) disagree: the pivots stage did not finish; run a refresh")
+    keys = column_keys(mapping.column("table_id").to_numpy(), mapping.column("ordinal").to_numpy())
+    index = JoinIndex.from_mapped(_matrix(vectors.column("vector")), keys,
+                                  _matrix(mapping.column("distances"), len(model.pivots)), model.pivots, model.grid,
+                                  model.metric, mapping.column("cell").to_numpy())
+    return index, np.asarray(mapping.column("value").to_pylist(), dtype=object)

@@ -261,7 +261,7 @@ def verify_pexeso(index, query, blocked: BlockingResult, need: int, top_k, stop_
     matched, exact, wk, wx, wsq, s = _verify(
         query.n, index.n_columns, blocked.match_q, blocked.match_lo, blocked.match_hi, blocked.cand_q,
         blocked.cand_leaf, blocked.cand_same, index.run_start, index.run_col, index.leaf_run_start, index.mapped,
-        index.vectors, query.mapped, query.vectors, pred.tau + index.slack, pred.tau - index.slack, pred.tau_sq,
+        index.vectors, query.mapped, query.vectors, pred.tau + query.slack, pred.tau - query.slack, pred.tau_sq,
         int(need), int(top_k or 0),
         bool(stop_on_accept and top_k is None))
     stats = {"distance_computations": int(s[0]), "lemma1_filtered": int(s[1]), "lemma2_matched": int(s[2]),

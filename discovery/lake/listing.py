@@ -39,7 +39,10 @@ def list_lake(root: str) -> list[LakeFile]:
             if fmt is None or _hidden(name):
                 continue
             full = os.path.join(dirpath, name)
-            st = os.stat(full)
+            try:
+                st = os.stat(full)
+            except OSError:  # a dangling link: listed, so the scan records why it cannot be read
+                st = os.lstat(full)
             rel = os.path.relpath(full, root).replace(os.sep, "/")
             out.append(LakeFile(rel, st.st_size, st.st_mtime_ns, fmt))
     return sorted(out, key=lambda f: f.path)
@@ -67,11 +70,24 @@ def join_lake_path(root: str, rel: str) -> str:
     return os.path.join(root, *rel.split("/"))
 
 
+def inside_lake(root: str, full: str) -> bool:
+    """Whether the real path of ``full`` (links resolved) lies under the real path of the local lake ``root``."""
+    real_root = os.path.realpath(root)
+    return os.path.realpath(full).startswith(real_root.rstrip(os.sep) + os.sep)
+
+
 def open_lake_file(root: str, rel: str, mode: str = "rb"):
-    """Open a lake file for reading, local or remote."""
+    """Open a lake file for reading, local or remote.
+
+    A local file that is a link leading out of the lake is refused (PermissionError, which the scan records as the
+    table's error): the lake folder is what an operator exposes to the index, and a link must not widen it to any
+    file the refresh can read.
+    """
     full = join_lake_path(root, rel)
     if "://" in root:
         import fsspec
 
         return fsspec.open(full, mode).open()
+    if not inside_lake(root, full):
+        raise PermissionError(f"{rel!r} is a link that leads out of the lake; files outside the lake are not read")
     return open(full, mode)

@@ -1,25 +1,21 @@
 """The query-time MATE index of a snapshot: ``xash_postings`` + the snapshot's XASH model, built once and cached.
 
 The cache key is (warehouse root, snapshot id, hash size): a snapshot never changes, so an index built for it stays
-valid; a few recent entries are kept because an index holds every posting in memory.  A size other than the stored
-one is derived in memory from the same postings (:meth:`NaryIndex.resized`), which is what ``--bits`` asks for.
+valid; indexes are kept in the process-wide cache bounded in bytes (:mod:`discovery.store.cache`), because an index
+holds every posting in memory.  A size other than the stored one is derived in memory from the same postings
+(:meth:`NaryIndex.resized`), which is what ``--bits`` asks for.
 """
 from __future__ import annotations
 
 import os
-import threading
-from collections import OrderedDict
 
 import pyarrow.compute as pc
 
 from discovery.nary.index import NaryIndex
 from discovery.nary.stage import MODEL_NAME, model_from_stored
 from discovery.store import Snapshot, WarehouseError, snapshot_model
+from discovery.store.cache import INDEXES
 from discovery.xash import SUPPORTED_BITS
-
-_MAX_CACHED = 3
-_cache: OrderedDict[tuple[str, int, int], NaryIndex] = OrderedDict()
-_lock = threading.Lock()
 
 
 def _root(snapshot: Snapshot) -> str:
@@ -27,38 +23,21 @@ def _root(snapshot: Snapshot) -> str:
     return root if "://" in root else os.path.abspath(root)
 
 
-def _cached(key: tuple[str, int, int]) -> NaryIndex | None:
-    with _lock:
-        index = _cache.get(key)
-        if index is not None:
-            _cache.move_to_end(key)
-        return index
-
-
-def _remember(key: tuple[str, int, int], index: NaryIndex) -> None:
-    with _lock:
-        _cache[key] = index
-        _cache.move_to_end(key)
-        while len(_cache) > _MAX_CACHED:
-            _cache.popitem(last=False)
-
-
 def _stored_index(snapshot: Snapshot) -> NaryIndex:
     stored = snapshot_model(snapshot, MODEL_NAME)
     model = model_from_stored(stored)
-    key = (_root(snapshot), snapshot.snapshot_id, model.bits)
-    index = _cached(key)
-    if index is not None:
-        return index
+    key = ("nary", _root(snapshot), snapshot.snapshot_id, model.bits)
+    return INDEXES.get(key, lambda: _build(snapshot, stored, model))
+
+
+def _build(snapshot: Snapshot, stored, model) -> NaryIndex:
     dataset = snapshot.dataset("xash_postings")
     foreign = dataset.count_rows(filter=pc.field("model_version") != stored.version)
     if foreign:
         raise WarehouseError(f"snapshot {snapshot.snapshot_id}: {foreign} posting(s) were not built with XASH model "
                              f"{stored.version}; run `lakescout refresh --full`")
     postings = dataset.to_table(columns=["value", "table_id", "column", "row", "superkey"])
-    index = NaryIndex.from_postings(postings, model)
-    _remember(key, index)
-    return index
+    return NaryIndex.from_postings(postings, model)
 
 
 def load_nary_index(snapshot: Snapshot, bits: int | None = None) -> NaryIndex:
@@ -68,9 +47,5 @@ def load_nary_index(snapshot: Snapshot, bits: int | None = None) -> NaryIndex:
     index = _stored_index(snapshot)
     if bits is None or bits == index.model.bits:
         return index
-    key = (_root(snapshot), snapshot.snapshot_id, bits)
-    resized = _cached(key)
-    if resized is None:
-        resized = index.resized(bits)
-        _remember(key, resized)
-    return resized
+    key = ("nary", _root(snapshot), snapshot.snapshot_id, bits)
+    return INDEXES.get(key, lambda: index.resized(bits))

@@ -1,6 +1,7 @@
 """What every stage of a refresh knows: where the lake and the warehouse are, which refresh and attempt it is."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from ..config import Config
@@ -15,6 +16,14 @@ class StageContext:
     attempt: str
     full: bool = False
     config: Config = field(default_factory=Config)
+
+    def __post_init__(self):
+        # Spark tasks run in their executor's working folder, not the driver's: a local path is made absolute here,
+        # on the driver, before the context is shipped to them.
+        for name in ("warehouse", "lake"):
+            value = getattr(self, name)
+            if "://" not in value:
+                object.__setattr__(self, name, os.path.abspath(value))
 
     @property
     def store(self) -> Warehouse:

@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 from ..store import INDEX_TABLES, SCHEMAS, Warehouse, new_attempt_token
 from ..store.warehouse import json_dumps
 from .context import StageReport
+from .progress import mark_published
 
 
 def begin_refresh(warehouse: str) -> int:
@@ -76,5 +77,6 @@ def publish_snapshot(warehouse: str, refresh_id: int, lake: str) -> dict:
                    stage="publish", attempt=attempt)
     report = StageReport("publish", rows_written=1, message=f"snapshot {snapshot_id}")
     record_stage(warehouse, refresh_id, report, started, attempt)
+    mark_published(warehouse, refresh_id, started)
     return {"snapshot_id": snapshot_id, "refresh_id": refresh_id, "published": True, "versions": versions,
             "counts": counts, "models": latest_models}

@@ -74,8 +74,6 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("content_hash", pa.string()),
         ("model_version", pa.string()),
         ("partition_id", pa.int32()),
-        ("group_centroid_ids", pa.list_(pa.int32())),  # group G_k: base centroid ids, -1 for a cascade centroid
-        ("group_vectors", VEC),                        # the g centroid vectors of G_k, flattened (g * d)
         ("member_ordinals", pa.list_(pa.int32())),     # member columns S_k
         ("iw_centroid_ids", pa.list_(pa.int32())),     # distinct nearest base centroids of the members ...
         ("iw_counts", pa.list_(pa.int32())),           # ... and how many members each has (I_w)

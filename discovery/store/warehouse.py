@@ -5,10 +5,16 @@ Writers never pass rows of the index through a driver: workers write Parquet fil
 files whose rows are replaced, in a single ``create_write_transaction``.  Every commit is tagged with an application
 transaction ``lakescout/<stage>`` whose version is the refresh id, so a retried stage sees that its refresh already
 committed and does not commit twice.
+
+Several processes append to the bookkeeping tables at once (UI searches and query batches to ``query_results`` while a
+refresh commits).  delta-rs resolves a lost race for a log version itself, but gives up after a fixed number of
+immediate retries; a blind append (adds only) is then retried here with jittered backoff, a bounded number of times,
+after checking in the log that it did not land: an append commits once, or raises after the last attempt.
 """
 from __future__ import annotations
 
 import json
+import random
 import time
 from dataclasses import dataclass
 from typing import Iterable
@@ -17,11 +23,18 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 from deltalake import DeltaTable
-from deltalake.exceptions import TableNotFoundError
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
-from .files import DataFile, parse_data_file_name, resolve, write_data_file
-from .schema import SCHEMAS
+from .files import DataFile, new_attempt_token, parse_data_file_name, resolve, write_data_file
+from .schema import BOOKKEEPING_TABLES, SCHEMAS
+
+#: Attempts of a blind append whose commit delta-rs gave up on (each attempt is itself up to 15 delta-rs retries).
+COMMIT_ATTEMPTS = 8
+#: First pause before another attempt; doubled each time up to 2 s, with full jitter so racing writers spread out.
+COMMIT_BACKOFF_SECONDS = 0.05
+#: An uncommitted file of a bookkeeping table younger than this may belong to a writer that is still committing.
+ORPHAN_GRACE_SECONDS = 3600.0
 
 
 class WarehouseError(RuntimeError):
@@ -110,10 +123,11 @@ class Warehouse:
 
         With ``once`` (the default) the commit carries the app transaction of the stage and happens at most once per
         refresh; bookkeeping rows that may legitimately be written by every attempt (a failure record) pass
-        ``once=False``.
+        ``once=False``.  A blind append that loses the race for a log version to concurrent writers more often than
+        delta-rs retries is attempted again (:data:`COMMIT_ATTEMPTS`, backoff); a commit that removes files is not,
+        because its removals were decided on the version it read.
         """
         adds, removes = list(adds), sorted(set(removes))
-        dt = self.table(name)
         if once and self.committed(name, stage, refresh_id):
             return CommitResult(None, 0, 0)
         now = int(time.time() * 1000)
@@ -123,13 +137,37 @@ class Warehouse:
             sizes = dict(zip(files.column("path").to_pylist(), files.column("size_bytes").to_pylist()))
         actions: list = [AddAction(f.path, f.size, {}, f.mtime_ms, True, f.stats) for f in adds]
         actions += [RemoveAction(p, True, now, sizes.get(p), {}) for p in removes]
-        meta = {"lakescout.refresh": refresh_id, "lakescout.stage": stage, "lakescout.attempt": attempt}
+        token = new_attempt_token()  # names this one commit in the log, so a retry can tell whether it landed
+        meta = {"lakescout.refresh": refresh_id, "lakescout.stage": stage, "lakescout.attempt": attempt,
+                "lakescout.commit": token}
         meta.update(metadata or {})
         txns = [Transaction(app_id(stage), refresh_id)] if once else None
-        dt.create_write_transaction(
-            actions, "append", SCHEMAS[name],
-            commit_properties=CommitProperties(custom_metadata=meta, app_transactions=txns))
-        return CommitResult(self.table(name).version(), len(adds), len(removes))
+        attempts = COMMIT_ATTEMPTS if not removes else 1
+        for n in range(attempts):
+            dt = self.table(name)
+            read = dt.version()
+            try:
+                dt.create_write_transaction(
+                    actions, "append", SCHEMAS[name],
+                    commit_properties=CommitProperties(custom_metadata=meta, app_transactions=txns))
+                break
+            except CommitFailedError:
+                if self.landed(name, token, read) is not None:
+                    break
+                if n + 1 == attempts:
+                    raise
+                if once and self.committed(name, stage, refresh_id):
+                    return CommitResult(None, 0, 0)
+                time.sleep(random.uniform(0, min(2.0, COMMIT_BACKOFF_SECONDS * 2 ** n)))
+        return CommitResult(self.landed(name, token, read), len(adds), len(removes))
+
+    def landed(self, name: str, token: str, after: int) -> int | None:
+        """The version of ``name`` newer than ``after`` whose commit carries ``token``, or None."""
+        dt = self.table(name)
+        newer = dt.version() - after
+        if newer <= 0:
+            return None
+        return next((h["version"] for h in dt.history(newer) if h.get("lakescout.commit") == token), None)
 
     def append_rows(self, name: str, rows: pa.Table, *, refresh_id: int, stage: str, attempt: str,
                     replace_paths: Iterable[str] = (), once: bool = True) -> CommitResult:
@@ -145,15 +183,23 @@ class Warehouse:
         """Delete data files written by attempts that never committed to this table.
 
         A file belongs to an attempt through its name; the attempts that committed are recorded in the commit
-        metadata of the table history.  Files of ``keep_attempt`` (the attempt now running) are kept.
+        metadata of the table history.  Files of ``keep_attempt`` (the attempt now running) are kept.  The folder is
+        listed before the history is read, so a file committed in between counts as committed.  Bookkeeping tables
+        are appended to by other processes while a refresh runs (searches, query batches, maintenance): there an
+        uncommitted file younger than :data:`ORPHAN_GRACE_SECONDS` may be a writer's that is about to commit, and is
+        kept, as Delta's vacuum keeps recent files for the same reason.
         """
+        fs, root = resolve(self.table_uri(name))
+        listing = fs.get_file_info(pafs.FileSelector(root, recursive=False))
         dt = self.table(name)
         committed = {str(h.get("lakescout.attempt")) for h in dt.history() if "lakescout.attempt" in h}
-        fs, root = resolve(self.table_uri(name))
+        horizon = time.time() - ORPHAN_GRACE_SECONDS if name in BOOKKEEPING_TABLES else None
         removed = []
-        for info in fs.get_file_info(pafs.FileSelector(root, recursive=False)):
+        for info in listing:
             parsed = parse_data_file_name(info.base_name)
             if parsed is None or parsed[2] in committed or parsed[2] == keep_attempt:
+                continue
+            if horizon is not None and (info.mtime is None or info.mtime.timestamp() > horizon):
                 continue
             fs.delete_file(info.path)
             removed.append(info.base_name)

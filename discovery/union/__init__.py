@@ -8,7 +8,8 @@ from .centroids import assign_to_centroids, kmeans
 from .depq import DEPQ
 from .matching import Matching, match_similarities, similarity_matrix, unionability
 from .partitioning import Partition, PartitionArrays, flatten_partitions, partition_lake, partition_table
-from .search import METHODS, SearchStats, UnionIndex, UnionResult, UnionSearch
+from .results import SearchStats, UnionResult, UnionSearch
+from .search import METHODS, UnionIndex
 
 __all__ = [
     "DEPQ", "METHODS", "Matching", "Partition", "PartitionArrays", "SearchStats", "UnionIndex", "UnionResult",

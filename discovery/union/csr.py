@@ -21,8 +21,12 @@ def expand_ranges(offsets: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np
     """Positions ``offsets[key]:offsets[key + 1]`` of every key, concatenated, and the index of the key each came from."""
     keys = np.asarray(keys, dtype=np.int64)
     starts = offsets[keys]
-    counts = offsets[keys + 1] - starts
-    owner = np.repeat(np.arange(len(keys)), counts)
+    return expand_spans(starts, offsets[keys + 1] - starts)
+
+
+def expand_spans(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions ``starts[i]:starts[i] + counts[i]`` of every span, concatenated, and the span each came from."""
+    owner = np.repeat(np.arange(len(starts)), counts)
     first = offsets_from_counts(counts)[:-1]
-    positions = np.arange(int(counts.sum()), dtype=np.int64) - first[owner] + starts[owner]
+    positions = np.arange(int(np.sum(counts)), dtype=np.int64) - first[owner] + starts[owner]
     return positions, owner

@@ -41,6 +41,13 @@ class Matching:
 EMPTY_MATCHING = Matching(0.0, ())
 
 
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    """Rows of ``x`` as float32 unit vectors (zero rows stay zero): how the index stores columns and queries."""
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms > 0, norms, np.float32(1.0))
+
+
 def similarity_matrix(query_vectors: np.ndarray, lake_vectors: np.ndarray) -> np.ndarray:
     """Inner products (q, m) of two sets of float32 unit vectors: one float64 BLAS product, rounded to float32."""
     q = np.asarray(query_vectors, dtype=np.float32).astype(np.float64)

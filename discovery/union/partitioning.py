@@ -20,6 +20,12 @@ centroid on average.
 
 Every partition also records the I_w counts of its members (how many of them have each base centroid as mu(v)); the
 counts of all partitions of a table sum to W(V_i), which the refinement (Alg. 2) uses as per-centroid capacity.
+
+What queries read of Algorithm 1 is the partitions S_k (the capacities of Algorithm 3's bounds) and their I_w counts.
+The groups G_k are kept on :class:`Partition` as the algorithm's output but not flattened or stored, and cascade
+centroid vectors not at all: Algorithm 3 scores a partition by max_{c in G_k} <q, c>, which bounds nothing about the
+members, and the sound cone bounds over the groups that would replace it cost, per reachable table, as much as
+comparing its columns (``cones``), so nothing at query time is tightened or cut by them.
 """
 from __future__ import annotations
 
@@ -44,7 +50,6 @@ class Partition:
     """(G_k, S_k) of Algorithm 1 plus the I_w counts of S_k."""
 
     group_centroid_ids: np.ndarray  # int64 (g,): base centroid ids, CASCADE for cascade centroids
-    group_vectors: np.ndarray  # float32 (g, d): the centroid vectors of G_k
     members: np.ndarray  # int64 (s,): column ordinals of S_k
     centroid_ids: np.ndarray  # int64 (w,): distinct base centroids mu(v) of the members (I_w keys)
     centroid_counts: np.ndarray  # int64 (w,): members per such centroid (I_w values)
@@ -55,11 +60,10 @@ def _counts(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return keys.astype(np.int64), counts.astype(np.int64)
 
 
-def _partition(group_ids, group_vectors, members, ordinals, col_centroid_ids) -> Partition:
+def _partition(group_ids, members, ordinals, col_centroid_ids) -> Partition:
     members = np.sort(members)
     keys, counts = _counts(col_centroid_ids[members])
-    return Partition(np.asarray(group_ids, dtype=np.int64), np.asarray(group_vectors, dtype=np.float32),
-                     ordinals[members].astype(np.int64), keys, counts)
+    return Partition(np.asarray(group_ids, dtype=np.int64), ordinals[members].astype(np.int64), keys, counts)
 
 
 def _cascade(vectors, col_centroid_ids, ordinals, rho_l, rho_h, seed) -> list[Partition]:
@@ -71,7 +75,7 @@ def _cascade(vectors, col_centroid_ids, ordinals, rho_l, rho_h, seed) -> list[Pa
     for j in range(len(cascade)):
         members = np.flatnonzero(labels == j)
         if len(members):
-            out.append(_partition([CASCADE], cascade[j:j + 1], members, ordinals, col_centroid_ids))
+            out.append(_partition([CASCADE], members, ordinals, col_centroid_ids))
     return out
 
 
@@ -102,15 +106,15 @@ def _merged(vectors, col_centroid_ids, centroids, ordinals, rho_h) -> list[Parti
             continue
         ids = np.sort(distinct[group])
         members = np.flatnonzero(np.isin(col_centroid_ids, ids))
-        out.append(_partition(ids, centroids[ids], members, ordinals, col_centroid_ids))
+        out.append(_partition(ids, members, ordinals, col_centroid_ids))
     return out
 
 
-def _singletons(col_centroid_ids, centroids, ordinals) -> list[Partition]:
+def _singletons(col_centroid_ids, ordinals) -> list[Partition]:
     out = []
     for cid in np.unique(col_centroid_ids):
         members = np.flatnonzero(col_centroid_ids == cid)
-        out.append(_partition([cid], centroids[cid:cid + 1], members, ordinals, col_centroid_ids))
+        out.append(_partition([cid], members, ordinals, col_centroid_ids))
     return out
 
 
@@ -135,22 +139,18 @@ def partition_table(col_vectors: np.ndarray, col_centroid_ids: np.ndarray, centr
         return _cascade(vectors, ids, ordinals, rho_l, rho_h, seed)
     if rho >= rho_h:
         return _merged(vectors, ids, centroids, ordinals, rho_h)
-    return _singletons(ids, centroids, ordinals)
+    return _singletons(ids, ordinals)
 
 
 @dataclass(frozen=True)
 class PartitionArrays:
     """All tables' partitions as flat arrays (the shape of the ``centroid_partitions`` Delta table, exploded).
 
-    Partition p belongs to ``table_ids[p]``; its group is rows ``group_offsets[p]:group_offsets[p+1]`` of
-    ``group_centroid_ids`` / ``group_vectors``, its members ``member_ordinals[member_offsets[p]:member_offsets[p+1]]``,
+    Partition p belongs to ``table_ids[p]``; its members are ``member_ordinals[member_offsets[p]:member_offsets[p+1]]``,
     its I_w counts ``iw_centroid_ids`` / ``iw_counts`` over ``iw_offsets[p]:iw_offsets[p+1]``.
     """
 
     table_ids: np.ndarray
-    group_offsets: np.ndarray
-    group_centroid_ids: np.ndarray
-    group_vectors: np.ndarray
     member_offsets: np.ndarray
     member_ordinals: np.ndarray
     iw_offsets: np.ndarray
@@ -158,19 +158,15 @@ class PartitionArrays:
     iw_counts: np.ndarray
 
 
-def flatten_partitions(table_ids: Sequence[int], partitions: Sequence[Sequence[Partition]],
-                       dim: int) -> PartitionArrays:
+def flatten_partitions(table_ids: Sequence[int], partitions: Sequence[Sequence[Partition]]) -> PartitionArrays:
     """Flatten per-table partition lists (``partitions[i]`` belongs to ``table_ids[i]``) into :class:`PartitionArrays`."""
     flat = [(int(t), p) for t, parts in zip(table_ids, partitions) for p in parts]
 
-    def cat(arrays, dtype, shape=(0,)):
-        return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(shape, dtype=dtype)
+    def cat(arrays, dtype):
+        return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(0, dtype=dtype)
 
     return PartitionArrays(
         table_ids=np.array([t for t, _ in flat], dtype=np.int64),
-        group_offsets=offsets_from_counts([len(p.group_centroid_ids) for _, p in flat]),
-        group_centroid_ids=cat([p.group_centroid_ids for _, p in flat], np.int64),
-        group_vectors=cat([p.group_vectors for _, p in flat], np.float32, (0, dim)),
         member_offsets=offsets_from_counts([len(p.members) for _, p in flat]),
         member_ordinals=cat([p.members for _, p in flat], np.int64),
         iw_offsets=offsets_from_counts([len(p.centroid_ids) for _, p in flat]),
@@ -203,4 +199,4 @@ def partition_lake(column_vectors: np.ndarray, column_table_ids: np.ndarray, col
         rows = order[a:b]
         parts.append(partition_table(vectors[rows], assigned[rows], centroids, rho_l, rho_h,
                                      col_ordinals=ordinals[rows], seed=seed))
-    return centroids, flatten_partitions(tables, parts, vectors.shape[1])
+    return centroids, flatten_partitions(tables, parts)

@@ -5,24 +5,28 @@ computing the exact score (Definition 5, a Hungarian assignment) for as few cand
 score descending, ties by table id ascending, in the result and in the min-heap H of the current best.  A candidate is
 skipped only on proof that ``keep`` others score strictly higher, so ties can never be pruned away.
 
-EBBP follows Algorithm 5 with two double-ended priority queues: P_lb holds lower bounds, P_ub the upper bounds of the
-candidates waiting for a decision (at most ``keep``).  The printed conditions would discard candidates without proof
-(an upper bound below the smallest *upper* bound in P_ub, or V_mub evicted unscored), so each rule is used in the
-sound form of the paper's own observation, "a candidate is out when ``keep`` others have a lower bound above its
-upper bound": P_lb keeps the ``keep`` largest lower bounds seen so far, whatever became of their candidates, so its
-minimum V_mlb.lb is a floor that every upper bound must reach (a candidate whose own lower bound is in P_lb never
-falls below it, as lb <= ub).  The floor is raised further by the score at the top of a full H.  Per arrival c:
+Both are pruners fed one candidate at a time (``offer``), so the search can stream candidates best first and stop
+as soon as the next upper bound is below ``floor()``: no candidate below the floor can enter the top-``keep``.
 
-1. c is discarded if its upper bound is below the floor;
-2. if P_ub is full and lb(c) exceeds its smallest upper bound, V_mub leaves P_ub for c: V_mub is discarded when below
-   the floor, otherwise scored exactly as BBP would;
-3. otherwise, with P_ub full, waiting candidates are scored in descending upper bound while c still overlaps the
-   queue (lb(c) <= the smallest waiting upper bound), until c falls below the floor; then c waits.
+EBBP keeps Algorithm 5's two double-ended priority queues: P_lb holds the ``keep`` largest lower bounds seen so far,
+whatever became of their candidates, so its minimum is a floor every upper bound must reach (``keep`` candidates
+score at least that much), raised further by the score at the top of a full H; P_ub holds the candidates waiting
+for a decision.  An arrival below the floor is discarded without an exact matching (Algorithm 5's case 1, in the
+sound form of the paper's observation "a candidate is out when ``keep`` others have a lower bound above its upper
+bound"); every other arrival waits in P_ub, whose low end is dropped as the floor rises.  Waiting candidates are
+settled from P_ub's high end, in descending upper bound (Algorithm 5, lines 16 and 26), once no candidate still to
+come can have a larger upper bound (``advance``, and at the end ``finish``), until the highest waiting upper bound is
+below the floor.
 
-Waiting candidates that fall below the floor leave P_ub from its low end, and at the end the rest are scored in
-descending upper bound, stopping at the first one below the floor.  The floor from lower bounds prunes candidates
-before any exact matching is computed, whatever order they arrive in, and scoring the most promising candidates
-first raises H's threshold early; that is where EBBP saves exact matchings over BBP.
+Unlike the printed Algorithm 5, P_ub is not capped at ``keep`` (the cases 2 and 3 that settle candidates early to
+keep it small): settling before the stream ends scores candidates on a floor lower than the final one, and on
+random streams the capped form computes more exact matchings than BBP, contradicting the paper's claim.  Uncapped,
+the claim holds on every stream: let theta be the keep-th best score of all candidates.  EBBP settles a candidate c
+only when ub(c) is at least the floor; if ub(c) < theta, every top-``keep`` candidate has a larger upper bound
+(score >= theta), so it was settled before c and H's threshold is already theta > ub(c): c is not settled.  So EBBP
+scores only candidates with ub >= theta, and BBP scores every one of them (its threshold never exceeds theta), plus
+the first ``keep`` arrivals whatever their bounds.  The waiting candidates cost memory O(candidates),
+which the caller holds in its bound arrays anyway.
 """
 from __future__ import annotations
 
@@ -83,62 +87,118 @@ class _TopHeap(Generic[P]):
         return [Scored(c, score, payload) for score, _, c, payload in best]
 
 
+class BasePruner(Generic[P]):
+    """Algorithm 4 as a pruner: every arrival is decided at once against H."""
+
+    def __init__(self, keep: int, ties: np.ndarray, scorer: Callable[[int], tuple[float, P]]) -> None:
+        self.top = _TopHeap(keep, ties, scorer)
+
+    @property
+    def exact(self) -> int:
+        """Exact scorings so far."""
+        return self.top.exact
+
+    def floor(self) -> float:
+        """Upper bounds below this cannot reach the top-``keep``."""
+        return self.top.threshold()
+
+    def offer(self, c: int, lower: float, upper: float) -> None:
+        self.top.offer(c, lower, upper)
+
+    def advance(self, rest: float) -> None:
+        """No candidate still to come has an upper bound above ``rest`` (BBP has nothing waiting)."""
+
+    def finish(self) -> list[Scored[P]]:
+        return self.top.ranked()
+
+
+class EnhancedPruner(Generic[P]):
+    """Algorithm 5 as a pruner: arrivals wait in P_ub and are settled best first (see the module docstring)."""
+
+    def __init__(self, keep: int, ties: np.ndarray, scorer: Callable[[int], tuple[float, P]]) -> None:
+        self.top = _TopHeap(keep, ties, scorer)
+        self.keep = keep
+        self.p_lb, self.p_ub = DEPQ(), DEPQ()
+        self.lower: dict[int, float] = {}
+
+    @property
+    def exact(self) -> int:
+        """Exact scorings so far."""
+        return self.top.exact
+
+    def floor(self) -> float:
+        """Upper bounds below this cannot reach the top-``keep``: ``keep`` other candidates beat them."""
+        lb_floor = self.p_lb.peek_min()[1] if len(self.p_lb) >= self.keep else -math.inf
+        return max(lb_floor, self.top.threshold())
+
+    def _drop_below_floor(self) -> None:
+        bar = self.floor()
+        while len(self.p_ub) and self.p_ub.peek_min()[1] < bar:
+            del self.lower[self.p_ub.pop_min()[0]]
+
+    def offer(self, c: int, lower: float, upper: float) -> None:
+        if len(self.p_lb) < self.keep:
+            self.p_lb.push(c, lower)
+        elif lower > self.p_lb.peek_min()[1]:
+            self.p_lb.pop_min()
+            self.p_lb.push(c, lower)
+        if upper < self.floor():  # case 1: discarded without an exact matching
+            return
+        self.lower[c] = lower
+        self.p_ub.push(c, upper)
+        self._drop_below_floor()
+
+    def advance(self, rest: float) -> None:
+        """Settle, best first, the waiting candidates whose upper bound no candidate still to come can exceed."""
+        self._drop_below_floor()
+        while len(self.p_ub) and self.p_ub.peek_max()[1] >= rest:
+            v, ub_v = self.p_ub.pop_max()
+            self.top.offer(v, self.lower.pop(v), ub_v)
+            self._drop_below_floor()
+
+    def finish(self) -> list[Scored[P]]:
+        self.advance(-math.inf)
+        return self.top.ranked()
+
+
+Pruner = BasePruner | EnhancedPruner
+
+
+def _run(pruner: Pruner, order: Sequence[int], lower: np.ndarray, upper: np.ndarray) -> tuple[list[Scored], int]:
+    for c in order:
+        pruner.offer(int(c), float(lower[c]), float(upper[c]))
+    return pruner.finish(), pruner.exact
+
+
 def base_prune(order: Sequence[int], lower: np.ndarray, upper: np.ndarray, ties: np.ndarray,
                scorer: Callable[[int], tuple[float, P]], keep: int) -> tuple[list[Scored[P]], int]:
     """Algorithm 4 over candidates in ``order``: (top-``keep`` ranked, number of exact scorings)."""
-    top = _TopHeap(keep, ties, scorer)
-    for c in order:
-        top.offer(int(c), float(lower[c]), float(upper[c]))
-    return top.ranked(), top.exact
+    return _run(BasePruner(keep, ties, scorer), order, lower, upper)
 
 
 def enhanced_prune(order: Sequence[int], lower: np.ndarray, upper: np.ndarray, ties: np.ndarray,
                    scorer: Callable[[int], tuple[float, P]], keep: int) -> tuple[list[Scored[P]], int]:
     """Algorithm 5 over candidates in ``order``: (top-``keep`` ranked, number of exact scorings)."""
-    top = _TopHeap(keep, ties, scorer)
-    p_lb, p_ub = DEPQ(), DEPQ()
+    return _run(EnhancedPruner(keep, ties, scorer), order, lower, upper)
 
-    def floor() -> float:
-        """Upper bounds below this cannot reach the top-``keep``: ``keep`` other candidates beat them."""
-        lb_floor = p_lb.peek_min()[1] if len(p_lb) >= keep else -math.inf
-        return max(lb_floor, top.threshold())
 
-    def settle(v: int, ub_v: float) -> None:
-        top.offer(v, float(lower[v]), ub_v)
-
-    for c in order:
-        c = int(c)
-        lb_c, ub_c = float(lower[c]), float(upper[c])
-        if len(p_lb) < keep:
-            p_lb.push(c, lb_c)
-        elif lb_c > p_lb.peek_min()[1]:
-            p_lb.pop_min()
-            p_lb.push(c, lb_c)
-        bar = floor()
-        if ub_c < bar:  # case 1: discarded without an exact matching
-            continue
-        while len(p_ub) and p_ub.peek_min()[1] < bar:  # waiting candidates the floor now rules out
-            p_ub.pop_min()
-        if len(p_ub) < keep:
-            p_ub.push(c, ub_c)
-            continue
-        mub, ub_mub = p_ub.peek_min()
-        if lb_c > ub_mub:  # case 2: c takes the place of the weakest upper bound
-            p_ub.pop_min()
-            p_ub.push(c, ub_c)
-            if ub_mub >= bar:  # not provably out: settle it as BasePrune would
-                settle(mub, ub_mub)
-            continue
-        while len(p_ub) and lb_c <= p_ub.peek_min()[1]:  # case 3: settle the most promising waiting candidates
-            v, ub_v = p_ub.pop_max()
-            settle(v, ub_v)
-            if ub_c < floor():
-                break
-        if ub_c >= floor():
-            p_ub.push(c, ub_c)
-    while len(p_ub):  # the rest in descending upper bound, until no upper bound can reach the top any more
-        v, ub_v = p_ub.pop_max()
-        if ub_v < floor():
-            break
-        settle(v, ub_v)
-    return top.ranked(), top.exact
+def stream_prune(pruner: Pruner, keys: np.ndarray,
+                 materialise: Callable[[int, int], Sequence[tuple[int, float, float]]], first_batch: int,
+                 limit: int | None = None) -> tuple[int, bool]:
+    """Feed candidates 0..len(keys)-1, whose upper bounds are at most ``keys`` (descending), to ``pruner`` in batches
+    of doubling size; ``materialise(a, b)`` computes the (candidate, lower, upper) of candidates a..b-1 in the order
+    to offer them.  Stops before the first batch whose key is below the pruner's floor: every candidate from there
+    on is provably out.  Returns how many candidates were materialised and whether the stream was settled; it is
+    not when the next batch would take it past ``limit`` candidates (the caller then has to decide otherwise).  The
+    caller finishes the pruner.
+    """
+    start, size = 0, max(1, first_batch)
+    while start < len(keys) and keys[start] >= pruner.floor():
+        stop = min(len(keys), start + size)
+        if limit is not None and stop > limit:
+            return start, False
+        for c, lower, upper in materialise(start, stop):
+            pruner.offer(c, lower, upper)
+        start, size = stop, 2 * size
+        pruner.advance(float(keys[start]) if start < len(keys) else -math.inf)
+    return start, True

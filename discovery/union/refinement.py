@@ -12,6 +12,9 @@ list, so the tables of one pair never interact.  The tables of the probed centro
 query; Phi_v is then a dense (query vector, table) flag array, Phi_u a counter per posting (centroid, table) and
 Phi_s a dense score array over just those tables.  Scores are summed in heap order, so they equal the sequential
 algorithm's bit for bit.
+
+Phi_s sums centroid-query similarities, so it takes few distinct values and many tables tie at the phi_ref-th score;
+every one of them goes on, so that which of equally scored tables get searched is not decided by table id.
 """
 from __future__ import annotations
 
@@ -22,7 +25,8 @@ from .csr import expand_ranges, offsets_from_owners
 
 def refine(pair_centroids: np.ndarray, pair_sims: np.ndarray, iw_offsets: np.ndarray, iw_tables: np.ndarray,
            iw_counts: np.ndarray, phi_ref: int, exclude_table: int = -1) -> tuple[np.ndarray, np.ndarray]:
-    """Top-``phi_ref`` tables of Algorithm 2 and their accumulated scores Phi_s, best first.
+    """Top-``phi_ref`` tables of Algorithm 2, and every table tied with the phi_ref-th, with their accumulated scores
+    Phi_s, best first.
 
     ``pair_centroids`` (q, phi_c) are the probed centroid ids per query vector and ``pair_sims`` their inner products
     with it.  The inverted index lists, for centroid c, the tables ``iw_tables[iw_offsets[c]:iw_offsets[c+1]]`` and
@@ -61,5 +65,5 @@ def refine(pair_centroids: np.ndarray, pair_sims: np.ndarray, iw_offsets: np.nda
         cut = np.partition(-score, phi_ref - 1)[phi_ref - 1]
         keep = -score <= cut
         tables, score = tables[keep], score[keep]
-    order = np.lexsort((tables, -score))[:phi_ref]
+    order = np.lexsort((tables, -score))
     return tables[order], score[order]

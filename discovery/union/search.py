@@ -1,4 +1,4 @@
-"""In-memory union-search index over one snapshot, and the five search methods.
+"""In-memory union-search index over one snapshot, and the search methods.
 
 :meth:`UnionIndex.build` turns the snapshot's arrays (column vectors, centroids, Algorithm 1 partitions, table vectors)
 into query-ready structures once; every query reuses them.  Column vectors are stored grouped by table and, within a
@@ -6,47 +6,65 @@ table, by partition, so a partition's members are a contiguous run and Algorithm
 
 * ``exact``  - U(V_Q, V_i, tau) of Definition 5 for every table: one blocked BLAS product with the whole lake, then
   only the admissible pairs; tables without one score 0 and need nothing more (see ``scoring``).
-* ``pgtus``  - HNSW over centroids -> refinement (Alg. 2) -> MWMTO bounds (Alg. 3) -> BBP (Alg. 4) -> exact scores.
-* ``pgtus++`` - the same with EBBP (Alg. 5).
+* ``pgtus++`` (default), ``pgtus`` - exact's top-k through PGTUS's stages, with candidate generation that cannot miss:
+  1. probe every base centroid whose cone (``cones``) can hold an admissible partner (sim >= tau) of a query
+     column, a scan over the ~sqrt(#columns) centroids; the tables listed under them (I_w) include every table with
+     an admissible pair;
+  2. rank those tables by Algorithm 3's upper bound with their postings (centroid, table) as partitions, from the
+     postings' cones, which needs no column similarity;
+  3. stream them best first, in batches of doubling size, through member-level Algorithm 3 bounds into EBBP
+     (Alg. 5, ``pgtus++``) or BBP (Alg. 4, ``pgtus``), and stop as soon as the next cone bound is below the pruner's
+     floor (the k-th exact score, or for EBBP also the k-th lower bound).
+  Where the centroids do not narrow the lake (wide cones: few centroids for weakly clustered columns), steps 1 and 3
+  would cost more than scoring every table, so beyond ``CONE_WORK_SHARE`` of exact's work the lake is scored as
+  ``exact`` does.  Either way the answer is exact's top-k, scores and ties (by table id) included, so it holds k
+  tables whenever k tables have an admissible pair.
+* ``pgtus++-approx`` - the paper's candidate generation: HNSW over centroids, the top-phi_c centroids per query
+  column, refinement (Alg. 2) to the phi_ref best tables (ties at the cut kept), then bounds and EBBP.  Refinement
+  sums centroid-query similarities, so it ranks by centroid proximity rather than by Definition 5, and its cut loses
+  answers where columns cluster weakly (recall@10 against ``exact`` 0.93 on UGEN-V1 at the defaults).  When its
+  candidates hold fewer than k unionable tables it answers with exact's top-k, so it too returns k tables whenever
+  k tables have an admissible pair.
 * ``starmie`` - HNSW over all column vectors, candidate tables from every query column's k' nearest columns, bounds
   with every column its own partition, BBP, exact scores (the baseline of the PGTUS paper).
 * ``tactus`` - table-vector HNSW for the top-3k tables, adaptive cut, dual-evidence rerank (TACTUS Alg. 2).
 
-All but ``tactus`` return exact Definition 5 scores; the pruning is exact over the candidates, so the only source of
-misses is candidate generation.  Candidates without an admissible pair (upper bound 0) are not unionable and are
-dropped before pruning; tables scoring 0 are never returned.  Ties rank by table id.  HNSW indexes use M = 16 and
-efConstruction = 200 (the paper's setting); the ones over all columns and over table vectors are built on the first
-query that needs them.
+All but ``tactus`` return exact Definition 5 scores; the pruning is exact over the candidates, so only
+``pgtus++-approx`` and ``starmie`` can miss, through candidate generation.  Tables scoring 0 (no admissible pair) are
+never returned.  Ties rank by table id.  HNSW indexes use M = 16 and efConstruction = 200 (the paper's setting) and
+are built on the first query that needs them.
 
 Pruning keeps ``phi_r`` tables in H.  In the paper phi_r (3k) sizes a pool ranked by approximate scores and re-ranked
 exactly afterwards; here H holds exact Definition 5 scores, so the top-k of the top-phi_r is the top-k for every
 phi_r >= k and a larger phi_r only lowers H's threshold and costs exact matchings.  The default is therefore
 phi_r = k.
 
-Defaults, chosen on the generated 100k-table lake (benchmarks/union.py), where they are the cheapest setting that
-reaches recall@10 >= 0.95 against ``exact`` (0.986): tau = 0.7 (the paper fixes none; 0.7 keeps only strongly
-similar column pairs), phi_c = 1 (the paper tunes 1..64 and uses 1 where columns disperse over centroids),
-phi_ref = 3k (inside the paper's range k..20k), phi_r = k, k' = 10k for Starmie (inside the paper's range 1k..30k),
-tau_abs = 0.5 and tau_drop = 0.2 (TACTUS defaults).  Where column vectors cluster less (hash-encoded UGEN-V1 tables,
-88 centroids for 7.7k columns) the refinement ranks unionable tables lower and recall against ``exact`` needs a
-larger phi_c / phi_ref; the benchmark reports both.
+Defaults: tau = 0.7 (the paper fixes none; 0.7 keeps only strongly similar column pairs), phi_r = k; for
+``pgtus++-approx`` phi_c = 1 and phi_ref = 3k, the cheapest setting reaching recall@10 >= 0.95 against ``exact`` on
+the generated 100k-table lake (benchmarks/union.py); k' = 10k for Starmie
+(inside the paper's range 1k..30k); tau_abs = 0.5 and tau_drop = 0.2 (TACTUS defaults).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from bisect import bisect_right
+from dataclasses import replace
 from typing import Callable
 
 import hnswlib
 import numpy as np
 
+from .cones import build_cones, directions
 from .csr import expand_ranges, offsets_from_counts, offsets_from_owners
+from .matching import unit_rows
 from .partitioning import PartitionArrays
-from .pruning import base_prune, enhanced_prune
+from .pruning import BasePruner, EnhancedPruner, base_prune, enhanced_prune, stream_prune
 from .refinement import refine
+from .results import Alignment, SearchStats, UnionResult, UnionSearch
 from .scoring import CandidateSet, exhaustive_scores
 from .tactus import DEFAULT_TAU_ABS, DEFAULT_TAU_DROP, adaptive_cut, alignment_scores
 
-METHODS = ("pgtus++", "pgtus", "starmie", "tactus", "exact")
+METHODS = ("pgtus++", "pgtus", "pgtus++-approx", "starmie", "tactus", "exact")
+APPROXIMATE = "pgtus++-approx"
 ARRIVALS = ("ranked", "table_id")
 DEFAULT_TAU = 0.7
 DEFAULT_PHI_C = 1
@@ -54,48 +72,12 @@ DEFAULT_PHI_REF_PER_K = 3
 DEFAULT_K_PRIME_PER_K = 10
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
-
-Alignment = tuple[tuple[int, int, float], ...]
-
-
-@dataclass(frozen=True)
-class UnionResult:
-    """One ranked table: its score and the column alignment (query column, lake column ordinal, similarity)."""
-
-    table_id: int
-    score: float
-    alignment: Alignment
-
-
-@dataclass(frozen=True)
-class SearchStats:
-    """How much work a query did: candidates after refinement / after pruning, exact matchings computed, and how many
-    of those needed an assignment problem (the rest had isolated admissible pairs only)."""
-
-    method: str
-    candidates_after_refinement: int
-    candidates_after_pruning: int
-    exact_matchings: int
-    assignments_solved: int = 0
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class UnionSearch:
-    """Ranked results of one query; ``score_kind`` is "unionability" (Def. 5) or "dual_evidence" (TACTUS mu)."""
-
-    results: list[UnionResult]
-    stats: SearchStats
-    score_kind: str
-
-
-def _unit_rows(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
-
+#: candidates in the first batch of the best-first stream (at least 2 phi_r); later batches double.
+FIRST_BATCH = 32
+#: share of exact's work the cone stream may take: (query column, posting) pairs examined against query columns x
+#: lake columns, tables compared with the query against lake tables.  Beyond it the cones do not narrow the lake and
+#: it is scored exhaustively, as ``exact`` does (one BLAS product costs about what examining as many pairs does).
+CONE_WORK_SHARE = 0.1
 
 def _hnsw(vectors: np.ndarray, space: str, threads: int) -> hnswlib.Index:
     index = hnswlib.Index(space=space, dim=vectors.shape[1])
@@ -132,7 +114,7 @@ class UnionIndex:
         table_ids = np.asarray(column_table_ids, dtype=np.int64)
         ordinals = np.asarray(column_ordinals, dtype=np.int64)
         order = np.lexsort((ordinals, table_ids))
-        vectors = _unit_rows(np.asarray(column_vectors)[order])
+        vectors = unit_rows(np.asarray(column_vectors)[order])
         ordinals = ordinals[order]
         self.dim = vectors.shape[1]
         self.threads = threads
@@ -140,10 +122,11 @@ class UnionIndex:
         self.col_offsets = offsets_from_counts(col_counts)
         self.col_table = np.repeat(np.arange(len(self.table_ids)), col_counts)
         self.centroids = np.asarray(centroids, dtype=np.float32)
-        member_rows = self._build_partitions(partitions, ordinals)
+        member_rows, part_order = self._build_partitions(partitions, ordinals)
         self.vectors = np.ascontiguousarray(vectors[member_rows])
         self.ordinals = ordinals[member_rows]
-        self.centroid_index = _hnsw(self.centroids, "l2", 1)
+        self.cones = build_cones(self.vectors, self.col_table, self.part_starts, self.centroids, partitions,
+                                 part_order)
         self.table_vectors = None
         if table_vectors is not None:
             tv_ids = self.table_ids if table_vector_ids is None else np.asarray(table_vector_ids, dtype=np.int64)
@@ -152,8 +135,9 @@ class UnionIndex:
                 raise ValueError("table vectors given for tables without columns")
             # Table vectors may live in another space than column vectors (a trained table encoder's output).
             tv = np.zeros((len(self.table_ids), np.asarray(table_vectors).shape[1]), dtype=np.float32)
-            tv[tix] = _unit_rows(table_vectors)
+            tv[tix] = unit_rows(table_vectors)
             self.table_vectors = tv
+        self._centroid_index = None
         self._column_index = None
         self._table_index = None
         return self
@@ -165,9 +149,10 @@ class UnionIndex:
         pos = np.minimum(pos, len(self.table_ids) - 1)
         return np.where(self.table_ids[pos] == ids, pos, -1)
 
-    def _build_partitions(self, parts: PartitionArrays, ordinals: np.ndarray) -> np.ndarray:
+    def _build_partitions(self, parts: PartitionArrays, ordinals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Partition layout and inverted index I_w; returns the column rows (in (table, ordinal) order) listed
-        partition by partition, which becomes the storage order of the columns."""
+        partition by partition, which becomes the storage order of the columns, and the row in ``parts`` of every
+        partition in index order."""
         part_tix = self._tix(parts.table_ids)
         if (part_tix < 0).any():
             raise ValueError("partitions refer to tables without columns")
@@ -194,7 +179,7 @@ class UnionIndex:
         self.iw_counts = np.bincount(inverse, weights=parts.iw_counts[w_pos]).astype(np.int64)
         self.iw_tables = (uniq % n_tables).astype(np.int64)
         self.iw_offsets = offsets_from_owners(uniq // n_tables, len(self.centroids))
-        return member_rows
+        return member_rows, order
 
     def _rows(self, tix: np.ndarray, wanted_ordinals: np.ndarray, ordinals: np.ndarray) -> np.ndarray:
         """Column rows (in (table, ordinal) order) of (table index, ordinal) pairs."""
@@ -227,7 +212,7 @@ class UnionIndex:
 
     def _candidate_bounds(self, query: np.ndarray, tau: float, tix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """MWMTO (lower, upper) bounds of the tables ``tix``."""
-        return self._candidates(_unit_rows(query), tau, np.asarray(tix, dtype=np.int64)).bounds()
+        return self._candidates(unit_rows(query), tau, np.asarray(tix, dtype=np.int64)).bounds()
 
     def _alignment(self, tix: int, pairs: Alignment) -> Alignment:
         ords = self.ordinals[self.col_offsets[tix]:self.col_offsets[tix + 1]]
@@ -235,7 +220,7 @@ class UnionIndex:
 
     def _score(self, query: np.ndarray, tix: int, tau: float) -> tuple[float, Alignment]:
         """U(V_Q, V_tix, tau) and its alignment for one table."""
-        m = self._candidates(_unit_rows(query), tau, np.array([tix], dtype=np.int64)).match(0)
+        m = self._candidates(unit_rows(query), tau, np.array([tix], dtype=np.int64)).match(0)
         return m.score, self._alignment(tix, m.pairs)
 
     # methods ------------------------------------------------------------------------------------------------------
@@ -248,11 +233,12 @@ class UnionIndex:
         """Top-``k`` tables unionable with a query given as its column vectors (q, d).
 
         ``exclude_table_id`` drops the query's own table when the query is a lake table.  ``query_table_vector`` is
-        the query's table vector, needed by ``tactus``.  ``arrival`` is the order in which candidates reach the
-        pruning (pgtus, pgtus++, starmie): "ranked" as candidate generation ranks them (refinement score, best
-        neighbour similarity), "table_id" ascending table id, as a scan of centroid partitions in storage order
-        would deliver them; results are the same, the exact matchings spent differ.  Other parameters default as
-        described in the module docstring.
+        the query's table vector, needed by ``tactus``.  ``phi_c`` and ``phi_ref`` apply to ``pgtus++-approx`` only.
+        ``arrival`` is the order in which candidates reach the pruning: "ranked" as candidate generation ranks them
+        (pgtus / pgtus++: cone upper bound, streamed best first with the early stop; pgtus++-approx: refinement
+        score; starmie: best neighbour similarity), "table_id" ascending table id, as a scan of centroid partitions
+        in storage order would deliver them (pgtus / pgtus++ then bound every candidate and stop nowhere); results
+        are the same, the work spent differs.  Other parameters default as described in the module docstring.
         """
         if method not in METHODS:
             raise ValueError(f"unknown union method {method!r}; expected one of {', '.join(METHODS)}")
@@ -266,7 +252,7 @@ class UnionIndex:
         phi_r = k if phi_r is None else phi_r
         if phi_r < k:
             raise ValueError("phi_r must be at least k")
-        query = _unit_rows(query)
+        query = unit_rows(query)
         exclude = -1
         if exclude_table_id is not None:
             exclude = int(self._tix(np.array([exclude_table_id]))[0])
@@ -277,9 +263,11 @@ class UnionIndex:
         if method == "starmie":
             k_prime = DEFAULT_K_PRIME_PER_K * k if k_prime is None else k_prime
             return self._starmie(query, k, tau, phi_r, k_prime, exclude, arrival)
-        phi_ref = DEFAULT_PHI_REF_PER_K * k if phi_ref is None else phi_ref
-        return self._pgtus(query, k, tau, phi_c, phi_ref, phi_r, exclude,
-                           enhanced_prune if method == "pgtus++" else base_prune, method, arrival)
+        if method == APPROXIMATE:
+            phi_ref = DEFAULT_PHI_REF_PER_K * k if phi_ref is None else phi_ref
+            return self._approximate(query, k, tau, phi_c, phi_ref, phi_r, exclude, arrival)
+        return self._pgtus(query, k, tau, phi_r, exclude, EnhancedPruner if method == "pgtus++" else BasePruner,
+                           method, arrival)
 
     def _exact(self, query: np.ndarray, k: int, tau: float, exclude: int) -> UnionSearch:
         found = exhaustive_scores(query, self.vectors, self.col_table, self.col_offsets, tau)
@@ -311,15 +299,81 @@ class UnionIndex:
         results = [UnionResult(int(self.table_ids[tix[r.candidate]]), r.score,
                                self._alignment(int(tix[r.candidate]), r.payload))
                    for r in ranked[:k] if r.score > 0]
-        return UnionSearch(results, SearchStats(method, len(tix), len(ranked), exact, cands.solved), "unionability")
+        stats = SearchStats(method, len(tix), len(ranked), exact, cands.solved, len(tix))
+        return UnionSearch(results, stats, "unionability")
 
-    def _pgtus(self, query, k, tau, phi_c, phi_ref, phi_r, exclude, prune, method, arrival) -> UnionSearch:
-        probes = min(phi_c, len(self.centroids))
-        labels, _ = _knn(self.centroid_index, query, probes)
+    def _pgtus(self, query, k, tau, phi_r, exclude, pruner_type, method, arrival) -> UnionSearch:
+        """Exact top-k: every reachable table streamed best first by its cone bound through the pruner; the lake is
+        scored exhaustively instead when the cones would not spare most of the work (``CONE_WORK_SHARE``)."""
+        ranked_arrival = arrival == "ranked"
+        budget = int(CONE_WORK_SHARE * len(query) * len(self.vectors)) if ranked_arrival else None
+        found = self.cones.reachable(directions(query), tau, exclude, budget)
+        if found is None:
+            return self._exhaustive(query, k, tau, exclude, SearchStats(method, 0, 0, 0))
+        tix, cone_upper = found
+        if ranked_arrival:
+            order = np.lexsort((self.table_ids[tix], -cone_upper))
+            tix, cone_upper = tix[order], cone_upper[order]
+        ties = self.table_ids[tix]
+        starts: list[int] = []
+        batches: list[CandidateSet] = []
+
+        def materialise(a: int, b: int) -> list[tuple[int, float, float]]:
+            cands = self._candidates(query, tau, tix[a:b])
+            starts.append(a)
+            batches.append(cands)
+            lower, upper = cands.bounds()
+            upper = np.minimum(upper, cone_upper[a:b])
+            feed = np.lexsort((ties[a:b], -upper)) if ranked_arrival else np.arange(b - a)
+            return [(a + i, float(lower[i]), float(upper[i])) for i in feed[upper[feed] > 0].tolist()]
+
+        def scorer(c: int):
+            j = bisect_right(starts, c) - 1
+            m = batches[j].match(c - starts[j])
+            return m.score, m.pairs
+
+        pruner = pruner_type(phi_r, ties, scorer)
+        if ranked_arrival:
+            first = max(FIRST_BATCH, 2 * phi_r)
+            bounded, settled = stream_prune(pruner, cone_upper, materialise, first,
+                                            max(first, int(CONE_WORK_SHARE * self.table_count)))
+        else:
+            for c, lower, upper in materialise(0, len(tix)):
+                pruner.offer(c, lower, upper)
+            bounded, settled = len(tix), True
+        stats = SearchStats(method, len(tix), 0, pruner.exact, sum(b.solved for b in batches), bounded)
+        if not settled:
+            return self._exhaustive(query, k, tau, exclude, stats)
+        ranked = pruner.finish()
+        results = [UnionResult(int(ties[r.candidate]), r.score, self._alignment(int(tix[r.candidate]), r.payload))
+                   for r in ranked[:k] if r.score > 0]
+        stats = replace(stats, candidates_after_pruning=len(ranked), exact_matchings=pruner.exact,
+                        assignments_solved=sum(b.solved for b in batches))
+        return UnionSearch(results, stats, "unionability")
+
+    def _exhaustive(self, query, k, tau, exclude, spent: SearchStats) -> UnionSearch:
+        """``exact``'s answer, reported under ``spent.method`` with the work already ``spent`` added."""
+        found = self._exact(query, k, tau, exclude)
+        done = found.stats
+        stats = replace(spent, candidates_after_refinement=done.candidates_after_refinement,
+                        candidates_after_pruning=done.candidates_after_pruning,
+                        exact_matchings=spent.exact_matchings + done.exact_matchings,
+                        assignments_solved=spent.assignments_solved + done.assignments_solved)
+        return UnionSearch(found.results, stats, found.score_kind)
+
+    def _approximate(self, query, k, tau, phi_c, phi_ref, phi_r, exclude, arrival) -> UnionSearch:
+        """The paper's candidate generation (HNSW over centroids, Algorithm 2), then bounds and EBBP; exact's answer
+        when its candidates hold fewer than k unionable tables."""
+        if self._centroid_index is None:
+            self._centroid_index = _hnsw(self.centroids, "l2", 1)
+        labels, _ = _knn(self._centroid_index, query, min(phi_c, len(self.centroids)))
         labels = labels.astype(np.int64)
         pair_sims = np.einsum("qd,qpd->qp", query.astype(np.float64), self.centroids[labels].astype(np.float64))
         tix, _ = refine(labels, pair_sims, self.iw_offsets, self.iw_tables, self.iw_counts, phi_ref, exclude)
-        return self._pruned(method, self._candidates(query, tau, tix), tix, prune, k, phi_r, arrival)
+        found = self._pruned(APPROXIMATE, self._candidates(query, tau, tix), tix, enhanced_prune, k, phi_r, arrival)
+        if len(found.results) == k:
+            return found
+        return self._exhaustive(query, k, tau, exclude, found.stats)
 
     def _starmie(self, query, k, tau, phi_r, k_prime, exclude, arrival) -> UnionSearch:
         if self._column_index is None:
@@ -338,7 +392,7 @@ class UnionIndex:
             raise ValueError("tactus needs table vectors; this snapshot has none")
         if query_table_vector is None:
             raise ValueError("tactus needs the query's table vector")
-        tq = _unit_rows(np.asarray(query_table_vector, dtype=np.float32).reshape(1, -1))
+        tq = unit_rows(np.asarray(query_table_vector, dtype=np.float32).reshape(1, -1))
         if self._table_index is None:
             self._table_index = _hnsw(self.table_vectors, "ip", self.threads)
         n_init = min(3 * k + (exclude >= 0), len(self.table_ids))

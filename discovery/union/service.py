@@ -6,7 +6,6 @@ with, and is left out of its own results.
 """
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -14,14 +13,12 @@ import pyarrow as pa
 
 from ..query import resolve_query
 from ..store import Snapshot, result_names, snapshot_model
+from ..store.cache import INDEXES
 from ..vectors import embed_query
 from .partitioning import PartitionArrays
 from .search import METHODS, UnionIndex
 from .stage import MODEL, CentroidModel
 from .csr import offsets_from_counts
-
-_CACHE: dict[tuple[str, int], "LoadedUnionIndex"] = {}
-_LOCK = threading.Lock()
 
 
 class LoadedUnionIndex:
@@ -33,12 +30,13 @@ class LoadedUnionIndex:
         dim = len(cv.column("vector")[0]) if cv.num_rows else 0
         vectors = _matrix(cv.column("vector"), dim)
         model = CentroidModel.from_stored(snapshot_model(snapshot, MODEL))
-        parts = snapshot.read("centroid_partitions").sort_by([("table_id", "ascending"),
-                                                              ("partition_id", "ascending")])
+        parts = snapshot.read("centroid_partitions", columns=["table_id", "partition_id", "member_ordinals",
+                                                              "iw_centroid_ids", "iw_counts"])
+        parts = parts.sort_by([("table_id", "ascending"), ("partition_id", "ascending")])
         tv = snapshot.read("table_vectors", columns=["table_id", "vector"])
         self.index = UnionIndex.build(
             vectors, cv.column("table_id").to_numpy(), cv.column("ordinal").to_numpy(), model.centroids,
-            _partition_arrays(parts, dim),
+            _partition_arrays(parts),
             _matrix(tv.column("vector"), len(tv.column("vector")[0])) if tv.num_rows else None,
             tv.column("table_id").to_numpy() if tv.num_rows else None)
         self.load_seconds = time.perf_counter() - started
@@ -55,23 +53,17 @@ def _list(parts: pa.Table, name: str, dtype) -> tuple[np.ndarray, np.ndarray]:
     return offsets_from_counts(counts), col.flatten().to_numpy(zero_copy_only=False).astype(dtype)
 
 
-def _partition_arrays(parts: pa.Table, dim: int) -> PartitionArrays:
-    group_offsets, group_ids = _list(parts, "group_centroid_ids", np.int64)
-    _, group_vectors = _list(parts, "group_vectors", np.float32)
+def _partition_arrays(parts: pa.Table) -> PartitionArrays:
     member_offsets, members = _list(parts, "member_ordinals", np.int64)
     iw_offsets, iw_ids = _list(parts, "iw_centroid_ids", np.int64)
     _, iw_counts = _list(parts, "iw_counts", np.int64)
-    return PartitionArrays(parts.column("table_id").to_numpy(), group_offsets, group_ids,
-                           group_vectors.reshape(-1, dim), member_offsets, members, iw_offsets, iw_ids, iw_counts)
+    return PartitionArrays(parts.column("table_id").to_numpy(), member_offsets, members, iw_offsets, iw_ids,
+                           iw_counts)
 
 
 def loaded_index(snapshot: Snapshot) -> LoadedUnionIndex:
-    """The snapshot's union index, built on first use and reused by every later query on that snapshot."""
-    key = (snapshot.warehouse.root, snapshot.snapshot_id)
-    with _LOCK:
-        if key not in _CACHE:
-            _CACHE[key] = LoadedUnionIndex(snapshot)
-        return _CACHE[key]
+    """The snapshot's union index, built on first use and kept in the process-wide cache bounded in bytes."""
+    return INDEXES.get(("union", snapshot.warehouse.root, snapshot.snapshot_id), lambda: LoadedUnionIndex(snapshot))
 
 
 def union_search(snapshot: Snapshot, query: str | int, k: int = 10, method: str = "pgtus++", **params) -> dict:

@@ -117,9 +117,7 @@ def partition_batch(work: pa.Table, ctx) -> tuple[pa.Table, dict]:
             rows = [pos[int(m)] for m in part.members]
             err = float(np.sum((vecs[rows] - model.centroids[ids[rows]]) ** 2))
             for k, v in (("table_id", table_id), ("content_hash", content_hash), ("model_version", model.version),
-                         ("partition_id", pid), ("group_centroid_ids", part.group_centroid_ids.tolist()),
-                         ("group_vectors", part.group_vectors.ravel().tolist()),
-                         ("member_ordinals", part.members.tolist()),
+                         ("partition_id", pid), ("member_ordinals", part.members.tolist()),
                          ("iw_centroid_ids", part.centroid_ids.tolist()),
                          ("iw_counts", part.centroid_counts.tolist()), ("sq_error", err)):
                 out[k].append(v)

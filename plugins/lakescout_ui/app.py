@@ -3,7 +3,13 @@
 Plugin apps are not behind Airflow's authentication by default, so every route here depends on Airflow's own
 ``get_user``: the auth manager's JWT from an ``Authorization: Bearer`` header, or the ``_token`` cookie the Airflow
 UI sets at login (the page is opened in the UI, so the browser sends that cookie).  Without a valid token a request
-gets 401 (403 for a forged one) and nothing is read from the warehouse.
+gets 401 (403 for a forged one) and nothing is read from the warehouse.  Reading the page needs only a login; a
+search commits to ``query_results`` as a ``query_batch`` run does, so it needs what triggering that DAG needs: the
+auth manager is asked ``is_authorized_dag(method="POST", access_entity=RUN)`` for ``query_batch``, the question
+Airflow's own trigger route asks (without a team: the page is not part of a team's bundle).
+
+A search runs as a served batch (:mod:`discovery.batch`): it names a lake table (id or catalogued path) or an uploaded
+file, never another file of the server, and its errors name the table, row and column without quoting cells.
 
 The page is rendered on the server (Jinja2); charts use Chart.js vendored under ``static/`` so it works offline.
 """
@@ -18,8 +24,11 @@ from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, File, Form, HTTPException, Request, UploadFile
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from starlette.concurrency import run_in_threadpool
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from airflow.api_fastapi.app import get_auth_manager
+from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
 from airflow.api_fastapi.core_api.security import get_user
 from discovery.batch import BatchError, available_kinds, batch_results, run_batch, search_parameters
 from discovery.store import Warehouse, WarehouseError
@@ -28,6 +37,7 @@ from lakescout_ui.data import evidence_text, page_data
 HERE = Path(__file__).parent
 STATIC = {"chart.umd.min.js": "application/javascript", "chart.js.LICENSE.md": "text/plain"}
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+BATCH_DAG = "query_batch"
 
 _templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
 _templates.filters["evidence"] = evidence_text
@@ -37,6 +47,12 @@ def _warehouse() -> Warehouse:
     return Warehouse(os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse")))
 
 
+def _may_search(user) -> bool:
+    """Whether ``user`` may trigger the ``query_batch`` DAG, which is what a search from the page amounts to."""
+    return get_auth_manager().is_authorized_dag(method="POST", access_entity=DagAccessEntity.RUN,
+                                                details=DagDetails(id=BATCH_DAG), user=user)
+
+
 def _render(request: Request, user, search: dict | None = None, status: int = 200) -> HTMLResponse:
     wh = _warehouse()
     try:
@@ -44,6 +60,7 @@ def _render(request: Request, user, search: dict | None = None, status: int = 20
     except WarehouseError as exc:
         data = {"ready": False, "warehouse": wh.root, "problem": str(exc)}
     page = _templates.get_template("page.html").render(data=data, search=search, user=user.get_name(),
+                                                       may_search=_may_search(user), batch_dag=BATCH_DAG,
                                                        base=request.scope.get("root_path", ""))
     return HTMLResponse(page, status_code=status)
 
@@ -78,6 +95,29 @@ async def _saved_upload(upload: UploadFile) -> str:
     return path
 
 
+def _answer(request: Request, user, form: dict, upload_path: str | None) -> HTMLResponse:
+    """Run the search the form asks for as a served one-query batch and render the page with its results."""
+    kind, uploads = form["kind"], {}
+    try:
+        if kind not in available_kinds():
+            raise BatchError(f"{kind!r} search is not available (available: "
+                             f"{', '.join(available_kinds()) or 'none'})")
+        if upload_path is not None:
+            query = f"upload:{os.path.basename(form['upload'])}"
+            uploads[query] = upload_path
+        elif form["table"].strip():
+            query = form["table"].strip()
+        else:
+            raise BatchError("pick a lake table or upload a CSV file")
+        params = _search_params(kind, form["k"], form["method"], form["column"], form["key"])
+        spec = {"name": f"ui:{user.get_name()}", "queries": [{"id": "search", "kind": kind, "query": query, **params}]}
+        summary = run_batch(_warehouse(), spec, batch_id=f"ui-{uuid.uuid4().hex[:12]}", served=True, uploads=uploads)
+        rows = batch_results(_warehouse(), summary["batch_id"]).to_pylist()
+        return _render(request, user, {"form": form, "summary": summary, "rows": rows})
+    except (BatchError, WarehouseError, ValueError) as exc:
+        return _render(request, user, {"form": form, "error": str(exc)}, status=400)
+
+
 def create_app() -> FastAPI:
     app = FastAPI(title="Lakescout", description="Lake discovery page of the Airflow UI",
                   dependencies=[Depends(get_user)])
@@ -105,26 +145,20 @@ def create_app() -> FastAPI:
                      upload: UploadFile | None = File(None), k: int = Form(10), method: str = Form(""),
                      column: str = Form(""), key: str = Form("")):
         form = {"kind": kind, "table": table, "k": k, "method": method, "column": column, "key": key}
+        if not _may_search(user):
+            return await run_in_threadpool(
+                _render, request, user, {"form": form, "error": f"searching needs the permission to trigger the "
+                                         f"{BATCH_DAG} DAG, which your Airflow role does not have"}, 403)
         path = None
         try:
-            if kind not in available_kinds():
-                raise BatchError(f"{kind!r} search is not available (available: "
-                                 f"{', '.join(available_kinds()) or 'none'})")
             if upload is not None and upload.filename:
                 path = await _saved_upload(upload)
-                query = path
                 form["upload"] = upload.filename
-            elif table.strip():
-                query = table.strip()
-            else:
-                raise BatchError("pick a lake table or upload a CSV file")
-            spec = {"name": f"ui:{user.get_name()}", "queries": [
-                {"id": "search", "kind": kind, "query": query, **_search_params(kind, k, method, column, key)}]}
-            summary = run_batch(_warehouse(), spec, batch_id=f"ui-{uuid.uuid4().hex[:12]}")
-            rows = batch_results(_warehouse(), summary["batch_id"]).to_pylist()
-            return _render(request, user, {"form": form, "summary": summary, "rows": rows})
-        except (BatchError, WarehouseError, ValueError) as exc:
-            return _render(request, user, {"form": form, "error": str(exc)}, status=400)
+            # Searching and rendering read Delta tables and run numpy for seconds: off the event loop, so concurrent
+            # requests (and the rest of the api-server) are not queued behind one search.
+            return await run_in_threadpool(_answer, request, user, form, path)
+        except BatchError as exc:
+            return await run_in_threadpool(_render, request, user, {"form": form, "error": str(exc)}, 400)
         finally:
             if path is not None:
                 os.unlink(path)

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import json
+import time
+from datetime import datetime, timezone
 
 import pyarrow.compute as pc
 
 from discovery.batch import available_kinds, batch_results, method_choices, recent_batches, standing_changes
+from discovery.refresh.progress import clock, read_progress
 from discovery.status import warehouse_status
 from discovery.store import SCHEMAS, Warehouse, list_snapshots
 
@@ -75,13 +78,31 @@ def lake_tables(wh: Warehouse) -> list[dict]:
     return [{"table_id": r["table_id"], "path": r["path"]} for r in cat.to_pylist()]
 
 
+def refresh_progress(wh: Warehouse, now: float | None = None) -> dict | None:
+    """The refresh that is running (or stopped reporting, or failed) with its stage and task counts; None when the
+    latest refresh published its snapshot or none has reported progress."""
+    p = read_progress(wh.root)
+    if p is None or p.state == "published":
+        return None
+    now = time.time() if now is None else now
+    state = "stalled" if p.stalled(now) else ("failed" if p.state == "failed" else "running")
+    return {"refresh_id": p.refresh_id, "stage": p.stage, "step": p.step, "steps": p.steps, "state": state,
+            "done": p.done, "total": p.total, "unit": p.unit,
+            "percent": round(100 * p.done / p.total) if p.total else None,
+            "elapsed": clock(p.elapsed), "eta": clock(p.eta) if p.eta is not None else None,
+            "updated": datetime.fromtimestamp(p.updated, timezone.utc).isoformat(timespec="seconds"),
+            "updated_ago": max(int(now - p.updated), 0)}
+
+
 def page_data(wh: Warehouse) -> dict:
-    """Everything the page renders, or ``{"ready": False}`` before the first published snapshot."""
+    """Everything the page renders, or ``{"ready": False}`` (with a first refresh's progress) before the first
+    published snapshot."""
     if not wh.exists() or not list_snapshots(wh):
-        return {"ready": False, "warehouse": wh.root}
+        return {"ready": False, "warehouse": wh.root, "progress": refresh_progress(wh)}
     status = warehouse_status(wh)
     kinds = available_kinds()
-    return {"ready": True, "warehouse": wh.root, "status": status, "snapshots": snapshot_history(wh),
+    return {"ready": True, "warehouse": wh.root, "progress": refresh_progress(wh), "status": status,
+            "snapshots": snapshot_history(wh),
             "timings": stage_timings(wh), "sizes": index_sizes(wh), "batches": batches_with_results(wh),
             "changes": recent_changes(wh), "tables": lake_tables(wh), "kinds": kinds,
             "methods": {k: list(method_choices(k) or ()) for k in kinds}}

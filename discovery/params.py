@@ -1,0 +1,271 @@
+"""Search parameters, checked in one place: the Python API, the CLI and query batches refuse the same values.
+
+Every parameter a user can give a union, semantic-join or n-ary search is checked here before an index is read, with
+a one-line :class:`ParameterError` that names the parameter.  The domains are those the searches are sound on:
+
+* union ``tau`` in (0, 1]: Definition 5 counts a column pair only when its similarity reaches tau, and the
+  refinement and pruning bounds (Algorithm 3, Lemmas 1-3) assume a positive threshold; with tau <= 0 every pair
+  qualifies, including dissimilar ones, and the bounds no longer hold.  ``phi_c`` >= 1 (at least one centroid is
+  probed), ``phi_ref`` and ``phi_r`` >= k (fewer candidates than answers cannot hold the top-k);
+* join ``tau`` in (0, 1) (a fraction of the metric's maximum distance, :func:`discovery.join.metric.chord_threshold`;
+  1 would match every value with every value), ``T`` in [0, 1] (threshold search; T = 0: any column with a match)
+  or ``top_k`` >= 1 (top-k search), not both;
+* n-ary ``key``: two or more distinct column names (one column is a unary join), ``bits`` one of the XASH sizes.
+
+Numbers must be finite and of their kind (a bool is not a number here, NaN and infinities are refused).  Counts of
+results or candidates larger than the lake are capped at its number of indexed tables (columns for join results and
+Starmie's k'), which returns the same answer: a top-k with k above the number of tables is every table.  Column names
+are checked against the query table by :func:`check_columns` once the query is resolved.  A union parameter is
+accepted only when :meth:`~discovery.union.search.UnionIndex.search` still takes it and it has a check here.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import numbers
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+from .query import QueryError, QueryTable
+
+#: Largest snapshot or lake table id (ids are int64).
+MAX_ID = 2 ** 63 - 1
+#: Results of a union or n-ary search when k is not given.
+DEFAULT_K = 10
+
+
+class ParameterError(QueryError):
+    """A search parameter outside its domain; ``param`` names it and the message is one line."""
+
+    def __init__(self, param: str, message: str):
+        super().__init__(message)
+        self.param = param
+
+
+@dataclass(frozen=True)
+class Param:
+    """How one parameter is checked: ``check(name, value)`` returns the value to search with or raises."""
+
+    check: Callable[[str, object], object]
+    required: bool = False
+    capped: str = ""            # a count of "tables" or "columns": capped at how many the snapshot indexes
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def count(name: str, value) -> int:
+    """A positive integer (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ParameterError(name, f"{name} must be a positive integer, got {_shown(value)}")
+    if value < 1:
+        raise ParameterError(name, f"{name} must be at least 1, got {int(value)}")
+    return int(value)
+
+
+def interval(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False) -> Callable[[str, object], float]:
+    """A finite real number in the interval from ``lo`` to ``hi`` (each end open or closed)."""
+    shown = f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+
+    def check(name: str, value) -> float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ParameterError(name, f"{name} must be a number in {shown}, got {_shown(value)}")
+        v = float(value)
+        if not math.isfinite(v) or v < lo or v > hi or (lo_open and v == lo) or (hi_open and v == hi):
+            raise ParameterError(name, f"{name} must be a number in {shown}, got {_shown(value)}")
+        return v
+
+    return check
+
+
+def choice(options: tuple) -> Callable[[str, object], object]:
+    """One of ``options`` (strings, or integers: then an integral value of any integer type, never a bool/float)."""
+    def check(name: str, value):
+        for option in options:
+            same_kind = isinstance(value, str) if isinstance(option, str) else (
+                isinstance(value, numbers.Integral) and not isinstance(value, bool))
+            if same_kind and value == option:
+                return option
+        raise ParameterError(name, f"{name} must be one of {', '.join(map(str, options))}, got {_shown(value)}")
+
+    return check
+
+
+def column_name(name: str, value) -> str:
+    """A query column name: a non-blank string (matched against the query table by :func:`check_columns`)."""
+    if not isinstance(value, str):
+        raise ParameterError(name, f"{name} must be a column name (a string), got {_shown(value)}")
+    if not value.strip():
+        raise ParameterError(name, f"{name} must name a column of the query, got {_shown(value)}")
+    return value
+
+
+def optional(check: Callable[[str, object], object]) -> Callable[[str, object], object]:
+    return lambda name, value: None if value is None else check(name, value)
+
+
+def key_columns(name: str, value) -> list[str]:
+    """An n-ary key: a list of two or more distinct column names, or one string of them separated by commas."""
+    if isinstance(value, str):
+        names = [part.strip() for part in value.split(",")]
+    elif isinstance(value, (list, tuple)):
+        names = [column_name(name, v).strip() for v in value]
+    else:
+        raise ParameterError(name, f"{name} must be a list of column names or 'COL1,COL2[,...]', got {_shown(value)}")
+    if any(not n for n in names):
+        raise ParameterError(name, f"{name} {_shown(value)} has an empty column name; give it as COL1,COL2[,...]")
+    if len(names) < 2:
+        raise ParameterError(name, f"{name} {_shown(value)} names one column: that is a unary join, use the semantic "
+                                   "join (`lakescout join`); an n-ary key needs two or more columns")
+    if len(set(names)) != len(names):
+        raise ParameterError(name, f"{name} columns must be distinct, got {names}")
+    return names
+
+
+def _methods(module: str) -> tuple[str, ...]:
+    return tuple(importlib.import_module(module).METHODS)
+
+
+def _union_params() -> dict[str, Param]:
+    from .union.search import ARRIVALS
+
+    return {"k": Param(count, capped="tables"), "method": Param(choice(_methods("discovery.union.search"))),
+            "tau": Param(interval(0.0, 1.0, lo_open=True)), "phi_c": Param(count),
+            "phi_ref": Param(optional(count), capped="tables"), "phi_r": Param(optional(count), capped="tables"),
+            "k_prime": Param(optional(count), capped="columns"),
+            "tau_abs": Param(interval(-1.0, 1.0)), "tau_drop": Param(interval(0.0, 2.0)),
+            "arrival": Param(choice(tuple(ARRIVALS)))}
+
+
+def _join_params() -> dict[str, Param]:
+    return {"column": Param(column_name, required=True), "tau": Param(optional(interval(0.0, 1.0, True, True))),
+            "T": Param(optional(interval(0.0, 1.0))), "top_k": Param(optional(count), capped="columns"),
+            "method": Param(choice(_methods("discovery.join.search")))}
+
+
+def _nary_params() -> dict[str, Param]:
+    from .xash import SUPPORTED_BITS
+
+    return {"key": Param(key_columns, required=True), "k": Param(count, capped="tables"),
+            "method": Param(choice(_methods("discovery.nary.search"))),
+            "bits": Param(optional(choice(tuple(SUPPORTED_BITS)))), "initial_column": Param(optional(column_name))}
+
+
+_KINDS = {"union": _union_params, "join": _join_params, "nary": _nary_params}
+
+
+def _union_search_names() -> set[str]:
+    """Keyword parameters :meth:`UnionIndex.search` takes from a user (not the ones the service fills in)."""
+    from .union.search import UnionIndex
+
+    sig = inspect.signature(UnionIndex.search)
+    return {p.name for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY} - {
+        "exclude_table_id", "query_table_vector"}
+
+
+def parameters(kind: str) -> dict[str, Param]:
+    """The parameters a search of ``kind`` (union | join | nary) accepts, by name."""
+    if kind not in _KINDS:
+        raise ParameterError("kind", f"kind must be one of {', '.join(_KINDS)}, got {_shown(kind)}")
+    spec = _KINDS[kind]()
+    if kind == "union":
+        accepted = _union_search_names() | {"k", "method"}
+        spec = {n: p for n, p in spec.items() if n in accepted}
+    return spec
+
+
+def check_id(name: str, value) -> int:
+    """A snapshot or lake table id: an integer in int64's non-negative range (ids are stored as int64, and a larger
+    Python int cannot even be compared with them)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ParameterError(name, f"{name} must be an integer id, got {_shown(value)}")
+    if not 0 <= value <= MAX_ID:
+        raise ParameterError(name, f"{name} must be an id between 0 and {MAX_ID}, got {_shown(value)}")
+    return int(value)
+
+
+def check_query(query) -> str | int | QueryTable:
+    """A query as a file path, a catalogued lake path, a lake table id (non-negative int64) or a table already
+    resolved (a server resolves queries under its own rules, :func:`discovery.query.resolve_query`)."""
+    if isinstance(query, QueryTable):
+        return query
+    if isinstance(query, os.PathLike):
+        query = os.fspath(query)
+    if isinstance(query, bool) or not isinstance(query, (str, numbers.Integral)):
+        raise ParameterError("query", f"query must be a file path, a catalogued lake path or a table id, "
+                                      f"got {_shown(query)}")
+    if isinstance(query, str):
+        if not query.strip():
+            raise ParameterError("query", "query must name a file, a catalogued lake path or a table id, got ''")
+        if not query.isdigit():
+            return query
+        if not query.isdecimal():
+            raise ParameterError("query", f"query {_shown(query)} is neither a table id nor a usable file name")
+        check_id("query", int(query))
+        return query
+    return check_id("query", query)
+
+
+def check_params(kind: str, params: dict, limits: dict[str, int] | None = None) -> dict:
+    """``params`` checked for a search of ``kind``: the values to search with, or :class:`ParameterError`.
+
+    ``limits``: how many "tables" and "columns" the snapshot indexes; a count above its limit is capped at it, which
+    answers the same (a top-k over n items with k > n is all n).
+    """
+    spec = parameters(kind)
+    for name in params:
+        if name not in spec:
+            raise ParameterError(name, f"{name!r} is not a parameter of {kind} search (parameters: "
+                                       f"{', '.join(spec)})")
+    for name, p in spec.items():
+        if p.required and params.get(name) is None:
+            raise ParameterError(name, f"{name} is required for {kind} search")
+    out = {name: spec[name].check(name, value) for name, value in params.items()}
+    if kind == "join" and out.get("T") is not None and out.get("top_k") is not None:
+        raise ParameterError("T", "give either top_k (the k most joinable columns) or T (every column whose "
+                                  "joinability reaches T), not both")
+    k = out.get("k", DEFAULT_K)
+    for name in ("phi_ref", "phi_r"):
+        if out.get(name) is not None and out[name] < k:
+            raise ParameterError(name, f"{name} must be at least k ({k}), got {out[name]}")
+    if kind == "nary" and out.get("initial_column") is not None:
+        folded = {n.casefold(): n for n in out["key"]}
+        if out["initial_column"].casefold() not in folded:
+            raise ParameterError("initial_column", f"initial column {out['initial_column']!r} is not one of the key "
+                                                   f"columns {out['key']}")
+    for name, value in out.items():
+        unit = spec[name].capped
+        if unit and value is not None and limits and unit in limits:
+            out[name] = min(value, max(int(limits[unit]), 1))
+    return out
+
+
+def comma_hint(missing: str, table: QueryTable) -> str:
+    """What to add to "no column ``missing``" when ``missing`` is a piece of a query column whose name has a comma.
+
+    A key given as one string (``--key`` on the command line) is split on commas, so such a column cannot be named
+    that way; a key given as a list (Python API, batch spec) can name it.
+    """
+    for c in table.names:
+        if "," in c and missing.strip().casefold() in (p.strip().casefold() for p in c.split(",")):
+            return (f"; column {c!r} has a comma in its name, and a comma-separated key (--key) is split at commas: "
+                    "name it in a key given as a list (Python API or batch spec)")
+    return ""
+
+
+def check_columns(kind: str, params: dict, table: QueryTable) -> None:
+    """The column parameters of checked ``params`` name distinct columns of the resolved query ``table``."""
+    names = [params["column"]] if kind == "join" else list(params.get("key") or ())
+    param = "column" if kind == "join" else "key"
+    ordinals = []
+    for n in names:
+        try:
+            ordinals.append(table.ordinal(n))
+        except QueryError as exc:
+            raise ParameterError(param, str(exc) + comma_hint(n, table)) from None
+    if len(set(ordinals)) != len(ordinals):
+        raise ParameterError(param, f"key columns must be distinct, got {names}")

@@ -1,0 +1,127 @@
+"""The process-wide index cache: LRU by bytes, one build per key under concurrency, failed builds not kept."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from discovery.store.cache import IndexCache, deep_nbytes
+
+
+def _array(mb: float) -> np.ndarray:
+    return np.zeros(int(mb * 1024 * 1024), np.uint8)
+
+
+def test_least_recently_used_entries_leave_first_when_the_budget_is_exceeded():
+    cache = IndexCache(budget_bytes=3 * 1024 * 1024 + 4096)
+    for key in "abc":
+        cache.get(key, lambda: _array(1))
+    cache.get("a", lambda: pytest.fail("a is cached"))     # a becomes the most recently used
+    cache.get("d", lambda: _array(1))                        # over budget: b, the least recently used, leaves
+    assert [k in cache for k in "abcd"] == [True, False, True, True]
+    assert cache.nbytes <= cache.budget_bytes
+
+
+def test_an_index_larger_than_the_budget_is_returned_but_not_kept():
+    cache = IndexCache(budget_bytes=1024 * 1024)
+    cache.get("small", lambda: _array(0.5))
+    big = cache.get("big", lambda: _array(2))
+    assert big.nbytes == 2 * 1024 * 1024
+    assert "big" not in cache and "small" in cache
+
+
+def test_a_grown_index_is_remeasured_and_evicts_others():
+    cache = IndexCache(budget_bytes=3 * 1024 * 1024)
+    held = {"parts": [_array(1)]}
+    cache.get("grows", lambda: held)
+    cache.get("other", lambda: _array(1))
+    held["parts"].append(_array(1.5))
+    cache.get("grows", lambda: pytest.fail("cached"))
+    cache.put("grows", held)                                 # 2.5 MiB + 1 MiB: the older entry goes
+    assert "grows" in cache and "other" not in cache
+
+
+def test_concurrent_requests_for_one_key_build_it_once():
+    cache, builds, release = IndexCache(budget_bytes=1 << 30), [], threading.Event()
+    waiting = threading.Barrier(9)
+
+    def build():
+        builds.append(1)
+        release.wait()
+        return _array(0.1)
+
+    results = []
+
+    def ask():
+        waiting.wait()
+        results.append(cache.get("k", build))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    waiting.wait()
+    release.set()
+    for t in threads:
+        t.join()
+    assert len(builds) == 1 and len(results) == 8 and all(r is results[0] for r in results)
+
+
+def test_a_failed_build_is_not_kept_and_the_next_request_builds_again():
+    cache = IndexCache(budget_bytes=1 << 30)
+
+    def broken():
+        raise RuntimeError("unreadable snapshot")
+
+    with pytest.raises(RuntimeError):
+        cache.get("k", broken)
+    assert "k" not in cache
+    assert cache.get("k", lambda: 7) == 7
+
+
+def test_deep_nbytes_counts_buffers_strings_and_attributes_once():
+    vectors = np.ones((1000, 8), np.float32)
+
+    class Index:
+        def __init__(self):
+            self.vectors = vectors
+            self.alias = vectors                              # the same buffer is counted once
+            self.values = np.array([f"{i}" + "x" * 100 for i in range(10)], dtype=object)
+            self.table = pa.table({"a": pa.array(np.arange(1000, dtype=np.int64))})
+
+    size = deep_nbytes(Index())
+    floor = vectors.nbytes + 10 * 100 + 8000
+    assert floor < size < floor + 8192
+
+
+def test_deep_nbytes_counts_an_hnsw_graph_by_its_capacity():
+    import hnswlib
+
+    graph = hnswlib.Index("ip", 32)
+    graph.init_index(2000, M=8)
+    graph.add_items(np.random.default_rng(0).random((100, 32), dtype=np.float32))
+    assert 2000 * 32 * 4 < deep_nbytes({"graph": graph}) < 2 * 2000 * (32 * 4 + 2 * 8 * 4 + 16)
+
+
+@pytest.mark.spark
+def test_searches_keep_their_snapshot_indexes_within_the_process_budget(indexed_lake, monkeypatch):
+    """Union, join and n-ary searches put their loaded indexes in the one cache; a budget too small for them keeps none and
+    answers the same, and a sufficient budget keeps both, counted in bytes."""
+    import discovery
+    from discovery.store.cache import INDEXES
+
+    _, warehouse = indexed_lake
+    ls = discovery.open(warehouse)
+    queries = {"union": lambda: ls.union("finance/registers/firms.tsv", k=5),
+               "join": lambda: ls.join("partners/vendor_master.csv", "Vendor", top_k=5),
+               "nary": lambda: ls.nary("retail/stores/store_locations_q1.csv", ["country", "city"], k=5)}
+    monkeypatch.setattr(INDEXES, "budget_bytes", 1 << 40)
+    INDEXES.clear()
+    kept = {kind: run()["results"] for kind, run in queries.items()}
+    kinds = {key[0] for key in INDEXES.keys()}
+    assert kinds == {"union", "join", "nary"} and INDEXES.nbytes > 0
+    monkeypatch.setattr(INDEXES, "budget_bytes", 1024)
+    INDEXES.clear()
+    assert {kind: run()["results"] for kind, run in queries.items()} == kept
+    assert INDEXES.nbytes == 0 and not INDEXES.keys()

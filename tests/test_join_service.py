@@ -1,0 +1,173 @@
+"""Semantic join through ``discovery.open(...).join`` on random lakes built by the real refresh, served from 1, 2 and
+5 JSD partitions (a small ``[join] memory_budget_mb``): every method, threshold and top-k, equals an independent
+float64 brute force over the snapshot's value vectors and the one-partition build of the same lake."""
+from __future__ import annotations
+
+import csv
+import os
+
+import numpy as np
+import pyarrow.compute as pc
+import pytest
+
+import discovery
+from conftest import FAST_CONFIG
+from discovery.demo_lake import entities as E
+from discovery.demo_lake.variants import vary
+from discovery.join import METHODS, partitions_for_budget
+from discovery.join.stage import COLUMN_KEY_BASE, MODEL, PivotModel
+from discovery.query import resolve_query
+from discovery.store import snapshot_model
+from discovery.vectors import query_value_vectors
+from join_data import brute_force
+
+pytestmark = pytest.mark.spark
+
+KINDS = {"company": E.company, "person": E.person, "airport": E.airport, "product": E.product}
+PARTITIONS = (1, 2, 5)
+THRESHOLD = [(0.03, 0.2), (0.1, 0.5), (0.25, 0.1)]
+TOP_K = [(0.03, 1), (0.1, 3), (0.25, 5)]
+
+
+def _write_csv(path: str, header: list[str], columns: list[list[str]]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        writer.writerows(zip(*columns))
+
+
+def _write_lake(root: str, query_path: str, seed: int = 3, n_tables: int = 12) -> None:
+    """Tables of two or three entity columns of different kinds (so JSD puts a table's columns in different
+    partitions), values drawn from one pool per kind, half of them written differently; and a query file outside the
+    lake with one column per kind."""
+    rng = np.random.default_rng(seed)
+    pools = {k: E.unique(rng, 80, make) for k, make in KINDS.items()}
+
+    def column(kind: str, n: int) -> list[str]:
+        out = []
+        for v in rng.choice(pools[kind], n, replace=False):
+            varied = vary(str(v), kind, rng) if rng.random() < 0.5 else None
+            out.append(varied[0] if varied else str(v))
+        return out
+
+    os.makedirs(root)
+    for t in range(n_tables):
+        n = int(rng.integers(14, 40))
+        kinds = rng.choice(list(KINDS), int(rng.integers(2, 4)), replace=False)
+        _write_csv(os.path.join(root, f"t{t:02d}.csv"), [f"{k}_{i}" for i, k in enumerate(kinds)] + ["amount"],
+                   [column(k, n) for k in kinds] + [[str(x) for x in rng.integers(1, 999, n)]])
+    _write_csv(query_path, list(KINDS), [column(k, 25) for k in KINDS])
+
+
+@pytest.fixture(scope="module")
+def lakes(spark, tmp_path_factory) -> dict:
+    """The random lake refreshed into one warehouse per partition count: {partitions: warehouse, "query": file}."""
+    from spark_jobs.refresh import refresh
+
+    root = tmp_path_factory.mktemp("join_service")
+    lake, query = str(root / "lake"), str(root / "query.csv")
+    _write_lake(lake, query)
+    out = {"query": query, "lake": lake}
+    for parts in PARTITIONS:
+        config = root / f"p{parts}.toml"
+        budget = ""
+        if parts > 1:  # a budget the one-partition build's value vectors need exactly `parts` partitions for
+            vv = discovery.open(out[1]).snapshot.read("value_vectors", columns=["vector"])
+            n, dim = vv.num_rows, len(vv.column("vector")[0])
+            per_vector = partitions_for_budget(1, dim, PivotModel.from_stored(
+                snapshot_model(discovery.open(out[1]).snapshot, MODEL)).pivots.shape[0], 1)
+            budget = f"\n[join]\nmemory_budget_mb = {per_vector * n / (parts - 0.5) / (1 << 20)!r}\n"
+        config.write_text(FAST_CONFIG + budget)
+        wh = str(root / f"wh{parts}")
+        assert refresh(spark, wh, lake, config_path=str(config)).get("published")
+        out[parts] = wh
+    return out
+
+
+def _queries(ls, lakes) -> list[tuple[str, str]]:
+    """Every column of the query file, and the first column of two lake tables queried by their lake path."""
+    out = [(lakes["query"], k) for k in KINDS]
+    for path in ("t00.csv", "t05.csv"):
+        out.append((path, resolve_query(ls.snapshot, path).names[0]))
+    return out
+
+
+def _answer(ls, result: dict) -> list[tuple[int, int]]:
+    """(column key, matched) of every result, in rank order."""
+    cols = ls.snapshot.read("columns", columns=["table_id", "ordinal", "name"]).to_pylist()
+    key = {(c["table_id"], c["name"]): c["table_id"] * COLUMN_KEY_BASE + c["ordinal"] for c in cols}
+    return [(key[(r["table_id"], r["column"])], r["matched"]) for r in result["results"]]
+
+
+def _reference(ls, query: str, column: str):
+    """Brute force of one query column over the snapshot's value vectors (the query's own table left out):
+    a function (tau, T) -> {column key: matched}, and the number of query values."""
+    snap = ls.snapshot
+    q = resolve_query(snap, query)
+    qvec = query_value_vectors(snap, q, q.ordinal(column)).vectors
+    vv = snap.read("value_vectors", columns=["table_id", "ordinal", "vector"])
+    lake = np.asarray(vv.column("vector").to_pylist(), dtype=np.float32)
+    keys = vv.column("table_id").to_numpy() * COLUMN_KEY_BASE + vv.column("ordinal").to_numpy()
+    own = keys // COLUMN_KEY_BASE != (q.table_id if q.table_id is not None else -1)
+    return (lambda tau, T: brute_force(lake[own], keys[own], qvec, tau, T)), len(qvec)
+
+
+def test_the_random_lake_is_split_as_asked(lakes):
+    """The partitioned builds have the partitions asked for, hold the same vectors as the one-partition build,
+    and put columns of one table in different partitions (the case a per-table read of the vectors got wrong)."""
+    base = discovery.open(lakes[1]).snapshot.read("value_vectors", columns=["table_id", "ordinal", "value", "vector"])
+    order = [(k, "ascending") for k in ("table_id", "ordinal", "value")]
+    for parts in PARTITIONS:
+        snap = discovery.open(lakes[parts]).snapshot
+        assert PivotModel.from_stored(snapshot_model(snap, MODEL)).n_partitions == parts
+        vv = snap.read("value_vectors", columns=["table_id", "ordinal", "value", "vector"])
+        assert vv.sort_by(order).equals(base.sort_by(order))
+        pm = snap.read("pivot_mappings", columns=["table_id", "ordinal", "partition"])
+        used = set(pm.column("partition").to_pylist())
+        assert len(used) >= min(parts, 3)
+        if parts > 1:
+            per_table = pm.group_by("table_id").aggregate([("partition", "count_distinct")])
+            assert pc.max(per_table.column("partition_count_distinct")).as_py() > 1
+
+
+@pytest.mark.parametrize("parts", PARTITIONS)
+def test_every_method_equals_brute_force_and_the_one_partition_build(lakes, parts):
+    ls, single = discovery.open(lakes[parts]), discovery.open(lakes[1])
+    nonempty = 0
+    for query, column in _queries(ls, lakes):
+        expected, _ = _reference(ls, query, column)
+        for tau, T in THRESHOLD:
+            want = expected(tau, T)
+            nonempty += bool(want)
+            for method in METHODS:
+                got = ls.join(query, column, tau=tau, T=T, method=method)
+                assert dict(_answer(ls, got)) == want, (query, column, tau, T, method)
+                ranks = [(-m, k) for k, m in _answer(ls, got)]
+                assert ranks == sorted(ranks)
+                if parts > 1:
+                    assert _answer(ls, got) == _answer(single, single.join(query, column, tau=tau, T=T, method=method))
+                assert all(d <= tau * 2.0 + 1e-6 for r in got["results"] for _, _, d in r["matches"])
+        for tau, k in TOP_K:
+            want = sorted(expected(tau, 0.0).items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+            for method in METHODS:
+                got = ls.join(query, column, tau=tau, top_k=k, method=method)
+                assert _answer(ls, got) == want, (query, column, tau, k, method)
+                if parts > 1:
+                    assert _answer(single, single.join(query, column, tau=tau, top_k=k, method=method)) == want
+    assert nonempty >= 10
+
+
+def test_top_k_returns_the_k_most_joinable_columns(lakes):
+    """A user asking for 5 gets 5 when 5 columns share a match, whatever their joinability; ties rank by column id."""
+    ls = discovery.open(lakes[5])
+    search, n_query = _reference(ls, lakes["query"], "company")
+    expected = search(0.03, 0.0)
+    assert len(expected) >= 5
+    assert sorted(expected.values())[-5] < 0.6 * n_query  # below the joinability a threshold search would ask for
+    for method in METHODS:
+        out = ls.join(lakes["query"], "company", top_k=5, method=method)
+        assert out["T"] is None and out["top_k"] == 5
+        assert _answer(ls, out) == sorted(expected.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+    default = ls.join(lakes["query"], "company")
+    assert default["top_k"] == 10 and _answer(ls, default) == sorted(
+        expected.items(), key=lambda kv: (-kv[1], kv[0]))[:10]

@@ -63,8 +63,9 @@ class RefreshDisplay:
         task = self._tasks[p.stage]
         if p.state == "running":
             self._bars.update(task, completed=p.done, total=p.total or None)
-        else:
-            self._bars.update(task, completed=p.done or 1, total=p.total or 1)
+        else:  # a finished stage fills its bar (a stage without Spark tasks too); a failed one stops where it was
+            total = p.total or 1
+            self._bars.update(task, completed=total if p.state == "done" else p.done, total=total)
             self._bars.stop_task(task)
 
     def _plain(self, p: Progress) -> None:

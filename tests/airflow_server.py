@@ -88,3 +88,12 @@ def bearer_token(url: str, user: str, password: str) -> str:
     req = urllib.request.Request(f"{url}/auth/token", data=body, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.loads(r.read())["access_token"]
+
+
+def browser_login(page, url: str, user: str, password: str) -> None:
+    """Log a Playwright page in through the api-server's login form; returns once the UI's token cookie is set."""
+    page.goto(f"{url}/auth/login")
+    page.fill("input[name='username']", user)
+    page.fill("input[name='password']", password)
+    page.click("button[type='submit']")
+    page.wait_for_function("document.cookie.includes('_token=')", timeout=30000)

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from airflow_server import api_server
+from airflow_server import api_server, browser_login
 from discovery.refresh import StageContext, StageReport, begin_refresh, publish_snapshot
 from discovery.refresh.progress import read_progress
 from discovery.store import new_attempt_token
@@ -62,11 +62,7 @@ def test_page_shows_a_running_refresh_then_its_end(spark, tmp_path):
                 browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
                 try:
                     page = browser.new_page(viewport={"width": 1400, "height": 900})
-                    page.goto(f"{url}/auth/login")
-                    page.fill("input[name='username']", "admin")
-                    page.fill("input[name='password']", password)
-                    page.click("button[type='submit']")
-                    page.wait_for_function("document.cookie.includes('_token=')", timeout=30000)
+                    browser_login(page, url, "admin", password)
                     page.goto(f"{url}/lakescout/")
                     card = page.locator("#refresh-progress")
                     text = card.inner_text()

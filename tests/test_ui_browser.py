@@ -14,7 +14,7 @@ import urllib.request
 import httpx
 import pytest
 
-from airflow_server import api_server, bearer_token
+from airflow_server import api_server, bearer_token, browser_login
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
@@ -122,11 +122,7 @@ def test_login_open_page_search_and_screenshot(airflow_server):
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{url}/auth/login")
-            page.fill("input[name='username']", "admin")
-            page.fill("input[name='password']", airflow_server["passwords"]["admin"])
-            page.click("button[type='submit']")
-            page.wait_for_function("document.cookie.includes('_token=')", timeout=30000)
+            browser_login(page, url, "admin", airflow_server["passwords"]["admin"])
 
             page.goto(f"{url}/lakescout/")
             assert page.locator("h1").inner_text() == "Lake discovery"

@@ -27,6 +27,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements.txt
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m discovery.join.warmup  # numba's cache: the first join query need not compile its kernels
 	touch $(STAMP)
 
 sample-lake: venv

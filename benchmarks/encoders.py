@@ -10,9 +10,11 @@
    "all gt<=tau" also counts the identical ones.  "ranking" is tau-free: the share of differing ground-truth pairs
    closer than the 0.1 % quantile of the random-pair distances, i.e. the best share any calibration of the same
    geometry could put within tau at 0.1 % random pairs; TF-IDF cosine over words and character 3-grams gives the
-   lexical reference for it.  A second ``join`` encoder is trained with InfoNCE alone (``alignment_weight`` and
-   ``margin_weight`` 0), the alternative setting :class:`JoinEncoderConfig` describes.  For each encoder and a range
-   of taus: nearest-value matching quality against ``gt.csv`` and the share of random pairs that 5-pivot filtering
+   lexical reference for it.  The ``join`` variants of ``JOIN_VARIANTS`` are trained side by side: the default,
+   InfoNCE alone (``alignment_weight`` and ``margin_weight`` 0, the alternative :class:`JoinEncoderConfig`
+   describes) and generated variations only (no positives mined from the lake, ``mined_share`` 0).  For each
+   encoder and a range of taus: nearest-value matching quality against ``gt.csv``, the share of datasets whose own
+   left column is the most joinable one for its right column, and the share of random pairs that 5-pivot filtering
    (PEXESO Lemma 1) leaves, so quality and prunability are read side by side.
 
 3. ``--embed-stage``: the embed stage on ``../shared/benchmarks/fivethirtyeight`` (scan, profile, embed into a
@@ -52,6 +54,10 @@ TAU = 0.12
 #: Match-quality taus, fractions of the maximum distance (PEXESO's 6 % and the range either side of it).
 MATCH_TAUS = (0.03, 0.06, 0.09, 0.12, 0.175, 0.25, 0.35)
 PIVOTS = 5
+#: Join encoder variants trained side by side on AutoFJ (``join`` is the shipped default; the others change the
+#: fields given, see :class:`JoinEncoderConfig`).
+JOIN_VARIANTS = {"join": {}, "join-infonce": {"alignment_weight": 0.0, "margin_weight": 0.0},
+                 "join-variations-only": {"mined_share": 0.0}}
 
 
 def load_ugen_table(path: Path) -> list[list[str | None]]:
@@ -197,17 +203,28 @@ def matching_quality(enc, datasets: list[tuple[list[str], list[str], set[tuple[s
                      pivot_distances: np.ndarray, ra: np.ndarray, rb: np.ndarray) -> dict[str, dict]:
     """For each tau in MATCH_TAUS (fractions of the maximum distance 2): match every right value of a dataset to its
     nearest left value if that lies within tau, then precision / recall / F1 against ``gt.csv`` (as in
-    ``benchmarks/join.py --autofj``); and the share of random lake pairs that Lemma 1 of PEXESO cannot prune with
+    ``benchmarks/join.py --autofj``); the share of datasets whose own left column is the single most joinable of the
+    other 99 columns for its right column (joinability = share of right values with a value within tau, the ranking
+    a top-k join search returns); and the share of random lake pairs that Lemma 1 of PEXESO cannot prune with
     PIVOTS random pivots (``max_p |d(x, p) - d(y, p)| <= tau``), the fraction of candidate pairs pivot filtering
     leaves to verify at that tau."""
-    best, correct, n_gt = [], [], 0
-    for left, right, gt in datasets:
-        lv, rv = enc.encode_values(left), enc.encode_values(right)
+    columns = [side for left, right, _ in datasets for side in (left, right)]
+    vectors = [enc.encode_values(c) for c in columns]
+    lake = np.concatenate(vectors)
+    starts = np.r_[0, np.cumsum([len(c) for c in columns])[:-1]]
+    best, correct, nearest_column, n_gt = [], [], [], 0
+    for d, (left, right, gt) in enumerate(datasets):
+        lv, rv = vectors[2 * d], vectors[2 * d + 1]
         dist = np.sqrt(np.maximum(2 - 2 * rv @ lv.T, 0))
         nearest = dist.argmin(axis=1)
         best.append(dist[np.arange(len(right)), nearest])
         correct.append(np.array([(left[j], r) in gt for j, r in zip(nearest, right)], dtype=bool))
         n_gt += len(gt)
+        sim = np.concatenate([np.maximum.reduceat(rv[i:i + 256] @ lake.T, starts, axis=1)
+                              for i in range(0, len(rv), 256)])
+        per_column = np.sqrt(np.maximum(2 - 2 * sim, 0))
+        per_column[:, 2 * d + 1] = np.inf  # the query column itself
+        nearest_column.append(per_column)
     best_d, hit = np.concatenate(best), np.concatenate(correct)
     lower_bound = np.abs(pivot_distances[ra] - pivot_distances[rb]).max(axis=1)
     out = {}
@@ -215,7 +232,12 @@ def matching_quality(enc, datasets: list[tuple[list[str], list[str], set[tuple[s
         within = best_d <= 2 * frac
         tp = int(hit[within].sum())
         p, r = tp / max(int(within.sum()), 1), tp / max(n_gt, 1)
+        top1 = 0
+        for d, per_column in enumerate(nearest_column):
+            joinable = (per_column <= 2 * frac).sum(axis=0)
+            top1 += joinable[2 * d] > 0 and joinable[2 * d] > np.delete(joinable, 2 * d).max()
         out[f"{frac:g}"] = {"precision": p, "recall": r, "f1": 2 * p * r / max(p + r, 1e-12),
+                            "own_left_top1": float(top1 / len(datasets)),
                             "unpruned_by_pivots": float((lower_bound <= 2 * frac).mean())}
     return out
 
@@ -246,10 +268,9 @@ def distance_benchmark(join_steps: int) -> dict:
     pivots = np.random.default_rng(1).choice(len(lake), PIVOTS, replace=False)
 
     encoders, summary = [("hash", HashEncoder())], {"join_steps": join_steps}
-    for name, config in (("join", JoinEncoderConfig(steps=join_steps)),
-                         ("join-infonce", JoinEncoderConfig(steps=join_steps, alignment_weight=0, margin_weight=0))):
+    for name, options in JOIN_VARIANTS.items():
         t0 = time.perf_counter()
-        encoders.append((name, train_join_encoder(lake, config)))
+        encoders.append((name, train_join_encoder(lake, JoinEncoderConfig(**{"steps": join_steps, **options}))))
         summary[f"{name}_train_seconds"] = time.perf_counter() - t0
     summary["join_version"] = encoders[1][1].version
 
@@ -281,15 +302,17 @@ def distance_benchmark(join_steps: int) -> dict:
     summary["tfidf_ranking"] = lexical_ranking(lake, [left[i] for i in differ], [right[i] for i in differ], ra, rb)
     print(f"ranking = differing gt pairs closer than the 0.1 % quantile of random pairs; TF-IDF (words + char "
           f"3-grams) on the same pairs: {summary['tfidf_ranking']:.1%}")
-    print(f"\nnearest left value per right value within tau: P / R / F1, and random pairs left by {PIVOTS}-pivot "
-          "filtering (Lemma 1)")
-    print(f"{'tau':>6}" + "".join(f"{name:>34}" for name, _ in encoders))
+    print(f"\nnearest left value per right value within tau: P / R / F1, own left column ranked first (top1), and "
+          f"random pairs left by {PIVOTS}-pivot filtering (Lemma 1)")
+    print(f"{'tau':>6}" + "".join(f"{name:>43}" for name, _ in encoders))
     for frac in MATCH_TAUS:
         cells = [summary[name]["matching"][f"{frac:g}"] for name, _ in encoders]
-        print(f"{frac:>6.1%}" + "".join(f"{c['precision']:>10.2f} /{c['recall']:.2f} /{c['f1']:.2f}  left {c['unpruned_by_pivots']:>6.1%}"
+        print(f"{frac:>6.1%}" + "".join(f"{c['precision']:>10.2f} /{c['recall']:.2f} /{c['f1']:.2f}  top1 "
+                                        f"{c['own_left_top1']:.2f}  left {c['unpruned_by_pivots']:>6.1%}"
                                         for c in cells))
     ratio = summary["join"]["encode_seconds"] / summary["hash"]["encode_seconds"]
-    print(f"join encoder training ({join_steps} steps): {summary['join_train_seconds']:.1f} s; encoding time join / "
+    print(f"join encoder training ({join_steps} steps): " + ", ".join(
+        f"{name} {summary[f'{name}_train_seconds']:.1f} s" for name in JOIN_VARIANTS) + f"; encoding time join / "
           f"hash: {ratio:.2f}x")
     summary["encode_time_ratio_join_vs_hash"] = ratio
     return summary

@@ -84,7 +84,7 @@ from discovery.encoders.hash_encoder import prepare_strings  # noqa: E402
 from discovery.join import JoinIndex, chord_threshold, map_to_pivots, max_distance, select_pivots  # noqa: E402
 from discovery.join.metric import canonical_squared, from_chord  # noqa: E402
 from discovery.join.service import loaded_index  # noqa: E402
-from discovery.join.stage import COLUMN_KEY_BASE  # noqa: E402
+from discovery.join.stage import COLUMN_KEY_BASE, ROW_KEYS  # noqa: E402
 from discovery.store import Warehouse, list_snapshots  # noqa: E402
 from spark_jobs.common import spark_session  # noqa: E402
 from spark_jobs.refresh import refresh  # noqa: E402
@@ -286,6 +286,7 @@ AUTOFJ_TOP_K = 5
 AUTOFJ_T = 0.6
 AUTOFJ_TAUS = (0.02, 0.03, 0.045, 0.06, 0.09)
 RANDOM_PAIRS = 50_000
+AUTOFJ_GOALS = {"rank1": 0.90, "f1": 0.65, "speedup": 5.0}
 
 
 def _titles(path):
@@ -394,10 +395,11 @@ def _autofj_measure(root, names, wh, wall, seed):
     loaded = loaded_index(snap)
     if loaded.model.n_partitions != 1:
         raise RuntimeError("the AutoFJ lake is expected to fit one join-index partition")
-    index, metric = loaded.partition(0), loaded.model.metric
+    index, metric = loaded.partition(0, {}, []), loaded.model.metric
     tau_sq = chord_threshold(tau, metric) ** 2
     row_key = index.column_values[index.col]       # column key of every index row
-    row_value = loaded.values[0][index.order]      # its stored (normalised) string
+    stored = snap.read("value_vectors", columns=ROW_KEYS).sort_by([(k, "ascending") for k in ROW_KEYS])
+    row_value = np.asarray(stored.column("value").to_pylist(), dtype=object)[index.order]  # its stored string
     catalog = snap.read("catalog", columns=["table_id", "path"]).to_pydict()
     table_of = dict(zip(catalog["path"], catalog["table_id"]))
     title_key = {c["table_id"]: c["table_id"] * COLUMN_KEY_BASE + c["ordinal"]
@@ -416,6 +418,8 @@ def _autofj_measure(root, names, wh, wall, seed):
           f"{refresh_out['value_vectors']} value vectors of dim {refresh_out['dim']}; refresh "
           + ("reused" if wall is None else f"{wall:.0f}s") + ", stages (s): "
           + ", ".join(f"{k} {v:.1f}" for k, v in refresh_out["stage_seconds"].items()))
+    refresh_out["embed_message"] = next((s.get("message") or "" for s in run["stages"] if s["stage"] == "embed"), "")
+    print(f"embed stage: {refresh_out['embed_message'][:300]}")  # says how many join training steps ran
 
     raw = {f"{n}_{side}.csv": _titles(root / n / f"{side}.csv") for n in names for side in ("left", "right")}
     keys = {k: {path: set(f(titles)) - {""} for path, titles in raw.items()} for k, f in EQUI_KEYS.items()}
@@ -508,9 +512,24 @@ def _autofj_measure(root, names, wh, wall, seed):
           f"{geometry['pca_components_90']['real']}, generated lake of the same dimension "
           f"{geometry['pca_components_90']['generated']} (of {index.vectors.shape[1]})")
     sweep = _tau_sweep(ls, names, kept, index, queries, metric, T)
+    targets = _targets(column_search[top_mode]["own_left_rank1_share"],
+                       value_pairs["pexeso best match"]["micro"]["f1"], speed["pexeso"]["speedup_vs_exact_cpu"])
     return {"tau": tau, "T": T, "top_k": AUTOFJ_TOP_K, "datasets": len(names), "refresh": refresh_out,
             "column_search": column_search, "value_pairs": value_pairs, "geometry": geometry, "search": speed,
-            "tau_sweep": sweep, "per_dataset": per_dataset}
+            "tau_sweep": sweep, "targets": targets, "per_dataset": per_dataset}
+
+
+def _targets(rank1, f1, speedup):
+    """The encoder targets (own left table ranked first, one-to-one pair F1, PEXESO's CPU speed-up over exact with
+    identical answers), each with the measured figure, at the default tau with the default encoder."""
+    rows = [{"target": "own left table top-1", "goal": AUTOFJ_GOALS["rank1"], "measured": rank1},
+            {"target": "best-match pair F1 (micro)", "goal": AUTOFJ_GOALS["f1"], "measured": f1},
+            {"target": "pexeso : exact speed-up (cpu)", "goal": AUTOFJ_GOALS["speedup"], "measured": speedup}]
+    for r in rows:
+        r["met"] = r["measured"] >= r["goal"]
+    print("\nAutoFJ targets at the default tau, default encoder (search answers identical across methods)")
+    print_table(rows, ["target", "goal", "measured", "met"])
+    return rows
 
 
 def _components_90(vectors, seed, sample=50_000):

@@ -1,9 +1,11 @@
 """Refresh throughput: full build of the sample lake and of fivethirtyeight, then an incremental refresh with 1% of
 the tables changed.  Prints tables/s and the incremental/full time ratio (target <= 0.10); writes JSON.
 
-    .venv/bin/python benchmarks/refresh.py [--lakes sample,fivethirtyeight] [--changed 0.01]
+    .venv/bin/python benchmarks/refresh.py [--lakes sample,fivethirtyeight,ugen_v1] [--changed 0.01]
+    .venv/bin/python benchmarks/refresh.py --scale 1000,4000,16000 [--work DIR]   (cost per table against size)
 
-Both refreshes run in one SparkSession (local[*]) so JVM start-up is not part of either figure.
+Both refreshes run in one SparkSession (local[*]) so JVM start-up is not part of either figure.  The full build's
+seconds and CPU utilisation per stage (what ``lakescout refresh`` prints) are printed and kept in the JSON too.
 """
 from __future__ import annotations
 
@@ -20,8 +22,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.common import print_table, shared_path, write_result  # noqa: E402
 from discovery.demo_lake import generate_demo_lake  # noqa: E402
 from discovery.lake import list_lake  # noqa: E402
+from discovery.refresh.display import totals  # noqa: E402
 from spark_jobs.common import spark_session  # noqa: E402
 from spark_jobs.refresh import refresh  # noqa: E402
+from spark_jobs.stages import STAGES  # noqa: E402
+
+#: Shared data sets whose lake is a folder inside them.
+SHARED_LAKES = {"ugen_v1": ("ugen_v1", "datalake")}
 
 
 def _change(lake: str, fraction: float, seed: int = 3) -> list[str]:
@@ -58,8 +65,15 @@ def bench_lake(spark, name: str, source: str, fraction: float, work: str, rounds
         times.append(time.perf_counter() - t0)
         assert full.get("published") and inc.get("published"), (full, inc)
     t_inc = statistics.median(times)
+    stages = totals(full["stages"])
     return {"lake": name, "tables": n, "full_s": t_full, "tables_per_s": n / t_full, "changed": len(changed),
-            "incremental_s": t_inc, "incremental_first_s": times[0], "ratio": t_inc / t_full}
+            "incremental_s": t_inc, "incremental_first_s": times[0], "ratio": t_inc / t_full,
+            "stage_s": stages["stage_seconds"], "cpu": stages["cpu"],
+            **{f"{s['stage']}_s": s["seconds"] for s in full["stages"]}, "full_stages": full["stages"]}
+
+
+def _share(cpu: float | None) -> str:
+    return "?" if cpu is None else f"{100 * cpu:.0f}%"
 
 
 def main() -> int:
@@ -67,7 +81,14 @@ def main() -> int:
     p.add_argument("--lakes", default="sample,fivethirtyeight")
     p.add_argument("--changed", type=float, default=0.01)
     p.add_argument("--rounds", type=int, default=3, help="incremental refreshes to take the median of")
+    p.add_argument("--scale", default=None, metavar="N,N,...",
+                   help="instead of --lakes: generated lakes of these table counts, per-stage s/table "
+                        "(benchmarks/refresh_scale.py), e.g. 1000,4000,16000")
+    p.add_argument("--work", default=None, help="with --scale: folder kept for the generated parts (reused)")
+    p.add_argument("--config", default=None, help="with --scale: TOML configuration of the refreshes")
     args = p.parse_args()
+    if args.scale is not None:
+        return _scale(p, args)
     spark = spark_session("lakescout-bench-refresh")
     spark.sparkContext.setLogLevel("ERROR")
     rows = []
@@ -77,13 +98,36 @@ def main() -> int:
                 src = os.path.join(work, "_sample_src")
                 generate_demo_lake(src)
             else:
-                src = shared_path(name)
+                src = shared_path(*SHARED_LAKES.get(name, (name,)))
                 if src is None:
                     continue
             rows.append(bench_lake(spark, name, src, args.changed, work, args.rounds))
     print_table(rows, ["lake", "tables", "full_s", "tables_per_s", "changed", "incremental_s", "incremental_first_s",
                        "ratio"])
+    print("\nfull build, per stage: seconds (CPU utilisation = CPU s / (wall s x cores))")
+    print_table([{"lake": r["lake"], "stages": f"{r['stage_s']:.1f} ({_share(r['cpu'])})",
+                  **{s["stage"]: f"{s['seconds']:.1f} ({_share(s['cpu'])})" for s in r["full_stages"]}}
+                 for r in rows], ["lake", *STAGES, "stages"])
     write_result("refresh", {"changed_fraction": args.changed, "results": rows, "target_ratio": 0.10})
+    return 0
+
+
+def _scale(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from benchmarks.refresh_scale import parse_scales, run_scale
+
+    try:
+        scales = parse_scales(args.scale)
+    except ValueError as exc:
+        parser.exit(2, f"error: {exc}\n")
+    spark = spark_session("lakescout-bench-refresh-scale")
+    spark.sparkContext.setLogLevel("ERROR")
+    if args.work:
+        os.makedirs(args.work, exist_ok=True)
+        result = run_scale(spark, scales, args.changed, args.work, _change, args.config)
+    else:
+        with tempfile.TemporaryDirectory() as work:
+            result = run_scale(spark, scales, args.changed, work, _change, args.config)
+    write_result("refresh_scale", result)
     return 0
 
 

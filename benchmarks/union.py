@@ -1,9 +1,26 @@
-"""Union search benchmark: quality on UGEN-V1 and speed on a generated lake of >= 100k tables.
+"""Union search benchmark: quality on real lakes through the real pipeline, speed on a generated 100k-table lake.
 
-Quality (``../shared/benchmarks/ugen_v1``, skipped with a message when missing): hash-encoder column vectors, table
-vectors = their mean, base centroids by numpy k-means and Algorithm 1 partitions (the centroid stage on one machine),
-then MAP@10 / P@10 / R@10 (TACTUS §6.1, ``benchmarks.encoders.metrics``) of exact, pgtus, pgtus++ (both exact's
-top-k by construction), pgtus++-approx, starmie and tactus for every tau given.
+Quality (``--part quality``): each lake is built by the real refresh (``spark_jobs.refresh.refresh``, every stage,
+default configuration, local[2]) into ``--workdir`` (reused when it already holds a snapshot; ``--rebuild`` starts
+over) and queried through ``discovery.open(warehouse).union(query, k, method)``, the API users call; the lake's tables
+are never read by the benchmark.  Lakes and ground truths:
+
+* UGEN-V1 (``../shared/benchmarks/ugen_v1``): the 1,000 ``datalake`` tables; the 50 ``query`` files are queried as
+  files from outside the lake; ``groundtruth.csv`` lists the unionable lake tables of each query.
+* the sample lake (``discovery.demo_lake``, seed 7, 300 files): every query table of its generator's ``union.csv``,
+  which are lake tables (left out of their own results); unionable = the generator's label.
+* fivethirtyeight (``../shared/benchmarks/fivethirtyeight``): every CSV is a lake table.  A folder holds the data of
+  one article, whose files are parts or slices of the same data (polls by period, predictions by round, one
+  table per subgroup), so the ground truth is: the tables of a folder are unionable with each other.  The query of
+  each folder with at least two CSVs is its first file by path (45 queries); the truth is the folder's other files.
+
+For every method (``exact``, the default ``pgtus++``, ``pgtus``, ``pgtus++-approx``, ``tactus`` with the table
+encoder the refresh trained and stored): MAP@10 / P@10 / R@10 (TACTUS §6.1, ``benchmarks.encoders.metrics``; a
+refused query counts as a miss), recall@10 against ``exact``, and mean query latency (index loaded once beforehand;
+queries interleaved over methods) with its ratio to ``exact`` measured in the same run.  The TF-IDF baseline ranks
+the lake's tables by the cosine of mean table vectors, each column a TF-IDF vector of the words of its name plus 5
+distinct values (TACTUS priority sample); its cells come from ``discovery.query.resolve_query`` on the same snapshot
+(the product's reader), computed in the same run.
 
 Scale (generated, no shared data): clustered column vectors, 50 queries drawn from the same model.  For every method
 and parameter setting: recall@k against ``exact`` (the exhaustive Definition 5 ranking), mean latency and its ratio to
@@ -14,8 +31,10 @@ centroid partitions delivers).  The pgtus++-approx setting with the highest spee
 recall@k >= 0.95 is reported as the recommended one.
 
 BLAS runs single-threaded (set before numpy loads) so that latencies compare algorithms, not thread scheduling.
-Prints tables and writes benchmarks/results/union_quality.json and union_scale.json.
-Usage: python benchmarks/union.py [--part all|quality|scale] [--tables 100000] [--queries 50] [--k 10]
+Prints tables and writes benchmarks/results/union_quality.json (``union_quality_<lakes>.json`` for a subset of lakes),
+union_sweep.json and union_scale.json.
+Usage: python benchmarks/union.py [--part all|quality|scale] [--lakes ugen sample 538] [--workdir DIR] [--rebuild]
+       [--tables 100000] [--queries 50] [--k 10]
 """
 from __future__ import annotations
 
@@ -25,93 +44,251 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import discovery  # noqa: E402
 from benchmarks.common import print_table, shared_path, write_result  # noqa: E402
-from benchmarks.encoders import infer_kind, load_ugen_table, metrics, ugen_layout  # noqa: E402
-from discovery.encoders import HashEncoder  # noqa: E402
+from benchmarks.encoders import metrics, ugen_layout  # noqa: E402
+from discovery.config import load_config  # noqa: E402
+from discovery.encoders.columns import priority_sample, profile_column  # noqa: E402
+from discovery.encoders.stored import column_encoder  # noqa: E402
+from discovery.query import QueryError, resolve_query  # noqa: E402
+from discovery.store import Warehouse, list_snapshots  # noqa: E402
 from discovery.union import UnionIndex  # noqa: E402
-from discovery.union.partitioning import partition_lake  # noqa: E402
+from discovery.union.scoring import exhaustive_scores  # noqa: E402
 from discovery.union.search import APPROXIMATE, DEFAULT_PHI_C, DEFAULT_PHI_REF_PER_K, DEFAULT_TAU  # noqa: E402
 from discovery.union.synthetic import (build_index_inputs, draw_tables, generate_lake, lake_model,  # noqa: E402
                                        table_vectors_of)
+from discovery.vectors import LakeEncoders, embed_table, snapshot_encoders  # noqa: E402
 
 TARGET_RECALL = 0.95
+METHODS = ("exact", "pgtus++", "pgtus", APPROXIMATE, "tactus")
+TFIDF_VALUES = 5
 
 
 # quality ------------------------------------------------------------------------------------------------------------
 
-def quality(taus: list[float], k: int) -> dict | None:
-    root = shared_path("ugen_v1")
-    if root is None:
+def _lakes(names: list[str], workdir: Path) -> list[dict]:
+    """(name, lake root, queries [(what to pass, ground-truth key)], truth, how a result path becomes a truth key)."""
+    out = []
+    if "ugen" in names and (root := shared_path("ugen_v1")):
+        _, queries, truth = ugen_layout(Path(root))
+        out.append({"name": "UGEN-V1", "lake": os.path.join(root, "datalake"),
+                    "queries": [(os.path.join(root, "query", q), q) for q in queries], "truth": truth,
+                    "key": os.path.basename})
+    if "sample" in names:
+        from discovery.demo_lake import generate_demo_lake, load_ground_truth
+
+        lake = workdir / "sample_lake"
+        if not (lake / "_ground_truth").is_dir():
+            generate_demo_lake(lake, seed=7)
+        truth: dict[str, set[str]] = {}
+        for r in load_ground_truth(lake)["union"]:
+            truth.setdefault(r["query_table"], set())
+            if r["unionable"]:
+                truth[r["query_table"]].add(r["lake_table"])
+        out.append({"name": "sample lake", "lake": str(lake), "queries": [(q, q) for q in sorted(truth)],
+                    "truth": truth, "key": str})
+    if "538" in names and (root := shared_path("fivethirtyeight")):
+        by_folder: dict[str, list[str]] = {}
+        for p in sorted(Path(root).rglob("*.csv")):
+            rel = p.relative_to(root).as_posix()
+            by_folder.setdefault(rel.split("/")[0], []).append(rel)
+        truth = {files[0]: set(files[1:]) for files in by_folder.values() if len(files) >= 2}
+        out.append({"name": "fivethirtyeight", "lake": root, "queries": [(q, q) for q in sorted(truth)],
+                    "truth": truth, "key": str})
+    return out
+
+
+def _warehouse(lake: str, warehouse: Path, rebuild: bool) -> float | None:
+    """Build ``warehouse`` from ``lake`` with the real refresh unless it holds a snapshot; refresh seconds or None."""
+    if rebuild and warehouse.exists():
+        shutil.rmtree(warehouse)
+    if Warehouse(str(warehouse)).exists() and list_snapshots(Warehouse(str(warehouse))):
         return None
-    root = Path(root)
-    lake_names, query_names, truth = ugen_layout(root)
-    encoder = HashEncoder()
+    from spark_jobs.common import spark_session
+    from spark_jobs.refresh import refresh
 
-    def encode(path: Path) -> np.ndarray:
-        cols = load_ugen_table(path)
-        return np.stack([encoder.encode_column(c, infer_kind(c)) for c in cols]).astype(np.float32)
-
+    os.environ.setdefault("LAKESCOUT_SPARK_MASTER", "local[2]")
+    spark = spark_session("lakescout-bench-union")
+    spark.sparkContext.setLogLevel("ERROR")
     t0 = time.perf_counter()
-    lake_cols = [encode(root / "datalake" / n) for n in lake_names]
-    query_cols = [encode(root / "query" / n) for n in query_names]
-    encode_s = time.perf_counter() - t0
-    sizes = np.array([len(c) for c in lake_cols])
-    vectors = np.concatenate(lake_cols)
-    owner = np.repeat(np.arange(len(lake_cols)), sizes)
-    ordinal = np.arange(len(owner)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    t0 = time.perf_counter()
-    centroids, parts = partition_lake(vectors, owner, ordinal)
-    index = UnionIndex.build(vectors, owner, ordinal, centroids, parts,
-                             np.stack([encoder.encode_table(c) for c in lake_cols]))
-    index_s = time.perf_counter() - t0
-    print(f"\nUGEN-V1: {len(lake_names)} lake tables ({len(vectors)} columns, {len(centroids)} centroids, "
-          f"{len(parts.table_ids)} partitions), {len(query_names)} queries, k={k}; encoding {encode_s:.1f}s, "
-          f"centroid stage + index {index_s:.1f}s")
+    out = refresh(spark, str(warehouse), lake)
+    seconds = time.perf_counter() - t0
+    spark.stop()
+    if not out.get("published"):
+        raise RuntimeError(f"refresh of {lake} failed: {out}")
+    return seconds
 
-    settings = [("exact", {}), ("pgtus", {}), ("pgtus++", {}), (APPROXIMATE, {}),
-                (APPROXIMATE, {"phi_c": 8, "phi_ref": 20 * k}), ("starmie", {}), ("tactus", {})]
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[^\W_]+", text.lower())
+
+
+def tfidf_rankings(ls, lake_queries: list, k: int) -> list[list[str]]:
+    """TF-IDF baseline (see the module docstring): for each query, the top-k lake paths by mean-vector cosine."""
+    from scipy import sparse
+
+    snap = ls.snapshot
+    catalog = snap.read("catalog", columns=["table_id", "path", "status"]).to_pylist()
+    tables = [(r["table_id"], r["path"]) for r in catalog if r["status"] == "ok"]
+
+    def docs(table) -> list[list[str]]:
+        out = []
+        for name, col in zip(table.names, table.columns):
+            prof = profile_column(col)
+            chosen = priority_sample(prof.values, prof.counts, TFIDF_VALUES)
+            out.append(_words(name) + [w for i in chosen for w in _words(prof.values[i])])
+        return out
+
+    lake_docs = [docs(resolve_query(snap, tid)) for tid, _ in tables]
+    query_docs = []
+    for q, _ in lake_queries:
+        try:
+            query_docs.append(docs(resolve_query(snap, q)))
+        except QueryError:
+            query_docs.append([])
+    vocab: dict[str, int] = {}
+    for t in lake_docs:
+        for d in t:
+            for w in d:
+                vocab.setdefault(w, len(vocab))
+    df = np.zeros(len(vocab))
+    n_cols = sum(len(t) for t in lake_docs)
+    for t in lake_docs:
+        for d in t:
+            df[list({vocab[w] for w in d})] += 1
+    idf = np.log((1 + n_cols) / (1 + df)) + 1
+
+    def table_vector(table_docs: list[list[str]]) -> np.ndarray:
+        out = np.zeros(len(vocab))
+        for d in table_docs:
+            ids = [vocab[w] for w in d if w in vocab]
+            v = np.bincount(ids, minlength=len(vocab)) * idf
+            norm = np.linalg.norm(v)
+            if norm > 0:
+                out += v / norm
+        norm = np.linalg.norm(out)
+        return out / norm if norm > 0 else out
+
+    lake_mat = sparse.csr_matrix(np.stack([table_vector(t) for t in lake_docs]))
+    paths = [p for _, p in tables]
+    ranked = []
+    for (q, _), qd in zip(lake_queries, query_docs):
+        sims = lake_mat @ table_vector(qd)
+        order = [i for i in np.lexsort((np.arange(len(paths)), -sims)) if paths[i] != q and sims[i] > 0]
+        ranked.append([paths[i] for i in order[:k]])
+    return ranked
+
+
+def quality_lake(spec: dict, workdir: Path, k: int, rebuild: bool) -> dict:
+    warehouse = workdir / ("warehouse_" + re.sub(r"\W+", "_", spec["name"]).strip("_"))
+    refresh_s = _warehouse(spec["lake"], warehouse, rebuild)
+    ls = discovery.open(str(warehouse))
+    queries, truth, key = spec["queries"], spec["truth"], spec["key"]
+    ls.union(queries[0][0], k=k)  # loads the index (and builds nothing else) before anything is timed
+    ls.union(queries[0][0], k=k, method="tactus")
+    found: dict[str, list[list[str] | None]] = {m: [] for m in METHODS}
+    latency: dict[str, list[float]] = {m: [] for m in METHODS}
+    refused = 0
+    for q, _ in queries:
+        for m in METHODS:
+            t0 = time.perf_counter()
+            try:
+                res = ls.union(q, k=k, method=m)
+            except QueryError:
+                found[m].append(None)
+                refused += m == "exact"
+                continue
+            latency[m].append(time.perf_counter() - t0)
+            found[m].append([key(r["path"]) for r in res["results"]])
+    t0 = time.perf_counter()
+    tfidf = [[key(p) for p in r] for r in tfidf_rankings(ls, queries, k)]
+    tfidf_s = time.perf_counter() - t0
     rows = []
-    for tau in taus:
-        exact_found: list[set[int]] = []
-        for method, params in settings:
-            if method == "tactus" and tau != taus[0]:
-                continue  # TACTUS does not use tau
-            scores, latencies, recalls = [], [], []
-            for qi, qname in enumerate(query_names):
-                t0 = time.perf_counter()
-                res = index.search(query_cols[qi], k, method, tau=tau,
-                                   query_table_vector=encoder.encode_table(query_cols[qi]), **params)
-                latencies.append(time.perf_counter() - t0)
-                ids = {r.table_id for r in res.results}
-                if method == "exact":
-                    exact_found.append(ids)
-                elif exact_found[qi]:
-                    recalls.append(len(ids & exact_found[qi]) / len(exact_found[qi]))
-                ranked = [lake_names[r.table_id] for r in res.results]
-                ranked += [""] * (k - len(ranked))  # fewer than k unionable tables: the empty ranks are misses
-                scores.append(metrics(ranked, truth.get(qname, set())))
-            m = np.mean(scores, axis=0)
-            rows.append({"method": method, "tau": None if method == "tactus" else tau,
-                         "phi_c": params.get("phi_c", DEFAULT_PHI_C) if method == APPROXIMATE else None,
-                         "phi_ref": params.get("phi_ref", DEFAULT_PHI_REF_PER_K * k)
-                         if method == APPROXIMATE else None,
-                         "MAP@10": float(m[0]), "P@10": float(m[1]), "R@10": float(m[2]),
-                         "recall_vs_exact": float(np.mean(recalls)) if recalls else None,
-                         "latency_ms": 1000 * float(np.mean(latencies))})
-    print_table(rows, ["method", "tau", "phi_c", "phi_ref", "MAP@10", "P@10", "R@10", "recall_vs_exact",
-                       "latency_ms"])
-    return {"lake_tables": len(lake_names), "columns": int(len(vectors)), "centroids": int(len(centroids)),
-            "queries": len(query_names), "k": k, "encode_seconds": encode_s, "index_seconds": index_s,
-            "defaults": {"phi_c": DEFAULT_PHI_C, "phi_ref": DEFAULT_PHI_REF_PER_K * k, "phi_r": k},
-            "results": rows}
+    exact_ms = 1000 * float(np.mean(latency["exact"]))
+    for m in METHODS + ("tf-idf",):
+        lists = tfidf if m == "tf-idf" else found[m]
+        scores, recalls = [], []
+        for (_, label), got, ex in zip(queries, lists, found["exact"]):
+            ranked = (got or []) + [""] * (k - len(got or []))
+            scores.append(metrics(ranked, truth.get(label, set())))
+            if ex and got is not None:
+                recalls.append(len(set(got) & set(ex)) / len(ex))
+        mean = np.mean(scores, axis=0)
+        ms = 1000 * float(np.mean(latency[m])) if m in latency else None
+        rows.append({"lake": spec["name"], "method": m, "MAP@10": float(mean[0]), "P@10": float(mean[1]),
+                     "R@10": float(mean[2]), "recall_vs_exact": float(np.mean(recalls)) if recalls else None,
+                     "latency_ms": ms, "time_vs_exact": ms / exact_ms if ms else None})
+    snap = ls.snapshot
+    print(f"\n{spec['name']}: {snap.read('catalog', columns=['status']).num_rows} catalogued files, "
+          f"{len(queries)} queries ({refused} refused), k={k}, tau={DEFAULT_TAU}; refresh "
+          + (f"{refresh_s:.0f} s" if refresh_s is not None else "reused") + f"; TF-IDF baseline {tfidf_s:.1f} s")
+    print_table(rows, ["method", "MAP@10", "P@10", "R@10", "recall_vs_exact", "latency_ms", "time_vs_exact"])
+    return {"lake": spec["name"], "warehouse": str(warehouse), "queries": len(queries), "refused": refused,
+            "refresh_seconds": refresh_s, "tfidf_seconds": tfidf_s, "results": rows}
+
+
+def sweep_lake(spec: dict, workdir: Path, k: int, weights: list[float], taus: list[float]) -> list[dict]:
+    """``exact``'s MAP@10 / P@10 / R@10 for each header weight and tau, on the lake's refreshed warehouse.
+
+    A refresh per weight would rebuild every index stage, so each weight re-encodes the snapshot's tables with the
+    embed stage's own code (``resolve_query`` reads them, ``embed_table`` encodes them with a column encoder of that
+    weight) and ranks them by Definition 5 exactly as ``exact`` does (``exhaustive_scores``, ties by table id).
+    """
+    warehouse = workdir / ("warehouse_" + re.sub(r"\W+", "_", spec["name"]).strip("_"))
+    _warehouse(spec["lake"], warehouse, False)
+    snap = discovery.open(str(warehouse)).snapshot
+    catalog = snap.read("catalog", columns=["table_id", "path", "status"]).to_pylist()
+    lake = [(r["table_id"], r["path"], resolve_query(snap, r["table_id"])) for r in catalog if r["status"] == "ok"]
+    queries = []
+    for q, label in spec["queries"]:
+        try:
+            queries.append((label, resolve_query(snap, q)))
+        except QueryError:
+            queries.append((label, None))
+    refs = snapshot_encoders(snap).refs
+    rows = []
+    for w in weights:
+        enc = column_encoder(replace(load_config().embed, header_weight=w))
+        encoders = LakeEncoders(refs, enc, enc, None)
+        cols = [embed_table(encoders, t.columns, t.names, with_values=False).column_vectors for _, _, t in lake]
+        sizes = np.array([len(c) for c in cols])
+        vectors, owner = np.concatenate(cols), np.repeat(np.arange(len(cols)), sizes)
+        offsets = np.r_[0, np.cumsum(sizes)]
+        qvecs = [None if t is None else embed_table(encoders, t.columns, t.names, with_values=False).column_vectors
+                 for _, t in queries]
+        for tau in taus:
+            scores = []
+            for (label, t), qv in zip(queries, qvecs):
+                ranked = []
+                if qv is not None:
+                    ex = exhaustive_scores(qv, vectors, owner, offsets, tau)
+                    keep = np.array([lake[i][0] != t.table_id for i in ex.tables], dtype=bool)
+                    tabs, sc = ex.tables[keep], ex.scores[keep]
+                    ranked = [spec["key"](lake[i][1]) for i in tabs[np.lexsort((tabs, -sc))[:k]]]
+                scores.append(metrics(ranked + [""] * (k - len(ranked)), spec["truth"].get(label, set())))
+            mean = np.mean(scores, axis=0)
+            rows.append({"lake": spec["name"], "header_weight": w, "tau": tau, "MAP@10": float(mean[0]),
+                         "P@10": float(mean[1]), "R@10": float(mean[2])})
+            print_table(rows[-1:], list(rows[-1]))
+    return rows
+
+
+def quality(lakes: list[str], workdir: Path, k: int, rebuild: bool) -> dict:
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = [quality_lake(spec, workdir, k, rebuild) for spec in _lakes(lakes, workdir)]
+    return {"k": k, "tau": DEFAULT_TAU, "defaults": {"phi_c": DEFAULT_PHI_C, "phi_ref": DEFAULT_PHI_REF_PER_K * k,
+                                                     "phi_r": k}, "lakes": out}
 
 
 # scale --------------------------------------------------------------------------------------------------------------
@@ -204,17 +381,27 @@ def scale(n_tables: int, n_queries: int, k: int, dim: int, with_starmie: bool) -
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--part", choices=("all", "quality", "scale"), default="all")
+    ap.add_argument("--lakes", nargs="+", choices=("ugen", "sample", "538"), default=["ugen", "sample", "538"])
+    ap.add_argument("--workdir", default="/tmp/lakescout-bench-union")
+    ap.add_argument("--rebuild", action="store_true", help="refresh every lake into a new warehouse")
+    ap.add_argument("--sweep", action="store_true", help="header weight x tau sweep of exact (see sweep_lake)")
+    ap.add_argument("--weights", type=float, nargs="+", default=[0.0, 0.2, 0.4, 0.5, 0.6, 0.8])
+    ap.add_argument("--taus", type=float, nargs="+", default=[0.3, 0.4, 0.5, 0.6, 0.7])
     ap.add_argument("--tables", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--dim", type=int, default=64)
-    ap.add_argument("--taus", type=float, nargs="+", default=[DEFAULT_TAU, 0.5])
     ap.add_argument("--no-starmie", action="store_true", help="skip Starmie (its HNSW over all columns is slow)")
     args = ap.parse_args()
+    if args.sweep:
+        workdir = Path(args.workdir)
+        write_result("union_sweep", {"k": args.k, "rows": [r for spec in _lakes(args.lakes, workdir) for r in
+                                                            sweep_lake(spec, workdir, args.k, args.weights,
+                                                                       args.taus)]})
+        return
     if args.part in ("all", "quality"):
-        result = quality(args.taus, args.k)
-        if result is not None:
-            write_result("union_quality", result)
+        name = "union_quality" if len(args.lakes) == 3 else "union_quality_" + "_".join(args.lakes)
+        write_result(name, quality(args.lakes, Path(args.workdir), args.k, args.rebuild))
     if args.part in ("all", "scale"):
         write_result("union_scale", scale(args.tables, args.queries, args.k, args.dim, not args.no_starmie))
 

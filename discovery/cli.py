@@ -48,7 +48,7 @@ def _spark_submit() -> str:
 
 
 def cmd_refresh(args) -> int:
-    from .refresh.display import RefreshDisplay
+    from .refresh.display import RefreshDisplay, totals, usage_text
     from .refresh.progress import Progress
 
     if not os.path.isdir(args.lake) and "://" not in args.lake:
@@ -87,11 +87,12 @@ def cmd_refresh(args) -> int:
               f"the last snapshot still answers queries. Spark log: {log.name}\n{tail}", file=sys.stderr)
         return 1
     result["seconds"] = round(time.time() - started, 1)
+    result.update(totals(result.get("stages", [])))
     if args.json:
         print(json.dumps(result, default=str))
     else:
         print(f"published snapshot {result['snapshot_id']} (refresh {result['refresh_id']}) "
-              f"in {result['seconds']} s")
+              f"in {result['seconds']} s (stages {usage_text(result['stage_seconds'], result['cpu'])})")
     return 0
 
 

@@ -55,22 +55,32 @@ class EmbedConfig:
     """Stage ``embed``: column, table and value vectors, and the encoders trained on the lake.
 
     Training cost is bounded by ``join_steps`` (and ``join_epochs`` passes over the sampled values, so a small lake
-    trains briefly), ``table_epochs`` and the sample sizes; encoders are retrained on the first build, a full
+    trains briefly), ``table_epochs``, the sample sizes and ``train_seconds`` per encoder (a budget that can only
+    halve the planned steps, decided by timing the first steps: ``discovery.encoders.lake_training``); encoders are retrained on the first build, a full
     rebuild, a changed setting, or when the lake has more than ``1 + retrain_growth`` times the ok tables it had at
     the last training.  ``join_options`` / ``table_options`` override further fields of ``JoinEncoderConfig`` /
     ``TableEncoderConfig`` (e.g. ``{ dim = 32 }``).
+
+    ``header_weight`` w = 0.4 (with union tau 0.4) was chosen by exact union search (``benchmarks/union.py
+    --sweep``) over w in 0..0.8 and tau in 0.3..0.7: it lifts UGEN-V1 MAP@10 from 0.622 (w 0, tau 0.7) to 0.708 and
+    fivethirtyeight's from 0.366 to 0.394, and keeps the sample lake at 0.948, whose generator renames columns by
+    synonym (city / municipality / locality) so that names mislead there; heavier weights help UGEN-V1 no further
+    and cost the sample lake (w 0.5: 0.927, w 0.7: 0.84).  0 switches the channel off.
     """
 
     column_encoder: str = "hash"        # hash | sentence-transformers (needs model_dir)
     model_dir: str = ""                 # local sentence-transformers model directory
     dim: int = 256                      # hash encoder dimensions
     column_values: int = 1000           # distinct values sampled per column vector
+    header_weight: float = 0.4          # share of the column name's channel in column similarity (0: values only)
+    header_dim: int = 128               # dimensions of the column name's channel
     join_min_distinct: int = 10         # a string column with this many distinct values is a join candidate
     join_max_values: int = 10_000       # value vectors kept per join-candidate column (columns that hit it are reported)
     join_steps: int = 1500              # upper bound on join encoder training steps
     join_epochs: float = 10.0           # ... and on passes over the sampled training values
     join_train_values: int = 200_000    # distinct values sampled for join encoder training
     table_epochs: int = 20              # TACTUS table encoder epochs over the sampled tables
+    train_seconds: float = 600.0        # time budget of each encoder's training steps (0: none); see lake_training
     table_max_rows: int = 1000          # rows of a sampled table used in table encoder training
     table_min_tables: int = 16          # fewer ok tables: no table encoder, table vector = mean of column vectors
     train_tables: int = 1000            # lake tables sampled (deterministically) for training
@@ -97,11 +107,14 @@ class UnionConfig:
 
     ``k = 0`` picks about sqrt(#columns) centroids, the paper's scale.  The k-means model is retrained on the first
     build, a full rebuild, a new column-encoder version, or when the mean squared quantisation error of the columns
-    assigned in a refresh exceeds the training error by more than ``drift_threshold`` (relative).
+    assigned in a refresh exceeds the training error by more than ``drift_threshold`` (relative).  k-means is fitted
+    on a seeded sample of about ``fit_columns`` column vectors (all of them in a smaller lake), so one fit costs
+    ``fit_columns * k`` per iteration rather than ``#columns * k``, which with k ~ sqrt(#columns) grew as #columns^1.5.
     """
 
     k: int = 0
     max_iter: int = 20
+    fit_columns: int = 50_000
     seed: int = 0
     drift_threshold: float = 0.25
     rho_l: float = 0.2
@@ -117,8 +130,11 @@ class JoinConfig:
     joinability threshold suits every query column: on the sample lake a threshold of 0.6 returned nothing for 8 of
     the 12 planted joins (the vendor join covers only 58 % of its query's values), while the 10 most joinable columns
     rank the planted answer first for all 12.  A threshold ``T`` is asked for per search.  Pivots are reselected, and
-    every mapping rebuilt, on the first build, a full rebuild or a new join-encoder version.  The index is split into
-    JSD partitions when it would need more than ``memory_budget_mb`` (MiB, fractions allowed) in memory.
+    every mapping rebuilt, on the first build, a full rebuild, a new join-encoder version, or when the lake outgrew its
+    partitions.  The index is split into JSD partitions, balanced by size, when it would need more than
+    ``memory_budget_mb`` (MiB, fractions allowed) in memory; a query loads one partition at a time.  ``n_pivots``
+    (|P|) and ``levels`` (m) left at 0 are chosen by PEXESO's cost model on the pivots stage's sample
+    (``discovery.join.cost``); a value pins it.
 
     ``tau`` defaults to 3 % rather than the paper's 6 %: measured on AutoFJ (``benchmarks/join.py --autofj``, 50
     right-table queries against the 100 tables) with the lake-trained ``join`` encoder, 3 % finds the own left table
@@ -128,8 +144,8 @@ class JoinConfig:
     tau mostly adds near-miss pairs that only slow blocking down.
     """
 
-    n_pivots: int = 7
-    levels: int = 3
+    n_pivots: int = 0
+    levels: int = 0
     metric: str = "euclidean"
     sample: int = 20_000
     memory_budget_mb: float = 2048

@@ -25,6 +25,7 @@ from .lake import LakeFileError, read_lake_table
 from .lake.listing import join_lake_path, table_format
 from .lake.profile import infer_type
 from .store import Snapshot
+from .store.snapshot import CATALOG_COLUMNS
 
 
 class QueryError(ValueError):
@@ -147,7 +148,7 @@ def resolve_query(snapshot: Snapshot, query: str | int | QueryTable, limits: Lim
     limits = limits or Limits()
     label = str(query)
     served = not allow_files
-    catalog = snapshot.read("catalog", columns=["table_id", "path", "format", "bytes", "status", "error"])
+    catalog = snapshot.cached("catalog", CATALOG_COLUMNS)
     if isinstance(query, int) or label.isdigit():
         hit = catalog.filter(pc.equal(catalog["table_id"], int(label)))
         if hit.num_rows == 0:

@@ -8,7 +8,8 @@ indexed.
 
 * Column vector: the column encoder over a deterministic priority sample of the column's distinct normalised values
   (TACTUS Eq. 7), with numeric distribution features for columns inferred numeric (same type inference as the
-  profile stage, same agreement).
+  profile stage, same agreement), and the column's name as a channel of its own (:mod:`.encoders.header`) when
+  ``[embed] header_weight`` is above 0: a query's columns get their names' channel exactly as lake columns do.
 * Table vector: the trained TACTUS table encoder over the column vectors, or their normalised mean when the lake had
   too few tables to train one.
 * Value vectors: for join candidates (string columns with at least ``join_min_distinct`` distinct values), the
@@ -18,6 +19,7 @@ indexed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -71,15 +73,20 @@ class LakeEncoders:
     refs: EncoderRefs
     column: Encoder
     table: Encoder        # the trained table encoder, or the column encoder (its encode_table is the mean)
-    join: Encoder | None
+    warehouse_root: str
+
+    @cached_property
+    def join(self) -> Encoder | None:
+        """The join encoder, loaded on first use: its weights are most of the models' bytes (about 100 MB with the
+        default 2^18 buckets), and union queries and column vectors never need them."""
+        return stored_encoder(self.warehouse_root, JOIN_MODEL, self.refs.join) if self.refs.join else None
 
 
 def load_encoders(warehouse_root: str, refs: EncoderRefs) -> LakeEncoders:
-    """The encoders ``refs`` names, each loaded once per process."""
+    """The encoders ``refs`` names, each loaded once per process (the join encoder when first used)."""
     column = stored_encoder(warehouse_root, COLUMN_MODEL, refs.column)
     table = stored_encoder(warehouse_root, TABLE_MODEL, refs.table) if refs.table else column
-    join = stored_encoder(warehouse_root, JOIN_MODEL, refs.join) if refs.join else None
-    return LakeEncoders(refs, column, table, join)
+    return LakeEncoders(refs, column, table, warehouse_root)
 
 
 @dataclass
@@ -117,16 +124,20 @@ def column_values(join: Encoder, profile: ColumnProfile, ordinal: int, max_value
                         len(profile.values))
 
 
-def embed_table(encoders: LakeEncoders, columns: list[pa.Array], with_values: bool = True) -> TableEmbedding:
-    """Column vectors, table vector and (with ``with_values`` and a join encoder) value vectors of one table."""
+def embed_table(encoders: LakeEncoders, columns: list[pa.Array], names: list[str],
+                with_values: bool = True) -> TableEmbedding:
+    """Column vectors, table vector and (with ``with_values`` and a join encoder) value vectors of one table whose
+    columns are called ``names``."""
     spec = encoders.refs.spec
     enc = encoders.column
     kinds = [infer_type(c, spec.type_agreement) for c in columns]
     profiles = [profile_column(c) for c in columns]
-    vectors = np.zeros((len(columns), enc.dim), dtype=np.float32)
+    headers = enc.header_vectors(names)
+    vectors = np.zeros((len(columns), enc.column_dim), dtype=np.float32)
     for j, (kind, prof) in enumerate(zip(kinds, profiles)):
         chosen = priority_sample(prof.values, prof.counts, enc.column.max_values)
-        vectors[j] = enc.column_vector([prof.values[i] for i in chosen], prof.counts[chosen], kind)
+        vectors[j] = enc.column_vector([prof.values[i] for i in chosen], prof.counts[chosen], kind,
+                                       header=None if headers is None else headers[j])
     values = []
     if with_values and encoders.join is not None:
         values = [column_values(encoders.join, prof, j, spec.join_max_values)
@@ -161,7 +172,7 @@ def embed_batch(work: pa.Table, ctx, refs: EncoderRefs) -> tuple[dict[str, pa.Ta
     for item in work.to_pylist():
         try:
             parsed = read_lake_table(ctx.lake, item["path"], item["format"], item["bytes"], ctx.config.limits)
-            emb = embed_table(encoders, parsed.columns, with_values=item["do_value_vectors"])
+            emb = embed_table(encoders, parsed.columns, parsed.names, with_values=item["do_value_vectors"])
         except (LakeFileError, OSError) as exc:
             # Changed since the scan; the next refresh's scan sees the new content and records it.
             counts["tables_failed"] += 1
@@ -196,7 +207,7 @@ def embed_batch(work: pa.Table, ctx, refs: EncoderRefs) -> tuple[dict[str, pa.Ta
             if cv.capped:
                 counts["capped_columns"] += 1
                 notes.append({"capped": item["path"], "column": parsed.names[cv.ordinal], "distinct": cv.distinct})
-    dims = {"column_vectors": encoders.column.dim, "table_vectors": encoders.table.table_dim,
+    dims = {"column_vectors": encoders.column.column_dim, "table_vectors": encoders.table.table_dim,
             "value_vectors": encoders.join.dim if encoders.join is not None else 0}
     out = {n: _output_table(n, cols[n], vecs[n], dims[n]) for n in OUTPUTS}
     return out, counts, notes
@@ -221,7 +232,7 @@ def snapshot_encoders(snapshot: Snapshot) -> LakeEncoders:
 def embed_query(snapshot: Snapshot, query: QueryTable, with_values: bool = False) -> TableEmbedding:
     """Column vectors, table vector (and optionally join-candidate value vectors) of a query table, exactly as the
     embed stage computes them for a lake table."""
-    return embed_table(snapshot_encoders(snapshot), query.columns, with_values)
+    return embed_table(snapshot_encoders(snapshot), query.columns, query.names, with_values)
 
 
 def query_column_vectors(snapshot: Snapshot, query: QueryTable) -> np.ndarray:

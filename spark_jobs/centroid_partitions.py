@@ -1,8 +1,9 @@
-"""Stage ``centroids``: k-means over all column vectors (Spark MLlib) and PGTUS Algorithm 1 partitions per table.
+"""Stage ``centroids``: k-means over the column vectors (Spark MLlib) and PGTUS Algorithm 1 partitions per table.
 
-The model is fitted with MLlib ``KMeans`` on the column vectors read straight from the ``column_vectors`` files; MLlib
-has no warm start, so between retrains new columns are assigned to the stored centroids by the nearest-centroid step
-of ``discovery.union`` inside the Spark tasks.  Retraining (and rebuilding every partition) happens on the first
+The model is fitted with MLlib ``KMeans`` on a bounded seeded sample of the column vectors read straight from the
+``column_vectors`` files (:func:`fit_kmeans`); MLlib has no warm start, so between retrains new columns are assigned
+to the stored centroids by the nearest-centroid step of ``discovery.union`` inside the Spark tasks, which are handed
+the model and the file list by the driver.  Retraining (and rebuilding every partition) happens on the first
 build, a full rebuild, a new column-encoder version, or quantisation-error drift (see ``discovery.config.UnionConfig``).
 """
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from functools import partial
 
 import numpy as np
 
@@ -22,20 +24,41 @@ from spark_jobs.profile_columns import done_pairs
 STAGE = "centroids"
 
 
-def fit_kmeans(spark, ctx: StageContext, encoder_version: str) -> CentroidModel:
-    """MLlib k-means over every column vector of the current ``column_vectors`` version."""
-    from pyspark.ml.clustering import KMeans
+def fit_sample(spark, ctx: StageContext):
+    """(DataFrame of ``features``, number of column vectors): a seeded sample of about ``[union] fit_columns`` of the
+    current ``column_vectors`` version (all of them when there are fewer), in as many partitions as the application
+    has cores.  Read straight from the files it would have one partition per file, and every one of the ~20 jobs of
+    a fit would run that many tasks."""
     from pyspark.ml.functions import array_to_vector
 
     cfg = ctx.config.union
-    files = ctx.store.file_uris("column_vectors")
-    df = spark.read.parquet(*files).select(array_to_vector("vector").alias("features"))
-    n = df.count()
-    k = cfg.k or max(2, round(math.sqrt(n)))
-    k = min(k, n)
-    km = KMeans(k=k, maxIter=cfg.max_iter, seed=cfg.seed, featuresCol="features").fit(df)
-    centers = np.asarray(km.clusterCenters(), dtype=np.float32)
-    return CentroidModel.fit_result(centers, encoder_version, float(km.summary.trainingCost) / max(n, 1), n)
+    if cfg.fit_columns < 2:
+        raise ValueError(f"[union] fit_columns must be at least 2, got {cfg.fit_columns}")
+    n = int(sum(ctx.store.files("column_vectors").column("num_records").to_pylist()))
+    df = spark.read.parquet(*ctx.store.file_uris("column_vectors")).select("vector")
+    if n > cfg.fit_columns:
+        df = df.sample(withReplacement=False, fraction=cfg.fit_columns / n, seed=cfg.seed)
+    parts = max(spark.sparkContext.defaultParallelism, 1)
+    return df.coalesce(parts).select(array_to_vector("vector").alias("features")), n
+
+
+def fit_kmeans(spark, ctx: StageContext, encoder_version: str) -> CentroidModel:
+    """MLlib k-means with k about sqrt(#columns) of the whole lake, fitted on :func:`fit_sample`, which bounds the
+    cost of a fit (points x k per iteration) as the lake grows."""
+    from pyspark.ml.clustering import KMeans
+
+    cfg = ctx.config.union
+    df, n = fit_sample(spark, ctx)
+    df = df.cache()
+    try:
+        m = df.count()
+        k = max(1, min(cfg.k or max(2, round(math.sqrt(n))), m))
+        km = KMeans(k=k, maxIter=cfg.max_iter, seed=cfg.seed, featuresCol="features").fit(df)
+        centers = np.asarray(km.clusterCenters(), dtype=np.float32)
+        cost = float(km.summary.trainingCost)
+    finally:
+        df.unpersist()
+    return CentroidModel.fit_result(centers, encoder_version, cost / max(m, 1), n)
 
 
 def run(spark, ctx: StageContext) -> StageReport:
@@ -64,8 +87,10 @@ def run(spark, ctx: StageContext) -> StageReport:
         reason = "new column encoder"
     rebuild_all = reason is not None or bool(built_with - {model.version})
     plan = plan_derived(catalog, done, rebuild_all)
+    vector_files = wh.files("column_vectors")
     if not rebuild_all and plan.work.num_rows:
-        _, counts = fan_out(spark, plan.work, quantisation_batch, "centroid_partitions", ctx, STAGE)
+        _, counts = fan_out(spark, plan.work, partial(quantisation_batch, model=model, files=vector_files),
+                            "centroid_partitions", ctx, STAGE)
         if drifted(model, counts.get("sq_error_sum", 0.0), counts.get("columns", 0), ctx.config.union.drift_threshold):
             reason = "quantisation error drift"
     message = f"model {model.version}" if model else ""
@@ -80,8 +105,8 @@ def run(spark, ctx: StageContext) -> StageReport:
         plan = plan_derived(catalog, done, True)
         message = (f"retrained ({reason}): k={len(model.centroids)} on {model.n_columns} columns in "
                    f"{time.time() - started:.1f} s, model {model.version}")
-    _, counts, rows = replace_tables(spark, "centroid_partitions", plan.work, plan.remove_ids, partition_batch, ctx,
-                                     STAGE)
+    _, counts, rows = replace_tables(spark, "centroid_partitions", plan.work, plan.remove_ids,
+                                     partial(partition_batch, model=model, files=vector_files), ctx, STAGE)
     return StageReport(STAGE, tables_added=plan.added, tables_changed=plan.changed, tables_deleted=plan.deleted,
                        tables_processed=counts.get("tables_processed", 0), rows_written=rows, message=message)
 

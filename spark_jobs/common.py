@@ -84,11 +84,13 @@ def run_stage(stage: str, body: Callable[[object, StageContext], StageReport], a
     return execute(spark, stage, body, ctx)
 
 
-def execute(spark, stage: str, body: Callable[[object, StageContext], StageReport], ctx: StageContext) -> int:
-    """Run a stage body with live progress (:mod:`spark_jobs.progress`) and record its outcome in ``refresh_runs``."""
+def execute(spark, stage: str, body: Callable[[object, StageContext], StageReport], ctx: StageContext,
+            usage: list[dict] | None = None) -> int:
+    """Run a stage body with live progress (:mod:`spark_jobs.progress`) and record its outcome in ``refresh_runs``;
+    the summary line, and ``usage`` when given, get the stage's seconds and CPU utilisation."""
     started = time.time()
     try:
-        with StageProgress(spark, ctx, stage):
+        with StageProgress(spark, ctx, stage) as watch:
             report = body(spark, ctx)
     except Exception as exc:
         traceback.print_exc()
@@ -96,7 +98,9 @@ def execute(spark, stage: str, body: Callable[[object, StageContext], StageRepor
                      started, ctx.attempt)
         return 1
     record_stage(ctx.warehouse, ctx.refresh_id, report, started, ctx.attempt)
-    print(json.dumps({"stage": stage, "refresh_id": ctx.refresh_id, **report.__dict__}))
+    if usage is not None:
+        usage.append({"stage": stage, **watch.usage()})
+    print(json.dumps({"stage": stage, "refresh_id": ctx.refresh_id, **report.__dict__, **watch.usage()}))
     return 0
 
 

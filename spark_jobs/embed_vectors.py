@@ -43,6 +43,9 @@ def _validate(ctx: StageContext) -> None:
         raise ValueError("[embed] join_min_distinct must be at least 2")
     if cfg.join_max_values < 1 or cfg.column_values < 1 or cfg.train_tables < 2:
         raise ValueError("[embed] join_max_values and column_values must be positive, train_tables at least 2")
+    budget = cfg.train_seconds
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 <= budget < float("inf"):
+        raise ValueError(f"[embed] train_seconds must be a number of seconds >= 0 (0: no budget), got {budget!r}")
     join_config(cfg)
     table_config(cfg)
 
@@ -79,9 +82,9 @@ def choose_encoders(spark, ctx: StageContext, ok: pa.Table) -> tuple[EncoderRefs
             t = trained[kind]
             chosen[kind] = t["version"]
             notes.append(f"{kind} encoder {t['version']} trained in {t['seconds']:.1f} s ({t['params']['reason']}; "
-                         f"{t['params']['sample_tables']} tables"
-                         + (f", {t['params']['values']} values, {t['params']['steps']} steps)" if kind == "join"
-                            else f", {t['params']['epochs']} epochs)"))
+                         f"{t['params']['sample_tables']} tables, "
+                         + (f"{t['params']['values']} values, " if kind == "join" else "")
+                         + _steps_text(t["params"], cfg.train_seconds) + ")")
         elif usable(rows[name], req):
             chosen[kind] = rows[name].version
             notes.append(f"{kind} encoder {rows[name].version}")
@@ -102,6 +105,13 @@ def choose_encoders(spark, ctx: StageContext, ok: pa.Table) -> tuple[EncoderRefs
     if files:
         wh.commit("models", files, [], refresh_id=rid, stage=STAGE, attempt=ctx.attempt)
     return refs, notes
+
+
+def _steps_text(params: dict, budget: float) -> str:
+    """``234 steps``, or ``117 of 234 steps (train_seconds 150)`` when the time budget cut them."""
+    if params["steps"] < params["planned_steps"]:
+        return f"{params['steps']} of {params['planned_steps']} steps (train_seconds {budget:g})"
+    return f"{params['steps']} steps"
 
 
 def _train(spark, ctx: StageContext, ok: pa.Table, jobs: list[tuple[str, str]], col_version: str,

@@ -2,17 +2,22 @@
 
 The model is fitted on the driver from a bounded random sample of value vectors (a sample, never the table), then
 every value vector of a new or changed table is mapped in Spark tasks by ``discovery.join.stage.mapping_batch``.
-Pivots are reselected, and every mapping rebuilt, on the first build, ``full_rebuild`` or a new join encoder.
+|P| and m not set in ``[join]`` are chosen by the cost model (``discovery.join.cost``) on that sample.  Pivots are
+reselected, and every mapping rebuilt, on the first build, ``full_rebuild``, a new join encoder, or when the lake
+outgrew its partitions: the partition count is recomputed on every refresh from the lake's value vectors and
+``memory_budget_mb``, and the stored partitions are checked against the budget.
 """
 from __future__ import annotations
 
 import sys
 import time
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
 
-from discovery.join import partitions_for_budget
+from discovery.join.cost import CANDIDATES, choose_parameters
+from discovery.join.partitioning import partition_capacity, partition_count
 from discovery.join.stage import MODEL, column_keys, current_model, fit_pivot_model, mapping_batch
 from discovery.refresh import StageContext, StageReport, plan_derived
 from discovery.store import save_model
@@ -20,17 +25,71 @@ from spark_jobs.common import replace_tables, run_stage
 from spark_jobs.profile_columns import done_pairs
 
 STAGE = "pivots"
+#: Refits a refresh may make to bring an over-full partition within the budget.
+REBALANCES = 3
 
 
 def _sample(spark, ctx: StageContext, n_rows: int):
+    """Sampled vectors, their column keys, and the mean UTF-8 length of the sampled value strings."""
+    from pyspark.sql import functions as F
+
     cfg = ctx.config.join
     files = ctx.store.file_uris("value_vectors")
-    df = spark.read.parquet(*files).select("table_id", "ordinal", "vector")
+    df = spark.read.parquet(*files).select("table_id", "ordinal", "vector", F.octet_length("value").alias("bytes"))
     fraction = min(1.0, 1.2 * cfg.sample / max(n_rows, 1))
     rows = df.sample(withReplacement=False, fraction=fraction, seed=cfg.seed).limit(cfg.sample).collect()
     vectors = np.asarray([r["vector"] for r in rows], dtype=np.float32)
     keys = column_keys(np.array([r["table_id"] for r in rows]), np.array([r["ordinal"] for r in rows]))
-    return vectors, keys
+    return vectors, keys, float(np.mean([r["bytes"] for r in rows])) if rows else 0.0
+
+
+def _over_budget(wh, model, budget: int) -> str | None:
+    """Why a stored partition breaks the budget (new tables mapped under the current model's prices may crowd one
+    partition), or None."""
+    cap = partition_capacity(budget, model.pivots.shape[1], len(model.pivots), model.grid.levels,
+                             model.choice.get("value_bytes", 32.0))
+    stored = wh.read("pivot_mappings", columns=["partition"]).column("partition").to_numpy()
+    loads = np.bincount(stored, minlength=model.n_partitions)
+    if loads.size and loads.max() > cap:
+        return f"partition {int(loads.argmax())} holds {int(loads.max())} value vectors, over the memory budget"
+    return None
+
+
+def _outgrown(wh, model, n_rows: int, budget: int) -> str | None:
+    """Why the current model's partitions no longer hold the lake within the budget, or None."""
+    need = partition_count(n_rows, model.pivots.shape[1], len(model.pivots), model.grid.levels, budget,
+                           model.choice.get("value_bytes", 32.0))
+    if need > model.n_partitions:
+        return f"the lake grew to {n_rows} value vectors: {need} partition(s) needed, {model.n_partitions} built"
+    return _over_budget(wh, model, budget)
+
+
+def _refit(spark, ctx: StageContext, encoder_version: str, n_rows: int, budget: int, reason: str,
+           at_least: int = 1, stage: str = STAGE):
+    """Fit, save and publish a new pivot model on a fresh sample; returns it and the stage message.  ``stage``
+    names the commit of its ``pivots`` rows (a rebalance within one refresh commits under its own name)."""
+    wh, cfg = ctx.store, ctx.config.join
+    started = time.time()
+    vectors, keys, value_bytes = _sample(spark, ctx, n_rows)
+    if cfg.n_pivots and cfg.levels:
+        n_pivots, levels, choice = cfg.n_pivots, cfg.levels, {"by": "configuration"}
+    else:
+        pinned = [(p, m) for p, m in CANDIDATES if cfg.n_pivots in (0, p) and cfg.levels in (0, m)]
+        n_pivots, levels, choice = choose_parameters(vectors, keys, n_rows, cfg.tau, cfg.metric, cfg.seed,
+                                                     pinned or [(cfg.n_pivots or 7, cfg.levels or 3)])
+    n_parts = max(partition_count(n_rows, vectors.shape[1], n_pivots, levels, budget, value_bytes), at_least)
+    model = fit_pivot_model(vectors, keys, encoder_version, n_pivots, levels, cfg.metric, n_parts, cfg.seed,
+                            choice={**choice, "value_bytes": value_bytes})
+    save_model(wh, MODEL, model.version, model.params(), model.payload(), refresh_id=ctx.refresh_id,
+               attempt=ctx.attempt)
+    old = wh.files("pivots").column("path").to_pylist()
+    wh.append_rows("pivots", model.rows(), refresh_id=ctx.refresh_id, stage=stage, attempt=ctx.attempt,
+                   replace_paths=old)
+    cap = partition_capacity(budget, vectors.shape[1], n_pivots, levels, value_bytes)
+    return model, (f"pivots reselected ({reason}) from {len(vectors)} of {n_rows} value vectors in "
+                   f"{time.time() - started:.1f} s: {model.version}; |P| = {n_pivots}, m = {levels} "
+                   f"({choice['by']}); {model.n_partitions} partition(s) of at most {cap} value vectors "
+                   f"(budget {cfg.memory_budget_mb} MiB)")
 
 
 def run(spark, ctx: StageContext) -> StageReport:
@@ -55,25 +114,33 @@ def run(spark, ctx: StageContext) -> StageReport:
         reason = "full rebuild"
     elif versions and model.encoder_version != next(iter(versions)):
         reason = "new join encoder"
+    n_rows = sum(wh.files("value_vectors").column("num_records").to_pylist())
+    budget = int(cfg.memory_budget_mb * (1 << 20))
+    if reason is None and versions and model is not None:
+        reason = _outgrown(wh, model, n_rows, budget)
     message = f"model {model.version}" if model else "no value vectors"
     if reason is not None:
-        started = time.time()
-        n_rows = sum(wh.files("value_vectors").column("num_records").to_pylist())
-        vectors, keys = _sample(spark, ctx, n_rows)
-        budget = int(cfg.memory_budget_mb * (1 << 20))
-        n_parts = partitions_for_budget(n_rows, vectors.shape[1], cfg.n_pivots, budget)
-        model = fit_pivot_model(vectors, keys, next(iter(versions)), cfg.n_pivots, cfg.levels, cfg.metric, n_parts,
-                                cfg.seed)
-        save_model(wh, MODEL, model.version, model.params(), model.payload(), refresh_id=ctx.refresh_id,
-                   attempt=ctx.attempt)
-        old = wh.files("pivots").column("path").to_pylist()
-        wh.append_rows("pivots", model.rows(), refresh_id=ctx.refresh_id, stage=STAGE, attempt=ctx.attempt,
-                       replace_paths=old)
-        message = (f"pivots reselected ({reason}) from {len(vectors)} of {n_rows} value vectors in "
-                   f"{time.time() - started:.1f} s: {model.version}, {model.n_partitions} partition(s)")
+        model, message = _refit(spark, ctx, next(iter(versions)), n_rows, budget, reason)
     rebuild_all = reason is not None or bool(model and built_with - {model.version})
     plan = plan_derived(source, done, rebuild_all)
-    _, counts, rows = replace_tables(spark, "pivot_mappings", plan.work, plan.remove_ids, mapping_batch, ctx, STAGE)
+    batch = partial(mapping_batch, model=model, files=wh.files("value_vectors"))
+    _, counts, rows = replace_tables(spark, "pivot_mappings", plan.work, plan.remove_ids, batch, ctx, STAGE)
+    for attempt in range(1, REBALANCES + 1):
+        # The bound is checked on the stored partitions, not only estimated: new tables mapped under the current
+        # prices may crowd one partition, and a fresh fit balances a sample, not the lake.  An over-full partition is
+        # refitted (on a sample holding the new tables; with one more partition after a refit of this refresh) and
+        # every table mapped again, each round its own commit.  Should an attempt stop in between, the next refresh
+        # finds the partition over budget and refits first.
+        over = _over_budget(wh, model, budget) if model is not None and versions else None
+        if over is None:
+            break
+        stage = f"{STAGE}-rebalance-{attempt}"
+        model, again = _refit(spark, ctx, next(iter(versions)), n_rows, budget, over,
+                              model.n_partitions + (reason is not None or attempt > 1), stage)
+        message = f"{message}; then {again}"
+        plan = plan_derived(source, done_pairs(ctx, "pivot_mappings"), True)
+        batch = partial(mapping_batch, model=model, files=wh.files("value_vectors"))
+        _, counts, rows = replace_tables(spark, "pivot_mappings", plan.work, plan.remove_ids, batch, ctx, stage)
     return StageReport(STAGE, tables_added=plan.added, tables_changed=plan.changed, tables_deleted=plan.deleted,
                        tables_processed=counts.get("tables_processed", 0), rows_written=rows, message=message)
 

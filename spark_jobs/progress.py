@@ -7,13 +7,23 @@ more jobs (training, then encoding; k-means iterations), so the count is of the 
 sees goes out through :mod:`discovery.refresh.progress` at a bounded rate: a ``LAKESCOUT_PROGRESS`` line on standard
 output when the count moved (at most every :data:`LINE_SECONDS`, and every ``HEARTBEAT_SECONDS`` regardless) and the
 warehouse record at most every :data:`RECORD_SECONDS`; the first and the last report of a stage are always written.
+
+Every report also carries the stage's CPU utilisation so far (:class:`CpuMeter`): CPU seconds of the processes that
+run the stage's work, over wall seconds times the cores Spark was given.  On a ``local`` master that is the process
+tree of the driver JVM (its executor threads, the Python driver and the Python workers it forks, sampled every poll
+so that workers which exit keep what they used); executors of a cluster run on other hosts, out of reach of the
+driver's process table, so there the utilisation is left unknown (``None``) rather than reported for the driver
+alone.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
 from dataclasses import replace
+
+import psutil
 
 from discovery.refresh import StageContext
 from discovery.refresh.progress import HEARTBEAT_SECONDS, Progress, write_progress
@@ -50,6 +60,72 @@ def count_tasks(tracker, group: str, ended: dict[int, tuple[int, int]]) -> tuple
     return done, total
 
 
+class CpuMeter:
+    """CPU utilisation of a local Spark application since the meter was made: process-tree CPU seconds / (wall
+    seconds x cores).  ``utilisation()`` is None when the executors are not local processes (see the module).
+
+    Each process's own CPU time is remembered by (pid, start time) at every :meth:`sample`, and a process counts what
+    it used since the meter was made (or since it started).  Summing the tree's cumulative times instead would lose a
+    worker's seconds when it exits: PySpark's daemon ignores SIGCHLD, so its exited workers' times never reach its
+    children's totals.  A process that exits loses at most what it used since the last sample (the watcher samples
+    every :data:`POLL_SECONDS`; Python workers are reused across tasks, so few exit within a stage)."""
+
+    def __init__(self, sc):
+        self.cores = max(int(sc.defaultParallelism), 1)
+        self._root = _jvm_process() if sc.master.startswith("local") else None
+        self._lock = threading.Lock()
+        self._wall0 = time.perf_counter()
+        self._start = self._read()
+        self._last = dict(self._start)
+
+    def _read(self) -> dict[tuple[int, float], float]:
+        out = {}
+        for proc in [] if self._root is None else [self._root, *_children(self._root)]:
+            try:
+                with proc.oneshot():
+                    t = proc.cpu_times()
+                    out[(proc.pid, proc.create_time())] = t.user + t.system
+            except psutil.Error:  # exited between the listing and the reading
+                continue
+        return out
+
+    def sample(self) -> None:
+        seen = self._read()
+        with self._lock:
+            self._last.update(seen)
+
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds the tree used since the meter was made (None off a local master)."""
+        if self._root is None:
+            return None
+        self.sample()
+        with self._lock:
+            return sum(max(v - self._start.get(k, 0.0), 0.0) for k, v in self._last.items())
+
+    def utilisation(self) -> float | None:
+        cpu, wall = self.cpu_seconds(), time.perf_counter() - self._wall0
+        if cpu is None or wall <= 0:
+            return None
+        return round(cpu / (wall * self.cores), 3)
+
+
+def _jvm_process() -> psutil.Process:
+    """The driver JVM: this process's parent under spark-submit (it starts the Python driver), else this process,
+    whose child it is (pyspark launched it)."""
+    me = psutil.Process(os.getpid())
+    parent = me.parent()
+    if "PYSPARK_GATEWAY_PORT" in os.environ and parent is not None and "java" in parent.name():
+        return parent
+    return me
+
+
+def _children(proc: psutil.Process) -> list[psutil.Process]:
+    try:
+        return proc.children(recursive=True)
+    except psutil.Error:
+        return []
+
+
 class StageProgress:
     """Context manager around a stage body: puts its Spark jobs in one job group and reports their progress."""
 
@@ -65,9 +141,11 @@ class StageProgress:
         self._last_line = self._last_record = 0.0
         self._unrecorded = False
         self._ended: dict[int, tuple[int, int]] = {}
+        self._meter: CpuMeter | None = None
 
     def __enter__(self) -> "StageProgress":
         self._sc.setJobGroup(self.group, f"Lakescout refresh {self._ctx.refresh_id}: {self.current.stage}")
+        self._meter = CpuMeter(self._sc)
         self._report(self.current, force=True)
         self._thread.start()
         return self
@@ -79,18 +157,24 @@ class StageProgress:
         done, total = self._count()
         state = "failed" if exc_type else "done"
         self._report(replace(self.current, state=state, done=done if exc_type else total, total=total,
-                             updated=time.time()), force=True)
+                             updated=time.time(), cpu=self._meter.utilisation()), force=True)
+
+    def usage(self) -> dict:
+        """The finished stage's wall seconds and CPU utilisation (None when unknown), for its summary line."""
+        return {"seconds": round(self.current.elapsed, 3), "cpu": self.current.cpu}
 
     def _count(self) -> tuple[int, int]:
         return count_tasks(self._sc.statusTracker(), self.group, self._ended)
 
     def _watch(self) -> None:
         while not self._stop.wait(POLL_SECONDS):
+            self._meter.sample()
             done, total = self._count()
             now = time.time()
             moved = (done, total) != (self.current.done, self.current.total)
             if (moved and now - self._last_line >= LINE_SECONDS) or now - self._last_line >= HEARTBEAT_SECONDS:
-                self._report(replace(self.current, done=done, total=total, updated=now))
+                self._report(replace(self.current, done=done, total=total, updated=now,
+                                     cpu=self._meter.utilisation()))
             elif self._unrecorded and now - self._last_record >= RECORD_SECONDS:
                 self._record(self.current)
 

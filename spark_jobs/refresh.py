@@ -14,13 +14,16 @@ from spark_jobs.stages import STAGES
 
 
 def refresh(spark, warehouse: str, lake: str, full: bool = False, config_path: str | None = None) -> dict:
+    """Run every stage, then publish; the result lists each stage's seconds and CPU utilisation (``stages``)."""
     refresh_id = begin_refresh(warehouse)
     config = load_config(config_path)
+    usage: list[dict] = []
     for module in (importlib.import_module(f"spark_jobs.{m}") for m in STAGES.values()):
         ctx = StageContext(warehouse, lake, refresh_id, new_attempt_token(), full, config)
-        if execute(spark, module.STAGE, module.run, ctx) != 0:
-            return {"refresh_id": refresh_id, "published": False, "failed_stage": module.STAGE}
-    return publish_snapshot(warehouse, refresh_id, ctx.lake)  # the lake as the stages resolved it (absolute)
+        if execute(spark, module.STAGE, module.run, ctx, usage) != 0:
+            return {"refresh_id": refresh_id, "published": False, "failed_stage": module.STAGE, "stages": usage}
+    # the lake as the stages resolved it (absolute)
+    return {**publish_snapshot(warehouse, refresh_id, ctx.lake), "stages": usage}
 
 
 def main(argv: list[str] | None = None) -> int:

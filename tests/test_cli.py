@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -23,6 +24,10 @@ def test_refresh_then_status(small_lake, tmp_path):
     proc = _cli("refresh", "--lake", small_lake, "--warehouse", wh, "--master", "local[2]")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "published snapshot 1" in proc.stdout and "scan" in proc.stdout
+    # Each stage's summary line and the final line give seconds and CPU utilisation (a local master: known).
+    for stage in ("scan", "profile", "embed", "centroids", "pivots", "xash"):
+        assert re.search(rf"^  {stage} +ok .* \d+\.\d s  cpu \d+%$", proc.stdout, re.MULTILINE), proc.stdout
+    assert re.search(r"^published snapshot 1 .* \(stages \d+\.\d s  cpu \d+%\)$", proc.stdout, re.MULTILINE)
     st = _cli("status", "--warehouse", wh, "--json")
     assert st.returncode == 0
     data = json.loads(st.stdout)

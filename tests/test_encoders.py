@@ -11,9 +11,10 @@ import pyarrow as pa
 import pytest
 
 from discovery.encoders import ColumnConfig, HashEncoder, HashEncoderConfig, encoder_from_bytes, load_encoder
-from discovery.encoders.canonical import canonicalize_values
+from discovery.encoders.canonical import canonicalize_text, canonicalize_values, reorder_names
 from discovery.encoders.columns import numeric_features, parse_numbers, priority_sample, profile_column
 from discovery.encoders.deterministic import matmul, segment_sum
+from discovery.encoders.mined import mine_pairs
 from discovery.encoders.ngrams import extract_features, stable_uniform
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +61,37 @@ def test_canonicalisation_of_dates_and_abbreviations():
     assert out[5] == "12 main street"
     assert out[6] == "acme manufacturing company and sons"
     assert out[7] is None and out[8] == "long march"
+
+
+def test_last_first_names_are_reordered_and_qualifiers_kept():
+    values = ["obama, barack", "king, martin luther, jr.", "lizmark, jr.", "smith, j. r.", "o'neil, shaquille",
+              "manor ground, plumstead", "indian general election, 2004", "tom elliott (politician)",
+              "barack obama", "a, b, c"]
+    out = reorder_names(canonicalize_text("\n".join(values))).split("\n")
+    assert out == ["barack obama", "martin luther king junior", "lizmark junior", "j. r. smith", "shaquille o'neil",
+                   "manor ground, plumstead", "indian general election, 2004", "tom elliott (politician)",
+                   "barack obama", "a, b, c"]
+
+
+def test_mined_pairs_are_mutual_best_lexical_partners_with_equal_numbers():
+    rng = random.Random(0)
+    filler = [" ".join(rng.choice("bcdfghjklmnpqrstvwxz") * 3 + str(i) for _ in range(2)) for i in range(200)]
+    values = sorted(set(filler) | {
+        "indian general election in arunachal pradesh 2004", "indian general election 2004 arunachal pradesh",
+        "1893 lsu football team", "1894 lsu football team",
+        "mexican burrowing treefrogs", "mexican treefrogs",
+        "john paton politician", "john paton uk politician", "john paton british politician"})
+    pairs = {(values[i], values[j]) for i, j in mine_pairs(values, min_similarity=0.5)}
+    assert ("indian general election 2004 arunachal pradesh", "indian general election in arunachal pradesh 2004") \
+        in pairs
+    assert ("mexican burrowing treefrogs", "mexican treefrogs") in pairs
+    assert not any("lsu" in a for a, _ in pairs), "different numbers are different entities"
+    # "john paton politician" has two equally good partners: ambiguous, so none of the three is paired with it.
+    assert not any("john paton politician" in p for p in pairs)
+    mined = mine_pairs(values, min_similarity=0.5)
+    assert mined.dtype == np.int64 and np.all(mined[:, 0] < mined[:, 1])
+    assert mine_pairs(values, min_similarity=0.5).tobytes() == mined.tobytes()
+    assert mine_pairs(["only one"]).shape == (0, 2)
 
 
 def test_hash_vectors_are_unit_normalised_and_invariant_to_normalisation():

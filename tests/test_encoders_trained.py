@@ -247,3 +247,38 @@ def test_join_encoder_ignores_punctuation_that_spellings_disagree_on(join_encode
     assert importance.shape == (enc.config.buckets,)
     assert np.all(importance > 0) and np.all(np.isfinite(importance))
     assert not np.all(importance == importance[0])
+
+
+def test_mined_pairs_pull_real_spellings_together_that_variations_do_not_produce():
+    """Two spellings of one entity that no generated variation produces (each side carries its own rare words) are
+    pulled together only when the training mines them from the lake (``mined_share``)."""
+    rng = random.Random(2)
+    syllables = ["ka", "lo", "mi", "ru", "te", "zo", "pa", "ve", "ni", "so", "du", "fe"]
+
+    def word() -> str:
+        return "".join(rng.sample(syllables, 3))
+
+    values, pairs = set(), []
+    for _ in range(40):
+        base = f"{word()} {word()} {word()}"
+        other = f"{base} {word()} {word()}"
+        values.update((base, other))
+        pairs.append((base, other))
+    values |= {" ".join(rng.sample(WORDS, rng.randint(1, 3))) + f" {rng.randint(1, 99)}" for _ in range(300)}
+    values = sorted(values)
+    distances = {}
+    for share in (0.0, 0.25):
+        enc = train_join_encoder(values, JoinEncoderConfig(dim=16, embed_dim=16, hidden=32, buckets=1 << 12, steps=80,
+                                                           batch_size=64, mined_share=share))
+        a, b = enc.encode_values([p[0] for p in pairs]), enc.encode_values([p[1] for p in pairs])
+        distances[share] = float(np.median(np.linalg.norm(a - b, axis=1)))
+    assert distances[0.25] < 0.7 * distances[0.0]
+
+
+def test_join_encoder_gives_last_first_names_the_vector_of_first_last(join_encoder):
+    _, enc = join_encoder
+    reordered = enc.encode_values(["Obama, Barack", "King, Martin Luther, Jr.", "Lizmark, Jr.", "Smith, J. R."])
+    plain = enc.encode_values(["Barack Obama", "Martin Luther King Jr.", "Lizmark Jr.", "J. R. Smith"])
+    assert reordered.tobytes() == plain.tobytes()
+    qualified = enc.encode_values(["Manor Ground, Plumstead"])
+    assert qualified.tobytes() != enc.encode_values(["Plumstead Manor Ground"]).tobytes()

@@ -119,9 +119,9 @@ def test_searches_keep_their_snapshot_indexes_within_the_process_budget(indexed_
     monkeypatch.setattr(INDEXES, "budget_bytes", 1 << 40)
     INDEXES.clear()
     kept = {kind: run()["results"] for kind, run in queries.items()}
-    kinds = {key[0] for key in INDEXES.keys()}
-    assert kinds == {"union", "join", "nary"} and INDEXES.nbytes > 0
+    kinds = {key[0] for key in INDEXES.keys()}  # plus the catalog, columns and models a query consults
+    assert kinds == {"union", "join", "nary", "table", "model"} and INDEXES.nbytes > 0
     monkeypatch.setattr(INDEXES, "budget_bytes", 1024)
     INDEXES.clear()
     assert {kind: run()["results"] for kind, run in queries.items()} == kept
-    assert INDEXES.nbytes == 0 and not INDEXES.keys()
+    assert INDEXES.nbytes <= 1024 and not {key[0] for key in INDEXES.keys()} & {"union", "join", "nary", "table"}

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from discovery.join import (GridSpec, JoinIndex, map_to_pivots, partition_columns, partitions_for_budget,
+from discovery.join import (GridSpec, JoinIndex, map_to_pivots, partition_columns, partition_count,
                             search_partitions, select_pivots)
 from join_data import brute_force, clustered_lake, query_from, top_k_reference, unit
 
@@ -92,7 +92,7 @@ def test_partitioned_search_equals_single_index():
     member = part[np.searchsorted(cols, ids)]
     loaders = [lambda k=k: JoinIndex.from_mapped(lake[member == k], ids[member == k], mapped[member == k], pivots,
                                                  grid) for k in range(3)]
-    assert partitions_for_budget(lake.shape[0], lake.shape[1], 4, 10_000) > 1
+    assert partition_count(lake.shape[0], lake.shape[1], 4, 4, 10_000) > 1
     for size in (10, 30):
         q = query_from(rng, entities, size)
         for tau, T in [(0.06, 0.3), (0.2, 0.5)]:

@@ -5,11 +5,12 @@ import os
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
 
-from discovery.store import (SCHEMAS, Warehouse, WarehouseError, candidate_files, drop_table_ids, load_snapshot,
-                             write_data_file)
+from discovery.store import (SCHEMAS, DataFile, Warehouse, WarehouseError, candidate_files, drop_table_ids,
+                             load_snapshot, read_rows, write_data_file)
 from discovery.refresh import begin_refresh, publish_snapshot
 
 
@@ -76,6 +77,37 @@ def test_copy_on_write_removal(tmp_path):
     assert ids == [1, 3, 10, 11]
     # Time travel still sees the rows before the replacement.
     assert sorted(set(wh.read("columns", version=1).column("table_id").to_pylist())) == [1, 2, 3, 10, 11]
+
+
+def test_candidate_files_and_read_rows_equal_brute_force(tmp_path):
+    """Files pruned by table_id statistics (one written without them) and the rows read straight from them equal a
+    brute-force scan of every file and a filtered read of the Delta table."""
+    rng = np.random.default_rng(4)
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.ensure()
+    uri = wh.table_uri("columns")
+    written, groups = [], []
+    for _ in range(40):
+        ids = sorted(set(rng.integers(1, 400, size=int(rng.integers(1, 6))).tolist()))
+        written.append(write_data_file(uri, _columns_rows(ids, n_per=2), 1, "profile", "a"))
+        groups.append(ids)
+    no_stats = written[7]
+    written[7] = DataFile(no_stats.path, no_stats.size, no_stats.mtime_ms, no_stats.rows,
+                          '{"numRecords": %d}' % no_stats.rows)
+    wh.commit("columns", written, [], refresh_id=1, stage="profile", attempt="a")
+    files = wh.files("columns")
+    for _ in range(30):
+        wanted = rng.integers(1, 420, size=int(rng.integers(1, 12)))
+        expected = {f.path for f, ids in zip(written, groups)
+                    if f is written[7] or any(min(ids) <= w <= max(ids) for w in wanted)}
+        assert set(candidate_files(files, wanted)) == expected
+        got = read_rows(uri, SCHEMAS["columns"], files, wanted, ["table_id", "ordinal", "name"])
+        want = wh.read("columns", columns=["table_id", "ordinal", "name"],
+                       filter=pc.field("table_id").isin(pa.array(wanted, pa.int64())))
+        key = [("table_id", "ascending"), ("ordinal", "ascending")]
+        assert got.sort_by(key).equals(want.sort_by(key))
+    assert candidate_files(files, np.array([], np.int64)) == []
+    assert read_rows(uri, SCHEMAS["columns"], files, [10_000], ["table_id"]).num_rows == 0
 
 
 def test_snapshots_pin_versions(tmp_path):

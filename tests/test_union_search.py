@@ -4,6 +4,7 @@ import pytest
 
 from discovery.union import UnionIndex, search, unionability
 from discovery.union.partitioning import partition_lake
+from discovery.union.search import DEFAULT_TAU
 from discovery.union.synthetic import (build_index_inputs, draw_tables, generate_lake, lake_model,
                                        table_vectors_of)
 from discovery.union.tactus import adaptive_cut
@@ -37,7 +38,7 @@ def test_exact_equals_brute_force(setup, seed):
     model, lake, index = setup
     query, _, _ = draw_tables(model, 1, seed=900 + seed)
     got = index.search(query, 7, "exact")
-    want = brute_top(lake, query, 7, 0.7)
+    want = brute_top(lake, query, 7, DEFAULT_TAU)
     assert [r.table_id for r in got.results] == [t for t, _ in want]
     np.testing.assert_allclose([r.score for r in got.results], [s for _, s in want], atol=1e-5)
     for r in got.results:

@@ -11,11 +11,15 @@ import numpy as np
 import pytest
 
 import discovery
+from discovery.config import load_config
 from discovery.demo_lake import load_ground_truth
 from discovery.lake import list_lake
+from discovery.refresh import StageContext
 from discovery.store import Warehouse, load_snapshot, snapshot_model
 from discovery.union import assign_to_centroids, unionability
+from discovery.union.search import DEFAULT_TAU
 from discovery.union.stage import MODEL, CentroidModel
+from spark_jobs.centroid_partitions import fit_sample
 from spark_jobs.refresh import refresh
 
 pytestmark = pytest.mark.spark
@@ -64,7 +68,7 @@ def test_exact_union_equals_brute_force_and_pgtus_finds_it(indexed_lake):
         for t in np.unique(tids):
             if t == qid:
                 continue
-            score = unionability(qvec, mat[tids == t], 0.7).score
+            score = unionability(qvec, mat[tids == t], DEFAULT_TAU).score
             if score > 0:
                 brute.append((-round(score, 5), int(t)))
         brute.sort()
@@ -134,6 +138,27 @@ def test_incremental_assigns_new_tables_to_the_current_model_and_drift_retrains(
     assert third.models[MODEL] != second.models[MODEL]
     rows = third.read("centroid_partitions")
     assert set(rows.column("model_version").to_pylist()) == {third.models[MODEL]}
+
+
+def test_kmeans_is_fitted_on_a_bounded_seeded_sample_with_k_from_the_whole_lake(spark, small_lake, fast_config,
+                                                                                 tmp_path):
+    cfg = tmp_path / "sample.toml"
+    cfg.write_text(open(fast_config).read() + "\n[union]\nfit_columns = 40\n")
+    wh = str(tmp_path / "wh")
+    assert refresh(spark, wh, small_lake, config_path=str(cfg))["published"]
+    snap = load_snapshot(Warehouse(wh))
+    tids, ords, mat = _vectors(snap)
+    assert len(mat) > 80  # so the sample is a real part of the columns
+    ctx = StageContext(wh, small_lake, snap.refresh_id, "test", config=load_config(str(cfg)))
+    df, n = fit_sample(spark, ctx)
+    sample = [tuple(r["features"].toArray()) for r in df.collect()]
+    assert n == len(mat) and 10 <= len(sample) <= 80
+    assert sample == [tuple(r["features"].toArray()) for r in fit_sample(spark, ctx)[0].collect()]  # seeded
+    assert set(sample) <= {tuple(v) for v in mat.astype(np.float64)}
+    model = CentroidModel.from_stored(snapshot_model(snap, MODEL))
+    assert model.n_columns == len(mat) and len(model.centroids) == round(np.sqrt(len(mat)))
+    covered = {(r["table_id"], o) for r in snap.read("centroid_partitions").to_pylist() for o in r["member_ordinals"]}
+    assert covered == set(zip(tids.tolist(), ords.tolist()))
 
 
 def test_union_cli(indexed_lake):

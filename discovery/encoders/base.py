@@ -17,6 +17,7 @@ import pyarrow as pa
 from .columns import (NUMERIC_KINDS, numeric_features, numeric_projection, parse_numbers, priority_sample,
                       profile_column, project)
 from .deterministic import unit, weighted_mean
+from .header import header_vectors
 from .serialization import content_version, pack
 
 
@@ -26,11 +27,16 @@ class ColumnConfig:
 
     ``max_values`` bounds the distinct values encoded per column (priority sample); ``numeric_weight`` is the weight
     of the projected distribution features relative to the unit text mean for numeric kinds (0 disables them).
+    ``header_weight`` is the share w of the column name's channel (:mod:`.header`, ``header_dim`` dimensions) in the
+    cosine of two column vectors; 0 (the default here, and what bytes stored without the field mean) leaves the
+    name out and the vector values-only.  The configured default lives in ``[embed] header_weight``.
     """
 
     max_values: int = 1000
     numeric_weight: float = 1.0
     seed: int = 17
+    header_weight: float = 0.0
+    header_dim: int = 128
 
 
 class Encoder(ABC):
@@ -65,23 +71,44 @@ class Encoder(ABC):
     def _numeric_projection(self) -> np.ndarray:
         return numeric_projection(self.dim, self.column.seed)
 
+    @property
+    def column_dim(self) -> int:
+        """Dimension of column vectors: the value channel, plus the header channel when it is switched on."""
+        return self.dim + (self.column.header_dim if self.column.header_weight > 0 else 0)
+
+    def header_vectors(self, names: list[str | None]) -> np.ndarray | None:
+        """Header-channel vectors (len(names), header_dim) of column names; None when the channel is off."""
+        if self.column.header_weight <= 0:
+            return None
+        return header_vectors(names, self.column.header_dim, seed=self.column.seed)
+
     def column_vector(self, values: list[str], counts: np.ndarray, kind: str,
-                      value_vectors: np.ndarray | None = None) -> np.ndarray:
-        """Column vector from a column's sampled distinct values and their frequencies (Eq. 7 + numeric features)."""
+                      value_vectors: np.ndarray | None = None, header: np.ndarray | None = None) -> np.ndarray:
+        """Column vector (column_dim,) from a column's sampled distinct values and their frequencies (Eq. 7 + numeric
+        features) and, when the header channel is on, its name's vector ``header`` (from :meth:`header_vectors`;
+        None: no name): ``unit([sqrt(w) * header, sqrt(1 - w) * values])``."""
         if value_vectors is None:
             value_vectors = self.encode_values(values)
         vec = unit(weighted_mean(value_vectors, counts))
         if kind in NUMERIC_KINDS and self.column.numeric_weight > 0 and len(values):
             feats = numeric_features(parse_numbers(values), counts)
             vec = vec + self.column.numeric_weight * project(feats, self._numeric_projection)
+        w = self.column.header_weight
+        if w > 0:
+            head = np.zeros(self.column.header_dim) if header is None else np.asarray(header, dtype=np.float64)
+            vec = np.concatenate([np.sqrt(w) * head, np.sqrt(1.0 - w) * unit(vec)])
         return unit(vec).astype(np.float32)
 
-    def encode_column(self, values: pa.Array | pa.ChunkedArray | list[str], kind: str = "string") -> np.ndarray:
-        """Column vector (dim,) over a bounded, deterministic sample of the column's distinct values."""
+    def encode_column(self, values: pa.Array | pa.ChunkedArray | list[str], kind: str = "string",
+                      name: str | None = None) -> np.ndarray:
+        """Column vector (column_dim,) over a bounded, deterministic sample of the column's distinct values, with
+        the header channel of ``name`` when it is on."""
         profile = profile_column(values)
         chosen = priority_sample(profile.values, profile.counts, self.column.max_values)
         sample = [profile.values[i] for i in chosen]
-        return self.column_vector(sample, profile.counts[chosen], kind)
+        header = self.header_vectors([name])
+        return self.column_vector(sample, profile.counts[chosen], kind,
+                                  header=None if header is None else header[0])
 
     def encode_table(self, column_vectors: np.ndarray) -> np.ndarray:
         """Fallback table vector: the L2-normalised mean of the column vectors."""
@@ -91,9 +118,9 @@ class Encoder(ABC):
     @property
     def table_input_dim(self) -> int:
         """Dimension of the column vectors ``encode_table`` expects."""
-        return self.dim
+        return self.column_dim
 
     @property
     def table_dim(self) -> int:
         """Dimension of the vectors ``encode_table`` returns."""
-        return self.dim
+        return self.column_dim

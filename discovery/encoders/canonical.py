@@ -66,6 +66,10 @@ _MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH}) (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({_MONTH}),? (\d{{4}})\b")
 _YEAR_FIRST = re.compile(r"\b(\d{4})[/.-](\d{1,2})[/.-](\d{1,2})\b")
 _YEAR_LAST = re.compile(r"\b(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})\b")
+_NAME_WORD = r"[^\W\d_]+(?:[-'][^\W\d_]+)*\.?"
+_SUFFIX = r"(?:junior|senior|ii|iii|iv)"
+_SUFFIX_COMMA = re.compile(rf",? ({_SUFFIX})$", re.MULTILINE)
+_LAST_FIRST = re.compile(rf"^({_NAME_WORD}), ({_NAME_WORD}(?: {_NAME_WORD}){{0,2}}?)((?: {_SUFFIX})?)$", re.MULTILINE)
 _SPACES = re.compile(r"[ \t]{2,}")
 _EDGES = re.compile(r"^ +| +$", re.MULTILINE)
 
@@ -97,6 +101,22 @@ def canonicalize_text(text: str) -> str:
     text = _YEAR_LAST.sub(_year_last, text)
     text = _SPACES.sub(" ", text)
     return _EDGES.sub("", text)
+
+
+def reorder_names(text: str) -> str:
+    """Newline-separated canonicalised values with "last, first" names turned into "first last".
+
+    Directories and citations write people "Obama, Barack" or "King, Martin Luther, Jr." where other tables write
+    "Barack Obama" and "Martin Luther King Jr.": a one-word head, a comma and one to three name words (initials
+    allowed, an optional generational suffix, expanded by :func:`canonicalize_text` first, kept at the end).  A comma
+    before a suffix goes too ("lizmark, jr." -> "lizmark junior").  Values with digits, parentheses or a longer head
+    ("manor ground, plumstead") keep their order: there the part after the comma is a qualifier, which the join
+    encoder hashes in its own namespace.  One word of that shape cannot be told from a place ("paris, france"
+    becomes "france paris"); both spellings of such a value then still meet, since the rule is applied to every
+    value alike, and the join encoder learns token order (:func:`.variations.token_order`).
+    """
+    text = _SUFFIX_COMMA.sub(r" \1", text)
+    return _LAST_FIRST.sub(lambda m: f"{m.group(2)} {m.group(1)}{m.group(3)}", text)
 
 
 def canonicalize_values(values: list[str | None]) -> list[str | None]:

@@ -10,8 +10,23 @@ Steps of the join encoder are ``min(join_steps, join_epochs * values / batch)``:
 configured bound, a small one for a few passes over its values instead of hundreds (its variations would only be
 repeated), which keeps refreshes of small lakes quick.
 
-Every function here is a pure function of the sample and the configuration and runs with one torch thread, so it
-can run in a Spark task next to another training task.
+Training time is bounded by ``[embed] train_seconds`` per encoder as well as by steps (:class:`StepBudget`).  A
+wall-clock bound must not make two builds of the same lake differ, so the clock decides only between a few fixed
+step counts: the first :data:`PROBE_STEPS` steps are timed, and if the planned steps would overrun the budget at that
+pace, training stops at the planned count halved as often as needed (never below the probe).  Stopping early equals
+training with that many steps (the learning rates do not depend on the step count), the steps used are recorded in
+the model's params.  The default (600 s) is a cap for lakes too large to train in full, chosen from measurements so
+that the benchmark lakes never meet it, even on a loaded machine: fivethirtyeight's 1,500 join steps took about
+140 s, the longest measured, and UGEN-V1's 234 join and 320 table steps 40-110 s each; on this shared 2-core machine
+under a load average of 25 a step slowed to about 2.5 s, and a 150 s budget then cut UGEN-V1's join training to 58
+of 234 steps, a model that a quiet machine would not build.  For every lake that fits the budget the model is a pure
+function of the sample and the configuration; only a lake that would overrun it gets a step count that depends on
+the machine's pace, and then only in halvings.
+
+Every function here runs with one torch thread, so it can run in a Spark task next to another training task.  More
+threads are not used: torch's multi-threaded kernels sum in a thread-count-dependent order (a 2-thread join step
+gives weights that differ in the last bits from a 1-thread one), so a build on a cluster of one-core executors would
+not equal a local build, and on a shared 2-core machine a second thread made a join step about 7x slower.
 """
 from __future__ import annotations
 
@@ -27,12 +42,16 @@ from discovery.lake import LakeFileError, infer_type, read_lake_table
 
 from .base import Encoder
 from .columns import priority_sample, profile_column
-from .join_encoder import JoinEncoderConfig, train_join_encoder
+from .join_encoder import JoinEncoder, JoinEncoderConfig, train_join_encoder
 from .ngrams import stable_uniform
 from .stored import JOIN_MODEL, TABLE_MODEL, model_version
-from .table_encoder import TableEncoderConfig, train_table_encoder
+from .table_encoder import TableEncoder, TableEncoderConfig, train_table_encoder
 
 _SAMPLE_SEED = 0x5A3
+#: Steps timed before a training decides whether its time budget lets it run every planned step.
+PROBE_STEPS = 10
+#: A sampled lake table: its columns, their inferred kinds and their names.
+SampledTable = tuple[list[pa.Array], list[str], list[str]]
 
 
 @dataclass(frozen=True)
@@ -70,6 +89,7 @@ def join_requires(config: EmbedConfig, type_agreement: float) -> dict:
     return {"values": {"type_agreement": type_agreement, "join_min_distinct": config.join_min_distinct,
                        "join_max_values": config.join_max_values},
             "train": {"join_steps": config.join_steps, "join_epochs": config.join_epochs,
+                      "train_seconds": config.train_seconds,
                       "join_train_values": config.join_train_values, "train_tables": config.train_tables,
                       "seed": config.seed, "join_options": config.join_options}}
 
@@ -78,6 +98,7 @@ def table_requires(config: EmbedConfig, column_version: str) -> dict:
     """What table vectors depend on besides the weights: the column encoder, and how it was trained."""
     return {"column_version": column_version,
             "train": {"table_epochs": config.table_epochs, "table_max_rows": config.table_max_rows,
+                      "train_seconds": config.train_seconds,
                       "train_tables": config.train_tables, "seed": config.seed,
                       "table_options": config.table_options}}
 
@@ -92,8 +113,8 @@ def sample_tables(ok: pa.Table, limit: int, seed: int) -> pa.Table:
 
 
 def read_sample(sample: pa.Table, lake: str, limits: Limits, type_agreement: float
-                ) -> list[tuple[list[pa.Array], list[str]]]:
-    """Columns and inferred kinds of each sampled table that can still be read (others are skipped)."""
+                ) -> list[SampledTable]:
+    """Columns, inferred kinds and column names of each sampled table that can still be read (others skipped)."""
     out = []
     for item in sample.to_pylist():
         try:
@@ -101,15 +122,14 @@ def read_sample(sample: pa.Table, lake: str, limits: Limits, type_agreement: flo
         except (LakeFileError, OSError):
             continue
         if parsed.columns:
-            out.append((parsed.columns, [infer_type(c, type_agreement) for c in parsed.columns]))
+            out.append((parsed.columns, [infer_type(c, type_agreement) for c in parsed.columns], parsed.names))
     return out
 
 
-def join_training_values(tables: list[tuple[list[pa.Array], list[str]]], config: EmbedConfig, seed: int
-                         ) -> list[str]:
+def join_training_values(tables: list[SampledTable], config: EmbedConfig, seed: int) -> list[str]:
     """Distinct normalised values of the join-candidate columns, capped per column and overall."""
     values: set[str] = set()
-    for columns, kinds in tables:
+    for columns, kinds, _ in tables:
         for col, kind in zip(columns, kinds):
             if kind != "string":
                 continue
@@ -124,12 +144,45 @@ def join_training_values(tables: list[tuple[list[pa.Array], list[str]]], config:
     return ordered
 
 
+class StepBudget:
+    """``stop(steps_done)`` for a training loop: ends it at ``planned`` steps, or, when the pace of the first
+    :data:`PROBE_STEPS` steps says ``planned`` would take longer than ``seconds``, at ``planned`` halved until it fits
+    (never below the steps already done); ``seconds <= 0`` means no budget.  ``limit`` is the step count chosen."""
+
+    def __init__(self, seconds: float, planned: int):
+        self.seconds, self.planned, self.limit = seconds, planned, planned
+        self.step_seconds: float | None = None
+        self._first: tuple[int, float] | None = None
+
+    def __call__(self, done: int) -> bool:
+        now = time.perf_counter()
+        if self._first is None:
+            self._first = (done, now)
+        elif self.step_seconds is None and done - self._first[0] >= PROBE_STEPS:
+            self.choose((now - self._first[1]) / (done - self._first[0]), done)
+        return done >= self.limit
+
+    def choose(self, step_seconds: float, done: int = PROBE_STEPS) -> int:
+        """Fix the step count for a probed pace of ``step_seconds`` per step, ``done`` steps in, and return it."""
+        self.step_seconds = step_seconds
+        if self.seconds > 0:
+            while self.limit > done and step_seconds * self.limit > self.seconds:
+                self.limit //= 2
+            self.limit = max(self.limit, min(done, self.planned))
+        return self.limit
+
+    def record(self) -> dict:
+        """What the model's params keep: steps planned and used, and the probed pace."""
+        return {"planned_steps": self.planned, "steps": self.limit,
+                "step_seconds": None if self.step_seconds is None else round(self.step_seconds, 4)}
+
+
 def join_steps(config: EmbedConfig, n_values: int) -> int:
     batch = min(join_config(config).batch_size, n_values)
     return max(1, min(config.join_steps, math.ceil(config.join_epochs * n_values / max(batch, 1))))
 
 
-def train_join_model(tables: list[tuple[list[pa.Array], list[str]]], config: EmbedConfig, type_agreement: float,
+def train_join_model(tables: list[SampledTable], config: EmbedConfig, type_agreement: float,
                      lake_tables: int, reason: str) -> TrainedModel | None:
     """The ``encoder.join`` model trained on the sample's candidate values; None with fewer than two values."""
     started = time.perf_counter()
@@ -137,23 +190,37 @@ def train_join_model(tables: list[tuple[list[pa.Array], list[str]]], config: Emb
     if len(values) < 2:
         return None
     steps = join_steps(config, len(values))
-    encoder = train_join_encoder(values, replace(join_config(config), steps=steps))
+    budget = StepBudget(config.train_seconds, steps)
+    encoder = train_join_encoder(values, replace(join_config(config), steps=steps), stop=budget)
+    if budget.limit < steps:  # the stored config names the steps trained, as if they had been configured
+        encoder = JoinEncoder(replace(encoder.config, steps=budget.limit), encoder.weights, encoder.column)
     return _trained(JOIN_MODEL, encoder, join_requires(config, type_agreement), started,
                     {"lake_tables": lake_tables, "sample_tables": len(tables), "values": len(values),
-                     "steps": steps, "reason": reason})
+                     **budget.record(), "reason": reason})
 
 
-def train_table_model(tables: list[tuple[list[pa.Array], list[str]]], config: EmbedConfig, column: Encoder,
+def train_table_model(tables: list[SampledTable], config: EmbedConfig, column: Encoder,
                       column_version: str, lake_tables: int, reason: str) -> TrainedModel | None:
     """The ``encoder.table`` model (TACTUS) trained on the sampled tables; None with fewer than two tables."""
     started = time.perf_counter()
     if len(tables) < 2:
         return None
     cfg = table_config(config)
-    encoder = train_table_encoder([t for t, _ in tables], column, cfg, [k for _, k in tables])
+    budget = StepBudget(config.train_seconds, table_steps(cfg, len(tables)))
+    encoder = train_table_encoder([t for t, _, _ in tables], column, cfg, [k for _, k, _ in tables],
+                                  [n for _, _, n in tables], stop=budget)
+    if budget.limit < budget.planned:
+        encoder = TableEncoder(encoder.base, replace(cfg, max_steps=budget.limit), encoder.weights)
     return _trained(TABLE_MODEL, encoder, table_requires(config, column_version), started,
                     {"lake_tables": lake_tables, "sample_tables": len(tables), "epochs": cfg.epochs,
-                     "reason": reason})
+                     **budget.record(), "reason": reason})
+
+
+def table_steps(cfg: TableEncoderConfig, n_tables: int) -> int:
+    """Batches :func:`train_table_encoder` runs over ``n_tables`` tables (batches of one table are skipped)."""
+    per_epoch = n_tables // cfg.batch_size + (1 if n_tables % cfg.batch_size >= 2 else 0)
+    steps = cfg.epochs * per_epoch
+    return min(steps, cfg.max_steps) if cfg.max_steps else steps
 
 
 def _trained(name: str, encoder: Encoder, requires: dict, started: float, extra: dict) -> TrainedModel:

@@ -16,12 +16,17 @@ process: a Spark worker loads an encoder once for all its tasks.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import re
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pads
 
@@ -59,7 +64,12 @@ def model_version(kind: str, payload: bytes, requires: dict) -> str:
 
 def column_encoder(config: EmbedConfig) -> Encoder:
     """The column encoder the configuration asks for."""
-    column = ColumnConfig(max_values=config.column_values)
+    if not 0.0 <= config.header_weight < 1.0:
+        raise ValueError(f"[embed] header_weight must be in [0, 1), not {config.header_weight!r}")
+    if config.header_dim < 1:
+        raise ValueError(f"[embed] header_dim must be at least 1, not {config.header_dim!r}")
+    column = ColumnConfig(max_values=config.column_values, header_weight=config.header_weight,
+                          header_dim=config.header_dim)
     if config.column_encoder == "hash":
         return HashEncoder(HashEncoderConfig(dim=config.dim), column)
     if config.column_encoder == "sentence-transformers":
@@ -107,12 +117,50 @@ def payload(warehouse_root: str, name: str, version: str, table_version: int | N
     return t.column("payload")[0].as_py(), json.loads(t.column("params")[0].as_py() or "{}")
 
 
+#: Folder of a local warehouse holding each loaded model version's payload as a plain file (``<version>.bin``).
+MODEL_FILES = "model_files"
+_SAFE_VERSION = re.compile(r"[A-Za-z0-9._-]+")
+
+
 @lru_cache(maxsize=16)
 def stored_encoder(warehouse_root: str, name: str, version: str) -> Encoder:
     """The encoder stored as (name, version), loaded once per process.  Versions are immutable content hashes, so
-    the cache never goes stale."""
+    the cache never goes stale.  Its bytes come from :func:`mapped_payload`."""
+    return encoder_from_bytes(mapped_payload(warehouse_root, name, version))
+
+
+def mapped_payload(warehouse_root: str, name: str, version: str):
+    """A model version's payload, memory-mapped from ``<warehouse>/model_files/<version>.bin`` when that file exists.
+
+    A join encoder's payload is about 100 MB (2^18 hashed buckets x 96 dimensions); reading it from the ``models``
+    table means decompressing and copying all of it, most of a cold join query's time, although encoding a query
+    column touches only the embedding rows of its values' n-grams.  So the first process that reads a version from
+    the table also writes it as a plain file (atomically: a temporary file renamed into place), and later processes
+    map that file and read only the pages they touch.  The file is named by the version, a content hash, so it
+    cannot go stale.  A warehouse on an object store, or a folder this process may not write (a read-only
+    installation), is simply read from the table every time.
+    """
+    if "://" in warehouse_root or not _SAFE_VERSION.fullmatch(version):
+        return payload(warehouse_root, name, version)[0]
+    folder = os.path.join(warehouse_root, MODEL_FILES)
+    path = os.path.join(folder, f"{version}.bin")
+    with contextlib.suppress(OSError, ValueError):  # missing, empty or not readable by this user: read the table
+        return np.memmap(path, dtype=np.uint8, mode="r")
     data, _ = payload(warehouse_root, name, version)
-    return encoder_from_bytes(data)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{version}.")
+    except OSError:  # not writable here: the table stays the only copy
+        return data
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o644)  # readable by the other processes serving this warehouse
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return data
 
 
 def needs_training(row: ModelRow | None, requires: dict, ok_tables: int, full: bool, growth: float) -> str | None:

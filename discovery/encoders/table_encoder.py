@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -97,8 +98,8 @@ class TableEncoder(Encoder):
     def encode_values(self, values: list[str] | pa.Array) -> np.ndarray:
         return self.base.encode_values(values)
 
-    def column_vector(self, values, counts, kind, value_vectors=None) -> np.ndarray:
-        return self.base.column_vector(values, counts, kind, value_vectors)
+    def column_vector(self, values, counts, kind, value_vectors=None, header=None) -> np.ndarray:
+        return self.base.column_vector(values, counts, kind, value_vectors, header)
 
     @property
     def table_dim(self) -> int:
@@ -106,10 +107,10 @@ class TableEncoder(Encoder):
 
     def encode_table(self, column_vectors: np.ndarray) -> np.ndarray:
         """Table embedding (out_dim,) from the table's column vectors (c, dim), c >= 1."""
-        cols = np.asarray(column_vectors, dtype=np.float64).reshape(-1, self.dim) * math.sqrt(self.dim)
+        cols = np.asarray(column_vectors, dtype=np.float64).reshape(-1, self.column_dim) * math.sqrt(self.column_dim)
         if cols.shape[0] == 0:
             return np.zeros(self.config.out_dim, dtype=np.float32)
-        w, d, h = self._w64, self.dim, self.config.heads
+        w, d, h = self._w64, self.column_dim, self.config.heads
         dh = d // h
         wq, wk, wv = w["in_proj_weight"][:d], w["in_proj_weight"][d:2 * d], w["in_proj_weight"][2 * d:]
         bq, bk, bv = w["in_proj_bias"][:d], w["in_proj_bias"][d:2 * d], w["in_proj_bias"][2 * d:]
@@ -131,6 +132,7 @@ class _PreparedColumn:
     profile: ColumnProfile
     vectors: np.ndarray
     kind: str
+    header: np.ndarray | None   # the name's header-channel vector (None: channel off)
 
 
 class PreparedTable:
@@ -146,7 +148,7 @@ class PreparedTable:
 
     def column_vectors(self, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
         """Column vectors (len(columns), dim) of the sub-table made of the given rows and columns."""
-        out = np.zeros((len(columns), self.encoder.dim), dtype=np.float32)
+        out = np.zeros((len(columns), self.encoder.column_dim), dtype=np.float32)
         for j, c in enumerate(columns):
             col = self.columns[c]
             codes = col.profile.row_codes[rows[rows < col.profile.row_codes.size]]
@@ -155,13 +157,14 @@ class PreparedTable:
             values = [col.profile.values[i] for i in present]
             chosen = present[priority_sample(values, counts[present], self.encoder.column.max_values)]
             out[j] = self.encoder.column_vector([col.profile.values[i] for i in chosen], counts[chosen], col.kind,
-                                                col.vectors[chosen])
+                                                col.vectors[chosen], col.header)
         return out
 
 
 def prepare_tables(encoder: Encoder, tables: list[RawTable], kinds: list[list[str]] | None,
-                   max_rows: int) -> list[PreparedTable]:
-    """Profile every column (first ``max_rows`` rows) and encode all distinct values of all tables in one batch."""
+                   max_rows: int, names: list[list[str]] | None = None) -> list[PreparedTable]:
+    """Profile every column (first ``max_rows`` rows) and encode all distinct values of all tables in one batch;
+    ``names`` (column names per table, for the header channel) default to none."""
     shapes, profiles = [], []
     for i, table in enumerate(tables):
         arrays = [col if isinstance(col, (pa.Array, pa.ChunkedArray)) else pa.array(
@@ -175,8 +178,10 @@ def prepare_tables(encoder: Encoder, tables: list[RawTable], kinds: list[list[st
     prepared = []
     for i, (rows, cols) in enumerate(zip(shapes, profiles)):
         table_kinds = kinds[i] if kinds else ["string"] * len(cols)
-        columns = [_PreparedColumn(p, vectors[[position[v] for v in p.values]].reshape(-1, encoder.dim), k)
-                   for p, k in zip(cols, table_kinds)]
+        headers = encoder.header_vectors(names[i] if names else [None] * len(cols))
+        columns = [_PreparedColumn(p, vectors[[position[v] for v in p.values]].reshape(-1, encoder.dim), k,
+                                   None if headers is None else headers[j])
+                   for j, (p, k) in enumerate(zip(cols, table_kinds))]
         prepared.append(PreparedTable(encoder, rows, columns))
     return prepared
 
@@ -211,12 +216,15 @@ def _two_pronged_loss(emb, partner, gamma: float, temperature: float):
 
 def train_table_encoder(tables: list[RawTable], column_encoder: Encoder | None = None,
                         config: TableEncoderConfig = TableEncoderConfig(),
-                        kinds: list[list[str]] | None = None) -> TableEncoder:
+                        kinds: list[list[str]] | None = None,
+                        names: list[list[str]] | None = None,
+                        stop: Callable[[int], bool] | None = None) -> TableEncoder:
     """Train the TACTUS table encoder on raw lake tables (each a list of columns of cells), Algorithm 1.
 
-    ``kinds`` gives each column's inferred type ("string", "int", ...; default "string").  Seeded; bounded by
-    ``config.epochs`` and, if positive, ``config.max_steps``; uses ``config.threads`` torch threads and restores
-    the caller's setting afterwards.
+    ``kinds`` gives each column's inferred type ("string", "int", ...; default "string"), ``names`` each column's
+    name (for the column encoder's header channel; default none).  Seeded; bounded by
+    ``config.epochs``, if positive ``config.max_steps``, and ``stop(steps_done)`` asked after every batch (a time
+    budget); uses ``config.threads`` torch threads and restores the caller's setting afterwards.
     """
     import torch
 
@@ -224,17 +232,17 @@ def train_table_encoder(tables: list[RawTable], column_encoder: Encoder | None =
     usable = [i for i, t in enumerate(tables) if len(t) > 0]
     if len(usable) < 2:
         raise ValueError("train_table_encoder needs at least two tables with columns")
-    if encoder.dim % config.heads:
-        raise ValueError(f"column dimension {encoder.dim} is not divisible by {config.heads} heads")
+    if encoder.column_dim % config.heads:
+        raise ValueError(f"column dimension {encoder.column_dim} is not divisible by {config.heads} heads")
     prepared = prepare_tables(encoder, [tables[i] for i in usable], [kinds[i] for i in usable] if kinds else None,
-                              config.max_rows)
+                              config.max_rows, [names[i] for i in usable] if names else None)
     rng = np.random.Generator(np.random.PCG64(config.seed))
     order_rng = random.Random(config.seed)
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(config.threads)
     try:
         torch.manual_seed(config.seed)
-        model = _attentive_table_model(encoder.dim, config)
+        model = _attentive_table_model(encoder.column_dim, config)
         opt = torch.optim.Adam(model.parameters(), lr=config.lr)
         steps = 0
         for _ in range(config.epochs):
@@ -254,13 +262,18 @@ def train_table_encoder(tables: list[RawTable], column_encoder: Encoder | None =
                     loss.backward()
                     opt.step()
                 steps += 1
-                if config.max_steps and steps >= config.max_steps:
+                if _enough(steps, config, stop):
                     break
-            if config.max_steps and steps >= config.max_steps:
+            if _enough(steps, config, stop):
                 break
     finally:
         torch.set_num_threads(previous_threads)
     return TableEncoder(encoder, config, model.export())
+
+
+def _enough(steps: int, config: TableEncoderConfig, stop: Callable[[int], bool] | None) -> bool:
+    """Training ends at ``config.max_steps`` (if positive) or when ``stop(steps_done)`` says so (a time budget)."""
+    return bool(config.max_steps and steps >= config.max_steps) or (stop is not None and stop(steps))
 
 
 def _view(table: PreparedTable, rng: np.random.Generator, config: TableEncoderConfig, positive: bool) -> np.ndarray:

@@ -9,6 +9,13 @@ Jensen-Shannon divergence proper (KL to the mixture ``(A + B) / 2``, finite and 
 stay sparse (one entry per non-empty (column, bin)); the divergence to every centre is computed from those entries:
 bins where the column has no mass contribute ``C(x) ln 2 / 2`` each, i.e. ``(1 - sum of C over the column's bins)
 ln 2 / 2`` in total.
+
+The paper sizes partitions by memory but clusters by distribution, and k-means does not balance: a lake dominated by
+one domain puts most of its vectors in one partition, which then breaks the budget.  Partitions here are balanced by
+size with per-centre prices fitted on the pivots stage's sample (:func:`balance_prices`), their number follows the
+lake (:func:`partition_count`), and the stage checks the stored partitions against the budget and refits when one is
+over.  Prices fitted on a sample's sparse column histograms carry over to the full columns' histograms only roughly:
+on a generated lake of 1M vectors the largest partition still held twice the capacity after three refits.
 """
 from __future__ import annotations
 
@@ -36,7 +43,7 @@ def column_histograms(mapped: np.ndarray, column_ids: np.ndarray, grid: GridSpec
     return columns, e_col, e_bin, counts / sizes[e_col], bins.size
 
 
-def _jsd_to_centres(e_col, e_bin, e_p, n_cols, centres):
+def jsd_to_centres(e_col, e_bin, e_p, n_cols, centres):
     """JSD of every sparse column histogram to every dense centre, shape (n_cols, k)."""
     c = centres[:, e_bin].T                                   # (nnz, k)
     a = e_p[:, None]
@@ -72,7 +79,7 @@ def partition_columns(mapped: np.ndarray, column_ids: np.ndarray, n_partitions: 
     centres[slot[e_col[seeded]], e_bin[seeded]] = e_p[seeded]
     assign = np.full(n_cols, -1)
     for _ in range(iterations):
-        dist = _jsd_to_centres(e_col, e_bin, e_p, n_cols, centres)
+        dist = jsd_to_centres(e_col, e_bin, e_p, n_cols, centres)
         new = np.argmin(dist, axis=1)
         sizes = np.bincount(new, minlength=k)
         for empty in np.flatnonzero(sizes == 0):
@@ -89,14 +96,88 @@ def partition_columns(mapped: np.ndarray, column_ids: np.ndarray, n_partitions: 
     return columns, assign
 
 
-def partitions_for_budget(n_vectors: int, dim: int, n_pivots: int, memory_budget_bytes: int) -> int:
-    """Number of partitions so that each partition's index fits the budget.
+#: Share of the budget a partition is sized for when the count is chosen: the rest absorbs the sample's error in the
+#: balance and the lake's growth until the next refit (:func:`partition_count`).
+FILL = 0.8
+#: Balance target on the sample: no partition above this factor of the mean load (:func:`balance_prices`).
+BALANCE = 1.1
 
-    Per vector the index holds the float32 vector, its float64 mapping and norm, column, order and run/grid entries
-    (bounded by ~6 int64); the estimate is deliberately an upper bound.
+
+def vector_bytes(dim: int, n_pivots: int, value_bytes: float = 32.0) -> int:
+    """Bytes one value vector costs a query while its partition is loaded: an upper bound.
+
+    The index holds the float32 vector, its float64 mapping, norm, column and order, a run and a leaf cell at most
+    per vector (a leaf cell: ids, offsets and its float64 box, see :class:`.grid.CellHierarchy`); loading also holds
+    the Arrow rows read from ``pivot_mappings`` and ``value_vectors`` (keys, the value string of ``value_bytes`` on
+    average, float32 distances and vector, offsets) until the index is built.  The grid's upper levels are a per
+    partition cost (:func:`partition_capacity`).  ``benchmarks/join_memory.py`` checks the bound against the peak
+    resident set of a query.
     """
-    per_vector = 4 * dim + 8 * n_pivots + 8 + 6 * 8 + 2 * 8 * n_pivots
-    return max(1, int(np.ceil(n_vectors * per_vector / max(memory_budget_bytes, 1))))
+    index = 4 * dim + 8 * n_pivots + 3 * 8 + 2 * 8 + _cell_bytes(n_pivots) + 8
+    rows = 2 * (8 + 4 + 4 + value_bytes) + 4 * n_pivots + 4 + 8 + 4 * dim + 4
+    return int(np.ceil(index + rows))
+
+
+def _cell_bytes(n_pivots: int) -> int:
+    return 7 * 8 + 2 * 8 * n_pivots
+
+
+def partition_capacity(memory_budget_bytes: float, dim: int, n_pivots: int, levels: int,
+                       value_bytes: float = 32.0) -> int:
+    """Value vectors a partition may hold for its loaded index to stay within the budget: the per-vector bound, and
+    the cells of the grid's upper levels (level l has at most ``2**(|P| l)`` of them, and no more than vectors)."""
+    per_vector = vector_bytes(dim, n_pivots, value_bytes)
+    most = memory_budget_bytes / per_vector
+    upper = sum(min(2.0 ** (n_pivots * level), most) for level in range(levels)) * _cell_bytes(n_pivots)
+    return max(int((memory_budget_bytes - upper) // per_vector), 1)
+
+
+def partition_count(n_vectors: int, dim: int, n_pivots: int, levels: int, memory_budget_bytes: float,
+                    value_bytes: float = 32.0) -> int:
+    """Partitions for a lake of ``n_vectors``: one while the whole index fits the budget, else enough that the mean
+    partition fills :data:`FILL` of it.  Recomputed on every refresh from the lake's current size, so the count
+    follows the lake as it grows."""
+    if n_vectors <= partition_capacity(memory_budget_bytes, dim, n_pivots, levels, value_bytes):
+        return 1
+    return int(np.ceil(n_vectors / partition_capacity(FILL * memory_budget_bytes, dim, n_pivots, levels,
+                                                        value_bytes)))
+
+
+def balance_prices(dist: np.ndarray, weight: np.ndarray, cap: float, rounds: int | None = None) -> np.ndarray:
+    """Per-partition prices that make ``argmin(dist + price)`` a size-constrained assignment (loads <= ``cap``).
+
+    JSD k-means follows the data, not the budget: one dense domain makes one partition several times the mean.  A
+    capacity-constrained assignment is found in its Lagrangian form: a price is added to the divergence to each
+    centre, and the most loaded partition's price is raised just enough to push out its members that lose least by
+    moving (those nearest another centre), until no partition exceeds ``cap``.  Columns stay with their nearest
+    centre unless balance requires otherwise, which keeps JSD locality; and the prices assign any later column the
+    same way, independently, in the Spark tasks that map it.  ``weight`` is each column's vector count (in a uniform
+    sample, an unbiased share of its size).  Returns the prices with the smallest maximum load reached.
+    """
+    n, k = dist.shape
+    price = np.zeros(k)
+    best, best_load = price.copy(), np.inf
+    for _ in range(rounds if rounds is not None else 20 * k):
+        cost = dist + price
+        assign = np.argmin(cost, axis=1)
+        load = np.bincount(assign, weights=weight, minlength=k)
+        if load.max() < best_load:
+            best, best_load = price.copy(), float(load.max())
+        j = int(np.argmax(load))
+        excess = load[j] - cap
+        if excess <= 0:
+            break
+        members = np.flatnonzero(assign == j)
+        other = cost[members].copy()
+        other[:, j] = np.inf
+        gap = other.min(axis=1) - cost[members, j]          # price rise at which each member leaves j
+        order = np.argsort(gap, kind="stable")
+        out = min(int(np.searchsorted(np.cumsum(weight[members][order]), excess)), members.size - 1)
+        step = gap[order[out]]
+        if not np.isfinite(step):
+            break
+        price[j] += step + max(abs(step), 1.0) * 1e-9
+    return best
 
 
 def search_partitions(loaders: Iterable[Callable[[], JoinIndex | None]], query_vectors, tau: float = 0.06,

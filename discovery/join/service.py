@@ -3,8 +3,10 @@
 The query column's distinct values are encoded with the snapshot's join encoder (the encoder the lake's value vectors
 were built with) and searched against the snapshot's PEXESO index, rebuilt from the ``value_vectors`` and
 ``pivot_mappings`` rows (no mapping is recomputed; :func:`.stage.index_from_rows`).  With one partition the index is
-kept per snapshot; with several (a lake larger than the memory budget) partitions are loaded one at a time, searched,
-and merged.
+kept per snapshot; with several (a lake larger than the memory budget) each partition is loaded, searched and released
+before the next, so a query holds one partition's rows and index at a time, which the pivots stage sized to fit
+``[join] memory_budget_mb``.  No value string is kept: the evidence pairs of the results name index rows, and only
+those rows' strings are read, after the search.
 
 Two searches: top-k (``top_k``) returns the k columns of highest joinability among those with any match, as PEXESO's
 top-k search does; threshold search (``T``, when no ``top_k`` is given) returns every column whose joinability
@@ -25,44 +27,66 @@ from ..vectors import query_value_vectors
 from .metric import max_distance
 from .search import METHODS, JoinIndex
 from .partitioning import search_partitions
-from .stage import COLUMN_KEY_BASE, MODEL, ROW_KEYS, PivotModel, index_from_rows
+from .stage import (COLUMN_KEY_BASE, MODEL, ROW_KEYS, PivotModel, column_first_rows, column_keys, index_from_rows,
+                    values_at)
 
 #: Matched value pairs reported per result column as evidence.
 EVIDENCE_PAIRS = 5
 
 
 class LoadedJoinIndex:
-    """A snapshot's PEXESO index (or its partitions), with the value strings evidence is reported in."""
+    """A snapshot's PEXESO index: kept whole with one partition, loaded partition by partition otherwise."""
 
     def __init__(self, snapshot: Snapshot):
         self.snapshot = snapshot
         self.model = PivotModel.from_stored(snapshot_model(snapshot, MODEL))
-        self.values: dict[int, np.ndarray] = {}       # partition -> lake value strings, in index order
-        self.partition_of: dict[int, int] = {}          # column key -> partition
         self._index: JoinIndex | None = None
+        self._first: dict[int, int] = {}               # column key -> first index row, of the kept index
 
     @property
     def nbytes(self) -> int:
-        """What the index cache counts: the kept index and the value strings evidence is reported in."""
-        return deep_nbytes([self._index, self.values, self.partition_of])
+        """What the index cache counts: the kept index (one partition) and its column offsets."""
+        return deep_nbytes([self._index, self._first])
 
-    def partition(self, p: int) -> JoinIndex | None:
-        """The join index of partition ``p`` (kept when there is only one partition); None when it is empty."""
+    @property
+    def kept(self) -> bool:
+        return self._index is not None
+
+    def partition(self, p: int, first_rows: dict[int, int], held: list[int]) -> JoinIndex | None:
+        """The join index of partition ``p`` (kept when there is only one partition); None when it is empty.
+
+        Adds the first index row of each of its columns to ``first_rows`` and appends to ``held`` the bytes this load
+        held at once (the Arrow rows read plus the index built from them).
+        """
         if self._index is not None:
+            first_rows.update(self._first)
+            held.append(self._index.nbytes)
             return self._index
         flt = pc.field("partition") == p if self.model.n_partitions > 1 else None
         mapping = self.snapshot.read("pivot_mappings", columns=ROW_KEYS + ["distances", "cell"], filter=flt)
-        ids = pa.array(np.unique(mapping.column("table_id").to_numpy()), pa.int64())
-        vectors = self.snapshot.read("value_vectors", columns=ROW_KEYS + ["vector"],
-                                     filter=pc.field("table_id").isin(ids))
-        built = index_from_rows(mapping, vectors, self.model)
-        if built is None:
+        tables = [mapping, self.snapshot.read("value_vectors", columns=ROW_KEYS + ["vector"],
+                                              filter=_columns_filter(mapping))]
+        del mapping
+        rows = sum(t.nbytes for t in tables)
+        index = index_from_rows(tables.pop(0), tables.pop(0), self.model)  # it alone holds the rows, and drops them
+        if index is None:
             return None
-        index, self.values[p] = built
-        self.partition_of.update(dict.fromkeys(index.column_values.tolist(), p))
+        held.append(rows + index.nbytes)
+        first = column_first_rows(index)
+        first_rows.update(first)
         if self.model.n_partitions == 1:
-            self._index = index
+            self._index, self._first = index, first
         return index
+
+
+def _columns_filter(mapping: pa.Table):
+    """The value-vector rows of the columns in ``mapping`` only: a table's other columns may lie in other partitions,
+    and reading them would hold their vectors too.  The ``table_id`` term lets file statistics prune."""
+    keys = column_keys(mapping.column("table_id").to_numpy(), mapping.column("ordinal").to_numpy())
+    key = pc.add(pc.multiply(pc.field("table_id"), pa.scalar(COLUMN_KEY_BASE, pa.int64())),
+                 pc.field("ordinal").cast(pa.int64()))
+    return (pc.field("table_id").isin(pa.array(np.unique(keys // COLUMN_KEY_BASE), pa.int64()))
+            & key.isin(pa.array(np.unique(keys), pa.int64())))
 
 
 def _cache_key(snapshot: Snapshot) -> tuple:
@@ -105,27 +129,32 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float = 
     if not qv.values:
         raise QueryError(f"column {q.names[ordinal]!r} of query {q.label!r} has no values")
     loaded = loaded_index(snapshot)
-    held = len(loaded.values)
+    kept = loaded.kept
     own = len(q.names) if q.table_id is not None else 0  # the query's own columns may rank, and are then dropped
-    found = search_partitions((lambda p=p: loaded.partition(p) for p in range(loaded.model.n_partitions)),
+    first_rows: dict[int, int] = {}
+    held: list[int] = []
+    found = search_partitions((lambda p=p: loaded.partition(p, first_rows, held)
+                               for p in range(loaded.model.n_partitions)),
                               qv.vectors, tau, 0.0 if T is None else T, method, None if top_k is None else top_k + own)
-    if len(loaded.values) != held:  # partitions were loaded: the cache re-measures what this index holds now
+    if loaded.kept != kept:  # the one-partition index was built: the cache re-measures what this entry holds now
         INDEXES.put(_cache_key(snapshot), loaded)
-    paths, names = result_names(snapshot, [int(c.column_id) // COLUMN_KEY_BASE for c in found.columns])
+    columns = [c for c in found.columns if int(c.column_id) // COLUMN_KEY_BASE != q.table_id]
+    if top_k is not None:
+        columns = columns[:top_k]
+    evidence = {int(c.column_id): sorted(c.pairs.tolist(), key=lambda x: x[2])[:EVIDENCE_PAIRS] for c in columns}
+    strings = values_at(lambda flt: snapshot.read("value_vectors", columns=ROW_KEYS, filter=flt),
+                        {key: [int(j) - first_rows[key] for _, j, _ in pairs] for key, pairs in evidence.items()})
+    paths, names = result_names(snapshot, [int(c.column_id) // COLUMN_KEY_BASE for c in columns])
     results = []
-    for col in found.columns:
-        table_id, lake_ordinal = divmod(int(col.column_id), COLUMN_KEY_BASE)
-        if table_id == q.table_id:
-            continue
-        values = loaded.values[loaded.partition_of[int(col.column_id)]]
-        pairs = sorted(((qv.values[int(i)], values[int(j)], float(d)) for i, j, d in col.pairs), key=lambda x: x[2])
+    for col in columns:
+        key = int(col.column_id)
+        table_id, lake_ordinal = divmod(key, COLUMN_KEY_BASE)
+        pairs = [[qv.values[int(i)], strings[(key, int(j) - first_rows[key])], float(d)] for i, j, d in evidence[key]]
         results.append({"rank": len(results) + 1, "table_id": table_id, "path": paths.get(table_id),
                         "column": names.get((table_id, lake_ordinal), str(lake_ordinal)),
-                        "joinability": col.joinability, "matched": col.matches,
-                        "matches": [list(p) for p in pairs[:EVIDENCE_PAIRS]]})
-    if top_k is not None:
-        results = results[:top_k]
+                        "joinability": col.joinability, "matched": col.matches, "matches": pairs})
     stats = {k: v for k, v in found.stats.items() if isinstance(v, (int, float, str))}
+    stats.update(held_bytes_max=max(held, default=0), loaded_bytes=sum(held))
     stats.update(query_values=len(qv.values), query_values_capped=qv.capped,
                  tau_distance=tau * max_distance(loaded.model.metric), seconds=time.perf_counter() - started)
     return {"snapshot_id": snapshot.snapshot_id, "query": q.label, "column": q.names[ordinal], "method": method,

@@ -24,9 +24,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..store import SCHEMAS, StoredModel, Warehouse, WarehouseError, latest_model
+from ..store import SCHEMAS, StoredModel, Warehouse, WarehouseError, latest_model, read_rows
 from .grid import GridSpec
-from .partitioning import _jsd_to_centres, column_histograms, partition_columns
+from .partitioning import BALANCE, jsd_to_centres, balance_prices, column_histograms, partition_columns
 from .pivots import map_to_pivots, select_pivots
 from .search import JoinIndex
 
@@ -35,6 +35,8 @@ COLUMN_KEY_BASE = 65536
 #: What identifies a value-vector row in ``value_vectors`` and ``pivot_mappings`` alike.
 ROW_KEYS = ["table_id", "ordinal", "value"]
 _LN2 = float(np.log(2.0))
+#: Sample vectors per partition-histogram bin the histogram level is chosen for (:func:`fit_pivot_model`).
+HIST_FILL = 10
 
 
 def column_keys(table_ids: np.ndarray, ordinals: np.ndarray) -> np.ndarray:
@@ -51,6 +53,8 @@ class PivotModel:
     hist_level: int             # grid level of the partition histograms
     bins: np.ndarray            # (b,) int64 coarse cell ids the partition centres are defined over
     centres: np.ndarray         # (k, b) float64 partition centres; k = 1 means one partition
+    prices: np.ndarray          # (k,) float64 added to the divergence to each centre: the balance by bytes
+    choice: dict                # how |P| and m were chosen: {"by": ..., "cost": {"PxM": estimated cost}}
 
     @property
     def n_partitions(self) -> int:
@@ -59,20 +63,22 @@ class PivotModel:
     def params(self) -> dict:
         return {"n_pivots": int(len(self.pivots)), "levels": self.grid.levels, "metric": self.metric,
                 "encoder_version": self.encoder_version, "partitions": self.n_partitions,
-                "hist_level": self.hist_level}
+                "hist_level": self.hist_level, "choice": self.choice}
 
     def payload(self) -> bytes:
         buf = io.BytesIO()
         np.savez(buf, pivots=self.pivots, lower=self.grid.lower, upper=self.grid.upper, bins=self.bins,
-                 centres=self.centres)
+                 centres=self.centres, prices=self.prices)
         return buf.getvalue()
 
     @classmethod
     def from_stored(cls, stored: StoredModel) -> "PivotModel":
         z = np.load(io.BytesIO(stored.payload), allow_pickle=False)
         p = stored.params
+        prices = z["prices"] if "prices" in z.files else np.zeros(len(z["centres"]))  # models before balancing
         return cls(stored.version, z["pivots"], GridSpec(z["lower"], z["upper"], int(p["levels"])), p["metric"],
-                   p["encoder_version"], int(p["hist_level"]), z["bins"], z["centres"])
+                   p["encoder_version"], int(p["hist_level"]), z["bins"], z["centres"], prices,
+                   p.get("choice", {"by": "configuration"}))
 
     def rows(self) -> pa.Table:
         return pa.table({"model_version": [self.version] * len(self.pivots),
@@ -80,7 +86,8 @@ class PivotModel:
                          "vector": [v.tolist() for v in self.pivots]}, schema=SCHEMAS["pivots"])
 
     def assign_partitions(self, mapped: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(distinct column keys, partition of each): nearest centre by JSD of the column's cell histogram."""
+        """(distinct column keys, partition of each): the centre of least JSD of the column's cell histogram plus the
+        centre's price (:func:`.partitioning.balance_prices`)."""
         columns, col = np.unique(keys, return_inverse=True)
         if self.n_partitions == 1 or len(columns) == 0:
             return columns, np.zeros(len(columns), dtype=np.int32)
@@ -91,17 +98,26 @@ class PivotModel:
         ukey, counts = np.unique(col[known].astype(np.int64) * len(self.bins) + pos[known], return_counts=True)
         e_col, e_bin = ukey // len(self.bins), ukey % len(self.bins)
         e_p = counts / sizes[e_col]
-        dist = _jsd_to_centres(e_col, e_bin, e_p, len(columns), self.centres)
+        dist = jsd_to_centres(e_col, e_bin, e_p, len(columns), self.centres)
         # Mass in cells no centre covers: each such bin adds a * ln2 / 2 to the divergence to every centre.
         unknown = 1.0 - np.bincount(e_col, weights=e_p, minlength=len(columns))
         dist += 0.5 * _LN2 * np.clip(unknown, 0.0, None)[:, None]
-        return columns, np.argmin(dist, axis=1).astype(np.int32)
+        return columns, np.argmin(dist + self.prices, axis=1).astype(np.int32)
 
 
 def fit_pivot_model(sample: np.ndarray, sample_keys: np.ndarray, encoder_version: str, n_pivots: int, levels: int,
-                    metric: str, n_partitions: int, seed: int, hist_level: int = 2) -> PivotModel:
-    """PCA pivots, grid extent and (for more than one partition) JSD centres, all from a sample of value vectors."""
+                    metric: str, n_partitions: int, seed: int, hist_level: int | None = None,
+                    choice: dict | None = None) -> PivotModel:
+    """PCA pivots, grid extent and (for more than one partition) JSD centres balanced by vector count, all from a
+    sample of value vectors.  ``choice`` records how ``n_pivots`` and ``levels`` were chosen.
+
+    ``hist_level`` defaults to the finest level whose ``2**(|P| level)`` bins the sample fills with about
+    :data:`HIST_FILL` vectors each: a later column's vectors must mostly fall in bins the sample saw, or they carry
+    no divergence to any centre and the column goes wherever prices are lowest (with |P| = 9, level 2 has 262,144
+    bins; a 20,000-vector sample leaves most of them empty)."""
     sample = np.asarray(sample, dtype=np.float32)
+    if hist_level is None:
+        hist_level = max(1, int(np.log2(max(len(sample) / HIST_FILL, 2.0)) // n_pivots))
     pivots = select_pivots(sample, n_pivots=n_pivots, seed=seed, metric=metric)
     mapped = map_to_pivots(sample, pivots, metric)
     grid = GridSpec.fit(mapped, levels)
@@ -113,12 +129,15 @@ def fit_pivot_model(sample: np.ndarray, sample_keys: np.ndarray, encoder_version
         centres = np.zeros((k, n_bins))
         np.add.at(centres, (assign[e_col], e_bin), e_p)
         centres /= np.maximum(np.bincount(assign, minlength=k), 1)[:, None]
+        weight = np.bincount(np.searchsorted(columns, sample_keys), minlength=columns.size).astype(np.float64)
+        dist = jsd_to_centres(e_col, e_bin, e_p, columns.size, centres)
+        prices = balance_prices(dist, weight, BALANCE * weight.sum() / k)
     else:
-        bins, centres = np.zeros(0, dtype=np.int64), np.zeros((1, 0))
+        bins, centres, prices = np.zeros(0, dtype=np.int64), np.zeros((1, 0)), np.zeros(1)
     digest = hashlib.blake2b(pivots.tobytes() + grid.lower.tobytes() + grid.upper.tobytes() + centres.tobytes()
-                             + encoder_version.encode(), digest_size=8).hexdigest()
+                             + prices.tobytes() + encoder_version.encode(), digest_size=8).hexdigest()
     return PivotModel(f"pivots-{n_pivots}x{levels}-{digest}", pivots, grid, metric, encoder_version, hist_level,
-                      bins.astype(np.int64), centres)
+                      bins.astype(np.int64), centres, prices, choice if choice is not None else {"by": "configuration"})
 
 
 def current_model(warehouse: Warehouse) -> PivotModel | None:
@@ -158,24 +177,24 @@ def mapping_rows(vv: pa.Table, model: PivotModel) -> pa.Table:
     }, schema=SCHEMAS["pivot_mappings"])
 
 
-def mapping_batch(work: pa.Table, ctx) -> tuple[pa.Table, dict]:
-    """``pivot_mappings`` rows of the work tables' value vectors under the current pivot model."""
-    wh = Warehouse(ctx.warehouse)
-    model = current_model(wh)
-    ids = pa.array(work.column("table_id").to_pylist(), pa.int64())
-    vv = wh.read("value_vectors", columns=["table_id", "content_hash", "ordinal", "value", "vector"],
-                 filter=pc.field("table_id").isin(ids))
+def mapping_batch(work: pa.Table, ctx, model: PivotModel, files: pa.Table) -> tuple[pa.Table, dict]:
+    """``pivot_mappings`` rows of the work tables' value vectors under ``model``; ``files``: the ``value_vectors``
+    data files the driver planned from.  Tasks are handed both rather than each reading the ``models`` table and the
+    Delta log, whose sizes grow with the lake (which made the stage's cost grow with tasks x files)."""
+    vv = read_rows(Warehouse(ctx.warehouse).table_uri("value_vectors"), SCHEMAS["value_vectors"], files,
+                   work.column("table_id").to_pylist(), ["table_id", "content_hash", "ordinal", "value", "vector"])
     return mapping_rows(vv, model), {"tables_processed": work.num_rows, "vectors": vv.num_rows}
 
 
-def index_from_rows(mapping: pa.Table, vectors: pa.Table, model: PivotModel) -> tuple[JoinIndex, np.ndarray] | None:
-    """The join index of ``pivot_mappings`` rows (one partition, or all) and the value string of each index input
-    row (``JoinIndex.order`` and result pairs point into it).
+def index_from_rows(mapping: pa.Table, vectors: pa.Table, model: PivotModel) -> JoinIndex | None:
+    """The join index of ``pivot_mappings`` rows (one partition, or all); None when there are no rows.
 
     ``mapping``: table_id, ordinal, value, distances, cell; ``vectors``: table_id, ordinal, value, vector rows of at
     least the same columns.  Value vectors of other columns are dropped first: JSD partitions are per column, so
-    the other columns of a table may lie in other partitions.  The float32 distances and stored cells go to the index
-    as they are.  None when there are no rows.
+    the other columns of a table may lie in other partitions.  Both are sorted by :data:`ROW_KEYS`, so an index input
+    row (``JoinIndex.order``, result pairs) is its column's first row plus the rank of its value among the column's
+    values (:func:`column_first_rows`, :func:`values_at`): the value strings need not be kept.  The float32 distances
+    and stored cells go to the index as they are; the Arrow rows are released before the index is built.
     """
     if mapping.num_rows == 0:
         return None
@@ -188,7 +207,35 @@ def index_from_rows(mapping: pa.Table, vectors: pa.Table, model: PivotModel) -> 
         raise WarehouseError(f"pivot_mappings ({mapping.num_rows} rows) and value_vectors ({vectors.num_rows} rows of "
                              "the same columns) disagree: the pivots stage did not finish; run a refresh")
     keys = column_keys(mapping.column("table_id").to_numpy(), mapping.column("ordinal").to_numpy())
-    index = JoinIndex.from_mapped(_matrix(vectors.column("vector")), keys,
-                                  _matrix(mapping.column("distances"), len(model.pivots)), model.pivots, model.grid,
-                                  model.metric, mapping.column("cell").to_numpy())
-    return index, np.asarray(mapping.column("value").to_pylist(), dtype=object)
+    x = _matrix(vectors.column("vector"))
+    del vectors
+    mapped, cells = _matrix(mapping.column("distances"), len(model.pivots)), mapping.column("cell").to_numpy()
+    del mapping
+    return JoinIndex.from_mapped(x, keys, mapped, model.pivots, model.grid, model.metric, cells)
+
+
+def column_first_rows(index: JoinIndex) -> dict[int, int]:
+    """Column key -> the index input row of its first value (inputs are sorted by column key, then value)."""
+    sizes = np.bincount(index.col, minlength=index.n_columns)
+    return dict(zip(index.column_values.tolist(), np.r_[0, np.cumsum(sizes)[:-1]].tolist()))
+
+
+def values_at(read, wanted: dict[int, list[int]]) -> dict[tuple[int, int], str]:
+    """``{(column key, rank): value}`` for the ``wanted`` ranks of each column (rank = position of the value among
+    its column's values sorted as :func:`index_from_rows` sorts them).  ``read(filter)`` reads ``value_vectors``
+    columns table_id, ordinal, value; only the wanted columns' tables are read."""
+    if not wanted:
+        return {}
+    ids = pa.array(sorted({k // COLUMN_KEY_BASE for k in wanted}), pa.int64())
+    rows = read(pc.field("table_id").isin(ids))
+    keys = column_keys(rows.column("table_id").to_numpy(), rows.column("ordinal").to_numpy())
+    rows = rows.filter(pa.array(np.isin(keys, np.fromiter(wanted, dtype=np.int64))))
+    rows = rows.sort_by([(k, "ascending") for k in ROW_KEYS])
+    keys = column_keys(rows.column("table_id").to_numpy(), rows.column("ordinal").to_numpy())
+    values = rows.column("value")
+    out = {}
+    for key, ranks in wanted.items():
+        first = int(np.searchsorted(keys, key))
+        for r in ranks:
+            out[(key, r)] = values[first + int(r)].as_py()
+    return out

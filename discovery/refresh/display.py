@@ -1,9 +1,9 @@
 """What ``lakescout refresh`` shows while its Spark application runs: the stages' progress lines, drawn.
 
 On a terminal, a ``rich`` progress bar per stage (Spark tasks done of those known so far, percentage, elapsed time,
-time remaining); the summary line of a finished stage is printed above the bars.  Anywhere else (a pipe, a log
-file, CI) plain lines: one per stage at most every :data:`PLAIN_SECONDS` and its final count, then the stage's
-summary line.
+time remaining); the summary line of a finished stage, with its seconds and CPU utilisation, is printed above the
+bars.  Anywhere else (a pipe, a log file, CI) plain lines: one per stage at most every :data:`PLAIN_SECONDS` and its
+final count, then the stage's summary line.
 """
 from __future__ import annotations
 
@@ -21,13 +21,29 @@ PLAIN_SECONDS = 10.0
 def plain_line(p: Progress) -> str:
     share = f"{100 * p.done / p.total:3.0f}%" if p.total else "   -"
     eta = clock(p.eta) if p.eta is not None else "?"
-    return f"  {p.stage:<10} {p.done:>5}/{p.total:<5} {p.unit}  {share}  elapsed {clock(p.elapsed)}  eta {eta}"
+    cpu = "" if p.cpu is None else f"  cpu {100 * p.cpu:.0f}%"
+    return f"  {p.stage:<10} {p.done:>5}/{p.total:<5} {p.unit}  {share}  elapsed {clock(p.elapsed)}  eta {eta}{cpu}"
+
+
+def usage_text(seconds: float | None, cpu: float | None) -> str:
+    """``12.3 s  cpu 87%``: a stage's wall seconds and CPU utilisation (CPU s / (wall s x cores)), as known."""
+    parts = [] if seconds is None else [f"{seconds:.1f} s"]
+    return "  ".join(parts + ["cpu " + ("?" if cpu is None else f"{100 * cpu:.0f}%")])
 
 
 def summary_line(s: dict) -> str:
-    """The line of a finished stage (its ``refresh_runs`` counters)."""
+    """The line of a finished stage (its ``refresh_runs`` counters, seconds and CPU utilisation)."""
     return (f"  {s['stage']:<10} {s['status']:<7} processed {s['tables_processed']:>6}  added {s['tables_added']}  "
-            f"changed {s['tables_changed']}  deleted {s['tables_deleted']}  failed {s['tables_failed']}")
+            f"changed {s['tables_changed']}  deleted {s['tables_deleted']}  failed {s['tables_failed']}  "
+            f"{usage_text(s.get('seconds'), s.get('cpu'))}")
+
+
+def totals(stages: list[dict]) -> dict:
+    """Stage seconds summed, and the CPU utilisation over them (seconds-weighted; None if any stage's is unknown)."""
+    seconds = sum(s["seconds"] for s in stages)
+    known = stages and all(s.get("cpu") is not None for s in stages)
+    cpu = round(sum(s["cpu"] * s["seconds"] for s in stages) / seconds, 3) if known and seconds > 0 else None
+    return {"stage_seconds": round(seconds, 3), "cpu": cpu}
 
 
 class RefreshDisplay:

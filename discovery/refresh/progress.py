@@ -29,7 +29,8 @@ _FOLDER, _NAME = "progress", "refresh.json"
 
 @dataclass(frozen=True)
 class Progress:
-    """Where a refresh is: its stage (``step`` of ``steps``), Spark tasks done of those known so far, times."""
+    """Where a refresh is: its stage (``step`` of ``steps``), Spark tasks done of those known so far, times, and the
+    stage's CPU utilisation so far (``spark_jobs.progress.CpuMeter``)."""
 
     refresh_id: int
     stage: str
@@ -41,6 +42,7 @@ class Progress:
     unit: str = "tasks"
     stage_started: float = 0.0  # epoch seconds
     updated: float = 0.0
+    cpu: float | None = None    # CPU utilisation of the stage so far: CPU s / (wall s x cores); None: unknown
 
     @property
     def elapsed(self) -> float:

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .cache import INDEXES
 from .schema import SCHEMAS
 from .snapshot import Snapshot
 from .warehouse import Warehouse, WarehouseError
@@ -43,12 +44,23 @@ def latest_model(warehouse: Warehouse, name: str) -> StoredModel | None:
 
 
 def snapshot_model(snapshot: Snapshot, name: str) -> StoredModel:
-    """The version of ``name`` the snapshot was built with (what a query must use)."""
+    """The version of ``name`` the snapshot was built with (what a query must use), kept in the byte-bounded index
+    cache: versions are immutable, and a long-running process should not re-read it for every query."""
     version = snapshot.models.get(name)
     if version is None:
         raise WarehouseError(f"snapshot {snapshot.snapshot_id} has no model {name!r}; run a refresh that builds it")
-    t = snapshot.read("models")
-    t = t.filter(pc.and_(pc.equal(t["name"], name), pc.equal(t["version"], version)))
+    return INDEXES.get(("model", snapshot.warehouse.root, name, version), lambda: _stored(snapshot, name, version))
+
+
+def _stored(snapshot: Snapshot, name: str, version: str) -> StoredModel:
+    """One model row, read with the name pushed down to the files (so the encoders' large payloads stay unread).
+
+    The version is matched in memory: delta-rs keeps no statistics for strings longer than 32 characters (versions
+    such as ``xash-<hash>-r<refresh id>``), and the dataset it hands to Arrow turns missing statistics into null
+    bounds, which a pushed-down equality reads as "no row can match" and so skips the file.
+    """
+    t = snapshot.read("models", filter=pc.field("name") == name)
+    t = t.filter(pc.equal(t["version"], version))
     if t.num_rows == 0:
         raise WarehouseError(f"model {name!r} version {version} is missing from the warehouse")
     return _rows(t.slice(0, 1))[0]

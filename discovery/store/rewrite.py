@@ -1,4 +1,4 @@
-"""Copy-on-write removal of the rows of some lake tables from one data file (run by a worker)."""
+"""Finding, reading and copy-on-write removal of some lake tables' rows in a table's data files (run by workers)."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,24 +10,43 @@ from .files import DataFile, resolve, write_data_file
 
 
 def candidate_files(files: pa.Table, table_ids: np.ndarray) -> list[str]:
-    """Data files whose ``table_id`` statistics range may hold one of ``table_ids`` (all files without stats)."""
+    """Data files whose ``table_id`` statistics range may hold one of ``table_ids`` (all files without stats).
+
+    Vectorised over the files: a stage's tasks each call it with the whole table's file list, so a loop over the files
+    would make the stage's total cost grow with (tasks x files), quadratically in the lake's size.
+    """
     if len(table_ids) == 0 or files.num_rows == 0:
         return []
     ids = np.unique(np.asarray(table_ids, dtype=np.int64))
     paths = files.column("path").to_pylist()
     if "min.table_id" not in files.column_names:
         return paths
-    lo = files.column("min.table_id").to_numpy(zero_copy_only=False)
-    hi = files.column("max.table_id").to_numpy(zero_copy_only=False)
-    out = []
-    for path, a, b in zip(paths, lo, hi):
-        if a is None or b is None or np.isnan(a) or np.isnan(b):
-            out.append(path)
-            continue
-        i = np.searchsorted(ids, int(a), side="left")
-        if i < len(ids) and ids[i] <= int(b):
-            out.append(path)
-    return out
+    lo_col, hi_col = files.column("min.table_id"), files.column("max.table_id")
+    unknown = pc.or_(pc.is_null(lo_col, nan_is_null=True), pc.is_null(hi_col, nan_is_null=True)).to_numpy(
+        zero_copy_only=False)
+    lo = pc.fill_null(lo_col.cast(pa.float64()), 0).to_numpy(zero_copy_only=False)
+    hi = pc.fill_null(hi_col.cast(pa.float64()), 0).to_numpy(zero_copy_only=False)
+    lo, hi = np.nan_to_num(lo).astype(np.int64), np.nan_to_num(hi).astype(np.int64)
+    first = np.searchsorted(ids, lo, side="left")  # the smallest id >= the file's minimum ...
+    hit = (first < len(ids)) & (ids[np.minimum(first, len(ids) - 1)] <= hi)  # ... is within its maximum
+    return [p for p, keep in zip(paths, hit | unknown) if keep]
+
+
+def read_rows(table_uri: str, schema: pa.Schema, files: pa.Table, table_ids, columns: list[str]) -> pa.Table:
+    """Rows of ``table_ids`` from the data files ``files`` (:meth:`Warehouse.files` of one table version), read
+    straight from Parquet.
+
+    A Spark task handed the file list by its driver this way neither replays the Delta log nor reads the whole table's
+    file statistics through a dataset, so its cost follows its own tables, not the lake's size; and every task of a
+    stage reads the same version.
+    """
+    ids = pa.array(np.unique(np.asarray(table_ids, dtype=np.int64)))
+    fs, root = resolve(table_uri)
+    flt = pc.field("table_id").isin(ids)
+    parts = [pq.read_table(f"{root.rstrip('/')}/{p}", columns=columns, filters=flt, filesystem=fs)
+             for p in candidate_files(files, ids.to_numpy())]
+    want = pa.schema([schema.field(c) for c in columns])
+    return pa.concat_tables([t.cast(want) for t in parts]) if parts else want.empty_table()
 
 
 def drop_table_ids(table_uri: str, path: str, table_ids: np.ndarray, refresh_id: int, stage: str,

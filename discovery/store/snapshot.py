@@ -15,7 +15,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+from .cache import INDEXES
 from .warehouse import Warehouse, WarehouseError
+
+#: The catalog columns queries consult (resolving a query, naming results): one cached read serves both.
+CATALOG_COLUMNS = ["table_id", "path", "format", "bytes", "status", "error"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,13 @@ class Snapshot:
     def read(self, name: str, columns: list[str] | None = None, filter: pads.Expression | None = None) -> pa.Table:
         return self.warehouse.read(name, self.version(name), columns=columns, filter=filter)
 
+    def cached(self, name: str, columns: list[str]) -> pa.Table:
+        """``columns`` of a whole index table at this snapshot, read once per process and kept in the byte-bounded
+        index cache: for the small tables every query consults (catalog, columns), which a snapshot never changes,
+        so a long-running process answers without a Delta read per query."""
+        key = ("table", self.warehouse.root, self.snapshot_id, name, tuple(columns))
+        return INDEXES.get(key, lambda: self.read(name, columns=columns))
+
     def file_uris(self, name: str) -> list[str]:
         return self.warehouse.file_uris(name, self.version(name))
 
@@ -56,13 +67,16 @@ class Snapshot:
 def result_names(snapshot: Snapshot, table_ids: list[int]) -> tuple[dict[int, str], dict[tuple[int, int], str]]:
     """Paths and column names of the tables a search returned: ``({table_id: path}, {(table_id, ordinal): name})``.
 
-    Reads only the result tables' rows (a pushed-down filter), so explaining ten results costs ten tables' metadata.
+    The two tables are read once per snapshot and process (:meth:`Snapshot.cached`); only the result tables' rows are
+    turned into Python objects.
     """
     if not table_ids:
         return {}, {}
-    wanted = pc.field("table_id").isin(pa.array(sorted(set(table_ids)), pa.int64()))
-    catalog = snapshot.read("catalog", columns=["table_id", "path"], filter=wanted)
-    columns = snapshot.read("columns", columns=["table_id", "ordinal", "name"], filter=wanted)
+    wanted = pa.array(sorted(set(table_ids)), pa.int64())
+    catalog = snapshot.cached("catalog", CATALOG_COLUMNS)
+    catalog = catalog.filter(pc.is_in(catalog["table_id"], wanted))
+    columns = snapshot.cached("columns", ["table_id", "ordinal", "name"])
+    columns = columns.filter(pc.is_in(columns["table_id"], wanted))
     paths = dict(zip(catalog.column("table_id").to_pylist(), catalog.column("path").to_pylist()))
     names = {(t, o): n for t, o, n in zip(*(columns.column(c).to_pylist() for c in ("table_id", "ordinal", "name")))}
     return paths, names

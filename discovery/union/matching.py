@@ -6,11 +6,11 @@ number of one-to-one column pairs whose similarity is at least tau, then, among 
 Only admissible pairs (similarity >= tau) matter, and the optimum decomposes over the connected components of the
 bipartite graph they form.  An *isolated* pair (its query column and its lake column have no other admissible
 partner) is a component of its own and belongs to every optimum, so it is taken without solving anything; when every
-admissible pair is isolated the matching is trivial.  The remaining pairs form a small assignment problem: every
-admissible pair gets weight ``bonus + sim`` with a bonus larger than any total similarity a matching can gain by
-dropping a pair, inadmissible pairs get 0, and ``scipy.optimize.linear_sum_assignment`` maximises the total, so the
-optimum has maximum cardinality and, among those, maximum weight.  Only the rows and columns of non-isolated pairs
-enter the solver.
+admissible pair is isolated the matching is trivial.  The remaining pairs form a small assignment problem, solved
+for maximum cardinality and, among those, maximum weight (:func:`_assign`): by scoring every injective map when
+there are few (the usual case), else by ``scipy.optimize.linear_sum_assignment`` with every admissible pair weighted
+``bonus + sim``, the bonus larger than any total similarity a matching can gain by dropping a pair.  Only the rows
+and columns of non-isolated pairs enter the solver.
 
 Similarities are inner products of the unit-normalised float32 column vectors, computed in float64 and rounded to
 float32 (:func:`similarity_matrix`, :func:`pair_similarities`).  A float32 BLAS product would be faster, but its
@@ -19,14 +19,17 @@ bounds could miss the exact score by an ulp; the float64 product is accurate to 
 same whatever the shape.  The exact score, the bounds and the exhaustive baseline therefore see the same numbers, and
 since a float32 value >= 2^-19 is a multiple of 2^-42, a float64 sum of fewer than 2^10 admissible similarities is
 exact for any tau above that: scores do not depend on summation order.  Pairs are reported sorted by query column;
-``linear_sum_assignment`` is deterministic, so equal inputs give equal alignments.
+both solvers are deterministic, so equal inputs give equal alignments.
 """
 from __future__ import annotations
 
+import itertools
+import math
+from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 
 @dataclass(frozen=True)
@@ -75,38 +78,70 @@ def match_entries(rows: np.ndarray, cols: np.ndarray, sims: np.ndarray) -> Match
     n = len(rows)
     if n == 0:
         return EMPTY_MATCHING
-    sims = np.asarray(sims, dtype=np.float64)
+    # Python lists, not numpy: a table's pairs are a handful, and this runs once per scored table, so numpy's
+    # per-call overhead (np.unique and friends) was most of a warm union query's time
+    rows, cols = np.asarray(rows).tolist(), np.asarray(cols).tolist()
+    sims = np.asarray(sims, dtype=np.float64).tolist()
     if n == 1:
-        return Matching(float(sims[0]), ((int(rows[0]), int(cols[0]), float(sims[0])),))
-    row_keys, row_of, row_deg = np.unique(rows, return_inverse=True, return_counts=True)
-    col_keys, col_of, col_deg = np.unique(cols, return_inverse=True, return_counts=True)
-    isolated = (row_deg[row_of] == 1) & (col_deg[col_of] == 1)
-    take_r, take_c, take_s = rows[isolated], cols[isolated], sims[isolated]
-    solved = not isolated.all()
+        return Matching(sims[0], ((rows[0], cols[0], sims[0]),))
+    row_deg, col_deg = Counter(rows), Counter(cols)
+    taken, rest = [], []
+    for pair in zip(rows, cols, sims):
+        (taken if row_deg[pair[0]] == 1 and col_deg[pair[1]] == 1 else rest).append(pair)
+    solved = bool(rest)
     if solved:
-        rest = ~isolated
-        r_keys, r_idx = np.unique(row_of[rest], return_inverse=True)
-        c_keys, c_idx = np.unique(col_of[rest], return_inverse=True)
-        w = sims[rest]
-        # a matching has at most t pairs; bonus > t * (max sim - min(0, min sim)) makes one more pair always win
-        t = min(len(r_keys), len(c_keys))
-        bonus = t * (float(w.max()) - min(0.0, float(w.min()))) + 1.0
-        weights = np.zeros((len(r_keys), len(c_keys)))
-        weights[r_idx, c_idx] = w + bonus
-        ok = np.zeros(weights.shape, dtype=bool)
+        r_keys, c_keys = sorted({p[0] for p in rest}), sorted({p[1] for p in rest})
+        r_pos, c_pos = {k: i for i, k in enumerate(r_keys)}, {k: i for i, k in enumerate(c_keys)}
+        r_idx, c_idx = [r_pos[p[0]] for p in rest], [c_pos[p[1]] for p in rest]
+        ok = np.zeros((len(r_keys), len(c_keys)), dtype=bool)
         ok[r_idx, c_idx] = True
-        value = np.zeros(weights.shape)
-        value[r_idx, c_idx] = w
-        r, c = linear_sum_assignment(weights, maximize=True)
-        keep = ok[r, c]
-        r, c = r[keep], c[keep]
-        take_r = np.concatenate([take_r, row_keys[r_keys[r]]])
-        take_c = np.concatenate([take_c, col_keys[c_keys[c]]])
-        take_s = np.concatenate([take_s, value[r, c]])
-    order = np.argsort(take_r, kind="stable")
-    take_r, take_c, take_s = take_r[order], take_c[order], take_s[order]
-    pairs = tuple(zip(take_r.tolist(), take_c.tolist(), take_s.tolist()))
-    return Matching(float(take_s.sum()), pairs, solved)
+        value = np.zeros(ok.shape)
+        value[r_idx, c_idx] = [p[2] for p in rest]
+        r, c = _assign(ok, value)
+        taken += [(r_keys[i], c_keys[j], float(value[i, j])) for i, j in zip(r.tolist(), c.tolist())]
+    taken.sort(key=lambda p: p[0])
+    return Matching(float(np.sum([p[2] for p in taken])), tuple(taken), solved)
+
+
+def _assign(ok: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns of the matched admissible cells (``ok``) of a maximum-cardinality matching that, among those,
+    has the largest total ``value`` (0 outside ``ok``).
+
+    The problems left after isolated pairs are taken are tiny (on the sample lake 1x2 to 3x5), so up to
+    :data:`_ENUMERATED` injective row-to-column maps are all scored at once and the first best in lexicographic order
+    is taken, which is exact (the sums are exact, see the module docstring) and deterministic.  Larger ones go to
+    ``scipy.optimize.linear_sum_assignment`` with every admissible cell weighted ``bonus + sim``, the bonus larger
+    than any total similarity a matching can gain by dropping a pair.  scipy is imported only then: importing
+    ``scipy.optimize`` costs more than the rest of a cold union query.
+    """
+    n_rows, n_cols = ok.shape
+    if n_rows > n_cols:
+        c, r = _assign(ok.T, value.T)
+        return r, c
+    rows = np.arange(n_rows)
+    if math.perm(n_cols, n_rows) <= _ENUMERATED:
+        maps = _injections(n_rows, n_cols)
+        count = ok[rows, maps].sum(axis=1)
+        total = value[rows, maps].sum(axis=1)
+        cols = maps[np.lexsort((-total, -count))[0]]
+    else:
+        from scipy.optimize import linear_sum_assignment
+
+        w = value[ok]
+        bonus = n_rows * (float(w.max()) - min(0.0, float(w.min()))) + 1.0
+        rows, cols = linear_sum_assignment(np.where(ok, value + bonus, 0.0), maximize=True)
+    keep = ok[rows, cols]
+    return rows[keep], cols[keep]
+
+
+#: Largest number of injective row-to-column maps :func:`_assign` scores by enumeration (7 x 7 has 5040).
+_ENUMERATED = 5040
+
+
+@lru_cache(maxsize=128)
+def _injections(n_rows: int, n_cols: int) -> np.ndarray:
+    """Every injective map of ``n_rows`` rows into ``n_cols >= n_rows`` columns, (maps, n_rows), lexicographic."""
+    return np.array(list(itertools.permutations(range(n_cols), n_rows)), dtype=np.intp).reshape(-1, n_rows)
 
 
 def match_similarities(sim: np.ndarray, tau: float) -> Matching:

@@ -2,8 +2,9 @@
 
 The k-means model itself is fitted by Spark MLlib in the stage driver (``spark_jobs/centroid_partitions.py``); it is
 stored as a versioned model (``centroids``) so that Spark tasks, later refreshes and queries all use the same
-centroids.  Tasks read the column vectors of their own tables straight from the ``column_vectors`` Delta table
-(filtered by table id), so no vectors pass through the driver.
+centroids.  Tasks are handed the model and the ``column_vectors`` data files by the driver and read the column
+vectors of their own tables straight from those files (pruned by table id), so no vectors pass through the driver
+and no task replays the Delta log.
 """
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ..store import SCHEMAS, StoredModel, Warehouse, latest_model
+from ..store import SCHEMAS, StoredModel, Warehouse, latest_model, read_rows
 from .centroids import assign_to_centroids
 from .partitioning import partition_table
 
@@ -66,9 +66,9 @@ def current_model(warehouse: Warehouse) -> CentroidModel | None:
     return CentroidModel.from_stored(stored) if stored is not None else None
 
 
-def _column_vectors(warehouse: Warehouse, table_ids: list[int]) -> pa.Table:
-    flt = pc.field("table_id").isin(pa.array(table_ids, pa.int64()))
-    return warehouse.read("column_vectors", columns=["table_id", "content_hash", "ordinal", "vector"], filter=flt)
+def _column_vectors(ctx, files: pa.Table, table_ids: list[int]) -> pa.Table:
+    return read_rows(Warehouse(ctx.warehouse).table_uri("column_vectors"), SCHEMAS["column_vectors"], files, table_ids,
+                     ["table_id", "content_hash", "ordinal", "vector"])
 
 
 def _grouped(vectors: pa.Table):
@@ -87,12 +87,12 @@ def _grouped(vectors: pa.Table):
         yield int(tids[lo]), hashes[lo], ordinals[lo:hi], mat[lo:hi]
 
 
-def quantisation_batch(work: pa.Table, ctx) -> tuple[pa.Table, dict]:
-    """Squared quantisation error of the work tables' columns under the current model (for the drift test)."""
-    wh = Warehouse(ctx.warehouse)
-    model = current_model(wh)
+def quantisation_batch(work: pa.Table, ctx, model: CentroidModel, files: pa.Table) -> tuple[pa.Table, dict]:
+    """Squared quantisation error of the work tables' columns under ``model`` (for the drift test); ``files``: the
+    ``column_vectors`` data files the driver planned from (tasks are handed the model and the files rather than each
+    reading the ``models`` table and the Delta log, whose sizes grow with the lake)."""
     err, n = 0.0, 0
-    for _, _, _, vecs in _grouped(_column_vectors(wh, work.column("table_id").to_pylist())):
+    for _, _, _, vecs in _grouped(_column_vectors(ctx, files, work.column("table_id").to_pylist())):
         ids = assign_to_centroids(vecs, model.centroids)
         err += float(np.sum((vecs - model.centroids[ids]) ** 2))
         n += len(vecs)
@@ -100,14 +100,14 @@ def quantisation_batch(work: pa.Table, ctx) -> tuple[pa.Table, dict]:
         {"sq_error_sum": err, "columns": n}
 
 
-def partition_batch(work: pa.Table, ctx) -> tuple[pa.Table, dict]:
-    """``centroid_partitions`` rows (Algorithm 1) for the work tables under the current model."""
-    wh = Warehouse(ctx.warehouse)
-    model = current_model(wh)
+def partition_batch(work: pa.Table, ctx, model: CentroidModel, files: pa.Table) -> tuple[pa.Table, dict]:
+    """``centroid_partitions`` rows (Algorithm 1) for the work tables under ``model``; ``files`` as for
+    :func:`quantisation_batch`."""
     cfg = ctx.config.union
     out = {k: [] for k in SCHEMAS["centroid_partitions"].names}
     processed = 0
-    for table_id, content_hash, ordinals, vecs in _grouped(_column_vectors(wh, work.column("table_id").to_pylist())):
+    for table_id, content_hash, ordinals, vecs in _grouped(_column_vectors(ctx, files,
+                                                                           work.column("table_id").to_pylist())):
         processed += 1
         ids = assign_to_centroids(vecs, model.centroids)
         parts = partition_table(vecs, ids, model.centroids, cfg.rho_l, cfg.rho_h, col_ordinals=ordinals,

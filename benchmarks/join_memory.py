@@ -1,0 +1,175 @@
+"""Join memory bound: a query holds at most ``[join] memory_budget_mb`` of index, answers unchanged.
+
+Run: ``python benchmarks/join_memory.py [--tables 250] [--values 4000] [--workdir DIR] [--queries 5]``.
+
+A generated lake of ``--tables`` tables, each with two string columns of ``--values`` distinct made-up names (so the
+lake has ``2 x tables x values`` value vectors), is refreshed twice with the real pipeline (``lakescout refresh``):
+once with a budget large enough for one partition, once with a quarter of that index's estimated size.  Queries go
+through ``discovery.open(...).join`` in child processes, each reporting its peak resident set (``VmHWM``); the fixed
+overhead is the peak of the same child answering on a tiny warehouse (one table).  The result: peak RSS of the
+partitioned query against budget + fixed overhead, the bytes each query held (``held_bytes_max``), and whether every
+answer equals the one-partition index's.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+if __package__ in (None, ""):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.common import ROOT, print_table, write_result  # noqa: E402
+
+SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ber", "dan", "fel", "gor", "hal", "jin", "kor", "lem",
+             "mar", "nor", "pel", "quin", "ros", "stan", "tor", "ul", "vin", "wel", "yor", "zan"]
+CONFIG = """
+[embed]
+join_steps = 30
+table_epochs = 2
+train_tables = 64
+"""
+
+
+def _names(rng: np.random.Generator, n: int, domain: int) -> list[str]:
+    """``n`` distinct made-up names of a domain (a domain prefix syllable keeps domains apart in the vector space)."""
+    out: set[str] = set()
+    head = SYLLABLES[domain % len(SYLLABLES)].title()
+    while len(out) < n:
+        k = rng.integers(2, 5, n)
+        for row in range(n):
+            parts = rng.choice(SYLLABLES, int(k[row]))
+            out.add(f"{head}{''.join(parts)} {SYLLABLES[int(rng.integers(len(SYLLABLES)))].title()}"
+                    f"{int(rng.integers(100))}")
+            if len(out) == n:
+                break
+    return sorted(out)
+
+
+def write_lake(root: str, tables: int, values: int, seed: int = 0) -> None:
+    """``tables`` CSV files of two name columns (``values`` distinct values each) and a row number."""
+    rng = np.random.default_rng(seed)
+    os.makedirs(root, exist_ok=True)
+    for t in range(tables):
+        a, b = _names(rng, values, t % 7), _names(rng, values, 7 + t % 5)
+        rng.shuffle(b)
+        with open(os.path.join(root, f"t{t:04d}.csv"), "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(["name", "partner", "row"])
+            w.writerows(zip(a, b, range(values)))
+
+
+def refresh(lake: str, warehouse: str, budget_mb: float | None, workdir: str) -> float:
+    config = os.path.join(workdir, f"budget_{budget_mb}.toml")
+    with open(config, "w") as fh:
+        fh.write(CONFIG + (f"\n[join]\nmemory_budget_mb = {budget_mb!r}\n" if budget_mb is not None else ""))
+    started = time.perf_counter()
+    subprocess.run([os.path.join(ROOT, ".venv", "bin", "lakescout"), "refresh", "--lake", lake, "--warehouse",
+                    warehouse, "--config", config], check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+CHILD = """
+import json, sys, resource
+import discovery
+ls = discovery.open(sys.argv[1])
+out = []
+for query, column in json.loads(sys.argv[2]):
+    r = ls.join(query, column, top_k=10)
+    out.append({"answer": [[x["table_id"], x["column"], x["matched"], x["matches"]] for x in r["results"]],
+                "held": r["stats"].get("held_bytes_max"), "partitions": r["stats"].get("partitions")})
+hwm = [int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM")][0]
+print(json.dumps({"vmhwm": hwm, "queries": out}))
+"""
+
+
+def query_child(warehouse: str, queries: list[tuple[str, str]]) -> dict:
+    """Answers and peak RSS of a fresh process querying ``warehouse`` through ``discovery.open(...).join``."""
+    env = dict(os.environ, LAKESCOUT_CACHE_MB="0")
+    done = subprocess.run([sys.executable, "-c", CHILD, warehouse, json.dumps(queries)], check=True,
+                          capture_output=True, text=True, env=env, cwd=ROOT)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _model(warehouse: str):
+    import discovery
+    from discovery.join.stage import MODEL, PivotModel
+    from discovery.store import snapshot_model
+
+    snap = discovery.open(warehouse).snapshot
+    return PivotModel.from_stored(snapshot_model(snap, MODEL)), snap.read("value_vectors", columns=["table_id"]).num_rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tables", type=int, default=250)
+    ap.add_argument("--values", type=int, default=2000)
+    ap.add_argument("--queries", type=int, default=5)
+    ap.add_argument("--workdir", default=None, help="keep the lake and warehouses here (reused when present)")
+    ap.add_argument("--lake", default=None, help="an already generated lake (default: <workdir>/lake_<T>x<V>)")
+    ap.add_argument("--warehouse", default=None, help="its one-partition warehouse, if already refreshed")
+    args = ap.parse_args(argv)
+
+    work = args.workdir or tempfile.mkdtemp(prefix="lakescout-join-memory-")
+    os.makedirs(work, exist_ok=True)
+    lake = args.lake or os.path.join(work, f"lake_{args.tables}x{args.values}")
+    tiny = os.path.join(work, "tiny_lake")
+    whole, parts, small = (os.path.join(work, f"wh_{n}_{args.tables}x{args.values}") for n in ("one", "quarter", "tiny"))
+    whole = args.warehouse or whole
+    seconds = {}
+    if not os.path.isdir(lake):
+        write_lake(lake, args.tables, args.values)
+    if not os.path.isdir(tiny):
+        write_lake(tiny, 1, 40, seed=1)
+    if not os.path.isdir(whole):
+        seconds["refresh_one_partition"] = refresh(lake, whole, None, work)
+    if not os.path.isdir(small):
+        seconds["refresh_tiny"] = refresh(tiny, small, None, work)
+    model, n_vectors = _model(whole)
+    if model.n_partitions != 1:
+        raise SystemExit(f"{whole} has {model.n_partitions} partitions; the reference must be one partition")
+    queries = [(f"t{t:04d}.csv", column) for t in range(0, args.tables, max(1, args.tables // args.queries))
+               for column in ("name", "partner")][:args.queries]
+    runs = {"tiny": query_child(small, [("t0000.csv", "name")]), "one_partition": query_child(whole, queries)}
+    index_bytes = max(q["held"] for q in runs["one_partition"]["queries"])  # rows read + index, as measured
+    budget_mb = index_bytes / 4 / (1 << 20)
+    if not os.path.isdir(parts):  # the same warehouse refreshed under the smaller budget: the pivots stage re-partitions
+        shutil.copytree(whole, parts)
+        seconds["refresh_quarter_budget"] = refresh(lake, parts, budget_mb, work)
+    pmodel, _ = _model(parts)
+    runs["quarter_budget"] = query_child(parts, queries)
+    strip = [[[a[:3] for a in q["answer"]] for q in runs[k]["queries"]] for k in ("one_partition", "quarter_budget")]
+    overhead = runs["tiny"]["vmhwm"]
+    peak = runs["quarter_budget"]["vmhwm"]
+    budget = budget_mb * (1 << 20)
+    rows = [{"warehouse": name, "partitions": (pmodel if name == "quarter_budget" else model).n_partitions
+             if name != "tiny" else 1, "peak_rss_mb": r["vmhwm"] / 2 ** 20,
+             "held_mb_max": max((q["held"] or 0) for q in r["queries"]) / 2 ** 20} for name, r in runs.items()]
+    print(f"lake: {args.tables} tables, {n_vectors} value vectors; |P| = {len(model.pivots)}, m = {model.grid.levels} "
+          f"({model.choice.get('by')}); one-partition index as loaded {index_bytes / 2 ** 20:.0f} MiB, budget {budget_mb:.1f} MiB "
+          f"(a quarter), {pmodel.n_partitions} partitions")
+    print_table(rows, ["warehouse", "partitions", "peak_rss_mb", "held_mb_max"])
+    ok = peak <= budget + overhead
+    print(f"peak RSS {peak / 2 ** 20:.0f} MiB vs budget + fixed overhead {(budget + overhead) / 2 ** 20:.0f} MiB: "
+          f"{'within' if ok else 'OVER'}; answers identical to the one-partition index: {strip[0] == strip[1]}")
+    write_result("join_memory", {
+        "tables": args.tables, "values_per_column": args.values, "value_vectors": n_vectors,
+        "n_pivots": len(model.pivots), "levels": model.grid.levels, "choice": model.choice,
+        "index_bytes_as_loaded": index_bytes, "budget_bytes": budget, "partitions": pmodel.n_partitions,
+        "fixed_overhead_bytes": overhead, "peak_rss_bytes": {k: r["vmhwm"] for k, r in runs.items()},
+        "held_bytes_max": {k: max((q["held"] or 0) for q in r["queries"]) for k, r in runs.items()},
+        "within_budget_plus_overhead": ok, "answers_identical": strip[0] == strip[1], "queries": queries,
+        "refresh_seconds": seconds, "workdir": work})
+    return 0 if ok and strip[0] == strip[1] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

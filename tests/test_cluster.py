@@ -92,8 +92,9 @@ def _index(warehouse: str) -> dict[str, list[str]]:
             for key in ("model_version", "version"):
                 if isinstance(row.get(key), str):
                     row[key] = REFRESH_SUFFIX.sub("", row[key])
-            if name == "models":  # params record the training's wall-clock seconds
-                row["params"] = {k: v for k, v in json.loads(row["params"]).items() if k != "seconds"}
+            if name == "models":  # params record the training's wall-clock seconds and probed pace per step
+                row["params"] = {k: v for k, v in json.loads(row["params"]).items()
+                                 if k not in ("seconds", "step_seconds")}
             rows.append(repr(sorted(row.items())))
         out[name] = sorted(rows)
     return out

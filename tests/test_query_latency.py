@@ -26,7 +26,7 @@ QUERIES = {
 }
 #: Runs one CLI query in a fresh interpreter; prints the answer, the modules it imported and numba's compilations.
 CHILD = """
-import io, json, sys
+import io, json, os, sys
 compiles = []
 if sys.argv[1] == "join":
     from numba.core import event
@@ -44,6 +44,8 @@ out, sys.stdout = sys.stdout, io.StringIO()
 code = cli.main(sys.argv[1:] + ["--json"])
 answer, sys.stdout = sys.stdout.getvalue(), out
 print(json.dumps({"code": code, "answer": json.loads(answer), "modules": sorted(sys.modules), "compiles": compiles}))
+sys.stdout.flush()
+os._exit(0)  # as the console script leaves (discovery.cli.entry): no interpreter finalisation under Arrow's threads
 """
 
 

@@ -4,6 +4,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
+WARM := $(VENV)/.numba-warm
 
 # Project-local Airflow (SQLite metadata DB) with this repository's DAGs and plugins.
 export AIRFLOW_HOME := $(CURDIR)/.airflow
@@ -19,7 +20,7 @@ export PYSPARK_PYTHON := $(BIN)/python
 
 .PHONY: venv demo test sample-lake clean test-tools ui cluster-up cluster-down
 
-venv: $(STAMP)
+venv: $(STAMP) $(WARM)
 
 $(STAMP): requirements.txt pyproject.toml
 	@java -version >/dev/null 2>&1 || { echo "Java 17 is required by Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }
@@ -27,8 +28,13 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements.txt
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
-	$(BIN)/python -m discovery.join.warmup  # numba's cache: the first join query need not compile its kernels
 	touch $(STAMP)
+
+# numba's cache, so that the first join query need not compile its kernels; numba keys the cache on the kernels'
+# source files, so it is filled again whenever one of them changes.
+$(WARM): $(STAMP) $(wildcard discovery/join/*.py)
+	$(BIN)/python -m discovery.join.warmup
+	touch $(WARM)
 
 sample-lake: venv
 	$(BIN)/lakescout demo-lake $(LAKESCOUT_LAKE)

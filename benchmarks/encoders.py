@@ -12,7 +12,8 @@
    geometry could put within tau at 0.1 % random pairs; TF-IDF cosine over words and character 3-grams gives the
    lexical reference for it.  The ``join`` variants of ``JOIN_VARIANTS`` are trained side by side: the default,
    InfoNCE alone (``alignment_weight`` and ``margin_weight`` 0, the alternative :class:`JoinEncoderConfig`
-   describes) and generated variations only (no positives mined from the lake, ``mined_share`` 0).  For each
+   describes), without same-column hard negatives (``hard_share`` 0) and generated variations only (no positives
+   mined from the lake and no hard negatives).  Training sees each AutoFJ table's titles as one column.  For each
    encoder and a range of taus: nearest-value matching quality against ``gt.csv``, the share of datasets whose own
    left column is the most joinable one for its right column, and the share of random pairs that 5-pivot filtering
    (PEXESO Lemma 1) leaves, so quality and prunability are read side by side.
@@ -57,7 +58,8 @@ PIVOTS = 5
 #: Join encoder variants trained side by side on AutoFJ (``join`` is the shipped default; the others change the
 #: fields given, see :class:`JoinEncoderConfig`).
 JOIN_VARIANTS = {"join": {}, "join-infonce": {"alignment_weight": 0.0, "margin_weight": 0.0},
-                 "join-variations-only": {"mined_share": 0.0}}
+                 "join-no-hard-negatives": {"hard_share": 0.0},
+                 "join-variations-only": {"mined_share": 0.0, "hard_share": 0.0}}
 
 
 def load_ugen_table(path: Path) -> list[list[str | None]]:
@@ -246,13 +248,14 @@ def distance_benchmark(join_steps: int) -> dict:
     root = DATA / "autofj"
     values: set[str] = set()
     pairs: list[tuple[str, str]] = []
-    datasets = []
+    datasets, columns = [], []
     for d in sorted(p for p in root.iterdir() if p.is_dir()):
         sides = []
         for side in ("left.csv", "right.csv"):
             with open(d / side, newline="", encoding="utf-8") as fh:
                 sides.append(sorted({r["title"] for r in csv.DictReader(fh)}))
         values.update(sides[0] + sides[1])
+        columns += sides
         with open(d / "gt.csv", newline="", encoding="utf-8") as fh:
             gt = [(r["title_l"], r["title_r"]) for r in csv.DictReader(fh)]
         pairs.extend(gt)
@@ -270,7 +273,8 @@ def distance_benchmark(join_steps: int) -> dict:
     encoders, summary = [("hash", HashEncoder())], {"join_steps": join_steps}
     for name, options in JOIN_VARIANTS.items():
         t0 = time.perf_counter()
-        encoders.append((name, train_join_encoder(lake, JoinEncoderConfig(**{"steps": join_steps, **options}))))
+        encoders.append((name, train_join_encoder(lake, JoinEncoderConfig(**{"steps": join_steps, **options}),
+                                                  columns=columns)))
         summary[f"{name}_train_seconds"] = time.perf_counter() - t0
     summary["join_version"] = encoders[1][1].version
 

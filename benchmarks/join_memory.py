@@ -6,9 +6,11 @@ A generated lake of ``--tables`` tables, each with two string columns of ``--val
 lake has ``2 x tables x values`` value vectors), is refreshed twice with the real pipeline (``lakescout refresh``):
 once with a budget large enough for one partition, once with a quarter of that index's estimated size.  Queries go
 through ``discovery.open(...).join`` in child processes, each reporting its peak resident set (``VmHWM``); the fixed
-overhead is the peak of the same child answering on a tiny warehouse (one table).  The result: peak RSS of the
-partitioned query against budget + fixed overhead, the bytes each query held (``held_bytes_max``), and whether every
-answer equals the one-partition index's.
+overhead is the peak of the same child answering the same queries on a one-table warehouse whose query columns have
+as many values (interpreter, libraries, the join encoder and the query's own encoding: everything but the lake's
+index).  The result: peak RSS of the partitioned query against budget + fixed overhead, the bytes each query held
+(``held_bytes_max``), the largest stored partition against its capacity, and whether every answer equals the
+one-partition index's.
 """
 from __future__ import annotations
 
@@ -108,6 +110,17 @@ def _model(warehouse: str):
     return PivotModel.from_stored(snapshot_model(snap, MODEL)), snap.read("value_vectors", columns=["table_id"]).num_rows
 
 
+def _partition_loads(warehouse: str, model, budget: float):
+    """Stored value vectors per partition, and the capacity the pivots stage sized them for."""
+    import discovery
+    from discovery.join.partitioning import partition_capacity
+
+    stored = discovery.open(warehouse).snapshot.read("pivot_mappings", columns=["partition"]).column("partition")
+    capacity = partition_capacity(budget, model.pivots.shape[1], len(model.pivots), model.grid.levels,
+                                  model.choice.get("value_bytes", 32.0))
+    return np.bincount(stored.to_numpy(), minlength=model.n_partitions), capacity
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tables", type=int, default=250)
@@ -121,14 +134,14 @@ def main(argv=None) -> int:
     work = args.workdir or tempfile.mkdtemp(prefix="lakescout-join-memory-")
     os.makedirs(work, exist_ok=True)
     lake = args.lake or os.path.join(work, f"lake_{args.tables}x{args.values}")
-    tiny = os.path.join(work, "tiny_lake")
+    tiny = os.path.join(work, f"tiny_lake_{args.values}")
     whole, parts, small = (os.path.join(work, f"wh_{n}_{args.tables}x{args.values}") for n in ("one", "quarter", "tiny"))
     whole = args.warehouse or whole
     seconds = {}
     if not os.path.isdir(lake):
         write_lake(lake, args.tables, args.values)
     if not os.path.isdir(tiny):
-        write_lake(tiny, 1, 40, seed=1)
+        write_lake(tiny, 1, args.values, seed=1)
     if not os.path.isdir(whole):
         seconds["refresh_one_partition"] = refresh(lake, whole, None, work)
     if not os.path.isdir(small):
@@ -138,13 +151,15 @@ def main(argv=None) -> int:
         raise SystemExit(f"{whole} has {model.n_partitions} partitions; the reference must be one partition")
     queries = [(f"t{t:04d}.csv", column) for t in range(0, args.tables, max(1, args.tables // args.queries))
                for column in ("name", "partner")][:args.queries]
-    runs = {"tiny": query_child(small, [("t0000.csv", "name")]), "one_partition": query_child(whole, queries)}
+    runs = {"tiny": query_child(small, [("t0000.csv", column) for column in ("name", "partner")]),
+            "one_partition": query_child(whole, queries)}
     index_bytes = max(q["held"] for q in runs["one_partition"]["queries"])  # rows read + index, as measured
     budget_mb = index_bytes / 4 / (1 << 20)
     if not os.path.isdir(parts):  # the same warehouse refreshed under the smaller budget: the pivots stage re-partitions
         shutil.copytree(whole, parts)
         seconds["refresh_quarter_budget"] = refresh(lake, parts, budget_mb, work)
     pmodel, _ = _model(parts)
+    loads, capacity = _partition_loads(parts, pmodel, budget_mb * (1 << 20))
     runs["quarter_budget"] = query_child(parts, queries)
     strip = [[[a[:3] for a in q["answer"]] for q in runs[k]["queries"]] for k in ("one_partition", "quarter_budget")]
     overhead = runs["tiny"]["vmhwm"]
@@ -157,6 +172,9 @@ def main(argv=None) -> int:
           f"({model.choice.get('by')}); one-partition index as loaded {index_bytes / 2 ** 20:.0f} MiB, budget {budget_mb:.1f} MiB "
           f"(a quarter), {pmodel.n_partitions} partitions")
     print_table(rows, ["warehouse", "partitions", "peak_rss_mb", "held_mb_max"])
+    print(f"largest partition {loads.max()} value vectors, capacity {capacity} (the budget's estimate)")
+    same = [a == b for a, b in zip(*strip)]
+    print(f"answers identical per query: {same}")
     ok = peak <= budget + overhead
     print(f"peak RSS {peak / 2 ** 20:.0f} MiB vs budget + fixed overhead {(budget + overhead) / 2 ** 20:.0f} MiB: "
           f"{'within' if ok else 'OVER'}; answers identical to the one-partition index: {strip[0] == strip[1]}")
@@ -164,6 +182,8 @@ def main(argv=None) -> int:
         "tables": args.tables, "values_per_column": args.values, "value_vectors": n_vectors,
         "n_pivots": len(model.pivots), "levels": model.grid.levels, "choice": model.choice,
         "index_bytes_as_loaded": index_bytes, "budget_bytes": budget, "partitions": pmodel.n_partitions,
+        "largest_partition_vectors": int(loads.max()), "partition_capacity_vectors": capacity,
+        "partition_loads": loads.tolist(), "answers_identical_per_query": same,
         "fixed_overhead_bytes": overhead, "peak_rss_bytes": {k: r["vmhwm"] for k, r in runs.items()},
         "held_bytes_max": {k: max((q["held"] or 0) for q in r["queries"]) for k, r in runs.items()},
         "within_budget_plus_overhead": ok, "answers_identical": strip[0] == strip[1], "queries": queries,

@@ -49,10 +49,13 @@ def _application(module: str) -> str:
 def lake_refresh():
     @task
     def begin(params=None) -> int:
-        """Create missing index tables, clean files of attempts that never committed, allocate the refresh id."""
+        """Check where the run points, create missing index tables, clean files of attempts that never committed,
+        allocate the refresh id."""
+        from discovery.locations import check_location
         from discovery.refresh import begin_refresh
 
-        return begin_refresh(params["warehouse"])
+        check_location("lake", params["lake"], LAKE)
+        return begin_refresh(check_location("warehouse", params["warehouse"], WAREHOUSE))
 
     refresh_id = begin()
     previous = refresh_id

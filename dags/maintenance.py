@@ -40,9 +40,11 @@ log = logging.getLogger(__name__)
 def lakescout_maintenance():
     @task
     def maintain(params=None) -> dict:
+        from discovery.locations import check_location
         from discovery.maintenance import run_maintenance
 
-        report = run_maintenance(params["warehouse"], replace(CONFIG, keep_snapshots=params["keep_snapshots"]))
+        warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
+        report = run_maintenance(warehouse, replace(CONFIG, keep_snapshots=params["keep_snapshots"]))
         log.info("maintenance: %s", json.dumps(report, default=str))
         if report["status"] == "skipped":
             raise AirflowSkipException(report["reason"])

@@ -52,9 +52,10 @@ def query_batch():
     def validate(params=None) -> dict:
         """Check every query against the snapshot; a bad one fails the run before anything is written."""
         from discovery.batch import validate_batch
+        from discovery.locations import check_location
 
         spec = {"name": params["name"], "snapshot_id": params["snapshot_id"], "queries": params["queries"]}
-        batch, snap = validate_batch(params["warehouse"], spec, served=True)
+        batch, snap = validate_batch(check_location("warehouse", params["warehouse"], WAREHOUSE), spec, served=True)
         log.info("batch %r: %d queries valid against snapshot %d", batch.name, len(batch.queries), snap.snapshot_id)
         return {"spec": batch.to_dict(), "snapshot_id": snap.snapshot_id}
 
@@ -62,8 +63,10 @@ def query_batch():
     def run(checked: dict, params=None, run_id=None) -> dict:
         """Answer every query and record the batch in one commit; the summary is the XCom value."""
         from discovery.batch import run_batch
+        from discovery.locations import check_location
 
-        summary = run_batch(params["warehouse"], checked["spec"], batch_id=f"dag-{run_id}",
+        summary = run_batch(check_location("warehouse", params["warehouse"], WAREHOUSE), checked["spec"],
+                            batch_id=f"dag-{run_id}",
                             snapshot_id=checked["snapshot_id"], served=True)
         log.info("batch summary: %s", json.dumps(summary, default=str))
         return summary

@@ -35,8 +35,9 @@ def standing_queries():
     def saved(params=None) -> list[str]:
         """Names of the saved standing queries."""
         from discovery.batch import standing_queries as saved_queries
+        from discovery.locations import check_location
 
-        names = sorted(saved_queries(params["warehouse"]))
+        names = sorted(saved_queries(check_location("warehouse", params["warehouse"], WAREHOUSE)))
         log.info("standing queries: %s", ", ".join(names) or "none")
         return names
 
@@ -44,8 +45,9 @@ def standing_queries():
     def rerun(name: str, params=None) -> dict:
         """Run one standing query on the newest snapshot and record its changes."""
         from discovery.batch import run_standing
+        from discovery.locations import check_location
 
-        out = run_standing(params["warehouse"], name)
+        out = run_standing(check_location("warehouse", params["warehouse"], WAREHOUSE), name)
         log.info("standing query %s: %s", name, json.dumps(out, default=str))
         return out
 

@@ -33,7 +33,7 @@ class ProfileConfig:
 @dataclass(frozen=True)
 class SparkConfig:
     master: str = "local[*]"
-    tables_per_task: int = 16      # lake tables handled by one Spark task (bounds task memory and file count)
+    tables_per_task: int = 16      # lake tables per output file and held by a task at once (a task takes up to 4)
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,16 @@ Order matters and is fixed by :func:`run_maintenance`:
    ``v_min`` (needed by no retained snapshot) are deleted, and time travel to any retained snapshot still works.
    Bookkeeping tables keep their current version.  Vacuum runs in its non-``full`` mode: it deletes only files the
    log tombstoned, never untracked files a running writer has not committed yet.
+4. **Model files.**  The plain-file copies of encoder versions no retained snapshot uses are deleted
+   (:func:`prune_model_files`).
 
 Maintenance and a refresh must not interleave (compaction removes files a refresh may be about to replace), so
 :func:`refresh_in_progress` makes maintenance skip while a refresh has committed unpublished work recently.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -31,6 +35,7 @@ from deltalake.transaction import CommitProperties
 
 from .batch import pinned_snapshots
 from .config import MaintenanceConfig
+from .encoders.stored import MODEL_FILES, SET_MODEL, payload
 from .store import INDEX_TABLES, SCHEMAS, Warehouse, list_snapshots, new_attempt_token
 
 
@@ -117,6 +122,42 @@ def vacuum_table(wh: Warehouse, name: str, versions: list[int]) -> list[str]:
                                  commit_properties=CommitProperties(custom_metadata={"lakescout.stage": "maintenance"}))
 
 
+def model_versions_in_use(retained: list) -> set[str]:
+    """Encoder versions the retained snapshots encode with: the column, table and join encoders their
+    ``embed.encoders`` model names."""
+    used: set[str] = set()
+    for snap in retained:
+        version = snap.models.get(SET_MODEL)
+        if version is None:
+            continue
+        _, params = payload(snap.warehouse.root, SET_MODEL, version, snap.version("models"))
+        used.update(v for v in (params.get("column"), params.get("table"), params.get("join")) if v)
+    return used
+
+
+def prune_model_files(wh: Warehouse, retained: list) -> list[str]:
+    """Delete the plain-file copies of encoder versions (``<warehouse>/model_files``) that no retained snapshot uses.
+
+    The files are a cache of the ``models`` table (:func:`discovery.encoders.stored.mapped_payload`), about 100 MB
+    per join-encoder version, so a lake whose join encoder is retrained every week would otherwise grow by that
+    much every week.  Deleting one is always safe: a process that maps it keeps its pages until it unmaps them, and
+    a query on a snapshot no longer retained writes the file again from the table.  Temporary files (a writer's
+    ``.<version>.*``, renamed into place when complete) are left alone.
+    """
+    folder = os.path.join(wh.root, MODEL_FILES)
+    if "://" in wh.root or not os.path.isdir(folder):
+        return []
+    keep = model_versions_in_use(retained)
+    removed = []
+    for name in sorted(os.listdir(folder)):
+        if name.startswith(".") or not name.endswith(".bin") or name[:-len(".bin")] in keep:
+            continue
+        with contextlib.suppress(FileNotFoundError):  # another maintenance run took it first
+            os.remove(os.path.join(folder, name))
+            removed.append(name)
+    return removed
+
+
 def run_maintenance(warehouse: Warehouse | str, config: MaintenanceConfig | None = None) -> dict:
     """Snapshot retention, then compaction, then vacuum of every table; returns a report (or why it skipped)."""
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
@@ -136,5 +177,7 @@ def run_maintenance(warehouse: Warehouse | str, config: MaintenanceConfig | None
         entry["vacuumed_files"] = len(vacuum_table(wh, name, versions))
         entry["kept_versions_from"] = versions[0]
         tables.append(entry)
+    model_files = prune_model_files(wh, retained)
     return {"status": "ok", "snapshots_kept": retention.kept, "snapshots_removed": retention.removed,
-            "snapshots_pinned": retention.pinned, "tables": tables, "seconds": round(time.time() - started, 3)}
+            "snapshots_pinned": retention.pinned, "tables": tables, "model_files_removed": model_files,
+            "seconds": round(time.time() - started, 3)}

@@ -19,7 +19,6 @@ indexed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +29,7 @@ from .encoders.stored import COLUMN_MODEL, JOIN_MODEL, SET_MODEL, TABLE_MODEL, p
 from .lake import LakeFileError, infer_type, read_lake_table
 from .query import QueryError, QueryTable
 from .store import SCHEMAS, Snapshot, WarehouseError
+from .store.cache import INDEXES
 
 OUTPUTS = ("column_vectors", "table_vectors", "value_vectors")
 
@@ -75,10 +75,11 @@ class LakeEncoders:
     table: Encoder        # the trained table encoder, or the column encoder (its encode_table is the mean)
     warehouse_root: str
 
-    @cached_property
+    @property
     def join(self) -> Encoder | None:
         """The join encoder, loaded on first use: its weights are most of the models' bytes (about 100 MB with the
-        default 2^18 buckets), and union queries and column vectors never need them."""
+        default 2^18 buckets), and union queries and column vectors never need them.  Not kept on this object: the
+        index cache holds it, within its byte budget."""
         return stored_encoder(self.warehouse_root, JOIN_MODEL, self.refs.join) if self.refs.join else None
 
 
@@ -214,19 +215,19 @@ def embed_batch(work: pa.Table, ctx, refs: EncoderRefs) -> tuple[dict[str, pa.Ta
 
 
 # -- query side ---------------------------------------------------------------------------------------------------
-_SNAPSHOT_ENCODERS: dict[tuple[str, int], LakeEncoders] = {}
-
-
 def snapshot_encoders(snapshot: Snapshot) -> LakeEncoders:
-    """The encoders the snapshot's vectors were built with (cached per warehouse root and snapshot id)."""
-    key = (snapshot.warehouse.root, snapshot.snapshot_id)
-    if key not in _SNAPSHOT_ENCODERS:
+    """The encoders the snapshot's vectors were built with.  The versions a snapshot pins are read once per process
+    and kept, like the encoders themselves, in the byte-bounded index cache, so a long-running process that serves
+    snapshot after snapshot does not hold every snapshot's encoders."""
+    def refs() -> EncoderRefs:
         version = snapshot.models.get(SET_MODEL)
         if version is None:
             raise WarehouseError(f"snapshot {snapshot.snapshot_id} has no vectors (no embed stage ran before it)")
         _, params = payload(snapshot.warehouse.root, SET_MODEL, version, snapshot.version("models"))
-        _SNAPSHOT_ENCODERS[key] = load_encoders(snapshot.warehouse.root, EncoderRefs.from_params(params))
-    return _SNAPSHOT_ENCODERS[key]
+        return EncoderRefs.from_params(params)
+
+    root = snapshot.warehouse.root
+    return INDEXES.get(("encoders", root, snapshot.snapshot_id), lambda: load_encoders(root, refs()))
 
 
 def embed_query(snapshot: Snapshot, query: QueryTable, with_values: bool = False) -> TableEmbedding:

@@ -1,9 +1,9 @@
-"""Stage ``centroids``: k-means over the column vectors (Spark MLlib) and PGTUS Algorithm 1 partitions per table.
+"""Stage ``centroids``: k-means over the column vectors and PGTUS Algorithm 1 partitions per table.
 
-The model is fitted with MLlib ``KMeans`` on a bounded seeded sample of the column vectors read straight from the
-``column_vectors`` files (:func:`fit_kmeans`); MLlib has no warm start, so between retrains new columns are assigned
-to the stored centroids by the nearest-centroid step of ``discovery.union`` inside the Spark tasks, which are handed
-the model and the file list by the driver.  Retraining (and rebuilding every partition) happens on the first
+The model is fitted by ``discovery.union.centroids.kmeans`` in the driver on a bounded seeded sample of the column
+vectors, drawn by Spark from the ``column_vectors`` files (:func:`fit_kmeans`); between retrains new columns are
+assigned to the stored centroids by the nearest-centroid step of ``discovery.union`` inside the Spark tasks, which are
+handed the model and the file list by the driver.  Retraining (and rebuilding every partition) happens on the first
 build, a full rebuild, a new column-encoder version, or quantisation-error drift (see ``discovery.config.UnionConfig``).
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 
 from discovery.refresh import StageContext, StageReport, plan_derived
 from discovery.store import save_model
+from discovery.union.centroids import assign_to_centroids, kmeans
 from discovery.union.stage import MODEL, CentroidModel, current_model, drifted, partition_batch, quantisation_batch
 from spark_jobs.common import fan_out, replace_tables, run_stage
 from spark_jobs.profile_columns import done_pairs
@@ -24,41 +25,42 @@ from spark_jobs.profile_columns import done_pairs
 STAGE = "centroids"
 
 
-def fit_sample(spark, ctx: StageContext):
-    """(DataFrame of ``features``, number of column vectors): a seeded sample of about ``[union] fit_columns`` of the
-    current ``column_vectors`` version (all of them when there are fewer), in as many partitions as the application
-    has cores.  Read straight from the files it would have one partition per file, and every one of the ~20 jobs of
-    a fit would run that many tasks."""
-    from pyspark.ml.functions import array_to_vector
+def fit_sample(spark, ctx: StageContext) -> tuple[np.ndarray, int]:
+    """(vectors (m, d) float32, number of column vectors n): about ``[union] fit_columns`` of the current
+    ``column_vectors`` version (all of them when there are fewer), in (table_id, ordinal) order.
+
+    A column is drawn when a seeded hash of its (table_id, ordinal) falls below the sampling rate, so the same
+    columns are drawn however the files are split into tasks: a local and a cluster build fit the same model.  Only
+    the sample reaches the driver, at most about ``fit_columns`` x d floats whatever the lake's size."""
+    from pyspark.sql import functions as F
 
     cfg = ctx.config.union
     if cfg.fit_columns < 2:
         raise ValueError(f"[union] fit_columns must be at least 2, got {cfg.fit_columns}")
     n = int(sum(ctx.store.files("column_vectors").column("num_records").to_pylist()))
-    df = spark.read.parquet(*ctx.store.file_uris("column_vectors")).select("vector")
+    df = spark.read.parquet(*ctx.store.file_uris("column_vectors")).select("table_id", "ordinal", "vector")
     if n > cfg.fit_columns:
-        df = df.sample(withReplacement=False, fraction=cfg.fit_columns / n, seed=cfg.seed)
-    parts = max(spark.sparkContext.defaultParallelism, 1)
-    return df.coalesce(parts).select(array_to_vector("vector").alias("features")), n
+        buckets = 1 << 20
+        draw = F.pmod(F.xxhash64("table_id", "ordinal", F.lit(cfg.seed)), F.lit(buckets))
+        df = df.where(draw < F.lit(int(buckets * cfg.fit_columns / n)))
+    rows = df.toArrow().sort_by([("table_id", "ascending"), ("ordinal", "ascending")])
+    flat = rows.column("vector").combine_chunks()
+    dim = len(flat[0]) if len(flat) else 0
+    return flat.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(-1, dim), n
 
 
 def fit_kmeans(spark, ctx: StageContext, encoder_version: str) -> CentroidModel:
-    """MLlib k-means with k about sqrt(#columns) of the whole lake, fitted on :func:`fit_sample`, which bounds the
-    cost of a fit (points x k per iteration) as the lake grows."""
-    from pyspark.ml.clustering import KMeans
+    """Lloyd's k-means with k about sqrt(#columns) of the whole lake, fitted in the driver on :func:`fit_sample`.
 
+    The sample is bounded, so one fit costs ``fit_columns * k * d`` per iteration as the lake grows, which numpy's
+    BLAS does on every core of the driver in seconds; MLlib's distributed k-means ran about twenty Spark jobs per fit
+    whose scheduling, not arithmetic, took most of the stage (34.8 s of UGEN-V1's 56 s centroids stage)."""
     cfg = ctx.config.union
-    df, n = fit_sample(spark, ctx)
-    df = df.cache()
-    try:
-        m = df.count()
-        k = max(1, min(cfg.k or max(2, round(math.sqrt(n))), m))
-        km = KMeans(k=k, maxIter=cfg.max_iter, seed=cfg.seed, featuresCol="features").fit(df)
-        centers = np.asarray(km.clusterCenters(), dtype=np.float32)
-        cost = float(km.summary.trainingCost)
-    finally:
-        df.unpersist()
-    return CentroidModel.fit_result(centers, encoder_version, cost / max(m, 1), n)
+    sample, n = fit_sample(spark, ctx)
+    k = max(1, min(cfg.k or max(2, round(math.sqrt(n))), len(sample)))
+    centers = kmeans(sample, k, seed=cfg.seed, iterations=cfg.max_iter)
+    err = float(np.sum((sample - centers[assign_to_centroids(sample, centers)]) ** 2))
+    return CentroidModel.fit_result(centers, encoder_version, err / max(len(sample), 1), n)
 
 
 def run(spark, ctx: StageContext) -> StageReport:

@@ -29,7 +29,7 @@ from discovery.encoders.stored import (COLUMN_MODEL, JOIN_MODEL, SET_MODEL, TABL
 from discovery.refresh import StageContext, StageReport, plan_derived
 from discovery.store import DataFile, write_data_file
 from discovery.vectors import OUTPUTS, EmbedSpec, EncoderRefs, embed_batch
-from spark_jobs.common import _from_ipc, _ipc, _rewrite_tasks, _run_tasks, run_stage
+from spark_jobs.common import _from_ipc, _ipc, _rewrite_tasks, _run_tasks, file_chunks, run_stage, work_chunks
 
 STAGE = "embed"
 #: Commit order: ``column_vectors`` last (see the module docstring).
@@ -192,7 +192,7 @@ def run(spark, ctx: StageContext) -> StageReport:
     for name in OUTPUTS:
         n, rewrite = _rewrite_tasks(name, removes[name], ctx, STAGE)
         kinds += [("rewrite", name, rewrite, i) for i in range(n)]
-    per_task = max(ctx.config.spark.tables_per_task, 1)
+    per_task, per_file = work_chunks(spark, ctx, work.num_rows)
     n_work = -(-work.num_rows // per_task)
     shared = spark.sparkContext.broadcast(_ipc(work)) if n_work else None
     uris = {name: wh.table_uri(name) for name in OUTPUTS}
@@ -204,13 +204,13 @@ def run(spark, ctx: StageContext) -> StageReport:
             for rec in rewrite(i):
                 yield {**rec, "output": name}
             return
-        chunk = _from_ipc(shared.value).slice((k - len(kinds)) * per_task, per_task)
-        out, counts, found = embed_batch(chunk, ctx, refs)
-        yield {"counts": counts, "notes": found}
-        for name, rows in out.items():
-            if rows.num_rows:
-                yield {"output": name, "file": write_data_file(uris[name], rows, rid, STAGE, attempt).to_dict(),
-                       "written": rows.num_rows}
+        for piece in file_chunks(_from_ipc(shared.value).slice((k - len(kinds)) * per_task, per_task), per_file):
+            out, counts, found = embed_batch(piece, ctx, refs)
+            yield {"counts": counts, "notes": found}
+            for name, rows in out.items():
+                if rows.num_rows:
+                    yield {"output": name, "file": write_data_file(uris[name], rows, rid, STAGE, attempt).to_dict(),
+                           "written": rows.num_rows}
 
     records = _run_tasks(spark, len(kinds) + n_work, task)
     counts: dict[str, int] = {}

@@ -5,7 +5,9 @@ every value vector of a new or changed table is mapped in Spark tasks by ``disco
 |P| and m not set in ``[join]`` are chosen by the cost model (``discovery.join.cost``) on that sample.  Pivots are
 reselected, and every mapping rebuilt, on the first build, ``full_rebuild``, a new join encoder, or when the lake
 outgrew its partitions: the partition count is recomputed on every refresh from the lake's value vectors and
-``memory_budget_mb``, and the stored partitions are checked against the budget.
+``memory_budget_mb``.  After mapping, the stored partitions are settled on the lake's full column sizes (columns
+moved out of over-full partitions, their tables mapped again with that placement); only a lake that cannot be settled
+is refitted.
 """
 from __future__ import annotations
 
@@ -15,10 +17,11 @@ from functools import partial
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from discovery.join.cost import CANDIDATES, choose_parameters
-from discovery.join.partitioning import partition_capacity, partition_count
-from discovery.join.stage import MODEL, column_keys, current_model, fit_pivot_model, mapping_batch
+from discovery.join.partitioning import partition_capacity, partition_count, settle
+from discovery.join.stage import COLUMN_KEY_BASE, MODEL, column_keys, current_model, fit_pivot_model, mapping_batch
 from discovery.refresh import StageContext, StageReport, plan_derived
 from discovery.store import save_model
 from spark_jobs.common import replace_tables, run_stage
@@ -43,25 +46,68 @@ def _sample(spark, ctx: StageContext, n_rows: int):
     return vectors, keys, float(np.mean([r["bytes"] for r in rows])) if rows else 0.0
 
 
+def _capacity(model, budget: int) -> int:
+    return partition_capacity(budget, model.pivots.shape[1], len(model.pivots), model.grid.levels,
+                              model.choice.get("value_bytes", 32.0))
+
+
+def _stored_columns(wh, model):
+    """(column keys, vector counts, stored partition, divergence plus price to every centre) of the whole lake, from
+    the stored ``pivot_mappings`` keys, cells and partitions (a few integer columns, never the vectors)."""
+    pm = wh.read("pivot_mappings", columns=["table_id", "ordinal", "cell", "partition"])
+    keys = column_keys(pm.column("table_id").to_numpy(), pm.column("ordinal").to_numpy())
+    columns, sizes, dist = model.divergences(pm.column("cell").to_numpy(), keys)
+    stored = pm.column("partition").to_numpy()
+    partition = np.zeros(len(columns), dtype=np.int64)
+    partition[np.searchsorted(columns, keys)] = stored
+    return columns, sizes, partition, dist + model.prices
+
+
 def _over_budget(wh, model, budget: int) -> str | None:
-    """Why a stored partition breaks the budget (new tables mapped under the current model's prices may crowd one
-    partition), or None."""
-    cap = partition_capacity(budget, model.pivots.shape[1], len(model.pivots), model.grid.levels,
-                             model.choice.get("value_bytes", 32.0))
-    stored = wh.read("pivot_mappings", columns=["partition"]).column("partition").to_numpy()
-    loads = np.bincount(stored, minlength=model.n_partitions)
-    if loads.size and loads.max() > cap:
-        return f"partition {int(loads.argmax())} holds {int(loads.max())} value vectors, over the memory budget"
+    """Why a stored partition breaks the budget, or None.  A partition holding a single column larger than the
+    capacity is within the bound ("the budget or the largest column")."""
+    _, sizes, partition, _ = _stored_columns(wh, model)
+    loads = np.bincount(partition, weights=sizes, minlength=model.n_partitions)
+    counts = np.bincount(partition, minlength=model.n_partitions)
+    over = np.flatnonzero((loads > _capacity(model, budget)) & (counts > 1))
+    if over.size:
+        j = int(over[np.argmax(loads[over])])
+        return f"partition {j} holds {int(loads[j])} value vectors, over the memory budget"
     return None
 
 
-def _outgrown(wh, model, n_rows: int, budget: int) -> str | None:
-    """Why the current model's partitions no longer hold the lake within the budget, or None."""
+def _settle(spark, ctx: StageContext, model, budget: int, source: pa.Table, stage: str) -> str:
+    """Move columns out of over-full stored partitions on the lake's full column sizes (:func:`settle`) and map the
+    tables of the moved columns again with their placement; returns what it did for the stage message."""
+    wh = ctx.store
+    columns, sizes, partition, cost = _stored_columns(wh, model)
+    cap = _capacity(model, budget)
+    placed = settle(cost, sizes, partition, cap)
+    moved = placed != partition
+    loads = np.bincount(placed, weights=sizes, minlength=model.n_partitions)
+    if not moved.any():
+        return f"largest partition {int(loads.max(initial=0))} of {cap} value vectors"
+    tables = np.unique(columns[moved] // COLUMN_KEY_BASE)
+    rewrite = np.isin(columns // COLUMN_KEY_BASE, tables)  # every column of those tables keeps its placement
+    ids = pa.array(tables, pa.int64())
+    subset = source.filter(pc.is_in(source["table_id"], ids))
+    done = done_pairs(ctx, "pivot_mappings")
+    plan = plan_derived(subset, done.filter(pc.is_in(done["table_id"], ids)), True)
+    batch = partial(mapping_batch, model=model, files=wh.files("value_vectors"),
+                    placed=dict(zip(columns[rewrite].tolist(), placed[rewrite].tolist())))
+    replace_tables(spark, "pivot_mappings", plan.work, plan.remove_ids, batch, ctx, stage)
+    return (f"settled on full column sizes: {int(moved.sum())} column(s) of {tables.size} table(s) moved; "
+            f"largest partition {int(loads.max())} of {cap} value vectors")
+
+
+def _outgrown(model, n_rows: int, budget: int) -> str | None:
+    """Why the current model has too few partitions for the lake within the budget, or None.  (Stored partitions
+    over the budget with enough of them are settled after mapping, not refitted: :func:`_settle`.)"""
     need = partition_count(n_rows, model.pivots.shape[1], len(model.pivots), model.grid.levels, budget,
                            model.choice.get("value_bytes", 32.0))
     if need > model.n_partitions:
         return f"the lake grew to {n_rows} value vectors: {need} partition(s) needed, {model.n_partitions} built"
-    return _over_budget(wh, model, budget)
+    return None
 
 
 def _refit(spark, ctx: StageContext, encoder_version: str, n_rows: int, budget: int, reason: str,
@@ -85,7 +131,7 @@ def _refit(spark, ctx: StageContext, encoder_version: str, n_rows: int, budget: 
     old = wh.files("pivots").column("path").to_pylist()
     wh.append_rows("pivots", model.rows(), refresh_id=ctx.refresh_id, stage=stage, attempt=ctx.attempt,
                    replace_paths=old)
-    cap = partition_capacity(budget, vectors.shape[1], n_pivots, levels, value_bytes)
+    cap = _capacity(model, budget)
     return model, (f"pivots reselected ({reason}) from {len(vectors)} of {n_rows} value vectors in "
                    f"{time.time() - started:.1f} s: {model.version}; |P| = {n_pivots}, m = {levels} "
                    f"({choice['by']}); {model.n_partitions} partition(s) of at most {cap} value vectors "
@@ -117,7 +163,7 @@ def run(spark, ctx: StageContext) -> StageReport:
     n_rows = sum(wh.files("value_vectors").column("num_records").to_pylist())
     budget = int(cfg.memory_budget_mb * (1 << 20))
     if reason is None and versions and model is not None:
-        reason = _outgrown(wh, model, n_rows, budget)
+        reason = _outgrown(model, n_rows, budget)
     message = f"model {model.version}" if model else "no value vectors"
     if reason is not None:
         model, message = _refit(spark, ctx, next(iter(versions)), n_rows, budget, reason)
@@ -125,12 +171,15 @@ def run(spark, ctx: StageContext) -> StageReport:
     plan = plan_derived(source, done, rebuild_all)
     batch = partial(mapping_batch, model=model, files=wh.files("value_vectors"))
     _, counts, rows = replace_tables(spark, "pivot_mappings", plan.work, plan.remove_ids, batch, ctx, STAGE)
+    if model is not None and versions and model.n_partitions > 1:
+        message = f"{message}; {_settle(spark, ctx, model, budget, source, f'{STAGE}-settle')}"
     for attempt in range(1, REBALANCES + 1):
         # The bound is checked on the stored partitions, not only estimated: new tables mapped under the current
-        # prices may crowd one partition, and a fresh fit balances a sample, not the lake.  An over-full partition is
-        # refitted (on a sample holding the new tables; with one more partition after a refit of this refresh) and
-        # every table mapped again, each round its own commit.  Should an attempt stop in between, the next refresh
-        # finds the partition over budget and refits first.
+        # prices may crowd one partition, and prices fitted on a sample's histograms balance the sample, not the
+        # lake; the settling pass then moves columns on their full sizes.  Only a lake it cannot settle (no room left
+        # in any partition) is refitted (on a sample holding the new tables; with one more partition after a refit of
+        # this refresh) and every table mapped again, each round its own commit.  Should an attempt stop in between,
+        # the next refresh settles the stored partitions after its own mapping.
         over = _over_budget(wh, model, budget) if model is not None and versions else None
         if over is None:
             break
@@ -141,6 +190,7 @@ def run(spark, ctx: StageContext) -> StageReport:
         plan = plan_derived(source, done_pairs(ctx, "pivot_mappings"), True)
         batch = partial(mapping_batch, model=model, files=wh.files("value_vectors"))
         _, counts, rows = replace_tables(spark, "pivot_mappings", plan.work, plan.remove_ids, batch, ctx, stage)
+        message = f"{message}; {_settle(spark, ctx, model, budget, source, f'{stage}-settle')}"
     return StageReport(STAGE, tables_added=plan.added, tables_changed=plan.changed, tables_deleted=plan.deleted,
                        tables_processed=counts.get("tables_processed", 0), rows_written=rows, message=message)
 

@@ -25,7 +25,8 @@ from discovery.nary.stage import (MODEL_NAME, fit_model, model_from_stored, mode
 from discovery.refresh import StageContext, StageReport, plan_derived
 from discovery.store import DataFile, latest_model, save_model, write_data_file
 from discovery.store.files import resolve
-from spark_jobs.common import _collect, _from_ipc, _ipc, _rewrite_tasks, _run_tasks, run_stage
+from spark_jobs.common import (_collect, _from_ipc, _ipc, _rewrite_tasks, _run_tasks, file_chunks, run_stage,
+                               work_chunks)
 
 STAGE = "xash"
 
@@ -35,16 +36,18 @@ def _build_tasks(spark, work: pa.Table, ctx: StageContext, model, version, with_
     if work.num_rows == 0:
         return 0, lambda i: iter(())
     work = work.sort_by("table_id")
-    per_task = max(ctx.config.spark.tables_per_task, 1)
+    per_task, per_file = work_chunks(spark, ctx, work.num_rows)
     shared = spark.sparkContext.broadcast(_ipc(work))
     table_uri = ctx.store.table_uri("xash_postings")
     batch = partial(xash_batch, model=model, model_version=version, with_stats=with_stats)
 
     def task(i: int):
-        postings, stats, counts = batch(_from_ipc(shared.value).slice(i * per_task, per_task), ctx)
-        yield {"counts": counts, "stats": base64.b64encode(_ipc(stats)).decode("ascii") if stats.num_rows else None}
-        if postings.num_rows:
-            yield {"file": write_data_file(table_uri, postings, ctx.refresh_id, STAGE, ctx.attempt).to_dict()}
+        for piece in file_chunks(_from_ipc(shared.value).slice(i * per_task, per_task), per_file):
+            postings, stats, counts = batch(piece, ctx)
+            yield {"counts": counts,
+                   "stats": base64.b64encode(_ipc(stats)).decode("ascii") if stats.num_rows else None}
+            if postings.num_rows:
+                yield {"file": write_data_file(table_uri, postings, ctx.refresh_id, STAGE, ctx.attempt).to_dict()}
 
     return -(-work.num_rows // per_task), task
 

@@ -75,3 +75,16 @@ def test_standing_queries_dag_records_the_diff_then_maintenance_keeps_it_queryab
     assert "maintenance:" in out
     assert [s.snapshot_id for s in list_snapshots(Warehouse(env["warehouse"]))] == snapshots
     assert Lakescout(env["warehouse"]).nary(env["query"], env["key"], k=6)["results"]
+
+
+def test_a_dag_run_pointed_outside_the_allowed_locations_fails_before_touching_it(env, tmp_path):
+    """A trigger may name another warehouse only under LAKESCOUT_ALLOWED_ROOTS: the run fails naming the param, and
+    the location is neither created nor written."""
+    elsewhere = tmp_path / "elsewhere"
+    conf = {"warehouse": str(elsewhere), "queries": [
+        {"kind": "nary", "query": env["query"], "key": env["key"], "k": 4}]}
+    proc = _dags_test(env, "query_batch", conf)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 or "failed" in out.lower(), out[-4000:]
+    assert "param 'warehouse': a run may use only the configured warehouse" in out, out[-4000:]
+    assert not elsewhere.exists()

@@ -14,7 +14,7 @@ from discovery.encoders import ColumnConfig, HashEncoder, HashEncoderConfig, enc
 from discovery.encoders.canonical import canonicalize_text, canonicalize_values, reorder_names
 from discovery.encoders.columns import numeric_features, parse_numbers, priority_sample, profile_column
 from discovery.encoders.deterministic import matmul, segment_sum
-from discovery.encoders.mined import mine_pairs
+from discovery.encoders.mined import mine_negatives, mine_pairs
 from discovery.encoders.ngrams import extract_features, stable_uniform
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,6 +92,20 @@ def test_mined_pairs_are_mutual_best_lexical_partners_with_equal_numbers():
     assert mined.dtype == np.int64 and np.all(mined[:, 0] < mined[:, 1])
     assert mine_pairs(values, min_similarity=0.5).tobytes() == mined.tobytes()
     assert mine_pairs(["only one"]).shape == (0, 2)
+
+
+def test_mined_negatives_are_the_closest_other_value_of_the_same_column():
+    values = ["1893 lsu football team", "1894 lsu football team", "john smith", "john smithson junior",
+              "kalo miru", "kalo miru tepa", "smith john", "zebra crossing"]
+    columns = [np.array([0, 1, 2, 3, 6]), np.array([4, 7]), np.array([5])]
+    pairs = {(values[i], values[j]) for i, j in mine_negatives(values, columns, min_similarity=0.1)}
+    # Years apart, and the closest other name; "john smith" / "smith john" hold the same words: one value spelled
+    # twice, not two entities.  "kalo miru" / "kalo miru tepa" are close but never share a column.
+    assert pairs == {("1893 lsu football team", "1894 lsu football team"), ("john smith", "john smithson junior"),
+                     ("john smithson junior", "smith john")}
+    assert mine_negatives(values, columns, min_similarity=0.1).tobytes() == mine_negatives(
+        values, columns, min_similarity=0.1).tobytes()
+    assert mine_negatives(values, [np.array([4]), np.array([5])]).shape == (0, 2)
 
 
 def test_hash_vectors_are_unit_normalised_and_invariant_to_normalisation():

@@ -282,3 +282,27 @@ def test_join_encoder_gives_last_first_names_the_vector_of_first_last(join_encod
     assert reordered.tobytes() == plain.tobytes()
     qualified = enc.encode_values(["Manor Ground, Plumstead"])
     assert qualified.tobytes() != enc.encode_values(["Plumstead Manor Ground"]).tobytes()
+
+
+def test_hard_negatives_push_near_duplicates_of_one_column_apart():
+    """Values one column holds side by side ("kalomi rute 1993 season", "kalomi rute 1994 season") are different
+    entities; with same-column hard negatives (``hard_share``) training pushes them further apart than in-batch
+    negatives drawn from the whole lake do."""
+    rng = random.Random(4)
+    syllables = ["ka", "lo", "mi", "ru", "te", "zo", "pa", "ve", "ni", "so", "du", "fe"]
+    columns, pairs = [], []
+    for _ in range(30):
+        name = " ".join("".join(rng.sample(syllables, 3)) for _ in range(2))
+        years = sorted(rng.sample(range(1950, 2020), 4))
+        columns.append([f"{name} {y} season" for y in years])
+        pairs += [(f"{name} {a} season", f"{name} {b} season") for a, b in zip(years, years[1:])]
+    filler = sorted({" ".join(rng.sample(WORDS, rng.randint(1, 3))) + f" {rng.randint(1, 99)}" for _ in range(300)})
+    columns.append(filler)
+    values = sorted({v for c in columns for v in c})
+    distances = {}
+    for share in (0.0, 0.25):
+        enc = train_join_encoder(values, JoinEncoderConfig(dim=16, embed_dim=16, hidden=32, buckets=1 << 12, steps=80,
+                                                           batch_size=64, hard_share=share), columns=columns)
+        a, b = enc.encode_values([p[0] for p in pairs]), enc.encode_values([p[1] for p in pairs])
+        distances[share] = float(np.median(np.linalg.norm(a - b, axis=1)))
+    assert distances[0.25] > 1.5 * distances[0.0]

@@ -119,9 +119,12 @@ def test_searches_keep_their_snapshot_indexes_within_the_process_budget(indexed_
     monkeypatch.setattr(INDEXES, "budget_bytes", 1 << 40)
     INDEXES.clear()
     kept = {kind: run()["results"] for kind, run in queries.items()}
-    kinds = {key[0] for key in INDEXES.keys()}  # plus the catalog, columns and models a query consults
-    assert kinds == {"union", "join", "nary", "table", "model"} and INDEXES.nbytes > 0
+    # plus the catalog, columns and models a query consults, and the encoders of the query table
+    kinds = {key[0] for key in INDEXES.keys()}
+    assert kinds == {"union", "join", "nary", "table", "model", "encoders", "encoder"} and INDEXES.nbytes > 0
+    assert "encoder.join" in {key[2] for key in INDEXES.keys() if key[0] == "encoder"}
     monkeypatch.setattr(INDEXES, "budget_bytes", 1024)
     INDEXES.clear()
     assert {kind: run()["results"] for kind, run in queries.items()} == kept
-    assert INDEXES.nbytes <= 1024 and not {key[0] for key in INDEXES.keys()} & {"union", "join", "nary", "table"}
+    held = {key[0] for key in INDEXES.keys()}
+    assert INDEXES.nbytes <= 1024 and not held & {"union", "join", "nary", "table", "encoders", "encoder"}

@@ -8,6 +8,7 @@ import os
 from dataclasses import replace
 
 import numpy as np
+import pyarrow.compute as pc
 import pytest
 
 import discovery
@@ -15,7 +16,7 @@ from conftest import FAST_CONFIG
 from discovery.demo_lake import entities as E
 from discovery.join import METHODS
 from discovery.join.cost import CANDIDATES, choose_parameters
-from discovery.join.partitioning import BALANCE, balance_prices, partition_capacity, vector_bytes
+from discovery.join.partitioning import BALANCE, balance_prices, partition_capacity, settle, vector_bytes
 from discovery.join.service import loaded_index
 from discovery.join.stage import COLUMN_KEY_BASE, MODEL, PivotModel, column_keys
 from discovery.query import resolve_query
@@ -48,7 +49,7 @@ def _write_tables(root: str, first: int, count: int, seed: int) -> None:
 def _stored(warehouse: str):
     snap = discovery.open(warehouse).snapshot
     model = PivotModel.from_stored(snapshot_model(snap, MODEL))
-    pm = snap.read("pivot_mappings", columns=["table_id", "ordinal", "distances", "partition"])
+    pm = snap.read("pivot_mappings", columns=["table_id", "ordinal", "value", "distances", "cell", "partition"])
     return snap, model, pm
 
 
@@ -62,8 +63,7 @@ def _loads(model: PivotModel, pm, prices=None) -> np.ndarray:
     if prices is None:
         return np.bincount(pm.column("partition").to_numpy(), minlength=model.n_partitions)
     keys = column_keys(pm.column("table_id").to_numpy(), pm.column("ordinal").to_numpy())
-    mapped = np.asarray(pm.column("distances").to_pylist(), dtype=np.float32)
-    columns, part = replace(model, prices=prices).assign_partitions(mapped, keys)
+    columns, part = replace(model, prices=prices).assign_partitions(pm.column("cell").to_numpy(), keys)
     return np.bincount(part[np.searchsorted(columns, keys)], minlength=model.n_partitions)
 
 
@@ -112,8 +112,30 @@ def test_the_partition_count_follows_the_lake_and_keeps_the_bound(grown):
     assert pm2.num_rows > 1.6 * pm1.num_rows
     assert second.n_partitions > first.n_partitions
     assert "the lake grew" in grown["message"] and f"{second.n_partitions} partition(s)" in grown["message"]
-    assert _loads(second, pm2).max() <= _capacity(second, grown["budget"])
     assert pm2.num_rows > 2 * _capacity(second, grown["budget"])  # the bound is not met by a lake that fits anyway
+
+
+def test_stored_partitions_are_settled_on_full_column_sizes(grown):
+    """Every stored partition within the capacity (the largest column here is far below it), and settled: the
+    pass on the stored full sizes has nothing left to move."""
+    from spark_jobs.pivot_mappings import _stored_columns
+
+    for _, model, pm in (grown["first"], grown["second"]):
+        assert _loads(model, pm).max() <= _capacity(model, grown["budget"])
+    model = grown["second"][1]
+    cap = _capacity(model, grown["budget"])
+    _, sizes, partition, cost = _stored_columns(Warehouse(grown["wh"]), model)  # the warehouse's latest rows
+    assert sizes.max() < cap and np.array_equal(settle(cost, sizes, partition, cap), partition)
+    assert "largest partition" in grown["message"]
+
+
+def test_a_partition_read_file_by_file_equals_the_threaded_read(grown):
+    snap, model, _ = grown["second"]
+    flt = pc.field("partition") == 1
+    cols = ["table_id", "ordinal", "value", "distances", "cell"]
+    lean, whole = snap.scan("pivot_mappings", cols, flt), snap.read("pivot_mappings", columns=cols, filter=flt)
+    order = [(c, "ascending") for c in ("table_id", "ordinal", "value")]
+    assert lean.num_rows > 0 and lean.sort_by(order).equals(whole.sort_by(order))
 
 
 def test_a_query_holds_at_most_the_budget_and_answers_exactly(grown):

@@ -136,3 +136,31 @@ def test_maintenance_skips_while_a_refresh_is_committing(warehouse):
     report = run_maintenance(warehouse, MaintenanceConfig(refresh_guard_minutes=30))
     assert report["status"] == "skipped" and "refresh" in report["reason"]
     assert refresh_in_progress(warehouse, timedelta(0)) is None
+
+
+def test_maintenance_deletes_the_model_files_no_retained_snapshot_uses(warehouse):
+    """``model_files/`` holds a plain copy of each encoder version queries loaded; versions that only dropped
+    snapshots used go, the retained snapshots' stay, and a writer's temporary file is left alone."""
+    from discovery.encoders.stored import MODEL_FILES, SET_MODEL
+    from discovery.store import save_model
+
+    spec = {"type_agreement": 0.8, "join_min_distinct": 2, "join_max_values": 100}
+    for tag in ("a", "b"):
+        refresh_id = begin_refresh(warehouse.root)
+        save_model(warehouse, SET_MODEL, f"set-{tag}",
+                   {"column": "col-1", "table": f"table-{tag}", "join": f"join-{tag}", "spec": spec}, b"",
+                   refresh_id=refresh_id, attempt="t1")
+        publish_snapshot(warehouse.root, refresh_id, "/lake")
+    folder = os.path.join(warehouse.root, MODEL_FILES)
+    os.makedirs(folder)
+    names = ["col-1.bin", "table-a.bin", "join-a.bin", "table-b.bin", "join-b.bin", ".join-c.tmp123"]
+    for name in names:
+        with open(os.path.join(folder, name), "wb") as fh:
+            fh.write(b"x")
+    report = run_maintenance(warehouse, MaintenanceConfig(keep_snapshots=1, refresh_guard_minutes=0))
+    assert report["status"] == "ok"
+    assert report["model_files_removed"] == ["join-a.bin", "table-a.bin"]
+    assert sorted(os.listdir(folder)) == sorted(set(names) - {"join-a.bin", "table-a.bin"})
+    # The retained snapshot still uses the rest: a second run deletes nothing.
+    assert run_maintenance(warehouse, MaintenanceConfig(keep_snapshots=1, refresh_guard_minutes=0))[
+        "model_files_removed"] == []

@@ -100,8 +100,9 @@ def test_union_does_not_load_the_join_encoder(warehouse):
     """The join encoder's weights are most of the models' bytes; a union query has no use for them."""
     import discovery
     from discovery.encoders import stored
+    from discovery.store.cache import INDEXES
 
-    stored.stored_encoder.cache_clear()
+    INDEXES.clear()
     seen = []
     original = stored.payload
     stored.payload = lambda root, name, version, *a: seen.append(name) or original(root, name, version, *a)

@@ -19,7 +19,7 @@ import pytest
 from discovery.config import load_config
 from discovery.demo_lake import load_ground_truth
 from discovery.encoders.join_encoder import train_join_encoder
-from discovery.encoders.lake_training import (PROBE_STEPS, StepBudget, join_config, join_steps, join_training_values,
+from discovery.encoders.lake_training import (PROBE_STEPS, StepBudget, join_config, join_steps, join_training_columns,
                                               read_sample, sample_tables, table_config, table_steps, train_join_model,
                                               train_table_model)
 from discovery.encoders.stored import column_encoder
@@ -92,13 +92,13 @@ def test_a_binding_budget_equals_training_that_many_steps(lake, tmp_path):
     config = load_config(_config(tmp_path, budget=1e-9))
     tables = _sample(lake, config)
     cfg = config.embed
-    values = join_training_values(tables, cfg, cfg.seed)
+    values, columns = join_training_columns(tables, cfg, cfg.seed)
     planned = join_steps(cfg, len(values))
     assert planned == 40 > PROBE_STEPS
 
     join = train_join_model(tables, cfg, config.profile.type_agreement, len(tables), "test")
     assert (join.params["planned_steps"], join.params["steps"]) == (planned, PROBE_STEPS)
-    unbudgeted = train_join_encoder(values, replace(join_config(cfg), steps=PROBE_STEPS))
+    unbudgeted = train_join_encoder(values, replace(join_config(cfg), steps=PROBE_STEPS), columns=columns)
     assert join.payload == unbudgeted.to_bytes()
 
     column = column_encoder(cfg)

@@ -7,6 +7,7 @@ from discovery.union.cones import CONE_SLACK, cone_bound, directions
 from discovery.union.bounds import SUM_SLACK, mwmto_bounds
 from discovery.union.matching import similarity_matrix, unionability, unit_rows
 from discovery.union.csr import offsets_from_counts
+from discovery.union.partitioning import partition_lake
 from discovery.union.synthetic import build_index_inputs, draw_tables, generate_lake, lake_model
 
 
@@ -90,10 +91,10 @@ def test_bounds_are_tight_where_pairs_are_isolated(seed):
     lower, upper = index._candidate_bounds(query, tau, np.arange(index.table_count))
     np.testing.assert_allclose(lower, exact, rtol=0, atol=2 * SUM_SLACK)
     np.testing.assert_allclose(upper, exact, rtol=0, atol=2 * SUM_SLACK)
-    tables, cone_upper = index.cones.reachable(directions(query), tau)
-    assert tables.tolist() == np.flatnonzero(exact > 0).tolist()  # reachable: exactly the unionable tables
-    assert np.all(cone_upper >= exact[tables])
-    assert np.all(cone_upper <= exact[tables] + len(query) * CONE_SLACK + 1e-9)
+    keys = index.cones.table_bounds(directions(query), tau)
+    assert np.flatnonzero(keys).tolist() == np.flatnonzero(exact > 0).tolist()  # reachable: exactly the unionable
+    assert np.all(keys >= exact)
+    assert np.all(keys <= exact + len(query) * (CONE_SLACK + 1e-6))  # float32 pass: each bound off by < 1e-6
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -117,13 +118,57 @@ def test_cone_bound_is_the_maximum_over_the_cap(seed):
     assert bound - CONE_SLACK == pytest.approx(float(edge @ q), abs=1e-9)
 
 
-@pytest.mark.parametrize("seed", range(12))
-@pytest.mark.parametrize("tau", [0.3, 0.6, 0.9])
-def test_reachable_tables_hold_every_admissible_pair(small_index, seed, tau):
-    model, index = small_index
-    query, _, _ = draw_tables(model, 1, seed=300 + seed)
-    tables, upper = index.cones.reachable(directions(unit_rows(query)), tau)
-    exact = np.array([index._score(query, t, tau)[0] for t in range(index.table_count)])
-    assert set(np.flatnonzero(exact > 0).tolist()) <= set(tables.tolist())
-    assert np.all(upper >= exact[tables])
-    assert np.all(upper > 0)
+def _random_or_clustered(kind: str, seed: int):
+    """(index, lake vectors, owner, queries) of a lake of random directions or of clustered domains."""
+    rng = np.random.default_rng(seed)
+    if kind == "random":
+        dim = int(rng.integers(3, 9))
+        sizes = rng.integers(1, 7, size=int(rng.integers(20, 120)))
+        vectors = unit_rows(rng.standard_normal((sizes.sum(), dim)))
+        owner = np.repeat(np.arange(len(sizes)), sizes)
+        ordinal = np.arange(len(owner)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        queries = [unit_rows(rng.standard_normal((int(rng.integers(1, 7)), dim))) for _ in range(4)]
+    else:
+        model = lake_model(12, 30, 6, 8, max_columns=8, noise=(0.1, 0.8), stray=0.2, seed=seed)
+        vectors, owner, ordinal = draw_tables(model, int(rng.integers(40, 160)), seed=seed + 1)
+        queries = [draw_tables(model, 1, seed=seed + 2 + i)[0] for i in range(4)]
+    centroids, parts = partition_lake(vectors, owner, ordinal, seed=seed)
+    return UnionIndex.build(vectors, owner, ordinal, centroids, parts), vectors, owner, queries
+
+
+@pytest.mark.parametrize("kind", ["random", "clustered"])
+@pytest.mark.parametrize("seed", range(10))
+def test_cone_table_bounds_are_at_least_the_exact_score(kind, seed):
+    # the cone bound of every table (fine anchors, posting radii, column relaxation capped at |V_Q| pairs) is at least
+    # U(V_Q, V_t, tau), and positive for every table with an admissible pair
+    index, vectors, owner, queries = _random_or_clustered(kind, seed)
+    for query in queries:
+        for tau in (0.2, 0.4, 0.7, 0.9, 1.0):
+            keys = index.cones.table_bounds(directions(unit_rows(query)), tau)
+            exact = np.array([unionability(query, vectors[owner == t], tau).score for t in index.table_ids])
+            assert np.all(keys >= exact)
+            assert np.all(keys[exact > 0] > 0)
+
+
+@pytest.mark.parametrize("kind", ["random", "clustered"])
+@pytest.mark.parametrize("seed", range(10))
+def test_bounds_below_the_floor_are_only_upper_bounds(kind, seed):
+    # with a floor, a table gets exactly the full bounds, or (when its column relaxation is below the floor) 0 and an
+    # upper bound below the floor that is still at least its full upper bound; every table that can reach the floor
+    # gets the full bounds
+    index, _, _, queries = _random_or_clustered(kind, seed)
+    tix = np.arange(index.table_count)
+    partial = 0
+    for query in queries:
+        for tau in (0.3, 0.6):
+            exact = np.array([index._score(query, t, tau)[0] for t in tix])
+            full_lower, full_upper = index._candidate_bounds(query, tau, tix)
+            floor = float(np.quantile(exact, 0.8))
+            cands = index._candidates(unit_rows(query), tau, tix)
+            lower, upper = cands.bounds(floor)
+            full = (lower == full_lower) & (upper == full_upper)
+            assert np.all(full[full_upper >= floor])
+            assert np.all(lower[~full] == 0) and np.all(upper[~full] >= full_upper[~full])
+            assert np.all(upper[~full] < floor)
+            partial += int((~full).sum())
+    assert partial > 0  # the floor spared some tables their full bounds

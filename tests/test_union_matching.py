@@ -4,7 +4,8 @@ import itertools
 import numpy as np
 import pytest
 
-from discovery.union.matching import match_similarities, unionability
+from discovery.union.matching import (match_similarities, screened_similarities, similarity_matrix, unionability,
+                                      unit_rows)
 
 
 def brute_force(sim: np.ndarray, tau: float) -> tuple[int, float]:
@@ -56,3 +57,21 @@ def test_vectors_and_determinism():
     assert first == unionability(a, b, 0.5)
     assert {p[0] for p in first.pairs} >= {0, 1, 2}
     assert unionability(a[:0], b, 0.5).score == 0.0
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_screened_similarities_are_exact_wherever_they_reach_tau(seed):
+    # the candidates' similarities are a float32 product with the entries near or above tau recomputed: every entry
+    # >= tau is the float64 product's, every other entry is below tau, whatever the shape of the product
+    rng = np.random.default_rng(seed)
+    dim = int(rng.integers(2, 70))
+    base = rng.standard_normal((3, dim))
+    q, m = int(rng.integers(1, 9)), int(rng.integers(1, 300))
+    query = unit_rows(base[rng.integers(3, size=q)] + 0.5 * rng.standard_normal((q, dim)) / np.sqrt(dim))
+    noise = rng.uniform(0.1, 1.0) * rng.standard_normal((m, dim)) / np.sqrt(dim)
+    lake = unit_rows(base[rng.integers(3, size=m)] + noise)
+    for tau in (0.2, 0.5, 0.8, 0.95):
+        full = similarity_matrix(query, lake)
+        screened = screened_similarities(query, lake, tau)
+        np.testing.assert_array_equal(screened >= tau, full >= tau)
+        np.testing.assert_array_equal(screened[full >= tau], full[full >= tau])

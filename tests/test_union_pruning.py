@@ -80,14 +80,15 @@ def test_stream_stops_at_the_floor(pruner_type, seed):
     ties = np.arange(n)
     batches = []
 
-    def materialise(a, b):
-        batches.append((a, b))
-        return [(c, float(scores[c]), float(scores[c])) for c in range(a, b)]
+    def materialise(cands):
+        batches.append(cands.tolist())
+        return [(int(c), float(scores[c]), float(scores[c])) for c in cands]
 
     pruner = pruner_type(keep, ties, lambda c: (float(scores[c]), None))
-    assert stream_prune(pruner, scores, materialise, 8) == (8, True)
+    shuffled = rng.permutation(n)  # keys in any order: the stream picks them best first
+    assert stream_prune(pruner, scores[shuffled], lambda c: materialise(shuffled[c]), 8) == (8, True)
     assert [(r.candidate, r.score) for r in pruner.finish()] == exhaustive(scores, ties, keep)
-    assert batches == [(0, 8)]  # keys[8] < the keep-th score: nothing after the first batch
+    assert batches == [list(range(8))]  # the 9th best key < the keep-th score: nothing after the first batch
     assert pruner.exact == keep
 
 
@@ -118,18 +119,23 @@ def test_real_bounds_over_refined_candidates(lake_index, seed):
             assert len(scored_ebbp) <= len(scored_bbp)
 
 
-def test_stream_reports_when_it_would_pass_its_limit():
+def test_stream_reports_when_it_would_pass_its_budget():
     scores = np.linspace(9.0, 1.0, 100)
     keys = np.full(100, 10.0)  # loose bounds: the floor never rises above the keys
-    pruner = EnhancedPruner(3, np.arange(100), lambda c: (float(scores[c]), None))
     offered = []
 
-    def materialise(a, b):
-        offered.extend(range(a, b))
-        return [(c, 0.0, 10.0) for c in range(a, b)]
+    def materialise(cands):
+        offered.extend(cands.tolist())
+        return [(int(c), 0.0, 10.0) for c in cands]
 
-    assert stream_prune(pruner, keys, materialise, 8, limit=40) == (24, False)  # batches 0-8, 8-24; 24-56 > 40
-    assert offered == list(range(24))
-    assert stream_prune(EnhancedPruner(3, np.arange(100), lambda c: (float(scores[c]), None)), keys,
-                        lambda a, b: [(c, 0.0, 10.0) for c in range(a, b)], 8, limit=100) == (100, True)
+    def pruner():
+        return EnhancedPruner(3, np.arange(100), lambda c: (float(scores[c]), None))
 
+    # the first batch (0-8) sets the floor; 100 candidates still reach it, costing more than 40
+    assert stream_prune(pruner(), keys, materialise, 8, np.ones(100), 40) == (8, False)
+    assert offered == list(range(8))
+    offered.clear()
+    assert stream_prune(pruner(), keys, materialise, 8, np.ones(100), 7) == (0, False)  # not even the first batch
+    assert offered == []
+    assert stream_prune(pruner(), keys, materialise, 8, np.ones(100), 100) == (100, True)
+    assert offered == list(range(100))  # equal keys: by candidate

@@ -98,6 +98,7 @@ def test_default_returns_exacts_top_k(kind, seed, share, monkeypatch):
                         [(r.table_id, r.score, r.alignment) for r in want.results], (method, qi, tau, k)
                     if got.stats.candidates_after_refinement:  # some table reachable: streamed or scored exhaustively
                         assert (got.stats.candidates_bounded > 0) == (share == 1.0)
+                        assert got.stats.exhaustive == (share == 0.0)
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -1,4 +1,4 @@
-"""The centroids stage (MLlib k-means + Algorithm 1 per table) and union search served from a snapshot."""
+"""The centroids stage (k-means on a sample + Algorithm 1 per table) and union search served from a snapshot."""
 from __future__ import annotations
 
 import json
@@ -17,6 +17,7 @@ from discovery.lake import list_lake
 from discovery.refresh import StageContext
 from discovery.store import Warehouse, load_snapshot, snapshot_model
 from discovery.union import assign_to_centroids, unionability
+from discovery.union.centroids import kmeans
 from discovery.union.search import DEFAULT_TAU
 from discovery.union.stage import MODEL, CentroidModel
 from spark_jobs.centroid_partitions import fit_sample
@@ -150,13 +151,22 @@ def test_kmeans_is_fitted_on_a_bounded_seeded_sample_with_k_from_the_whole_lake(
     tids, ords, mat = _vectors(snap)
     assert len(mat) > 80  # so the sample is a real part of the columns
     ctx = StageContext(wh, small_lake, snap.refresh_id, "test", config=load_config(str(cfg)))
-    df, n = fit_sample(spark, ctx)
-    sample = [tuple(r["features"].toArray()) for r in df.collect()]
+    drawn, n = fit_sample(spark, ctx)
+    sample = [tuple(v) for v in drawn]
     assert n == len(mat) and 10 <= len(sample) <= 80
-    assert sample == [tuple(r["features"].toArray()) for r in fit_sample(spark, ctx)[0].collect()]  # seeded
-    assert set(sample) <= {tuple(v) for v in mat.astype(np.float64)}
+    # Seeded and independent of how the files are split into tasks.
+    assert sample == [tuple(v) for v in fit_sample(spark.newSession(), ctx)[0]]
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "1k")
+    try:
+        assert sample == [tuple(v) for v in fit_sample(spark, ctx)[0]]
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    assert set(sample) <= {tuple(v) for v in mat}
     model = CentroidModel.from_stored(snapshot_model(snap, MODEL))
     assert model.n_columns == len(mat) and len(model.centroids) == round(np.sqrt(len(mat)))
+    cfg_union = load_config(str(cfg)).union
+    np.testing.assert_array_equal(model.centroids, kmeans(drawn, len(model.centroids), seed=cfg_union.seed,
+                                                          iterations=cfg_union.max_iter))
     covered = {(r["table_id"], o) for r in snap.read("centroid_partitions").to_pylist() for o in r["member_ordinals"]}
     assert covered == set(zip(tids.tolist(), ords.tolist()))
 

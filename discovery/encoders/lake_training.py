@@ -4,7 +4,8 @@ Both encoders learn from the lake itself (self-supervised).  The sample is at mo
 by a seeded stable hash of their path: the same lake gives the same sample, and a growing lake keeps most of the
 previous sample, so retraining moves the model no more than the data did.  The join encoder sees the distinct values
 of those tables' join-candidate columns (each column's values capped exactly as value vectors are, then at most
-``join_train_values`` values overall, again by stable hash); the table encoder sees the tables themselves.
+``join_train_values`` values overall, again by stable hash) and which column holds which of them (its hard
+negatives are near duplicates of one column); the table encoder sees the tables themselves.
 
 Steps of the join encoder are ``min(join_steps, join_epochs * values / batch)``: a large lake trains for the
 configured bound, a small one for a few passes over its values instead of hundreds (its variations would only be
@@ -126,22 +127,26 @@ def read_sample(sample: pa.Table, lake: str, limits: Limits, type_agreement: flo
     return out
 
 
-def join_training_values(tables: list[SampledTable], config: EmbedConfig, seed: int) -> list[str]:
-    """Distinct normalised values of the join-candidate columns, capped per column and overall."""
-    values: set[str] = set()
+def join_training_columns(tables: list[SampledTable], config: EmbedConfig, seed: int
+                          ) -> tuple[list[str], list[list[str]]]:
+    """Distinct normalised values of the join-candidate columns, capped per column and overall, and the values of
+    each column among them: the join encoder's hard negatives are near duplicates within one column."""
+    per_column: list[list[str]] = []
     for columns, kinds, _ in tables:
         for col, kind in zip(columns, kinds):
             if kind != "string":
                 continue
             prof = profile_column(col)
             if len(prof.values) >= config.join_min_distinct:
-                values.update(prof.values[i] for i in priority_sample(prof.values, prof.counts,
-                                                                      config.join_max_values))
-    ordered = sorted(values)
+                per_column.append([prof.values[i] for i in priority_sample(prof.values, prof.counts,
+                                                                           config.join_max_values)])
+    ordered = sorted({v for c in per_column for v in c})
     if len(ordered) > config.join_train_values:
         rank = stable_uniform(ordered, _SAMPLE_SEED + seed)
         ordered = [ordered[i] for i in np.sort(np.argsort(rank, kind="stable")[:config.join_train_values])]
-    return ordered
+        kept = set(ordered)
+        per_column = [[v for v in c if v in kept] for c in per_column]
+    return ordered, per_column
 
 
 class StepBudget:
@@ -186,12 +191,12 @@ def train_join_model(tables: list[SampledTable], config: EmbedConfig, type_agree
                      lake_tables: int, reason: str) -> TrainedModel | None:
     """The ``encoder.join`` model trained on the sample's candidate values; None with fewer than two values."""
     started = time.perf_counter()
-    values = join_training_values(tables, config, config.seed)
+    values, columns = join_training_columns(tables, config, config.seed)
     if len(values) < 2:
         return None
     steps = join_steps(config, len(values))
     budget = StepBudget(config.train_seconds, steps)
-    encoder = train_join_encoder(values, replace(join_config(config), steps=steps), stop=budget)
+    encoder = train_join_encoder(values, replace(join_config(config), steps=steps), stop=budget, columns=columns)
     if budget.limit < steps:  # the stored config names the steps trained, as if they had been configured
         encoder = JoinEncoder(replace(encoder.config, steps=budget.limit), encoder.weights, encoder.column)
     return _trained(JOIN_MODEL, encoder, join_requires(config, type_agreement), started,

@@ -17,6 +17,9 @@ skipped, as are pairs that are not mutual best partners.  On AutoFJ's 164k disti
 differ after normalisation); in a sample of the others are near duplicates outside the ground truth ("the o2 arena"
 / "the o2 arena (london)") and wrong pairs ("danny says" / "jane says").  Cost: one sparse product over the rare
 words and a few numpy passes (12 s for those 164k values on a heavily shared machine), before the first step.
+
+The same scorer, restricted to the values of one column, mines the join encoder's hard negatives
+(:func:`mine_negatives`): distinct values that one column holds side by side are distinct entities.
 """
 from __future__ import annotations
 
@@ -29,8 +32,14 @@ _TOKEN = re.compile(r"\w+")
 _DIGITS = re.compile(r"\d")
 
 
-def _word_matrix(values: list[str]) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
-    """Binary value x word incidence, word document frequencies and a hash of each value's number tokens."""
+#: What both miners score with: binary value x word incidence, word document frequencies, and an id per distinct set
+#: of number tokens (:func:`word_matrix`).
+Words = tuple[sp.csr_matrix, np.ndarray, np.ndarray]
+
+
+def word_matrix(values: list[str]) -> Words:
+    """Binary value x word incidence, word document frequencies and an id of each value's number tokens; computed
+    once when both :func:`mine_pairs` and :func:`mine_negatives` run on the same values."""
     tokens = [sorted(set(_TOKEN.findall(v))) for v in values]
     lengths = np.fromiter((len(t) for t in tokens), dtype=np.int64, count=len(tokens))
     flat = [w for t in tokens for w in t]
@@ -44,8 +53,15 @@ def _word_matrix(values: list[str]) -> tuple[sp.csr_matrix, np.ndarray, np.ndarr
     return incidence, df, numbers
 
 
-def mine_pairs(values: list[str], min_similarity: float = 0.5, max_df: int = 50, ambiguity: float = 0.05
-               ) -> np.ndarray:
+def _tfidf(incidence: sp.csr_matrix, df: np.ndarray) -> sp.csr_matrix:
+    """Unit-normalised rows of binary word incidence weighted by inverse document frequency."""
+    weighted = incidence @ sp.diags(np.log(incidence.shape[0] / np.maximum(df, 1)))
+    norms = np.sqrt(np.asarray(weighted.multiply(weighted).sum(axis=1)).ravel())
+    return (sp.diags(1.0 / np.maximum(norms, 1e-12)) @ weighted).tocsr()
+
+
+def mine_pairs(values: list[str], min_similarity: float = 0.5, max_df: int = 50, ambiguity: float = 0.05,
+               words: Words | None = None) -> np.ndarray:
     """Index pairs ``(i, j)``, ``i < j``, of values that are mutual best lexical partners (see the module docstring).
 
     ``values`` are distinct prepared strings; the result is an ``(n, 2)`` int64 array in a deterministic order.
@@ -53,13 +69,10 @@ def mine_pairs(values: list[str], min_similarity: float = 0.5, max_df: int = 50,
     empty = np.zeros((0, 2), dtype=np.int64)
     if len(values) < 2:
         return empty
-    incidence, df, numbers = _word_matrix(values)
+    incidence, df, numbers = word_matrix(values) if words is None else words
     if incidence.shape[1] == 0:
         return empty
-    idf = np.log(len(values) / np.maximum(df, 1))
-    weighted = incidence @ sp.diags(idf)
-    norms = np.sqrt(np.asarray(weighted.multiply(weighted).sum(axis=1)).ravel())
-    tfidf = sp.diags(1.0 / np.maximum(norms, 1e-12)) @ weighted
+    tfidf = _tfidf(incidence, df)
     rare = tfidf @ sp.diags((df <= max_df).astype(np.float64))
     candidates = sp.triu(rare @ rare.T, k=1).tocoo()
     i, j = candidates.row.astype(np.int64), candidates.col.astype(np.int64)
@@ -86,3 +99,49 @@ def mine_pairs(values: list[str], min_similarity: float = 0.5, max_df: int = 50,
     keep = (a < b) & (best_of[b] == a) & (best_sim[a] >= min_similarity)
     keep &= (best_sim[a] - second_sim[a] >= ambiguity) & (best_sim[b] - second_sim[b] >= ambiguity)
     return np.stack((a[keep], b[keep]), axis=1)
+
+
+def mine_negatives(values: list[str], columns: list[np.ndarray], min_similarity: float = 0.3, max_df: int = 50,
+                   max_similarity: float = 0.999, words: Words | None = None) -> np.ndarray:
+    """Index pairs ``(i, j)``, ``i < j``, of near-duplicate values of one column: hard negatives.
+
+    The distinct values of one column are, as a rule, distinct entities, and the lexically closest of them ("1893
+    lsu football team" / "1894 lsu football team", "john smith" / "john smithson") are exactly what a top-1 join must
+    tell apart, while in-batch negatives drawn from the whole lake are almost never that close.  ``columns`` holds
+    the indices into ``values`` of each column's distinct values; every value is paired with its most similar other
+    value of a column it belongs to (cosine of the same IDF-weighted words as :func:`mine_pairs`, candidates sharing a
+    word held by at most ``max_df`` values of that column) when the cosine lies in ``[min_similarity,
+    max_similarity)``: equal word sets (the same words reordered or punctuated) are two spellings of one value, not
+    two entities.  The result is an ``(n, 2)`` int64 array in a deterministic order.
+    """
+    empty = np.zeros((0, 2), dtype=np.int64)
+    sizes = np.fromiter((len(c) for c in columns), dtype=np.int64, count=len(columns))
+    if len(values) < 2 or sizes.sum() < 2:
+        return empty
+    incidence, df, _ = word_matrix(values) if words is None else words
+    if incidence.shape[1] == 0:
+        return empty
+    tfidf = _tfidf(incidence, df)
+    member = np.concatenate([np.asarray(c, dtype=np.int64) for c in columns])
+    occurrence = incidence[member].tocoo()  # (column, value) occurrence x word
+    key = np.repeat(np.arange(len(columns)), sizes)[occurrence.row] * incidence.shape[1] + occurrence.col
+    keys, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    rare = counts[inverse] <= max_df
+    block = sp.csr_matrix((np.ones(int(rare.sum())), (occurrence.row[rare], inverse[rare])),
+                          shape=(member.size, keys.size))
+    candidates = sp.triu(block @ block.T, k=1).tocoo()
+    i, j = member[candidates.row], member[candidates.col]
+    i, j = np.minimum(i, j)[i != j], np.maximum(i, j)[i != j]
+    if i.size == 0:
+        return empty
+    pair = np.unique(i * len(values) + j)  # one code per pair: a 1-d unique, sorted as (i, j)
+    i, j = pair // len(values), pair % len(values)
+    sim = np.asarray(tfidf[i].multiply(tfidf[j]).sum(axis=1)).ravel()
+    keep = (sim >= min_similarity) & (sim < max_similarity)
+    src, dst = np.concatenate((i[keep], j[keep])), np.concatenate((j[keep], i[keep]))
+    s = np.concatenate((sim[keep], sim[keep]))
+    order = np.lexsort((dst, -s, src))
+    src, dst = src[order], dst[order]
+    first = np.r_[True, src[1:] != src[:-1]] if src.size else np.zeros(0, dtype=bool)
+    best = np.unique(np.minimum(src[first], dst[first]) * len(values) + np.maximum(src[first], dst[first]))
+    return np.stack((best // len(values), best % len(values)), axis=1)

@@ -24,7 +24,6 @@ import re
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +31,7 @@ import pyarrow.dataset as pads
 
 from discovery.config import EmbedConfig
 from discovery.store import SCHEMAS, Warehouse, WarehouseError
+from discovery.store.cache import INDEXES
 
 from .base import ColumnConfig, Encoder
 from .hash_encoder import HashEncoder, HashEncoderConfig
@@ -122,11 +122,12 @@ MODEL_FILES = "model_files"
 _SAFE_VERSION = re.compile(r"[A-Za-z0-9._-]+")
 
 
-@lru_cache(maxsize=16)
 def stored_encoder(warehouse_root: str, name: str, version: str) -> Encoder:
-    """The encoder stored as (name, version), loaded once per process.  Versions are immutable content hashes, so
-    the cache never goes stale.  Its bytes come from :func:`mapped_payload`."""
-    return encoder_from_bytes(mapped_payload(warehouse_root, name, version))
+    """The encoder stored as (name, version), loaded once per process while it fits the process's index cache
+    (``discovery.store.INDEXES``, bounded in bytes with the indexes it serves).  Versions are immutable content
+    hashes, so the cache never goes stale.  Its bytes come from :func:`mapped_payload`."""
+    return INDEXES.get(("encoder", warehouse_root, name, version),
+                       lambda: encoder_from_bytes(mapped_payload(warehouse_root, name, version)))
 
 
 def mapped_payload(warehouse_root: str, name: str, version: str):

@@ -13,9 +13,9 @@ ln 2 / 2`` in total.
 The paper sizes partitions by memory but clusters by distribution, and k-means does not balance: a lake dominated by
 one domain puts most of its vectors in one partition, which then breaks the budget.  Partitions here are balanced by
 size with per-centre prices fitted on the pivots stage's sample (:func:`balance_prices`), their number follows the
-lake (:func:`partition_count`), and the stage checks the stored partitions against the budget and refits when one is
-over.  Prices fitted on a sample's sparse column histograms carry over to the full columns' histograms only roughly:
-on a generated lake of 1M vectors the largest partition still held twice the capacity after three refits.
+lake (:func:`partition_count`), and the stage settles the stored partitions on the full column sizes
+(:func:`settle`): prices fitted on a sample's sparse column histograms carry over to the full columns' histograms only
+roughly (on a generated lake of 1M vectors the largest partition held twice the capacity after three refits).
 """
 from __future__ import annotations
 
@@ -178,6 +178,46 @@ def balance_prices(dist: np.ndarray, weight: np.ndarray, cap: float, rounds: int
             break
         price[j] += step + max(abs(step), 1.0) * 1e-9
     return best
+
+
+def settle(cost: np.ndarray, sizes: np.ndarray, assign: np.ndarray, cap: float) -> np.ndarray:
+    """Column assignment with no partition above ``cap`` vectors unless it holds a single column: the final pass on
+    the lake's full column sizes after prices fitted on a sample.
+
+    Prices (:func:`balance_prices`) balance the sample's histograms; full columns diverge from their sampled shares
+    and the stored loads can end far above the capacity (twice it on a generated lake of 1M vectors).  Here every
+    column's size is known exactly, so the over-full partitions are emptied greedily: of all (member, partition with
+    room) moves, the one that raises ``cost`` (divergence to the centre plus its price, shape (columns, k)) least is
+    made first, which keeps JSD locality, until the partition fits.  A column larger than ``cap`` fits nowhere: it
+    ends alone in a partition (its own, or an empty one), and the bound is then "``cap`` or the largest column".
+    Returns the new assignment; a partition that cannot be settled (no room anywhere) stays over and the caller
+    refits with more partitions.
+    """
+    assign = np.asarray(assign, dtype=np.int64).copy()
+    sizes = np.asarray(sizes, dtype=np.float64)
+    k = cost.shape[1]
+    load = np.bincount(assign, weights=sizes, minlength=k)
+    count = np.bincount(assign, minlength=k)
+    stuck: set[int] = set()
+    while True:
+        over = [j for j in np.argsort(-load, kind="stable") if load[j] > cap and count[j] > 1 and j not in stuck]
+        if not over:
+            return assign
+        j = int(over[0])
+        members = np.flatnonzero(assign == j)
+        fits = (sizes[members][:, None] <= cap - load[None, :]) | (load[None, :] == 0)
+        fits[:, j] = False
+        if not fits.any():
+            stuck.add(j)
+            continue
+        rise = np.where(fits, cost[members] - cost[members, j][:, None], np.inf)
+        c, t = np.unravel_index(int(np.argmin(rise)), rise.shape)
+        col = members[c]
+        assign[col] = t
+        load[j] -= sizes[col]
+        load[t] += sizes[col]
+        count[j] -= 1
+        count[t] += 1
 
 
 def search_partitions(loaders: Iterable[Callable[[], JoinIndex | None]], query_vectors, tau: float = 0.06,

@@ -5,8 +5,12 @@ were built with) and searched against the snapshot's PEXESO index, rebuilt from 
 ``pivot_mappings`` rows (no mapping is recomputed; :func:`.stage.index_from_rows`).  With one partition the index is
 kept per snapshot; with several (a lake larger than the memory budget) each partition is loaded, searched and released
 before the next, so a query holds one partition's rows and index at a time, which the pivots stage sized to fit
-``[join] memory_budget_mb``.  No value string is kept: the evidence pairs of the results name index rows, and only
-those rows' strings are read, after the search.
+``[join] memory_budget_mb``.  A partition's rows are read file by file in the query's thread
+(:meth:`~discovery.store.Snapshot.scan`), the index is gathered from them with one copy of the numbers
+(:func:`.stage.index_from_rows`), and the pages Arrow's allocator kept are returned before the search allocates: the
+resident set then follows the partition, not the decoded files in flight (``benchmarks/join_memory.py``).  No value
+string is kept: the evidence pairs of the results name index rows, and only those rows' strings are read, after the
+search.
 
 Two searches: top-k (``top_k``) returns the k columns of highest joinability among those with any match, as PEXESO's
 top-k search does; threshold search (``T``, when no ``top_k`` is given) returns every column whose joinability
@@ -63,12 +67,13 @@ class LoadedJoinIndex:
             held.append(self._index.nbytes)
             return self._index
         flt = pc.field("partition") == p if self.model.n_partitions > 1 else None
-        mapping = self.snapshot.read("pivot_mappings", columns=ROW_KEYS + ["distances", "cell"], filter=flt)
-        tables = [mapping, self.snapshot.read("value_vectors", columns=ROW_KEYS + ["vector"],
-                                              filter=_columns_filter(mapping))]
+        read = self.snapshot.scan if flt is not None else self.snapshot.read  # one partition of many: lean reads
+        mapping = read("pivot_mappings", columns=ROW_KEYS + ["distances", "cell"], filter=flt)
+        tables = [mapping, read("value_vectors", columns=ROW_KEYS + ["vector"], filter=_columns_filter(mapping))]
         del mapping
         rows = sum(t.nbytes for t in tables)
         index = index_from_rows(tables.pop(0), tables.pop(0), self.model)  # it alone holds the rows, and drops them
+        pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed pages; the search allocates anew
         if index is None:
             return None
         held.append(rows + index.nbytes)

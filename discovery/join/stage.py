@@ -85,16 +85,18 @@ class PivotModel:
                          "pivot_id": np.arange(len(self.pivots), dtype=np.int32),
                          "vector": [v.tolist() for v in self.pivots]}, schema=SCHEMAS["pivots"])
 
-    def assign_partitions(self, mapped: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(distinct column keys, partition of each): the centre of least JSD of the column's cell histogram plus the
-        centre's price (:func:`.partitioning.balance_prices`)."""
+    def divergences(self, cells: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(distinct column keys, their vector counts, the JSD of each column's histogram to each centre) from the
+        vectors' leaf cells: the histogram bin of a vector is its leaf cell's ancestor at ``hist_level`` (a Morton
+        prefix, :mod:`.grid`), the cell :meth:`GridSpec.leaf_cells` gives at that level.  The same numbers whether a
+        Spark task computes them from its tables' rows or the stage from the stored cells of the whole lake."""
         columns, col = np.unique(keys, return_inverse=True)
+        sizes = np.bincount(col, minlength=len(columns))
         if self.n_partitions == 1 or len(columns) == 0:
-            return columns, np.zeros(len(columns), dtype=np.int32)
-        coarse = GridSpec(self.grid.lower, self.grid.upper, self.hist_level).leaf_cells(mapped)
+            return columns, sizes, np.zeros((len(columns), self.n_partitions))
+        coarse = np.asarray(cells, dtype=np.int64) >> (len(self.pivots) * (self.grid.levels - self.hist_level))
         pos = np.minimum(np.searchsorted(self.bins, coarse), len(self.bins) - 1)
         known = self.bins[pos] == coarse
-        sizes = np.bincount(col, minlength=len(columns))
         ukey, counts = np.unique(col[known].astype(np.int64) * len(self.bins) + pos[known], return_counts=True)
         e_col, e_bin = ukey // len(self.bins), ukey % len(self.bins)
         e_p = counts / sizes[e_col]
@@ -102,6 +104,12 @@ class PivotModel:
         # Mass in cells no centre covers: each such bin adds a * ln2 / 2 to the divergence to every centre.
         unknown = 1.0 - np.bincount(e_col, weights=e_p, minlength=len(columns))
         dist += 0.5 * _LN2 * np.clip(unknown, 0.0, None)[:, None]
+        return columns, sizes, dist
+
+    def assign_partitions(self, cells: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(distinct column keys, partition of each): the centre of least JSD of the column's cell histogram plus the
+        centre's price (:func:`.partitioning.balance_prices`)."""
+        columns, _, dist = self.divergences(cells, keys)
         return columns, np.argmin(dist + self.prices, axis=1).astype(np.int32)
 
 
@@ -145,11 +153,27 @@ def current_model(warehouse: Warehouse) -> PivotModel | None:
     return PivotModel.from_stored(stored) if stored is not None else None
 
 
-def _matrix(lists: pa.ChunkedArray | pa.Array, width: int | None = None) -> np.ndarray:
-    """A list<float32> column as a (rows, width) float32 matrix (no widening: these are the stored numbers)."""
-    flat = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
-    values = flat.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-    return values.reshape(len(flat), width if width is not None else (values.size // max(len(flat), 1)))
+def _matrix(lists: pa.ChunkedArray | pa.Array, width: int | None = None, rows: np.ndarray | None = None) -> np.ndarray:
+    """A list<float32> column as a (rows, width) float32 matrix (no widening: these are the stored numbers).
+
+    ``rows``: the stored rows in the order wanted (a permutation); each Arrow chunk is then scattered straight to
+    its sorted place, so the matrix is built with one copy and no intermediate combined or sorted table."""
+    chunks = lists.chunks if isinstance(lists, pa.ChunkedArray) else [lists]
+    parts = [c.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False) for c in chunks]
+    n = len(lists)
+    width = width if width is not None else sum(p.size for p in parts) // max(n, 1)
+    if rows is None and len(parts) == 1:
+        return parts[0].reshape(n, width)
+    at = np.arange(n)
+    if rows is not None:
+        at[rows] = np.arange(n)
+    out = np.empty((n, width), dtype=np.float32)
+    start = 0
+    for part in parts:
+        k = part.size // max(width, 1)
+        out[at[start:start + k]] = part.reshape(k, width)
+        start += k
+    return out
 
 
 def stored_mapping(vectors: np.ndarray, model: PivotModel) -> tuple[np.ndarray, np.ndarray]:
@@ -159,13 +183,18 @@ def stored_mapping(vectors: np.ndarray, model: PivotModel) -> tuple[np.ndarray, 
     return mapped, model.grid.leaf_cells(mapped)
 
 
-def mapping_rows(vv: pa.Table, model: PivotModel) -> pa.Table:
-    """``pivot_mappings`` rows of ``value_vectors`` rows (table_id, content_hash, ordinal, value, vector)."""
+def mapping_rows(vv: pa.Table, model: PivotModel, placed: dict[int, int] | None = None) -> pa.Table:
+    """``pivot_mappings`` rows of ``value_vectors`` rows (table_id, content_hash, ordinal, value, vector).
+
+    ``placed``: column key -> partition decided by the stage on the whole lake's sizes
+    (:func:`.partitioning.settle`); other columns go where the model's prices send them."""
     if vv.num_rows == 0:
         return SCHEMAS["pivot_mappings"].empty_table()
     mapped, cells = stored_mapping(_matrix(vv.column("vector")), model)
     keys = column_keys(vv.column("table_id").to_numpy(), vv.column("ordinal").to_numpy())
-    columns, part = model.assign_partitions(mapped, keys)
+    columns, part = model.assign_partitions(cells, keys)
+    if placed:
+        part = np.array([placed.get(k, p) for k, p in zip(columns.tolist(), part.tolist())], dtype=np.int32)
     partition = part[np.searchsorted(columns, keys)]
     return pa.table({
         "table_id": vv.column("table_id"), "content_hash": vv.column("content_hash"),
@@ -177,13 +206,15 @@ def mapping_rows(vv: pa.Table, model: PivotModel) -> pa.Table:
     }, schema=SCHEMAS["pivot_mappings"])
 
 
-def mapping_batch(work: pa.Table, ctx, model: PivotModel, files: pa.Table) -> tuple[pa.Table, dict]:
-    """``pivot_mappings`` rows of the work tables' value vectors under ``model``; ``files``: the ``value_vectors``
-    data files the driver planned from.  Tasks are handed both rather than each reading the ``models`` table and the
-    Delta log, whose sizes grow with the lake (which made the stage's cost grow with tasks x files)."""
+def mapping_batch(work: pa.Table, ctx, model: PivotModel, files: pa.Table,
+                  placed: dict[int, int] | None = None) -> tuple[pa.Table, dict]:
+    """``pivot_mappings`` rows of the work tables' value vectors under ``model`` (``placed``: see
+    :func:`mapping_rows`); ``files``: the ``value_vectors`` data files the driver planned from.  Tasks are handed both
+    rather than each reading the ``models`` table and the Delta log, whose sizes grow with the lake (which made the
+    stage's cost grow with tasks x files)."""
     vv = read_rows(Warehouse(ctx.warehouse).table_uri("value_vectors"), SCHEMAS["value_vectors"], files,
                    work.column("table_id").to_pylist(), ["table_id", "content_hash", "ordinal", "value", "vector"])
-    return mapping_rows(vv, model), {"tables_processed": work.num_rows, "vectors": vv.num_rows}
+    return mapping_rows(vv, model, placed), {"tables_processed": work.num_rows, "vectors": vv.num_rows}
 
 
 def index_from_rows(mapping: pa.Table, vectors: pa.Table, model: PivotModel) -> JoinIndex | None:
@@ -191,27 +222,35 @@ def index_from_rows(mapping: pa.Table, vectors: pa.Table, model: PivotModel) -> 
 
     ``mapping``: table_id, ordinal, value, distances, cell; ``vectors``: table_id, ordinal, value, vector rows of at
     least the same columns.  Value vectors of other columns are dropped first: JSD partitions are per column, so
-    the other columns of a table may lie in other partitions.  Both are sorted by :data:`ROW_KEYS`, so an index input
+    the other columns of a table may lie in other partitions.  Both are ordered by :data:`ROW_KEYS`, so an index input
     row (``JoinIndex.order``, result pairs) is its column's first row plus the rank of its value among the column's
-    values (:func:`column_first_rows`, :func:`values_at`): the value strings need not be kept.  The float32 distances
-    and stored cells go to the index as they are; the Arrow rows are released before the index is built.
+    values (:func:`column_first_rows`, :func:`values_at`): the value strings need not be kept.  Only the key columns
+    are sorted; vectors and distances are gathered once into that order (:func:`_matrix`), each Arrow table released
+    as soon as its numbers are out, and the float32 distances and stored cells go to the index as they are.
     """
     if mapping.num_rows == 0:
         return None
     wanted = np.unique(column_keys(mapping.column("table_id").to_numpy(), mapping.column("ordinal").to_numpy()))
-    have = column_keys(vectors.column("table_id").to_numpy(), vectors.column("ordinal").to_numpy())
-    vectors = vectors.filter(pa.array(np.isin(have, wanted)))
-    order = [(k, "ascending") for k in ROW_KEYS]
-    mapping, vectors = mapping.sort_by(order), vectors.sort_by(order)
-    if mapping.num_rows != vectors.num_rows or not mapping.select(ROW_KEYS).equals(vectors.select(ROW_KEYS)):
+    keep = np.isin(column_keys(vectors.column("table_id").to_numpy(), vectors.column("ordinal").to_numpy()), wanted)
+    if not keep.all():
+        vectors = vectors.filter(pa.array(keep))
+    m_rows, v_rows = _row_order(mapping), _row_order(vectors)
+    if mapping.num_rows != vectors.num_rows or not mapping.select(ROW_KEYS).take(m_rows).equals(
+            vectors.select(ROW_KEYS).take(v_rows)):
         raise WarehouseError(f"pivot_mappings ({mapping.num_rows} rows) and value_vectors ({vectors.num_rows} rows of "
                              "the same columns) disagree: the pivots stage did not finish; run a refresh")
-    keys = column_keys(mapping.column("table_id").to_numpy(), mapping.column("ordinal").to_numpy())
-    x = _matrix(vectors.column("vector"))
+    keys = column_keys(mapping.column("table_id").to_numpy(), mapping.column("ordinal").to_numpy())[m_rows]
+    x = _matrix(vectors.column("vector"), rows=v_rows)
     del vectors
-    mapped, cells = _matrix(mapping.column("distances"), len(model.pivots)), mapping.column("cell").to_numpy()
+    mapped = _matrix(mapping.column("distances"), len(model.pivots), m_rows)
+    cells = mapping.column("cell").to_numpy()[m_rows]
     del mapping
     return JoinIndex.from_mapped(x, keys, mapped, model.pivots, model.grid, model.metric, cells)
+
+
+def _row_order(rows: pa.Table) -> np.ndarray:
+    """The permutation that sorts ``rows`` by :data:`ROW_KEYS`, computed on those key columns alone."""
+    return pc.sort_indices(rows.select(ROW_KEYS), sort_keys=[(k, "ascending") for k in ROW_KEYS]).to_numpy()
 
 
 def column_first_rows(index: JoinIndex) -> dict[int, int]:

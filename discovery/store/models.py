@@ -35,8 +35,12 @@ def _rows(table: pa.Table) -> list[StoredModel]:
 
 
 def latest_model(warehouse: Warehouse, name: str) -> StoredModel | None:
-    """The most recently written version of ``name`` at the table's current version (what a refresh builds on)."""
-    t = warehouse.read("models")
+    """The most recently written version of ``name`` at the table's current version (what a refresh builds on).
+
+    The name is pushed down to the files (a stage writes each model row as a file of its own), so the encoders' payloads, about
+    100 MB per join-encoder version and one more version at every retraining, stay unread: reading the whole table
+    cost every stage that looks up its model a read that grew with the warehouse's history."""
+    t = warehouse.read("models", filter=pc.field("name") == name)
     t = t.filter(pc.equal(t["name"], name))
     if t.num_rows == 0:
         return None

@@ -16,6 +16,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from .cache import INDEXES
+from .files import resolve
+from .schema import SCHEMAS
 from .warehouse import Warehouse, WarehouseError
 
 #: The catalog columns queries consult (resolving a query, naming results): one cached read serves both.
@@ -47,6 +49,24 @@ class Snapshot:
 
     def read(self, name: str, columns: list[str] | None = None, filter: pads.Expression | None = None) -> pa.Table:
         return self.warehouse.read(name, self.version(name), columns=columns, filter=filter)
+
+    def scan(self, name: str, columns: list[str], filter: pads.Expression) -> pa.Table:
+        """The rows of ``name`` matching ``filter``, read file after file and batch after batch in the calling thread.
+
+        For a query that needs a small part of a large table (one join partition): a threaded read decodes several
+        files at once and its allocator keeps the high-water mark, several times the rows kept; here only the
+        matching rows and one batch are held at a time.  The version's data files are read straight from Parquet
+        through the warehouse's own filesystem, as Spark tasks read them (:func:`.rewrite.read_rows`): through the
+        Delta dataset's filesystem, a partition read of the 1M-vector benchmark lake left about 70 MB more resident."""
+        fs, root = resolve(self.warehouse.table_uri(name))
+        files = self.warehouse.files(name, self.version(name)).column("path").to_pylist()
+        dataset = pads.dataset([f"{root.rstrip('/')}/{p}" for p in files], schema=SCHEMAS[name], format="parquet",
+                               filesystem=fs)
+        batches = [b for fragment in dataset.get_fragments(filter=filter)
+                   for b in fragment.to_batches(columns=columns, filter=filter, use_threads=False, batch_size=8192)
+                   if b.num_rows]
+        pa.default_memory_pool().release_unused()  # the decoded files' pages, kept by Arrow's allocator otherwise
+        return pa.Table.from_batches(batches, schema=pa.schema([SCHEMAS[name].field(c) for c in columns]))
 
     def cached(self, name: str, columns: list[str]) -> pa.Table:
         """``columns`` of a whole index table at this snapshot, read once per process and kept in the byte-bounded

@@ -34,7 +34,11 @@ practical tau); a slack of 1e-9 on both bounds keeps them sound for a tau so sma
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from .csr import expand_ranges, offsets_from_owners
 
 #: widening of both bounds against float64 summation-order differences from the exact score (tiny tau only).
 SUM_SLACK = 1e-9
@@ -50,21 +54,48 @@ def _top_sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return csum[np.minimum(counts, values.shape[0]), np.arange(values.shape[1])]
 
 
-def mwmto_bounds(sims: np.ndarray, tau: float, part_starts: np.ndarray,
-                 table_part_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def mwmto_bounds(sims: np.ndarray, tau: float, part_starts: np.ndarray, table_part_offsets: np.ndarray,
+                 floor: float = -math.inf) -> tuple[np.ndarray, np.ndarray]:
     """(lower, upper) bounds of U(V_Q, V_i, tau) for every candidate table i, and 0, 0 for tables with no admissible pair.
 
     ``sims`` (q, C) are the similarities of the query vectors with the candidates' columns, laid out so that every
     partition's members are contiguous: partition p owns columns ``part_starts[p]:part_starts[p + 1]`` (the last up
     to C), and table i owns partitions ``table_part_offsets[i]:table_part_offsets[i + 1]`` (at least one, non-empty).
-    Tables are processed in chunks so the working arrays stay bounded however many candidates there are.
+
+    The column relaxation (each column's best admissible similarity, summed) is one pass over ``sims``; only tables
+    where it reaches ``floor`` get the full bounds, the others get it as their upper bound and 0 as their lower bound
+    (a caller pruning at ``floor`` discards them whatever their lower bound).  Tables are processed in chunks so the
+    working arrays stay bounded however many candidates there are.
     """
     offsets = np.asarray(table_part_offsets, dtype=np.int64)
-    starts = np.append(np.asarray(part_starts, dtype=np.int64), sims.shape[1])
+    starts = np.asarray(part_starts, dtype=np.int64)
     n = len(offsets) - 1
     lower, upper = np.zeros(n), np.zeros(n)
     if n == 0 or sims.shape[1] == 0:
         return lower, upper
+    table_cols = np.append(starts, sims.shape[1])[offsets]
+    col_best = np.where(sims >= tau, sims, 0).max(axis=0).astype(np.float64)
+    upper_c = np.add.reduceat(col_best, table_cols[:-1])
+    upper[upper_c > 0] = upper_c[upper_c > 0] + SUM_SLACK
+    full = np.flatnonzero((upper_c > 0) & (upper >= floor))
+    if len(full) < n:  # lay out the tables that get full bounds contiguously
+        cols, owner = expand_ranges(table_cols, full)
+        new_cols = offsets_from_owners(owner, len(full))
+        p_pos, p_owner = expand_ranges(offsets, full)
+        sims, starts = sims[:, cols], starts[p_pos] - table_cols[full[p_owner]] + new_cols[p_owner]
+        offsets = offsets_from_owners(p_owner, len(full))
+    lower[full], upper[full] = _chunked(sims, tau, starts, offsets)
+    return lower, upper
+
+
+def _chunked(sims: np.ndarray, tau: float, part_starts: np.ndarray,
+             offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_bounds` over tables in chunks of at most about ``_CHUNK_CELLS`` similarity cells."""
+    n = len(offsets) - 1
+    lower, upper = np.zeros(n), np.zeros(n)
+    if n == 0:
+        return lower, upper
+    starts = np.append(part_starts, sims.shape[1])
     cols_per_table = np.diff(starts[offsets])
     step = max(1, _CHUNK_CELLS // (len(sims) * max(1, int(cols_per_table.max()))))
     for a in range(0, n, step):

@@ -1,4 +1,5 @@
-"""Cones around centroids: the tables that can hold an admissible pair, and upper bounds for them, from centroids only.
+"""Cones around anchors: an upper bound of every table's score from anchor directions only, a few passes over the
+lake's columns per query.
 
 A lake column v whose direction lies within angle alpha of an anchor direction a (<v, a> >= cos alpha) satisfies,
 for any query column q, by the triangle inequality for angles on the unit sphere,
@@ -7,36 +8,41 @@ for any query column q, by the triangle inequality for angles on the unit sphere
            =  1                                                   if <q, a> >= cos alpha,
            =  <q, a> cos alpha + sqrt(1 - <q, a>^2) sin alpha      otherwise,
 
-the exact maximum of <q, v> over the cap.  It is tighter than the Euclidean form <q, c> + ||v - c|| whenever the
-centroid c is shorter than 1 (k-means centroids of unit vectors always are), and it needs only <q, c>: one product of
-the query with the ~sqrt(#columns) base centroids, never with the columns.
+the exact maximum of <q, v> over the cap; it grows with <q, a>.  It is tighter than the Euclidean form
+<q, c> + ||v - c||, and the closer the anchor, the tighter.
 
-Every column is anchored at the closest (in angle) of its partition's I_w centroids, all of which list its table in
-the inverted index.  Per posting (centroid c, table t) the index keeps how many of t's columns are anchored at c and
-the widest angle among them; per centroid, the widest angle over its postings.  For a query:
+Anchors.  The base centroids are too coarse at tau = 0.4: on the generated 100k-table lake (2,000 domains, 866
+centroids) the bound below, anchored at them, reached the k-th score for about half of the tables.  So every column
+is first assigned to the closest (in angle) of its partition's I_w centroids, and the columns of each base centroid
+are split by k-means into at most :data:`ANCHORS_PER_CENTROID` anchors (a few hundred small k-means when the index is
+built; deterministic); each column keeps its anchor and its own angle to it.  With 8 anchors per centroid about 2%
+of the tables reach the k-th score there (``benchmarks/union.py`` prints it as the lake's geometry); on UGEN-V1 about
+96% do, whatever the anchors: its columns spread over far more directions (effective dimension 246 of 384) than
+tau = 0.4 lets a cone exclude.  Algorithm 1's groups G_k (base and cascade centroids) are not used, and so not stored
+(``partitioning``): a cone per group is no narrower than its members' cones.
 
-1. (q, c) pairs whose centroid-wide cone bound is below tau cannot hold an admissible partner (sim >= tau) of query
-   column q, so probing every other centroid reaches every table with an admissible pair;
-2. the postings of the probed centroids give per (q, table) the best posting-level cone bound; Algorithm 3's upper
-   bound then follows with the postings as partitions: the smaller of the sum of the t_hi best per-query bounds
-   (t_hi = min(query columns with a possibly admissible posting, columns in such postings)) and the MWMTO sum of each
-   posting's ``count`` best possibly admissible bounds.
+The bound.  For a query, cmax_a = max_q <q, a> (one product of the query with the anchors) bounds every column v
+anchored at a: <q, v> <= b(v) = cone bound at cmax_a for every query column q, and v holds no admissible pair
+(sim >= tau) when b(v) < tau.  A Definition 5 matching uses each lake column at most once, with pairs of similarity
+>= tau, and has at most |V_Q| pairs, so
 
-The work is sparse: one entry per probed (q, c) pair and posting of c, so tables that only a few query columns reach
-cost only those entries.  Algorithm 1's groups G_k (base and cascade centroids) are not used, and so not stored
-(``partitioning``): a cone bound per partition needs one entry per query column and partition of every reachable
-table (dense; measured about 3x slower than ``exact`` on a generated 20k-table lake), and once a table's columns are
-compared with the query (``bounds``) the member similarities are tighter than any cone.  Partitions S_k stay: they
-are Algorithm 3's capacities there.
+    U(V_Q, V_t, tau) <= min(sum of b(v) over t's admissible columns,
+                            min(|V_Q|, admissible columns of t) * max b(v)),
+
+and 0 when t has no admissible column.  This is Algorithm 3's column-side relaxation with cone similarities, capped
+at t_hi pairs: one entry per lake column whatever the number of query columns, so it costs a few vectorised passes
+over the columns, about a fifth of the lake-wide product of ``exact`` (d = 64).  Per (query column, column) bounds
+(Algorithm 3's query-side sum) would be tighter but cost as many entries as the product has cells.
 
 Cones are measured when the index is built, from the partitions and column vectors it is built from, so they always
-describe the columns actually indexed (the incremental refresh assigns new columns to the stored centroids, which
-moves the cones; nothing stored can go stale) and a warehouse built before cones existed needs no rebuild.
+describe the columns actually indexed (the incremental refresh assigns new columns to the stored centroids; nothing
+stored can go stale) and a warehouse built before cones existed needs no rebuild.
 
-Numerics: directions and cosines are float64 (query and columns normalised in float64), so cosines are accurate to
-~1e-15 and the square roots to ~1e-7 near 1.  A column similarity is the float32 rounding of a product of float32
-vectors whose norms are 1 within ~1e-7 (``matching``); :data:`CONE_SLACK` covers both with a wide margin, so a bound
-below tau proves that no pair reaches tau.
+Numerics: directions and cosines are computed in float64 (query and columns normalised in float64) and the per-query
+pass runs in float32 (inputs rounded to float32, each bound off by less than 1e-6), with sums accumulated in
+float64.  A column similarity is the float32 rounding of a product of float32 vectors whose norms are 1 within ~1e-7
+(``matching``); :data:`CONE_SLACK` covers all of these with a wide margin, so a bound below tau proves that no pair
+reaches tau and a table's bound is at least its score.
 """
 from __future__ import annotations
 
@@ -45,13 +51,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bounds import SUM_SLACK
-from .csr import expand_ranges, expand_spans, offsets_from_owners
+from .centroids import assign_to_centroids, kmeans
+from .csr import expand_ranges, offsets_from_owners
 from .partitioning import PartitionArrays
 
 #: added to every cone bound: float32 rounding of similarities, norms off 1 by float32 normalisation, float64 error.
 CONE_SLACK = 1e-5
 #: (column, centroid) pairs per chunk when the cones are measured.
 _PAIR_CHUNK = 1 << 16
+#: anchors per base centroid, and k-means iterations that place them (see the module docstring).  In a trial on the
+#: generated 100k-table lake, 4 anchors per centroid left about 7% of the tables reaching the k-th score, 8 about 4%;
+#: the split costs a few seconds when that index is built (0.1 s on UGEN-V1's 9,918 columns).
+ANCHORS_PER_CENTROID = 8
+ANCHOR_ITERATIONS = 6
 
 
 def directions(x: np.ndarray) -> np.ndarray:
@@ -66,87 +78,40 @@ def cone_bound(cos_q: np.ndarray, cos_radius: np.ndarray) -> np.ndarray:
     around an anchor whose cosine with q is ``cos_q`` (arrays broadcast)."""
     cq = np.clip(cos_q, -1.0, 1.0)
     cr = np.clip(cos_radius, -1.0, 1.0)
-    outside = cq * cr + np.sqrt(1.0 - cq * cq) * np.sqrt(1.0 - cr * cr)
-    return np.where(cq >= cr, 1.0, outside) + CONE_SLACK
+    return _cap_bound(cq, np.sqrt(1.0 - cq * cq), cr, np.sqrt(1.0 - cr * cr))
 
 
-def _top_sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Per row of ``values`` (-inf where absent): the sum of its ``counts`` largest finite entries.  Only rows with
-    more finite entries than ``counts`` are sorted; with ``counts`` 1 (most postings) the row maximum is taken."""
-    finite = np.isfinite(values)
-    out = np.where(finite, values, 0.0).sum(axis=1)
-    counts = np.minimum(counts, finite.sum(axis=1))
-    one = (counts == 1) & (finite.sum(axis=1) > 1)
-    out[one] = values[one].max(axis=1)
-    rest = np.flatnonzero((counts > 1) & (counts < finite.sum(axis=1)))
-    if len(rest):
-        ranked = -np.sort(-values[rest], axis=1)
-        ranked[~np.isfinite(ranked)] = 0.0
-        csum = np.cumsum(ranked, axis=1)
-        out[rest] = csum[np.arange(len(rest)), counts[rest] - 1]
-    out[counts == 0] = 0.0
-    return out
-
-
-def _ranks(ids: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values of ``ids`` (all in 0..size-1) ascending, and a map from value to its rank among them."""
-    seen = np.zeros(size, dtype=bool)
-    seen[ids] = True
-    return np.flatnonzero(seen), np.cumsum(seen) - 1
+def _cap_bound(cq: np.ndarray, sq: np.ndarray, cr: np.ndarray, sr: np.ndarray) -> np.ndarray:
+    """:func:`cone_bound` from the cosines and sines of both angles (sines precomputed where they are reused)."""
+    bound = np.where(cq >= cr, 1.0, cq * cr + sq * sr)  # a Python float keeps float32 inputs float32
+    bound += CONE_SLACK
+    return bound
 
 
 @dataclass(frozen=True)
 class Cones:
-    """Cones of one index: per base centroid, and per posting (centroid, table) of the anchored columns."""
+    """Cones of one index: every column's anchor and its angle to it, columns in the index's storage order."""
 
-    centroid_dirs: np.ndarray  # (C, d) float64 unit directions of the base centroids
-    centroid_cos: np.ndarray  # (C,) cosine of the widest column anchored at the centroid (1 if none)
-    post_offsets: np.ndarray  # (C + 1,) postings of centroid c, widest cone first: post_offsets[c]:post_offsets[c + 1]
-    post_keys: np.ndarray  # (E,) centroid * 4 + post_cos, ascending (cosines lie in [-1, 1])
-    post_tables: np.ndarray  # (E,) table (internal index) of every posting
-    post_counts: np.ndarray  # (E,) columns of the table anchored at the centroid
-    post_cos: np.ndarray  # (E,) cosine of the widest of them
-    n_tables: int
+    anchor_dirs: np.ndarray  # (A, d) float64 unit directions of the anchors
+    table_offsets: np.ndarray  # (T + 1,) columns of table t: table_offsets[t]:table_offsets[t + 1] (at least one)
+    col_anchor: np.ndarray  # (n,) anchor of every column
+    col_cos: np.ndarray  # (n,) float32 cosine of the column with its anchor
+    col_sin: np.ndarray  # (n,) float32 sine of that angle
 
-    def reachable(self, query_dirs: np.ndarray, tau: float, exclude: int = -1,
-                  max_entries: int | None = None) -> tuple[np.ndarray, np.ndarray] | None:
-        """Tables (internal indices, ascending) that can hold a pair with similarity >= tau with a query column, and
-        Algorithm 3's upper bound of U(V_Q, V_t, tau) for each, from the cones alone; None when more than
-        ``max_entries`` (query column, posting) pairs would have to be examined (the cones do not narrow the lake)."""
-        nq = len(query_dirs)
-        cos_c = query_dirs @ self.centroid_dirs.T
-        qi, ci = np.nonzero(cone_bound(cos_c, self.centroid_cos[None, :]) >= tau)
-        prefix = self._admissible_prefix(cos_c[qi, ci], ci, tau)
-        if max_entries is not None and int(prefix.sum()) > max_entries:
-            return None
-        pos, pair = expand_spans(self.post_offsets[ci], prefix)
-        bound = cone_bound(cos_c[qi, ci][pair], self.post_cos[pos])
-        ok = (bound >= tau) & (self.post_tables[pos] != exclude)
-        pos, q, bound = pos[ok], qi[pair[ok]], bound[ok]  # one entry per (posting, query column)
-        tables, table_rank = _ranks(self.post_tables[pos], self.n_tables)
-        posts, post_rank = _ranks(pos, len(self.post_tables))
-        post_owner = table_rank[self.post_tables[posts]]
-
-        # the best bound per (table, query column); the t_hi best per table summed
-        best = np.full((len(tables), nq), -np.inf)
-        np.maximum.at(best, (table_rank[self.post_tables[pos]], q), bound)
-        cap = np.bincount(post_owner, weights=self.post_counts[posts], minlength=len(tables)).astype(np.int64)
-        upper_q = _top_sums(best, np.minimum(np.isfinite(best).sum(axis=1), cap))
-
-        # MWMTO over postings: each posting takes its ``count`` best query columns
-        per_post = np.full((len(posts), nq), -np.inf)
-        per_post[post_rank[pos], q] = bound
-        upper_p = np.bincount(post_owner, weights=_top_sums(per_post, self.post_counts[posts]), minlength=len(tables))
-        return tables, np.minimum(upper_q, upper_p) + SUM_SLACK
-
-    def _admissible_prefix(self, cos_q: np.ndarray, centroid: np.ndarray, tau: float) -> np.ndarray:
-        """How many of centroid c's postings (widest cone first) can reach tau for a query column of cosine
-        ``cos_q`` with c: the bound does not grow as cones narrow, so those postings are a prefix.  The cut is taken
-        a little wide (the caller filters on the bound itself): cones up to cos(max(0, angle(q, c) - arccos(tau -
-        slack)))."""
-        reach = np.arccos(np.clip(tau - CONE_SLACK, -1.0, 1.0))
-        limit = np.cos(np.maximum(0.0, np.arccos(np.clip(cos_q, -1.0, 1.0)) - reach)) + 1e-9
-        return np.searchsorted(self.post_keys, centroid * 4.0 + limit, side="right") - self.post_offsets[centroid]
+    def table_bounds(self, query_dirs: np.ndarray, tau: float) -> np.ndarray:
+        """Upper bound of U(V_Q, V_t, tau) for every table t (internal index), 0 for tables none of whose columns
+        can reach tau with a query column (see the module docstring)."""
+        cmax = np.clip((query_dirs @ self.anchor_dirs.T).max(axis=0), -1.0, 1.0)
+        smax = np.sqrt(1.0 - cmax * cmax).astype(np.float32)
+        cmax = cmax.astype(np.float32)
+        bound = _cap_bound(cmax[self.col_anchor], smax[self.col_anchor], self.col_cos, self.col_sin)
+        admissible = bound >= tau
+        bound *= admissible
+        starts = self.table_offsets[:-1]
+        total = np.add.reduceat(bound, starts, dtype=np.float64)
+        columns = np.add.reduceat(admissible, starts, dtype=np.int64)
+        capped = np.minimum(columns, len(query_dirs)) * np.maximum.reduceat(bound, starts).astype(np.float64)
+        return np.where(total > 0, np.minimum(total, capped) + SUM_SLACK, 0.0)
 
 
 def build_cones(vectors: np.ndarray, col_table: np.ndarray, part_starts: np.ndarray, centroids: np.ndarray,
@@ -154,8 +119,9 @@ def build_cones(vectors: np.ndarray, col_table: np.ndarray, part_starts: np.ndar
     """Anchor every column and measure the cones of an index.
 
     ``vectors`` (n, d) are the index's columns stored partition by partition, partition p (in index order) owning rows
-    ``part_starts[p]:part_starts[p + 1]`` (the last up to n), ``col_table`` their tables; ``order[p]`` is partition
-    p's row in ``parts``, whose I_w centroids are the anchors its members may take.
+    ``part_starts[p]:part_starts[p + 1]`` (the last up to n), ``col_table`` their tables (internal indices, every
+    table owning at least one column); ``order[p]`` is partition p's row in ``parts``: its members go to the closest
+    of its I_w centroids, whose columns are then split into anchors (:func:`_split`).
     """
     n, n_parts = len(vectors), len(order)
     member_part = np.repeat(np.arange(n_parts), np.diff(np.append(part_starts, n)))
@@ -175,17 +141,24 @@ def build_cones(vectors: np.ndarray, col_table: np.ndarray, part_starts: np.ndar
     col_starts = offsets_from_owners(pair_col, n)[:-1]
     best = np.maximum.reduceat(cos, col_starts)
     hit = np.where(cos == best[pair_col], np.arange(len(cos)), len(cos))
-    anchor = iw_ids[pair_entry[np.minimum.reduceat(hit, col_starts)]]
+    base = iw_ids[pair_entry[np.minimum.reduceat(hit, col_starts)]]
+    anchor, anchor_dirs = _split(vectors, base)
+    cos = np.clip(np.einsum("ij,ij->i", vectors, anchor_dirs[anchor], dtype=np.float64) / norms, -1.0, 1.0)
+    return Cones(anchor_dirs, offsets_from_owners(col_table, int(col_table.max()) + 1 if n else 0), anchor,
+                 cos.astype(np.float32), np.sqrt(1.0 - cos * cos).astype(np.float32))
 
-    n_tables = int(col_table.max()) + 1 if n else 0
-    keys, inverse, counts = np.unique(anchor * n_tables + col_table, return_inverse=True, return_counts=True)
-    post_cos = np.ones(len(keys))
-    np.minimum.at(post_cos, inverse, best)
-    post_centroid = keys // max(n_tables, 1)
-    widest_first = np.lexsort((post_cos, post_centroid))
-    post_centroid, post_cos = post_centroid[widest_first], post_cos[widest_first]
-    centroid_cos = np.ones(len(centroids))
-    np.minimum.at(centroid_cos, post_centroid, post_cos)
-    return Cones(centroid_dirs, centroid_cos, offsets_from_owners(post_centroid, len(centroids)),
-                 post_centroid * 4.0 + post_cos, (keys[widest_first] % max(n_tables, 1)).astype(np.int64),
-                 counts[widest_first].astype(np.int64), post_cos, n_tables)
+
+def _split(vectors: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Anchors finer than the base centroids: the columns closest to each base centroid split by k-means into at
+    most :data:`ANCHORS_PER_CENTROID` groups; returns every column's anchor and the anchors' unit directions."""
+    order = np.argsort(base, kind="stable")
+    _, firsts = np.unique(base[order], return_index=True)
+    anchor = np.empty(len(vectors), dtype=np.int64)
+    dirs, placed = [], 0
+    for a, b in zip(firsts.tolist(), np.append(firsts[1:], len(order)).tolist()):
+        rows = order[a:b]
+        sub = kmeans(vectors[rows], ANCHORS_PER_CENTROID, seed=0, iterations=ANCHOR_ITERATIONS)
+        anchor[rows] = placed + assign_to_centroids(vectors[rows], sub)
+        dirs.append(sub)
+        placed += len(sub)
+    return anchor, directions(np.concatenate(dirs)) if dirs else np.zeros((0, vectors.shape[1]))

@@ -58,6 +58,18 @@ def similarity_matrix(query_vectors: np.ndarray, lake_vectors: np.ndarray) -> np
     return (q @ v.T).astype(np.float32)
 
 
+def screened_similarities(query_vectors: np.ndarray, lake_vectors: np.ndarray, tau: float) -> np.ndarray:
+    """:func:`similarity_matrix` on every entry that can reach ``tau``; every other entry is a float32 BLAS product
+    below tau.  Bounds and matchings read only the entries >= tau, so they see what the float64 product gives, at
+    the cost of a float32 product plus the few entries within :func:`float32_product_error` of tau recomputed."""
+    q = np.asarray(query_vectors, dtype=np.float32)
+    v = np.asarray(lake_vectors, dtype=np.float32)
+    sims = q @ v.T
+    rows, cols = np.nonzero(sims >= tau - float32_product_error(q.shape[1]))
+    sims[rows, cols] = pair_similarities(q[rows], v[cols])
+    return sims
+
+
 def pair_similarities(query_vectors: np.ndarray, lake_vectors: np.ndarray) -> np.ndarray:
     """Row-wise inner products of equally long lists of float32 vectors, as :func:`similarity_matrix` rounds them."""
     q = np.asarray(query_vectors, dtype=np.float32).astype(np.float64)

@@ -181,7 +181,7 @@ def partition_lake(column_vectors: np.ndarray, column_table_ids: np.ndarray, col
     """The centroid stage on one machine: base centroids by k-means on a sample of the column vectors (default
     k = sqrt(#columns), as the Spark stage), nearest-centroid assignment of every column and Algorithm 1 per table.
 
-    Benchmarks and tests use it where the Spark stage (MLlib k-means, Algorithm 1 in tasks) would be overkill.
+    Benchmarks and tests use it where the Spark stage (Algorithm 1 in Spark tasks) would be overkill.
     """
     vectors = np.asarray(column_vectors, dtype=np.float32)
     table_ids = np.asarray(column_table_ids, dtype=np.int64)

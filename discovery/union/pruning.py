@@ -183,22 +183,51 @@ def enhanced_prune(order: Sequence[int], lower: np.ndarray, upper: np.ndarray, t
 
 
 def stream_prune(pruner: Pruner, keys: np.ndarray,
-                 materialise: Callable[[int, int], Sequence[tuple[int, float, float]]], first_batch: int,
-                 limit: int | None = None) -> tuple[int, bool]:
-    """Feed candidates 0..len(keys)-1, whose upper bounds are at most ``keys`` (descending), to ``pruner`` in batches
-    of doubling size; ``materialise(a, b)`` computes the (candidate, lower, upper) of candidates a..b-1 in the order
-    to offer them.  Stops before the first batch whose key is below the pruner's floor: every candidate from there
-    on is provably out.  Returns how many candidates were materialised and whether the stream was settled; it is
-    not when the next batch would take it past ``limit`` candidates (the caller then has to decide otherwise).  The
-    caller finishes the pruner.
+                 materialise: Callable[[np.ndarray], Sequence[tuple[int, float, float]]], first_batch: int,
+                 cost: np.ndarray | None = None, budget: float = math.inf) -> tuple[int, bool]:
+    """Feed candidates 0..len(keys)-1, whose upper bounds are at most ``keys`` (any order), to ``pruner`` best key
+    first (ties by candidate), in batches of doubling size; ``materialise(candidates)`` computes the (candidate,
+    lower, upper) of the given candidates in the order to offer them.
+
+    A candidate whose key is below the pruner's floor is provably out, and so is every later one: a batch never
+    reaches past the floor, and the stream stops there.  Only the first batch is picked from all candidates; it sets
+    the floor, and only the candidates reaching it are then sorted (on a lake where the cones narrow, a small share).
+    The stream is abandoned (before the first batch, and once after it, on the floor its lower bounds set, before
+    the pruner scores anything) when the candidates it would have to materialise ``cost`` more than ``budget`` in all
+    (the caller then has to decide otherwise).  Returns how many candidates were materialised and whether the stream
+    was settled.  The caller finishes the pruner.
     """
-    start, size = 0, max(1, first_batch)
-    while start < len(keys) and keys[start] >= pruner.floor():
-        stop = min(len(keys), start + size)
-        if limit is not None and stop > limit:
-            return start, False
-        for c, lower, upper in materialise(start, stop):
+    keys = np.asarray(keys, dtype=np.float64)
+    if len(keys) == 0:
+        return 0, True
+    size = max(1, first_batch)
+    head = np.argpartition(-keys, size - 1)[:size] if size < len(keys) else np.arange(len(keys))
+    head = head[np.lexsort((head, -keys[head]))]
+    cost = np.ones(len(keys)) if cost is None else np.asarray(cost, dtype=np.float64)
+    if cost[head].sum() > budget:
+        return 0, False
+    batch = materialise(head)
+    rest = np.ones(len(keys), dtype=bool)
+    rest[head] = False
+    rest = np.flatnonzero(rest)
+    # decided on the batch's keep-th lower bound, before the pruner computes any exact matching
+    lowers = sorted((lower for _, lower, _ in batch), reverse=True)
+    floor = lowers[pruner.top.keep - 1] if len(lowers) >= pruner.top.keep else -math.inf
+    if cost[head].sum() + cost[rest[keys[rest] >= floor]].sum() > budget:
+        return len(head), False
+    for c, lower, upper in batch:
+        pruner.offer(c, lower, upper)
+    pruner.advance(float(keys[rest].max()) if len(rest) else -math.inf)
+    rest = rest[keys[rest] >= pruner.floor()]
+    rest = rest[np.argsort(-keys[rest], kind="stable")]
+    ranked = -keys[rest]  # ascending
+    start, size = 0, 2 * size
+    while True:
+        reach = int(np.searchsorted(ranked, -pruner.floor(), side="right"))  # candidates with key >= floor
+        if start >= reach:
+            return len(head) + start, True
+        stop = min(reach, start + size)
+        for c, lower, upper in materialise(rest[start:stop]):
             pruner.offer(c, lower, upper)
         start, size = stop, 2 * size
-        pruner.advance(float(keys[start]) if start < len(keys) else -math.inf)
-    return start, True
+        pruner.advance(-float(ranked[start]) if start < len(ranked) else -math.inf)

@@ -19,7 +19,9 @@ class UnionResult:
 class SearchStats:
     """How much work a query did: candidate tables generated (for pgtus / pgtus++: those whose cone bound admits a
     pair), kept after pruning, exact matchings computed and how many of those needed an assignment problem (the rest
-    had isolated admissible pairs only), and candidates whose member-level bounds were computed."""
+    had isolated admissible pairs only), candidates whose member-level bounds were computed, and whether the lake
+    was scored exhaustively in the end (pgtus / pgtus++ when the cones did not narrow it, pgtus++-approx when its
+    candidates held fewer than k unionable tables)."""
 
     method: str
     candidates_after_refinement: int
@@ -27,6 +29,7 @@ class SearchStats:
     exact_matchings: int
     assignments_solved: int = 0
     candidates_bounded: int = 0
+    exhaustive: bool = False
 
     def as_dict(self) -> dict:
         return asdict(self)

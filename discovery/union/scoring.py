@@ -13,13 +13,14 @@ work is then limited to the admissible pairs, and an assignment problem is solve
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from .bounds import mwmto_bounds
 from .matching import (Matching, float32_product_error, match_entries, match_similarities, pair_similarities,
-                       similarity_matrix)
+                       screened_similarities)
 
 #: lake columns per block of the exhaustive product; bounds the (q, block) similarity block in memory.
 _BLOCK = 65536
@@ -28,6 +29,9 @@ _BLOCK = 65536
 class CandidateSet:
     """Similarities of a query with the columns of candidate tables, their bounds and exact scores.
 
+    Similarities are screened (:func:`~discovery.union.matching.screened_similarities`): exact wherever they can
+    reach tau, which is all that bounds and matchings read.
+
     Candidate i owns columns ``col_offsets[i]:col_offsets[i + 1]`` of ``sims``; its partitions start at the local
     column positions ``part_starts[part_offsets[i]:part_offsets[i + 1]]`` (members of a partition are contiguous).
     ``solved`` counts the exact scorings that needed an assignment problem.
@@ -35,16 +39,17 @@ class CandidateSet:
 
     def __init__(self, query: np.ndarray, columns: np.ndarray, col_offsets: np.ndarray, part_starts: np.ndarray,
                  part_offsets: np.ndarray, tau: float) -> None:
-        self.sims = similarity_matrix(query, columns)
+        self.sims = screened_similarities(query, columns, tau)
         self.col_offsets = col_offsets
         self.part_starts = part_starts
         self.part_offsets = part_offsets
         self.tau = tau
         self.solved = 0
 
-    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """MWMTO (lower, upper) bounds of every candidate; (0, 0) for candidates without an admissible pair."""
-        return mwmto_bounds(self.sims, self.tau, self.part_starts, self.part_offsets)
+    def bounds(self, floor: float = -math.inf) -> tuple[np.ndarray, np.ndarray]:
+        """MWMTO (lower, upper) bounds of every candidate; (0, 0) for candidates without an admissible pair; only
+        an upper bound below ``floor`` (and lower bound 0) for candidates that cannot reach it."""
+        return mwmto_bounds(self.sims, self.tau, self.part_starts, self.part_offsets, floor)
 
     def match(self, i: int) -> Matching:
         """Definition 5 for candidate i, lake columns as positions within the candidate."""

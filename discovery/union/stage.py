@@ -1,6 +1,6 @@
 """Per-table work of the ``centroids`` stage: PGTUS Algorithm 1 over the current k-means model.
 
-The k-means model itself is fitted by Spark MLlib in the stage driver (``spark_jobs/centroid_partitions.py``); it is
+The k-means model itself is fitted in the stage driver on a bounded sample (``spark_jobs/centroid_partitions.py``); it is
 stored as a versioned model (``centroids``) so that Spark tasks, later refreshes and queries all use the same
 centroids.  Tasks are handed the model and the ``column_vectors`` data files by the driver and read the column
 vectors of their own tables straight from those files (pruned by table id), so no vectors pass through the driver

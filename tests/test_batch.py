@@ -253,9 +253,11 @@ def test_uploads_of_a_served_batch_are_read_under_their_name(nary_env, escaping)
     assert "query file 'upload:broken.csv' cannot be read" in str(err.value) and "SECRET" not in str(err.value)
 
 
-def test_query_batch_dag_and_standing_queries_are_served(nary_env, escaping):
+def test_query_batch_dag_and_standing_queries_are_served(nary_env, escaping, monkeypatch):
     from airflow.models.dagbag import DagBag
 
+    # this test's warehouse is not the deployment's: allow its folder, as a deployment serving several would
+    monkeypatch.setenv("LAKESCOUT_ALLOWED_ROOTS", os.path.dirname(nary_env["warehouse"]))
     bag = DagBag(dag_folder=os.path.join(ROOT, "dags", "query_batch.py"), include_examples=False)
     validate = bag.dags["query_batch"].get_task("validate").python_callable
     params = {"name": "dag", "snapshot_id": None, "warehouse": nary_env["warehouse"]}

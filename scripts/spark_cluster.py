@@ -46,10 +46,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def daemon_env(folder: Path) -> dict:
-    """Environment of the master and worker JVMs: this Spark, loopback only, executors on this Python."""
+def daemon_env(local: Path) -> dict:
+    """Environment of a master or worker JVM: this Spark, loopback only, executors on this Python, scratch space in
+    ``local``, made here.  Each daemon gets its own: two workers creating one shared folder at the same moment made
+    one of them fail every executor launch ("Failed to create dir ... No subfolder can be created") and retry
+    without end."""
+    local.mkdir(parents=True, exist_ok=True)
     return dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP=HOST, SPARK_DAEMON_MEMORY="512m",
-                SPARK_LOCAL_DIRS=str(folder / "local"), PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", sys.executable))
+                SPARK_LOCAL_DIRS=str(local), PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", sys.executable))
 
 
 def start(args: list[str], log: Path, env: dict) -> int:
@@ -110,10 +114,9 @@ def up(folder: Path, port: int, webui_port: int, workers: int, cores: int, memor
         stop(folder)
     folder.mkdir(parents=True, exist_ok=True)
     port, webui_port = port or free_port(), webui_port or free_port()
-    env = daemon_env(folder)
     url = f"spark://{HOST}:{port}"
     pids = [start([MASTER_CLASS, "--host", HOST, "--port", str(port), "--webui-port", str(webui_port)],
-                  folder / "master.log", env)]
+                  folder / "master.log", daemon_env(folder / "local" / "master"))]
     state = {"master": url, "webui": f"http://{HOST}:{webui_port}", "webui_port": webui_port, "pids": pids,
              "workers": workers, "cores": cores, "folder": str(folder.resolve())}
     (folder / STATE).write_text(json.dumps(state, indent=2))
@@ -121,7 +124,8 @@ def up(folder: Path, port: int, webui_port: int, workers: int, cores: int, memor
         work = folder / f"worker-{i}"
         work.mkdir(exist_ok=True)
         pids.append(start([WORKER_CLASS, "--host", HOST, "--cores", str(cores), "--memory", memory,
-                           "--work-dir", str(work), "--webui-port", "0", url], folder / f"worker-{i}.log", env))
+                           "--work-dir", str(work), "--webui-port", "0", url], folder / f"worker-{i}.log",
+                          daemon_env(folder / "local" / f"worker-{i}")))
         (folder / STATE).write_text(json.dumps(state, indent=2))
     deadline = time.time() + timeout
     while time.time() < deadline:

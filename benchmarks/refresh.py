@@ -32,10 +32,11 @@ SHARED_LAKES = {"ugen_v1": ("ugen_v1", "datalake")}
 
 
 def _change(lake: str, fraction: float, seed: int = 3) -> list[str]:
-    """Append a row to ``fraction`` of the CSV tables (at least one), deterministically."""
+    """Append a row (a copy of the last) to ``fraction`` of the non-empty CSV tables (at least one),
+    deterministically."""
     import random
 
-    files = [f.path for f in list_lake(lake) if f.format in ("csv", "tsv")]
+    files = [f.path for f in list_lake(lake) if f.format in ("csv", "tsv") and f.size > 0]
     rng = random.Random(seed)
     picked = rng.sample(files, max(1, round(fraction * len(list_lake(lake)))))
     for rel in picked:

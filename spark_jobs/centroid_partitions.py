@@ -37,7 +37,7 @@ def fit_sample(spark, ctx: StageContext) -> tuple[np.ndarray, int]:
     cfg = ctx.config.union
     if cfg.fit_columns < 2:
         raise ValueError(f"[union] fit_columns must be at least 2, got {cfg.fit_columns}")
-    n = int(sum(ctx.store.files("column_vectors").column("num_records").to_pylist()))
+    n = ctx.store.count_rows("column_vectors")
     df = spark.read.parquet(*ctx.store.file_uris("column_vectors")).select("table_id", "ordinal", "vector")
     if n > cfg.fit_columns:
         buckets = 1 << 20
@@ -69,7 +69,7 @@ def run(spark, ctx: StageContext) -> StageReport:
         return StageReport(STAGE, message="already committed by an earlier attempt of this refresh")
     catalog = wh.read("catalog")
     done = done_pairs(ctx, "centroid_partitions")
-    versions = set(wh.read("column_vectors", columns=["encoder_version"]).column("encoder_version").to_pylist())
+    versions = wh.distinct("column_vectors", "encoder_version")
     if not versions:  # nothing embedded (yet): nothing to partition, and no stale partitions may stay
         replace_tables(spark, "centroid_partitions", catalog.slice(0, 0), done.column("table_id").to_numpy(),
                                  partition_batch, ctx, STAGE)
@@ -79,7 +79,7 @@ def run(spark, ctx: StageContext) -> StageReport:
                            "did not finish rebuilding them")
     encoder_version = versions.pop()
     model = current_model(wh)
-    built_with = set(wh.read("centroid_partitions", columns=["model_version"]).column("model_version").to_pylist())
+    built_with = wh.distinct("centroid_partitions", "model_version")
     reason = None
     if model is None:
         reason = "first build"
@@ -108,7 +108,7 @@ def run(spark, ctx: StageContext) -> StageReport:
         message = (f"retrained ({reason}): k={len(model.centroids)} on {model.n_columns} columns in "
                    f"{time.time() - started:.1f} s, model {model.version}")
     _, counts, rows = replace_tables(spark, "centroid_partitions", plan.work, plan.remove_ids,
-                                     partial(partition_batch, model=model, files=vector_files), ctx, STAGE)
+                                     partial(partition_batch, model=model, files=vector_files), ctx, STAGE, merge=True)
     return StageReport(STAGE, tables_added=plan.added, tables_changed=plan.changed, tables_deleted=plan.deleted,
                        tables_processed=counts.get("tables_processed", 0), rows_written=rows, message=message)
 

@@ -29,7 +29,8 @@ from discovery.encoders.stored import (COLUMN_MODEL, JOIN_MODEL, SET_MODEL, TABL
 from discovery.refresh import StageContext, StageReport, plan_derived
 from discovery.store import DataFile, write_data_file
 from discovery.vectors import OUTPUTS, EmbedSpec, EncoderRefs, embed_batch
-from spark_jobs.common import _from_ipc, _ipc, _rewrite_tasks, _run_tasks, file_chunks, run_stage, work_chunks
+from spark_jobs.common import (_from_ipc, _ipc, _rewrite_tasks, _run_tasks, file_chunks, merge_small, run_stage,
+                               work_chunks)
 
 STAGE = "embed"
 #: Commit order: ``column_vectors`` last (see the module docstring).
@@ -190,7 +191,7 @@ def run(spark, ctx: StageContext) -> StageReport:
 
     kinds: list[tuple] = []
     for name in OUTPUTS:
-        n, rewrite = _rewrite_tasks(name, removes[name], ctx, STAGE)
+        n, rewrite = _rewrite_tasks(spark, name, removes[name], ctx, STAGE)
         kinds += [("rewrite", name, rewrite, i) for i in range(n)]
     per_task, per_file = work_chunks(spark, ctx, work.num_rows)
     n_work = -(-work.num_rows // per_task)
@@ -230,6 +231,7 @@ def run(spark, ctx: StageContext) -> StageReport:
     for name in COMMIT_ORDER:
         if adds[name] or drops[name]:
             wh.commit(name, adds[name], drops[name], refresh_id=rid, stage=STAGE, attempt=attempt)
+    merge_small(ctx, "table_vectors", STAGE)  # one row per lake table: see Warehouse.merge_small_files
     return StageReport(STAGE, tables_added=base.added, tables_changed=base.changed, tables_deleted=base.deleted,
                        tables_failed=counts.get("tables_failed", 0),
                        tables_processed=counts.get("tables_processed", 0), rows_written=written,

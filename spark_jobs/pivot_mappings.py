@@ -147,12 +147,12 @@ def run(spark, ctx: StageContext) -> StageReport:
     # Work is defined by the value vectors (only join-candidate columns have any), not by the catalog.
     source = vv_pairs.append_column("status", pa.array(["ok"] * vv_pairs.num_rows, pa.string()))
     done = done_pairs(ctx, "pivot_mappings")
-    versions = set(wh.read("value_vectors", columns=["encoder_version"]).column("encoder_version").to_pylist())
+    versions = wh.distinct("value_vectors", "encoder_version")
     if len(versions) > 1:
         raise RuntimeError(f"value vectors carry {len(versions)} encoder versions; the embed stage of this refresh "
                            "did not finish rebuilding them")
     model = current_model(wh)
-    built_with = set(wh.read("pivot_mappings", columns=["model_version"]).column("model_version").to_pylist())
+    built_with = wh.distinct("pivot_mappings", "model_version")
     reason = None
     if versions and model is None:
         reason = "first build"
@@ -160,7 +160,7 @@ def run(spark, ctx: StageContext) -> StageReport:
         reason = "full rebuild"
     elif versions and model.encoder_version != next(iter(versions)):
         reason = "new join encoder"
-    n_rows = sum(wh.files("value_vectors").column("num_records").to_pylist())
+    n_rows = wh.count_rows("value_vectors")
     budget = int(cfg.memory_budget_mb * (1 << 20))
     if reason is None and versions and model is not None:
         reason = _outgrown(model, n_rows, budget)

@@ -19,7 +19,8 @@ def done_pairs(ctx: StageContext, name: str) -> pa.Table:
 
 def run(spark, ctx: StageContext) -> StageReport:
     plan = plan_derived(ctx.store.read("catalog"), done_pairs(ctx, "columns"), ctx.full)
-    version, counts, rows = replace_tables(spark, "columns", plan.work, plan.remove_ids, profile_batch, ctx, STAGE)
+    version, counts, rows = replace_tables(spark, "columns", plan.work, plan.remove_ids, profile_batch, ctx, STAGE,
+                                           merge=True)
     if version is None and (plan.work.num_rows or len(plan.remove_ids)):
         return StageReport(STAGE, message="already committed by an earlier attempt of this refresh")
     return StageReport(STAGE, tables_added=plan.added, tables_changed=plan.changed, tables_deleted=plan.deleted,

@@ -18,7 +18,8 @@ def run(spark, ctx: StageContext) -> StageReport:
     listing = list_lake(ctx.lake)
     plan = plan_scan(listing, wh.read("catalog"), ctx.full)
     remove = np.asarray(plan.work.column("table_id").to_numpy(), dtype=np.int64)
-    version, counts, rows = replace_tables(spark, "catalog", plan.work, remove, scan_batch, ctx, STAGE)
+    version, counts, rows = replace_tables(spark, "catalog", plan.work, remove, scan_batch, ctx, STAGE,
+                                           merge=True)
     if version is None and plan.work.num_rows:
         return StageReport(STAGE, status="ok", message="already committed by an earlier attempt of this refresh")
     return StageReport(STAGE, rows_written=rows, message=f"{len(listing)} files listed, {plan.unchanged} unchanged",

@@ -95,7 +95,7 @@ def run(spark, ctx: StageContext) -> StageReport:
     parts = [_build_tasks(spark, plan.work, ctx, current if build_now else None,
                           stored.version if build_now else None, True)]
     if build_now:
-        parts.insert(0, _rewrite_tasks("xash_postings", remove_ids, ctx, STAGE))
+        parts.insert(0, _rewrite_tasks(spark, "xash_postings", remove_ids, ctx, STAGE))
     files, removes, counts, new_stats = _run(spark, parts)
     kept = old_stats.filter(pc.invert(pc.is_in(old_stats["table_id"], pa.array(remove_ids, pa.int64()))))
     stats = pa.concat_tables([kept.cast(new_stats[0].schema) if new_stats else kept] + new_stats)

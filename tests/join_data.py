@@ -1,5 +1,7 @@
-"""Seeded vector sets and an independent float64 brute force shared by the join tests (no tests of its own)."""
+"""Seeded vector sets, stored-index rows and an independent float64 brute force shared by the join tests (no tests of
+their own)."""
 import numpy as np
+import pyarrow as pa
 
 
 def unit(x):
@@ -57,3 +59,20 @@ def brute_force(lake, column_ids, query, tau_fraction, T, metric="euclidean"):
 def top_k_reference(answer, k):
     ranked = sorted(answer.items(), key=lambda kv: (-kv[1], kv[0]))
     return dict(ranked[:k])
+
+
+def stored_rows(lake: np.ndarray, keys: np.ndarray, pivots: np.ndarray, levels: int = 3):
+    """(pivot model, ``value_vectors`` rows, ``pivot_mappings`` rows) of a lake of vectors with column keys, as the
+    pivots stage stores them: what the service builds its index from (``index_from_rows``)."""
+    from discovery.join import GridSpec
+    from discovery.join.pivots import map_to_pivots
+    from discovery.join.stage import COLUMN_KEY_BASE, PivotModel, mapping_rows
+
+    model = PivotModel("pivots-test", pivots, GridSpec.fit(map_to_pivots(lake, pivots), levels), "euclidean",
+                       "join-test", 2, np.zeros(0, np.int64), np.zeros((1, 0)), np.zeros(1), {"by": "configuration"})
+    vv = pa.table({"table_id": pa.array(keys // COLUMN_KEY_BASE, pa.int64()),
+                   "content_hash": pa.array(["h"] * len(keys)),
+                   "ordinal": pa.array(keys % COLUMN_KEY_BASE, pa.int32()),
+                   "value": pa.array([f"v{i:05d}" for i in range(len(keys))]),
+                   "vector": pa.array([v.tolist() for v in lake], pa.list_(pa.float32()))})
+    return model, vv, mapping_rows(vv, model)

@@ -6,11 +6,10 @@ The pipeline half (stored partitions within the capacity, a query holding at mos
 import numpy as np
 import pyarrow as pa
 
-from discovery.join import GridSpec
 from discovery.join.partitioning import BALANCE, FILL, balance_prices, settle
-from discovery.join.pivots import map_to_pivots, select_pivots
-from discovery.join.stage import COLUMN_KEY_BASE, PivotModel, index_from_rows, mapping_rows
-from join_data import clustered_lake
+from discovery.join.pivots import select_pivots
+from discovery.join.stage import COLUMN_KEY_BASE, index_from_rows
+from join_data import clustered_lake, stored_rows
 
 
 def _misled(seed: int):
@@ -67,15 +66,7 @@ def test_an_index_from_rows_in_any_order_and_chunking_is_the_same_index():
     """The service reads a partition's rows file by file (many chunks, file order); the index gathers them once."""
     lake, ids, _ = clustered_lake(np.random.default_rng(4), n_cols=30, dim=16)
     keys = 7 * COLUMN_KEY_BASE + ids
-    pivots = select_pivots(lake, 4, seed=0)
-    model = PivotModel("pivots-test", pivots, GridSpec.fit(map_to_pivots(lake, pivots), 3), "euclidean", "join-test",
-                       2, np.zeros(0, np.int64), np.zeros((1, 0)), np.zeros(1), {"by": "configuration"})
-    vv = pa.table({"table_id": pa.array(keys // COLUMN_KEY_BASE, pa.int64()),
-                   "content_hash": pa.array(["h"] * len(keys)),
-                   "ordinal": pa.array(keys % COLUMN_KEY_BASE, pa.int32()),
-                   "value": pa.array([f"v{i:05d}" for i in range(len(keys))]),
-                   "vector": pa.array([v.tolist() for v in lake], pa.list_(pa.float32()))})
-    rows = mapping_rows(vv, model)
+    model, vv, rows = stored_rows(lake, keys, select_pivots(lake, 4, seed=0))
     ref = index_from_rows(rows, vv, model)
     rng = np.random.default_rng(5)
 

@@ -10,26 +10,18 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from discovery.join import METHODS, GridSpec
+from discovery.join import METHODS
 from discovery.join.metric import canonical_squared
 from discovery.join.pivots import map_to_pivots
-from discovery.join.stage import COLUMN_KEY_BASE, PivotModel, index_from_rows, mapping_rows
-from join_data import brute_force, unit
+from discovery.join.stage import COLUMN_KEY_BASE, index_from_rows
+from join_data import brute_force, stored_rows, unit
 
 DIM = 16
 
 
 def _served_index(lake: np.ndarray, keys: np.ndarray, pivots: np.ndarray):
     """Index built as the service builds it, from rows as the pivots stage writes them."""
-    mapped = map_to_pivots(lake, pivots)
-    model = PivotModel("pivots-test", pivots, GridSpec.fit(mapped, 3), "euclidean", "join-test", 2,
-                       np.zeros(0, np.int64), np.zeros((1, 0)), np.zeros(1), {"by": "configuration"})
-    vv = pa.table({"table_id": pa.array(keys // COLUMN_KEY_BASE, pa.int64()),
-                   "content_hash": pa.array(["h"] * len(keys)),
-                   "ordinal": pa.array(keys % COLUMN_KEY_BASE, pa.int32()),
-                   "value": pa.array([f"v{i}" for i in range(len(keys))]),
-                   "vector": pa.array([v.tolist() for v in lake], pa.list_(pa.float32()))})
-    rows = mapping_rows(vv, model)
+    model, vv, rows = stored_rows(lake, keys, pivots)
     assert rows.schema.field("distances").type == pa.list_(pa.float32())
     return index_from_rows(rows, vv, model)
 

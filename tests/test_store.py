@@ -79,6 +79,61 @@ def test_copy_on_write_removal(tmp_path):
     assert sorted(set(wh.read("columns", version=1).column("table_id").to_pylist())) == [1, 2, 3, 10, 11]
 
 
+def test_reads_counts_and_versions_from_the_log_equal_the_rows(tmp_path):
+    """A whole-column read skips Delta's per-file expressions; it, the log's row count and the versions a table carries
+    (from per-file statistics) must equal what the rows say, at every version."""
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.ensure()
+    uri = wh.table_uri("pivot_mappings")
+    schema = SCHEMAS["pivot_mappings"]
+
+    def rows(ids, version):
+        n = len(ids)
+        return pa.table({"table_id": pa.array(ids, pa.int64()), "content_hash": pa.array(["h"] * n),
+                         "ordinal": pa.array([0] * n, pa.int32()), "value": pa.array([f"v{i}" for i in ids]),
+                         "partition": pa.array([0] * n, pa.int32()), "cell": pa.array([7] * n, pa.int64()),
+                         "distances": pa.array([[0.5]] * n, pa.list_(pa.float32())),
+                         "model_version": pa.array([version] * n)}).select(schema.names).cast(schema)
+
+    a = write_data_file(uri, rows([1, 2], "pivots-a"), 1, "pivots", "x")
+    wh.commit("pivot_mappings", [a], [], refresh_id=1, stage="pivots", attempt="x")
+    assert wh.distinct("pivot_mappings", "model_version") == {"pivots-a"}
+    b = write_data_file(uri, rows([3], "pivots-b"), 2, "pivots", "y")
+    wh.commit("pivot_mappings", [b], [], refresh_id=2, stage="pivots", attempt="y")
+    assert wh.distinct("pivot_mappings", "model_version") == {"pivots-a", "pivots-b"}
+    mixed = write_data_file(uri, pa.concat_tables([rows([4], "pivots-a"), rows([5], "pivots-c")]), 3, "pivots", "z")
+    wh.commit("pivot_mappings", [mixed], [], refresh_id=3, stage="pivots", attempt="z")
+    assert wh.distinct("pivot_mappings", "model_version") == {"pivots-a", "pivots-b", "pivots-c"}
+    assert wh.distinct("catalog", "content_hash") == set()
+    for version in (1, 2, 3):
+        through_delta = wh.dataset("pivot_mappings", version).to_table()
+        assert wh.read("pivot_mappings", version=version).equals(through_delta)
+        assert wh.count_rows("pivot_mappings", version) == through_delta.num_rows
+
+
+def test_a_fragmented_small_table_is_merged_into_one_file_with_the_same_rows(tmp_path):
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.ensure()
+    uri = wh.table_uri("columns")
+    files = [write_data_file(uri, _columns_rows([t, t + 100]), 1, "profile", "a") for t in range(5, 0, -1)]
+    wh.commit("columns", files, [], refresh_id=1, stage="profile", attempt="a")
+    before = wh.read("columns")
+    assert wh.merge_small_files("columns", refresh_id=1, stage="profile-merge", attempt="a", max_files=5) == 0
+    assert wh.merge_small_files("columns", refresh_id=1, stage="profile-merge", attempt="a", max_files=4,
+                                max_bytes=100) == 0  # too large to merge in the driver
+    assert wh.merge_small_files("columns", refresh_id=1, stage="profile-merge", attempt="a", max_files=4,
+                                rows_per_file=20) == 5
+    assert wh.files("columns").num_rows == 2
+    after = wh.read("columns")
+    assert after.column("table_id").to_pylist() == sorted(before.column("table_id").to_pylist())
+    key = [("table_id", "ascending"), ("ordinal", "ascending")]
+    assert after.sort_by(key).equals(before.sort_by(key))
+    # once per refresh, and a narrow table_id range per file again for copy-on-write removal
+    assert wh.merge_small_files("columns", refresh_id=1, stage="profile-merge", attempt="b", max_files=1) == 0
+    assert wh.cleanup_orphans("columns", keep_attempt="a") == []  # nothing was written for it
+    assert candidate_files(wh.files("columns"), np.array([1])) != candidate_files(wh.files("columns"), np.array([105]))
+
+
 def test_candidate_files_and_read_rows_equal_brute_force(tmp_path):
     """Files pruned by table_id statistics (one written without them) and the rows read straight from them equal a
     brute-force scan of every file and a filtered read of the Delta table."""

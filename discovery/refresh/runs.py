@@ -63,7 +63,7 @@ def publish_snapshot(warehouse: str, refresh_id: int, lake: str) -> dict:
               for s in ("ok", "error", "deleted")}
     for name in INDEX_TABLES:
         if name != "catalog":
-            counts[f"rows_{name}"] = wh.dataset(name, versions[name]).count_rows()
+            counts[f"rows_{name}"] = wh.count_rows(name, versions[name])
     models = wh.read("models", versions["models"], columns=["name", "version", "created_at"])
     latest_models: dict[str, str] = {}
     for m in sorted(models.to_pylist(), key=lambda r: r["created_at"]):

@@ -55,17 +55,17 @@ def drop_table_ids(table_uri: str, path: str, table_ids: np.ndarray, refresh_id:
 
     Returns ``(touched, replacement)``: ``touched`` is False when the file holds none of the ids (it stays as it
     is); otherwise the file is to be removed and ``replacement`` is the new file with the remaining rows, or None
-    when no row remains.  Only the ``table_id`` column is read to decide, so untouched files cost little.
+    when no row remains.  The file is read once, whole: its caller picked it by its ``table_id`` range
+    (:func:`candidate_files`), and files hold narrow ranges of whole tables, so it nearly always holds one of the ids.
     """
     fs, root = resolve(table_uri)
     full = f"{root.rstrip('/')}/{path}"
     ids = pa.array(np.unique(np.asarray(table_ids, dtype=np.int64)))
-    present = pq.read_table(full, columns=["table_id"], filesystem=fs).column("table_id")
-    hit = pc.is_in(present, value_set=ids)
+    table = pq.read_table(full, filesystem=fs)
+    hit = pc.is_in(table.column("table_id"), value_set=ids)
     if not pc.any(hit).as_py():
         return False, None
-    table = pq.read_table(full, filesystem=fs)
-    keep = table.filter(pc.invert(pc.is_in(table.column("table_id"), value_set=ids)))
+    keep = table.filter(pc.invert(hit))
     if keep.num_rows == 0:
         return True, None
     return True, write_data_file(table_uri, keep, refresh_id, stage, attempt)

@@ -96,9 +96,32 @@ class Warehouse:
     def dataset(self, name: str, version: int | None = None) -> pads.Dataset:
         return self.table(name, version).to_pyarrow_dataset()
 
+    def parquet_dataset(self, name: str, version: int | None = None) -> pads.Dataset:
+        """The version's data files as a plain Parquet dataset over the warehouse's own filesystem.
+
+        Delta's dataset attaches each file's statistics as a fragment expression (a dozen Arrow casts per file), so
+        building it for a 1,000-file table costs about half a second before any row is read; worth it when a filter
+        prunes files, wasted on a read of whole columns, which a refresh does a few dozen times per run."""
+        fs, root = resolve(self.table_uri(name))
+        paths = self.files(name, version).column("path").to_pylist()
+        return pads.dataset([f"{root.rstrip('/')}/{p}" for p in paths], schema=SCHEMAS[name], format="parquet",
+                            filesystem=fs)
+
     def read(self, name: str, version: int | None = None, columns: list[str] | None = None,
              filter: pads.Expression | None = None) -> pa.Table:
+        """Rows of a version: through Delta's dataset when ``filter`` can prune files by their statistics, else
+        through :meth:`parquet_dataset` (the same rows in the same order, about twice as fast)."""
+        if filter is None:
+            return self.parquet_dataset(name, version).to_table(columns=columns)
         return self.dataset(name, version).to_table(columns=columns, filter=filter)
+
+    def count_rows(self, name: str, version: int | None = None) -> int:
+        """Rows of a version, from the commit log's per-file record counts (no data file is opened when every file
+        carries them, as every file Lakescout writes does)."""
+        counts = self.files(name, version).column("num_records").to_pylist()
+        if None in counts:
+            return self.parquet_dataset(name, version).count_rows()
+        return int(sum(counts))
 
     def file_uris(self, name: str, version: int | None = None) -> list[str]:
         """The exact data files of a table version (what a Spark reader is handed)."""
@@ -178,6 +201,42 @@ class Warehouse:
         data = write_data_file(self.table_uri(name), rows, refresh_id, stage, attempt)
         return self.commit(name, [data], replace_paths, refresh_id=refresh_id, stage=stage, attempt=attempt,
                            once=once)
+
+    def merge_small_files(self, name: str, *, refresh_id: int, stage: str, attempt: str,
+                          max_files: int = 64, max_bytes: int = 64 << 20, rows_per_file: int = 1 << 20) -> int:
+        """Rewrite a small table that has come to hold more than ``max_files`` files as a few files sorted by
+        ``table_id``; returns the files it merged (0 when it left the table as it was).
+
+        Per-table outputs are written as one file per task piece, so a small table (one catalog row per lake table)
+        ends up in about as many files as a large one: 1,000 files of 16 rows for the catalog of 16,000 tables, which
+        cost every stage that reads it whole about 0.65 s, nearly all of it opening files.  Merged, each read takes
+        milliseconds and a later replacement rewrites one small file.  Only tables of at most ``max_bytes`` are
+        merged, in the driver; large tables keep their narrow per-file ``table_id`` ranges (:mod:`..maintenance`)."""
+        files = self.files(name)
+        total = int(sum(files.column("size_bytes").to_pylist()))
+        if files.num_rows <= max_files or total > max_bytes or self.committed(name, stage, refresh_id):
+            return 0
+        rows = self.read(name)
+        if "table_id" in rows.column_names:
+            rows = rows.sort_by("table_id")
+        adds = [write_data_file(self.table_uri(name), rows.slice(a, rows_per_file), refresh_id, stage, attempt)
+                for a in range(0, rows.num_rows, rows_per_file)]
+        self.commit(name, adds, files.column("path").to_pylist(), refresh_id=refresh_id, stage=stage,
+                    attempt=attempt)
+        return files.num_rows
+
+    def distinct(self, name: str, column: str) -> set:
+        """Distinct values of a short string column (a model or encoder version) of the current version.
+
+        Read from the per-file minimum and maximum in the commit log when every file holds one value (as the files of
+        one stage run do), so a refresh checks which versions a large table carries without opening its files."""
+        files = pa.table(self.table(name).get_add_actions(flatten=True))
+        lo, hi = f"min.{column}", f"max.{column}"
+        if lo in files.column_names and hi in files.column_names:
+            mins, maxs = files.column(lo).to_pylist(), files.column(hi).to_pylist()
+            if all(a is not None and a == b for a, b in zip(mins, maxs)):
+                return set(mins)
+        return set(self.read(name, columns=[column]).column(column).to_pylist())
 
     def cleanup_orphans(self, name: str, keep_attempt: str | None = None) -> list[str]:
         """Delete data files written by attempts that never committed to this table.

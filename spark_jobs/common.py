@@ -236,7 +236,7 @@ def fan_out(spark, work: pa.Table, fn, output: str, ctx: StageContext, stage: st
 def merge_small(ctx: StageContext, name: str, stage: str) -> None:
     """After a stage's commit: merge ``name``'s files when it is a small table fragmented into many
     (:meth:`~discovery.store.Warehouse.merge_small_files`), under its own once-per-refresh commit."""
-    ctx.store.merge_small_files(name, refresh_id=ctx.refresh_id, stage=f"{stage}-merge", attempt=ctx.attempt)
+    ctx.store.merge_small_files(name, refresh_id=ctx.refresh_id, stage=f"{stage}_merge")
 
 
 def replace_tables(spark, name: str, work: pa.Table, remove_ids: np.ndarray, fn, ctx: StageContext,

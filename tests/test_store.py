@@ -8,10 +8,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
+from deltalake.exceptions import CommitFailedError
 
 from discovery.store import (SCHEMAS, DataFile, Warehouse, WarehouseError, candidate_files, drop_table_ids,
                              load_snapshot, read_rows, write_data_file)
 from discovery.refresh import begin_refresh, publish_snapshot
+from discovery.store.files import parse_data_file_name
 
 
 def _columns_rows(table_ids, n_per=3):
@@ -118,10 +120,10 @@ def test_a_fragmented_small_table_is_merged_into_one_file_with_the_same_rows(tmp
     files = [write_data_file(uri, _columns_rows([t, t + 100]), 1, "profile", "a") for t in range(5, 0, -1)]
     wh.commit("columns", files, [], refresh_id=1, stage="profile", attempt="a")
     before = wh.read("columns")
-    assert wh.merge_small_files("columns", refresh_id=1, stage="profile-merge", attempt="a", max_files=5) == 0
-    assert wh.merge_small_files("columns", refresh_id=1, stage="profile-merge", attempt="a", max_files=4,
+    assert wh.merge_small_files("columns", refresh_id=1, stage="profile_merge", max_files=5) == 0
+    assert wh.merge_small_files("columns", refresh_id=1, stage="profile_merge", max_files=4,
                                 max_bytes=100) == 0  # too large to merge in the driver
-    assert wh.merge_small_files("columns", refresh_id=1, stage="profile-merge", attempt="a", max_files=4,
+    assert wh.merge_small_files("columns", refresh_id=1, stage="profile_merge", max_files=4,
                                 rows_per_file=20) == 5
     assert wh.files("columns").num_rows == 2
     after = wh.read("columns")
@@ -129,9 +131,32 @@ def test_a_fragmented_small_table_is_merged_into_one_file_with_the_same_rows(tmp
     key = [("table_id", "ascending"), ("ordinal", "ascending")]
     assert after.sort_by(key).equals(before.sort_by(key))
     # once per refresh, and a narrow table_id range per file again for copy-on-write removal
-    assert wh.merge_small_files("columns", refresh_id=1, stage="profile-merge", attempt="b", max_files=1) == 0
+    assert wh.merge_small_files("columns", refresh_id=1, stage="profile_merge", max_files=1) == 0
     assert wh.cleanup_orphans("columns", keep_attempt="a") == []  # nothing was written for it
+    assert {parse_data_file_name(p.rsplit("/", 1)[-1])[2] for p in wh.files("columns").column("path").to_pylist()} \
+        - {"a"}, "the merge writes under an attempt of its own"
     assert candidate_files(wh.files("columns"), np.array([1])) != candidate_files(wh.files("columns"), np.array([105]))
+
+
+def test_files_of_a_merge_whose_commit_failed_are_removed_as_orphans(tmp_path, monkeypatch):
+    """The stage's attempt committed to the table, so files of its failed merge must not pass for committed ones."""
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.ensure()
+    uri = wh.table_uri("columns")
+    files = [write_data_file(uri, _columns_rows([t]), 1, "profile", "a") for t in range(3)]
+    wh.commit("columns", files, [], refresh_id=1, stage="profile", attempt="a")
+    before = wh.read("columns")
+
+    def refuse(*args, **kwargs):
+        raise CommitFailedError("another writer won")
+    monkeypatch.setattr(wh, "commit", refuse)
+    with pytest.raises(CommitFailedError):
+        wh.merge_small_files("columns", refresh_id=1, stage="profile_merge", max_files=2)
+    monkeypatch.undo()
+    written = sorted(os.listdir(uri))
+    removed = wh.cleanup_orphans("columns", keep_attempt="a")
+    assert len(removed) == 1 and len([f for f in written if f.endswith(".parquet")]) == 4
+    assert wh.read("columns").equals(before) and wh.files("columns").num_rows == 3
 
 
 def test_candidate_files_and_read_rows_equal_brute_force(tmp_path):

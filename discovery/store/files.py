@@ -44,6 +44,10 @@ def new_attempt_token() -> str:
 
 
 def data_file_name(refresh_id: int, stage: str, attempt: str) -> str:
+    """The file name :func:`parse_data_file_name` reads back; a stage name it could not read back is refused, since
+    such a file could never be recognised as an orphan and removed."""
+    if not re.fullmatch(r"[a-z_]+", stage):
+        raise ValueError(f"stage name {stage!r}: use lower-case letters and '_' only")
     return f"part-r{refresh_id}-{stage}-{attempt}-{uuid.uuid4().hex[:16]}.parquet"
 
 

@@ -202,7 +202,7 @@ class Warehouse:
         return self.commit(name, [data], replace_paths, refresh_id=refresh_id, stage=stage, attempt=attempt,
                            once=once)
 
-    def merge_small_files(self, name: str, *, refresh_id: int, stage: str, attempt: str,
+    def merge_small_files(self, name: str, *, refresh_id: int, stage: str,
                           max_files: int = 64, max_bytes: int = 64 << 20, rows_per_file: int = 1 << 20) -> int:
         """Rewrite a small table that has come to hold more than ``max_files`` files as a few files sorted by
         ``table_id``; returns the files it merged (0 when it left the table as it was).
@@ -211,7 +211,10 @@ class Warehouse:
         ends up in about as many files as a large one: 1,000 files of 16 rows for the catalog of 16,000 tables, which
         cost every stage that reads it whole about 0.65 s, nearly all of it opening files.  Merged, each read takes
         milliseconds and a later replacement rewrites one small file.  Only tables of at most ``max_bytes`` are
-        merged, in the driver; large tables keep their narrow per-file ``table_id`` ranges (:mod:`..maintenance`)."""
+        merged, in the driver; large tables keep their narrow per-file ``table_id`` ranges (:mod:`..maintenance`).
+
+        The merge is an attempt of its own: its files carry a fresh token, so when its commit fails they are orphans
+        that :meth:`cleanup_orphans` removes, although the stage's own attempt committed to the same table."""
         files = self.files(name)
         total = int(sum(files.column("size_bytes").to_pylist()))
         if files.num_rows <= max_files or total > max_bytes or self.committed(name, stage, refresh_id):
@@ -219,6 +222,7 @@ class Warehouse:
         rows = self.read(name)
         if "table_id" in rows.column_names:
             rows = rows.sort_by("table_id")
+        attempt = new_attempt_token()
         adds = [write_data_file(self.table_uri(name), rows.slice(a, rows_per_file), refresh_id, stage, attempt)
                 for a in range(0, rows.num_rows, rows_per_file)]
         self.commit(name, adds, files.column("path").to_pylist(), refresh_id=refresh_id, stage=stage,

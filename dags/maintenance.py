@@ -20,6 +20,8 @@ from discovery.config import load_config
 
 WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
 CONFIG = load_config().maintenance
+#: Lake tables per compacted file of a per-table index table: as many as a refresh writes per file.
+TABLES_PER_FILE = load_config().spark.tables_per_task
 log = logging.getLogger(__name__)
 
 
@@ -44,7 +46,8 @@ def lakescout_maintenance():
         from discovery.maintenance import run_maintenance
 
         warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
-        report = run_maintenance(warehouse, replace(CONFIG, keep_snapshots=params["keep_snapshots"]))
+        report = run_maintenance(warehouse, replace(CONFIG, keep_snapshots=params["keep_snapshots"]),
+                                 tables_per_file=TABLES_PER_FILE)
         log.info("maintenance: %s", json.dumps(report, default=str))
         if report["status"] == "skipped":
             raise AirflowSkipException(report["reason"])

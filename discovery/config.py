@@ -96,7 +96,7 @@ class MaintenanceConfig:
 
     schedule: str = "@weekly"
     keep_snapshots: int = 10            # the last N snapshots stay queryable (plus any a standing query compares with)
-    target_file_bytes: int = 128 * 1024 * 1024  # compaction target size of a data file
+    target_file_bytes: int = 128 * 1024 * 1024  # largest compacted file (per-table tables: ~tables_per_task tables)
     min_small_files: int = 8            # compact a table once it holds this many files under half the target size
     refresh_guard_minutes: int = 120    # skip while a refresh committed unpublished work this recently
 

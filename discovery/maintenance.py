@@ -4,12 +4,17 @@ Order matters and is fixed by :func:`run_maintenance`:
 
 1. **Snapshot retention.**  The last ``keep_snapshots`` snapshots are kept, plus every snapshot a standing query
    still compares with (:func:`discovery.batch.pinned_snapshots`); the rows of the others leave ``snapshots``.
-2. **Compaction.**  A table is compacted once it holds ``min_small_files`` files under half the target size.  Tables
-   whose rows are replaced per lake table (they carry ``table_id``) are rewritten with delta-rs' Z-order on
-   ``table_id`` alone, which is a sort by ``table_id``: every output file then covers a narrow, disjoint ``table_id``
-   range, so the copy-on-write replacement of a refresh (which picks files by their min/max ``table_id``) keeps
-   touching few files.  A plain bin-packing ``compact()`` would merge unrelated ranges into wide files that every
-   later replacement has to rewrite.  Other tables are bin-packed with ``DeltaTable.optimize.compact()``.
+2. **Compaction.**  Tables whose rows are replaced per lake table (they carry ``table_id``) are rewritten with
+   delta-rs' Z-order on ``table_id`` alone, which is a sort by ``table_id``: every output file then covers a narrow,
+   disjoint ``table_id`` range, so the copy-on-write replacement of a refresh (which picks files by their min/max
+   ``table_id``) keeps touching few files.  A plain bin-packing ``compact()`` would merge unrelated ranges into wide
+   files that every later replacement has to rewrite.  Such a table's files are sized to hold about as many lake
+   tables as a refresh writes per file (``[spark] tables_per_task``), never more than ``target_file_bytes``
+   (:func:`compaction_target`): in files of the full target a refresh that changes 1% of the lake's tables touches
+   nearly every file and rewrites nearly the whole table.  Such a table is compacted once ``min_small_files`` of its
+   files are small (under half its target) or overlap another file's ``table_id`` range (the files an incremental
+   refresh writes for its scattered changed tables do).  Other tables are bin-packed with
+   ``DeltaTable.optimize.compact()`` to ``target_file_bytes`` once ``min_small_files`` files are under half of it.
 3. **Vacuum.**  For a table pinned by snapshots, the oldest retained snapshot pins version ``v_min``; every version
    from ``v_min`` to the current one is passed to delta-rs as ``keep_versions``, so only files removed at or before
    ``v_min`` (needed by no retained snapshot) are deleted, and time travel to any retained snapshot still works.
@@ -29,12 +34,13 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake.transaction import CommitProperties
 
 from .batch import pinned_snapshots
-from .config import MaintenanceConfig
+from .config import MaintenanceConfig, SparkConfig
 from .encoders.stored import MODEL_FILES, SET_MODEL, payload
 from .store import INDEX_TABLES, SCHEMAS, Warehouse, list_snapshots, new_attempt_token
 
@@ -78,29 +84,61 @@ def refresh_in_progress(wh: Warehouse, within: timedelta) -> str | None:
     return None
 
 
-def small_files(wh: Warehouse, name: str, target_bytes: int) -> int:
-    files = wh.files(name)
+#: Smallest compaction target of a per-lake-table index table: below it, files are so cheap to rewrite that more of
+#: them would only cost file opens.
+MIN_TARGET_BYTES = 256 << 10
+
+
+def compaction_target(files: pa.Table, name: str, cap: int, tables_per_file: int, lake_tables: int,
+                      floor: int = MIN_TARGET_BYTES) -> int:
+    """Target size of a compacted file of ``name``: the bytes of about ``tables_per_file`` lake tables where the table
+    is replaced per lake table (its mean bytes per lake table times ``tables_per_file``), within [``floor``, ``cap``];
+    ``cap`` for the others."""
+    if "table_id" not in SCHEMAS[name].names or lake_tables <= 0 or files.num_rows == 0:
+        return cap
+    total = int(pc.sum(files["size_bytes"]).as_py() or 0)
+    return int(min(cap, max(floor, total * tables_per_file / lake_tables)))
+
+
+def fragmented_files(files: pa.Table, target_bytes: int) -> int:
+    """Files under half ``target_bytes``, plus files whose ``table_id`` range overlaps another file's by more than a
+    shared end (two neighbours of a sorted table may split one lake table's rows between them)."""
     if files.num_rows == 0:
         return 0
-    return int(pc.sum(pc.less(files["size_bytes"], target_bytes // 2)).as_py() or 0)
+    small = np.asarray(files["size_bytes"]) < target_bytes // 2
+    if "min.table_id" in files.column_names:
+        lo = np.asarray(files["min.table_id"].fill_null(np.iinfo(np.int64).min), dtype=np.int64)
+        hi = np.asarray(files["max.table_id"].fill_null(np.iinfo(np.int64).max), dtype=np.int64)
+        order = np.lexsort((hi, lo))
+        lo, hi, small = lo[order], hi[order], small[order]
+        reach = np.maximum.accumulate(hi)              # the furthest an earlier file (or this one) reaches
+        ahead = np.minimum.accumulate(lo[::-1])[::-1]  # the earliest start of this file or a later one
+        overlap = np.zeros(len(lo), dtype=bool)
+        overlap[1:] = lo[1:] < reach[:-1]
+        overlap[:-1] |= hi[:-1] > ahead[1:]
+        small |= overlap
+    return int(small.sum())
 
 
-def compact_table(wh: Warehouse, name: str, target_bytes: int, min_small_files: int) -> dict:
+def compact_table(wh: Warehouse, name: str, cap_bytes: int, min_small_files: int, tables_per_file: int = 16,
+                  lake_tables: int = 0, floor_bytes: int = MIN_TARGET_BYTES) -> dict:
     """Compact ``name`` when it is fragmented; sorted by ``table_id`` where the table has one (see module doc)."""
     before = wh.files(name)
-    count = small_files(wh, name, target_bytes)
-    out = {"table": name, "files_before": before.num_rows, "small_files": count, "action": "none"}
+    target = compaction_target(before, name, cap_bytes, tables_per_file, lake_tables, floor_bytes)
+    count = fragmented_files(before, target)
+    out = {"table": name, "files_before": before.num_rows, "small_files": count, "target_bytes": target,
+           "action": "none"}
     if count < min_small_files:
         out["files_after"] = before.num_rows
         return out
     dt = wh.table(name)
     props = CommitProperties(custom_metadata={"lakescout.stage": "maintenance"})
     if "table_id" in SCHEMAS[name].names:
-        metrics = dt.optimize.z_order(["table_id"], target_size=target_bytes, max_concurrent_tasks=2,
+        metrics = dt.optimize.z_order(["table_id"], target_size=target, max_concurrent_tasks=2,
                                       commit_properties=props)
         out["action"] = "zorder(table_id)"
     else:
-        metrics = dt.optimize.compact(target_size=target_bytes, max_concurrent_tasks=2, commit_properties=props)
+        metrics = dt.optimize.compact(target_size=target, max_concurrent_tasks=2, commit_properties=props)
         out["action"] = "compact"
     out["files_added"], out["files_removed"] = metrics.get("numFilesAdded"), metrics.get("numFilesRemoved")
     out["files_after"] = wh.files(name).num_rows
@@ -158,8 +196,11 @@ def prune_model_files(wh: Warehouse, retained: list) -> list[str]:
     return removed
 
 
-def run_maintenance(warehouse: Warehouse | str, config: MaintenanceConfig | None = None) -> dict:
-    """Snapshot retention, then compaction, then vacuum of every table; returns a report (or why it skipped)."""
+def run_maintenance(warehouse: Warehouse | str, config: MaintenanceConfig | None = None,
+                    tables_per_file: int = SparkConfig.tables_per_task) -> dict:
+    """Snapshot retention, then compaction, then vacuum of every table; returns a report (or why it skipped).
+    ``tables_per_file``: lake tables per compacted file of a per-table index table (the refresh's ``[spark]
+    tables_per_task``)."""
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     cfg = config or MaintenanceConfig()
     wh.require()
@@ -171,8 +212,9 @@ def run_maintenance(warehouse: Warehouse | str, config: MaintenanceConfig | None
     retention = retain_snapshots(wh, cfg.keep_snapshots, pinned_snapshots(wh))
     retained = list_snapshots(wh)
     tables = []
+    lake_tables = wh.count_rows("catalog")
     for name in SCHEMAS:
-        entry = compact_table(wh, name, cfg.target_file_bytes, cfg.min_small_files)
+        entry = compact_table(wh, name, cfg.target_file_bytes, cfg.min_small_files, tables_per_file, lake_tables)
         versions = keep_versions(wh, name, retained if name in INDEX_TABLES else [])
         entry["vacuumed_files"] = len(vacuum_table(wh, name, versions))
         entry["kept_versions_from"] = versions[0]

@@ -172,7 +172,7 @@ def run(spark, ctx: StageContext) -> StageReport:
     batch = partial(mapping_batch, model=model, files=wh.files("value_vectors"))
     _, counts, rows = replace_tables(spark, "pivot_mappings", plan.work, plan.remove_ids, batch, ctx, STAGE)
     if model is not None and versions and model.n_partitions > 1:
-        message = f"{message}; {_settle(spark, ctx, model, budget, source, f'{STAGE}-settle')}"
+        message = f"{message}; {_settle(spark, ctx, model, budget, source, f'{STAGE}_settle')}"
     for attempt in range(1, REBALANCES + 1):
         # The bound is checked on the stored partitions, not only estimated: new tables mapped under the current
         # prices may crowd one partition, and prices fitted on a sample's histograms balance the sample, not the
@@ -183,14 +183,14 @@ def run(spark, ctx: StageContext) -> StageReport:
         over = _over_budget(wh, model, budget) if model is not None and versions else None
         if over is None:
             break
-        stage = f"{STAGE}-rebalance-{attempt}"
+        stage = f"{STAGE}_rebalance_{attempt}"
         model, again = _refit(spark, ctx, next(iter(versions)), n_rows, budget, over,
                               model.n_partitions + (reason is not None or attempt > 1), stage)
         message = f"{message}; then {again}"
         plan = plan_derived(source, done_pairs(ctx, "pivot_mappings"), True)
         batch = partial(mapping_batch, model=model, files=wh.files("value_vectors"))
         _, counts, rows = replace_tables(spark, "pivot_mappings", plan.work, plan.remove_ids, batch, ctx, stage)
-        message = f"{message}; {_settle(spark, ctx, model, budget, source, f'{stage}-settle')}"
+        message = f"{message}; {_settle(spark, ctx, model, budget, source, f'{stage}_settle')}"
     return StageReport(STAGE, tables_added=plan.added, tables_changed=plan.changed, tables_deleted=plan.deleted,
                        tables_processed=counts.get("tables_processed", 0), rows_written=rows, message=message)
 

@@ -130,3 +130,26 @@ def test_bad_arguments():
         index.search(np.zeros((0, lake.shape[1]), np.float32), 0.1, 0.5)
     with pytest.raises(ValueError):
         index.search(lake[:3, :4], 0.1, 0.5)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_an_index_of_presorted_rows_equals_the_index_that_sorts_them(seed):
+    """The served index gathers rows straight into (leaf cell, column) order and hands over their numbering; it must
+    be the index that sorts them itself, array for array and answer for answer (pairs numbered the caller's way)."""
+    rng, lake, ids, queries = _cases(seed)
+    pivots = select_pivots(lake, n_pivots=3, seed=seed)
+    mapped = map_to_pivots(lake, pivots).astype(np.float32)
+    grid = GridSpec.fit(mapped, 3)
+    plain = JoinIndex.from_mapped(lake, ids, mapped, pivots, grid)
+    cells = grid.leaf_cells(mapped)
+    order = np.lexsort((ids, cells))
+    given = JoinIndex.from_mapped(lake[order], ids[order], mapped[order], pivots, grid, cells=cells[order],
+                                  order=order)
+    for name in ("order", "vectors", "sq_norms", "mapped", "col", "run_start", "run_col", "leaf_run_start"):
+        assert np.array_equal(getattr(plain, name), getattr(given, name)), name
+    for q in queries:
+        a, b = plain.search(q, 0.1, 0.0, top_k=5), given.search(q, 0.1, 0.0, top_k=5)
+        assert a.joinabilities() == b.joinabilities()
+        assert all(np.array_equal(x.pairs, y.pairs) for x, y in zip(a.columns, b.columns))
+    with pytest.raises(ValueError, match="sorted"):
+        JoinIndex.from_mapped(lake, ids, mapped, pivots, grid, cells=cells, order=np.arange(len(lake)))

@@ -12,14 +12,15 @@ import pyarrow as pa
 import pytest
 
 from discovery.config import MaintenanceConfig
-from discovery.maintenance import refresh_in_progress, retain_snapshots, run_maintenance
+from discovery.maintenance import (compact_table, fragmented_files, refresh_in_progress, retain_snapshots,
+                                   run_maintenance)
 from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store import (INDEX_TABLES, SCHEMAS, Warehouse, WarehouseError, candidate_files, drop_table_ids,
                              list_snapshots, load_snapshot, write_data_file)
 
 
-def _column_rows(ids: np.ndarray, tag: str, rng: np.random.Generator) -> pa.Table:
-    ids = np.repeat(ids, 30)
+def _column_rows(ids: np.ndarray, tag: str, rng: np.random.Generator, per_table: int = 30) -> pa.Table:
+    ids = np.repeat(ids, per_table)
     n = len(ids)
     names = ["".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), 24)) for _ in range(n)]
     return pa.table({
@@ -31,7 +32,8 @@ def _column_rows(ids: np.ndarray, tag: str, rng: np.random.Generator) -> pa.Tabl
         "max_length": pa.array(rng.integers(1, 99, n), pa.int32())}, schema=SCHEMAS["columns"])
 
 
-def _refresh(wh: Warehouse, rng: np.random.Generator, changed: np.ndarray, tag: str, publish: bool = True) -> int:
+def _refresh(wh: Warehouse, rng: np.random.Generator, changed: np.ndarray, tag: str, publish: bool = True,
+             per_table: int = 30) -> int:
     """One refresh of the ``columns`` table: replace the rows of ``changed`` lake tables, as a stage does."""
     refresh_id = begin_refresh(wh.root)
     uri = wh.table_uri("columns")
@@ -43,7 +45,7 @@ def _refresh(wh: Warehouse, rng: np.random.Generator, changed: np.ndarray, tag: 
             if replacement is not None:
                 adds.append(replacement)
     for chunk in np.array_split(np.sort(changed), 4):
-        adds.append(write_data_file(uri, _column_rows(chunk, tag, rng), refresh_id, "profile", "t1"))
+        adds.append(write_data_file(uri, _column_rows(chunk, tag, rng, per_table), refresh_id, "profile", "t1"))
     wh.commit("columns", adds, removes, refresh_id=refresh_id, stage="profile", attempt="t1")
     if publish:
         return publish_snapshot(wh.root, refresh_id, "/lake")["snapshot_id"]
@@ -116,6 +118,42 @@ def test_compaction_leaves_files_sorted_and_narrow_by_table_id(warehouse):
     cols = load_snapshot(wh, sid).read("columns")
     hashes = dict(zip(cols["table_id"].to_pylist(), cols["content_hash"].to_pylist()))
     assert cols.num_rows == 120 * 30 and all(hashes[t] == "after" for t in (3, 57, 90))
+
+
+def test_compacted_files_hold_about_as_many_lake_tables_as_a_refresh_writes(tmp_path):
+    """A per-table index table is compacted into files of about ``tables_per_file`` lake tables, not into files of the
+    size cap: in those, a refresh changing a few scattered tables would rewrite nearly the whole table."""
+    wh = Warehouse(str(tmp_path / "wh"))
+    rng = np.random.default_rng(12)
+    _refresh(wh, rng, np.arange(60), "h0", per_table=300)  # 300 rows a table: well above delta-rs' write batches
+    for r in range(1, 3):
+        _refresh(wh, rng, rng.choice(60, 6, replace=False), f"h{r}", per_table=300)
+    before = _rows(wh.read("columns"))
+    entry = compact_table(wh, "columns", 128 << 20, 4, tables_per_file=10, lake_tables=60, floor_bytes=1)
+    assert entry["action"] == "zorder(table_id)"
+    files = wh.files("columns").sort_by("min.table_id").to_pylist()
+    assert _rows(wh.read("columns")) == before
+    assert 4 <= len(files) <= 12, entry
+    for a, b in zip(files, files[1:]):
+        assert a["max.table_id"] <= b["min.table_id"]
+    assert max(f["max.table_id"] - f["min.table_id"] + 1 for f in files) <= 20
+    assert len(candidate_files(wh.files("columns"), np.array([7, 44]))) <= 4  # a few files, not the whole table
+    assert fragmented_files(wh.files("columns"), 1) == 0  # sorted: neighbours share at most an end
+    # the same table under the size cap alone: one file, which every replacement rewrites whole
+    assert compact_table(wh, "columns", 128 << 20, 1, lake_tables=0)["files_after"] == 1
+
+
+def test_fragmented_files_are_the_small_ones_and_those_overlapping_another_range():
+    rng = np.random.default_rng(8)
+    for _ in range(200):
+        n = int(rng.integers(1, 12))
+        lo = rng.integers(0, 50, n)
+        hi = lo + rng.integers(0, 10, n)
+        size = rng.integers(1, 100, n)
+        files = pa.table({"size_bytes": size, "min.table_id": lo, "max.table_id": hi})
+        brute = sum(size[i] < 50 // 2 or any(j != i and lo[i] < hi[j] and lo[j] < hi[i] for j in range(n))
+                    for i in range(n))
+        assert fragmented_files(files, 50) == brute
 
 
 def test_snapshot_retention_keeps_pinned_snapshots(warehouse):

@@ -13,7 +13,7 @@ from deltalake.exceptions import CommitFailedError
 from discovery.store import (SCHEMAS, DataFile, Warehouse, WarehouseError, candidate_files, drop_table_ids,
                              load_snapshot, read_rows, write_data_file)
 from discovery.refresh import begin_refresh, publish_snapshot
-from discovery.store.files import parse_data_file_name
+from discovery.store.files import data_file_name, parse_data_file_name
 
 
 def _columns_rows(table_ids, n_per=3):
@@ -136,6 +136,15 @@ def test_a_fragmented_small_table_is_merged_into_one_file_with_the_same_rows(tmp
     assert {parse_data_file_name(p.rsplit("/", 1)[-1])[2] for p in wh.files("columns").column("path").to_pylist()} \
         - {"a"}, "the merge writes under an attempt of its own"
     assert candidate_files(wh.files("columns"), np.array([1])) != candidate_files(wh.files("columns"), np.array([105]))
+
+
+def test_every_stage_name_a_file_is_written_under_reads_back():
+    """A file whose name does not parse can never be recognised as an orphan, so such names are refused."""
+    for stage in ("profile", "profile_merge", "pivots_settle", "pivots_rebalance_2", "model_encoder_join"):
+        assert parse_data_file_name(data_file_name(7, stage, "0a1b2c")) == (7, stage, "0a1b2c")
+    for stage in ("pivots-settle", "Profile", "", "a.b"):
+        with pytest.raises(ValueError, match="stage name"):
+            data_file_name(7, stage, "0a1b2c")
 
 
 def test_files_of_a_merge_whose_commit_failed_are_removed_as_orphans(tmp_path, monkeypatch):

@@ -67,8 +67,18 @@ def prepare_vectors(vectors: np.ndarray, metric: str) -> np.ndarray:
     return x
 
 
+#: Rows widened to float64 at a time by :func:`squared_norms`: a whole partition at once held two float64 copies of
+#: its vectors (149 MB for 194,000 vectors of 48 dimensions) on top of the index being built.
+NORM_ROWS = 8192
+
+
 def squared_norms(x: np.ndarray) -> np.ndarray:
-    return np.einsum("ij,ij->i", x.astype(np.float64), x.astype(np.float64))
+    """Squared lengths in float64, widened a block of rows at a time (each row's sum is the same either way)."""
+    out = np.empty(x.shape[0], dtype=np.float64)
+    for a in range(0, x.shape[0], NORM_ROWS):
+        block = x[a:a + NORM_ROWS].astype(np.float64)
+        out[a:a + NORM_ROWS] = np.einsum("ij,ij->i", block, block)
+    return out
 
 
 def mapping_slack(storage_eps: float, magnitude: float, dim: int) -> float:

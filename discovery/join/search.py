@@ -70,7 +70,9 @@ class JoinIndex:
     every level is a contiguous range of runs.
     """
 
-    def __init__(self, vectors, column_ids, mapped, pivots, grid: GridSpec, metric: str, cells=None):
+    def __init__(self, vectors, column_ids, mapped, pivots, grid: GridSpec, metric: str, cells=None, order=None):
+        """``order``: given when the rows already come sorted by (leaf cell, column), as :meth:`from_mapped` reads
+        them; it numbers each row as the caller does (``self.order``), and no sorted copy is made."""
         check_metric(metric)
         x = prepare_vectors(vectors, metric)
         column_ids = np.asarray(column_ids, dtype=np.int64).reshape(-1)
@@ -89,13 +91,16 @@ class JoinIndex:
         self.mapped_max = float(np.abs(mapped).max())
         cells = grid.leaf_cells(mapped) if cells is None else np.asarray(cells, dtype=np.int64)
         self.column_values, col = np.unique(column_ids, return_inverse=True)
-        order = np.lexsort((col, cells))
-        self.order = order
-        self.vectors = np.ascontiguousarray(x[order])
+        if order is None:
+            order = np.lexsort((col, cells))
+            x, mapped, col, cells = x[order], mapped[order], col[order], cells[order]
+        elif np.any((cells[1:] < cells[:-1]) | ((cells[1:] == cells[:-1]) & (col[1:] < col[:-1]))):
+            raise ValueError("rows given with their order must be sorted by (leaf cell, column)")
+        self.order = np.asarray(order, dtype=np.int64)
+        self.vectors = np.ascontiguousarray(x)
         self.sq_norms = squared_norms(self.vectors)
-        self.mapped = np.ascontiguousarray(to_chord(mapped[order], metric), dtype=np.float64)
-        self.col = col[order].astype(np.int64)
-        cells = cells[order]
+        self.mapped = np.ascontiguousarray(to_chord(mapped, metric), dtype=np.float64)
+        self.col = col.astype(np.int64)
         boundary = np.r_[True, (cells[1:] != cells[:-1]) | (self.col[1:] != self.col[:-1])]
         run_heads = np.flatnonzero(boundary)
         self.run_start = np.r_[run_heads, x.shape[0]].astype(np.int64)
@@ -115,12 +120,13 @@ class JoinIndex:
 
     @classmethod
     def from_mapped(cls, vectors, column_ids, mapped, pivots, grid: GridSpec, metric: str = "euclidean",
-                    cells=None) -> "JoinIndex":
-        """Index precomputed pivot mappings (and leaf cells) as read from ``pivot_mappings``.
+                    cells=None, order=None) -> "JoinIndex":
+        """Index precomputed pivot mappings (and leaf cells) as read from ``pivot_mappings``; with ``order``, rows
+        already sorted by (leaf cell, column) (see ``__init__``).
 
         Pass the mappings in the type they are stored in (float32): the lemmas' slack follows that precision.
         """
-        return cls(vectors, column_ids, mapped, pivots, grid, metric, cells)
+        return cls(vectors, column_ids, mapped, pivots, grid, metric, cells, order)
 
     @property
     def n_columns(self) -> int:

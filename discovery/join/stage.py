@@ -225,8 +225,9 @@ def index_from_rows(mapping: pa.Table, vectors: pa.Table, model: PivotModel) -> 
     the other columns of a table may lie in other partitions.  Both are ordered by :data:`ROW_KEYS`, so an index input
     row (``JoinIndex.order``, result pairs) is its column's first row plus the rank of its value among the column's
     values (:func:`column_first_rows`, :func:`values_at`): the value strings need not be kept.  Only the key columns
-    are sorted; vectors and distances are gathered once into that order (:func:`_matrix`), each Arrow table released
-    as soon as its numbers are out, and the float32 distances and stored cells go to the index as they are.
+    are sorted; vectors and distances are gathered once, straight into the index's (leaf cell, column) order
+    (:func:`_matrix`), each Arrow table released as soon as its numbers are out, and the float32 distances and
+    stored cells go to the index as they are: the index keeps that matrix and makes no sorted copy.
     """
     if mapping.num_rows == 0:
         return None
@@ -240,12 +241,13 @@ def index_from_rows(mapping: pa.Table, vectors: pa.Table, model: PivotModel) -> 
         raise WarehouseError(f"pivot_mappings ({mapping.num_rows} rows) and value_vectors ({vectors.num_rows} rows of "
                              "the same columns) disagree: the pivots stage did not finish; run a refresh")
     keys = column_keys(mapping.column("table_id").to_numpy(), mapping.column("ordinal").to_numpy())[m_rows]
-    x = _matrix(vectors.column("vector"), rows=v_rows)
-    del vectors
-    mapped = _matrix(mapping.column("distances"), len(model.pivots), m_rows)
     cells = mapping.column("cell").to_numpy()[m_rows]
+    order = np.lexsort((keys, cells))  # the index's (leaf cell, column) order, numbered in ROW_KEYS order
+    x = _matrix(vectors.column("vector"), rows=v_rows[order])
+    del vectors
+    mapped = _matrix(mapping.column("distances"), len(model.pivots), m_rows[order])
     del mapping
-    return JoinIndex.from_mapped(x, keys, mapped, model.pivots, model.grid, model.metric, cells)
+    return JoinIndex.from_mapped(x, keys[order], mapped, model.pivots, model.grid, model.metric, cells[order], order)
 
 
 def _row_order(rows: pa.Table) -> np.ndarray:

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-_NAME = re.compile(r"^part-r(?P<refresh>\d+)-(?P<stage>[a-z_]+)-(?P<attempt>[0-9a-z]+)-[0-9a-f]+\.parquet$")
+_NAME = re.compile(r"^part-r(?P<refresh>\d+)-(?P<stage>[a-z0-9_]+)-(?P<attempt>[0-9a-z]+)-[0-9a-f]+\.parquet$")
 
 #: Column types whose min/max are recorded in Delta file statistics (used to skip files when replacing rows).
 _STAT_TYPES = (pa.types.is_integer, pa.types.is_floating, pa.types.is_string, pa.types.is_timestamp)
@@ -46,8 +46,8 @@ def new_attempt_token() -> str:
 def data_file_name(refresh_id: int, stage: str, attempt: str) -> str:
     """The file name :func:`parse_data_file_name` reads back; a stage name it could not read back is refused, since
     such a file could never be recognised as an orphan and removed."""
-    if not re.fullmatch(r"[a-z_]+", stage):
-        raise ValueError(f"stage name {stage!r}: use lower-case letters and '_' only")
+    if not re.fullmatch(r"[a-z0-9_]+", stage):
+        raise ValueError(f"stage name {stage!r}: use lower-case letters, digits and '_' only")
     return f"part-r{refresh_id}-{stage}-{attempt}-{uuid.uuid4().hex[:16]}.parquet"
 
 

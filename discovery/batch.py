@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
@@ -232,6 +233,23 @@ def result_rows(batch_id: str, q: BatchQuery, snapshot_id: int, answer: dict, no
     return rows
 
 
+def first_run(rows: pa.Table, keys: list[str]) -> pa.Table:
+    """``rows`` with one row per ``keys``: the earliest recorded (``created_at``), in their stored order.
+
+    A batch id is checked before its rows are written, so two runs of one batch that start together (the same
+    ``batch_id`` given to two DAG runs, a standing query run by its DAG and by hand) can both record it.  Their
+    rows are the same answers on the same snapshot; readers keep the first run's, so nothing is listed twice."""
+    if rows.num_rows < 2:
+        return rows
+    at = pa.array(np.arange(rows.num_rows), pa.int64())
+    order = pc.sort_indices(rows, sort_keys=[("created_at", "ascending")])
+    ranked = rows.select(keys).take(order).append_column("_row", at.take(order))
+    ranked = ranked.append_column("_rank", pa.array(np.arange(rows.num_rows), pa.int64()))
+    first = ranked.group_by(keys, use_threads=False).aggregate([("_rank", "min")]).column("_rank_min")
+    keep = np.sort(ranked.column("_row").take(first).to_numpy())
+    return rows if keep.size == rows.num_rows else rows.take(pa.array(keep))
+
+
 def _has_rows(wh: Warehouse, name: str, column: str, value) -> bool:
     t = wh.read(name, columns=[column], filter=pc.field(column) == value)
     return t.num_rows > 0
@@ -240,7 +258,7 @@ def _has_rows(wh: Warehouse, name: str, column: str, value) -> bool:
 def recorded_batch(warehouse: Warehouse | str, batch_id: str) -> dict | None:
     """The summary of an already recorded batch, or None."""
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
-    t = wh.read("query_batches", filter=pc.field("batch_id") == batch_id)
+    t = first_run(wh.read("query_batches", filter=pc.field("batch_id") == batch_id), ["batch_id"])
     if t.num_rows == 0:
         return None
     return json.loads(t.column("summary")[0].as_py())
@@ -296,14 +314,14 @@ def run_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSpec, b
 def batch_results(warehouse: Warehouse | str, batch_id: str) -> pa.Table:
     """The recorded result rows of a batch, by query and rank."""
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
-    t = wh.read("query_results", filter=pc.field("batch_id") == batch_id)
+    t = first_run(wh.read("query_results", filter=pc.field("batch_id") == batch_id), ["query_id", "rank"])
     return t.sort_by([("query_id", "ascending"), ("rank", "ascending")])
 
 
 def recent_batches(warehouse: Warehouse | str, limit: int = 20) -> list[dict]:
     """The most recent recorded batches, newest first (the summary decoded)."""
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
-    t = wh.read("query_batches")
+    t = first_run(wh.read("query_batches"), ["batch_id"])
     if t.num_rows == 0:
         return []
     t = t.sort_by([("created_at", "descending")]).slice(0, limit)
@@ -367,9 +385,10 @@ def standing_runs(warehouse: Warehouse | str, name: str | None = None) -> pa.Tab
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     # the boolean is filtered in Arrow: delta-rs' dataset prunes every file on a predicate over a column that has
     # no file statistics (booleans get none), which would hide every run
-    t = wh.read("query_batches", columns=["name", "batch_id", "snapshot_id", "standing"],
+    t = wh.read("query_batches", columns=["name", "batch_id", "snapshot_id", "standing", "created_at"],
                 filter=None if name is None else pc.field("name") == name)
-    return t.filter(pc.fill_null(t["standing"], False)).select(["name", "batch_id", "snapshot_id"])
+    t = first_run(t.filter(pc.fill_null(t["standing"], False)), ["batch_id"])
+    return t.select(["name", "batch_id", "snapshot_id"])
 
 
 def _keyed(results: pa.Table) -> dict[tuple, dict]:
@@ -428,6 +447,7 @@ def standing_changes(warehouse: Warehouse | str, name: str | None = None) -> pa.
     """Recorded changes of standing queries, newest snapshot first."""
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     t = wh.read("standing_changes", filter=None if name is None else pc.field("name") == name)
+    t = first_run(t, ["batch_id", "query_id", "change", "table_id", "column"])
     return t.sort_by([("snapshot_id", "descending"), ("query_id", "ascending"), ("change", "ascending")])
 
 

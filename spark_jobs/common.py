@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import sys
@@ -37,6 +38,10 @@ def spark_session(app_name: str):
     """
     from pyspark.sql import SparkSession
 
+    # py4j logs "Closing down clientserver connection" at INFO from its exit hook, after the streams a host
+    # (pytest's capture, a CLI piped to a closed reader) may already have closed: a "--- Logging error ---"
+    # traceback on every run's exit.  Its warnings and errors still show.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     active = SparkSession.getActiveSession()
     if active is not None:
         return active

@@ -11,13 +11,18 @@ import importlib
 import os
 import shutil
 
+from datetime import timedelta
+
+import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 import discovery
 from discovery.api import Lakescout
-from discovery.batch import (BatchError, available_kinds, batch_results, parse_spec, pinned_snapshots, run_batch,
-                             run_standing, save_standing, standing_changes, standing_queries, validate_batch)
+from discovery.batch import (BatchError, available_kinds, batch_results, first_run, parse_spec, pinned_snapshots,
+                             recent_batches, recorded_batch, run_batch, run_standing, save_standing, standing_changes,
+                             standing_queries, validate_batch)
 from discovery.config import load_config
 from discovery.demo_lake import load_ground_truth
 from discovery.query import read_query_file
@@ -154,6 +159,38 @@ def test_batch_results_equal_the_search_and_are_committed_once(nary_env):
     # the same batch id again: the recorded summary, no second commit
     assert run_batch(wh, spec, batch_id="b-equal") == summary
     assert Warehouse(wh).version("query_results") == version + 1
+
+
+def test_a_batch_recorded_twice_by_runs_that_raced_is_read_once(nary_env):
+    """Two runs of one batch id that both passed the check before either wrote: the rows of both are stored (the
+    second appended here as it would, a second later), and every reader keeps the first run's."""
+    wh = nary_env["warehouse"]
+    spec = [{"id": "q", "kind": "nary", "query": nary_env["query"], "key": nary_env["key"], "k": 4}]
+    summary = run_batch(wh, spec, batch_id="b-race")
+    first = batch_results(wh, "b-race")
+    store = Warehouse(wh)
+    for name in ("query_results", "query_batches"):
+        rows = store.read(name, filter=pc.field("batch_id") == "b-race")
+        later = pc.add(rows["created_at"], pa.scalar(timedelta(seconds=1)))
+        rows = rows.set_column(rows.schema.get_field_index("created_at"), "created_at", later)
+        if name == "query_batches":
+            rows = rows.set_column(rows.schema.get_field_index("summary"), "summary", pa.array(['{"second": 1}']))
+        store.append_rows(name, rows, refresh_id=1, stage="query_batch", attempt=new_attempt_token(), once=False)
+    assert store.read("query_results", filter=pc.field("batch_id") == "b-race").num_rows == 2 * first.num_rows
+    assert batch_results(wh, "b-race").equals(first)
+    assert recorded_batch(wh, "b-race") == summary
+    assert [b["batch_id"] for b in recent_batches(wh, 100)].count("b-race") == 1
+
+
+def test_first_run_keeps_the_earliest_row_of_every_key():
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        n = int(rng.integers(0, 30))
+        keys = rng.integers(0, 4, n)
+        at = rng.permutation(n)  # distinct times
+        t = pa.table({"k": keys, "created_at": pa.array(at, pa.int64()), "i": np.arange(n)})
+        expected = sorted(min(np.flatnonzero(keys == k), key=lambda i: at[i]) for k in set(keys.tolist()))
+        assert first_run(t, ["k"]).column("i").to_pylist() == expected
 
 
 def test_a_lake_table_id_query_leaves_itself_out(nary_env):

@@ -184,6 +184,8 @@ class JoinIndex:
             stats.update(blocked.stats)
             stats["candidate_vectors"] = int((self.leaf_start[blocked.cand_leaf + 1]
                                               - self.leaf_start[blocked.cand_leaf]).sum())
+            stats["candidate_runs"] = int((self.leaf_run_start[blocked.cand_leaf + 1]
+                                           - self.leaf_run_start[blocked.cand_leaf]).sum())
             verify = verify_pexeso if method == "pexeso" else verify_pexeso_h
             verified = verify(self, query, blocked, need, top_k, stop, pred)
         stats.update(verified.stats)

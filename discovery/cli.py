@@ -275,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--query", required=True, help="query table: a file, a catalogued lake path or a lake table id")
     j.add_argument("--column", required=True, help="the query column to join on")
     j.add_argument("--tau", type=float, default=None,
-                   help="distance threshold, fraction of the maximum (default [join] tau, 0.03)")
+                   help="distance threshold, fraction of the maximum (default [join] tau, 0.04)")
     mode = j.add_mutually_exclusive_group()
     mode.add_argument("--top-k", type=int, default=None,
                       help="the k columns of highest joinability, any match counting (default [join] top_k, 10)")

@@ -6,7 +6,7 @@ from discovery.join import JoinIndex, select_pivots
 from discovery.join import blocking
 from discovery.join.blocking import block
 from discovery.join.grid import CellHierarchy
-from discovery.join.lemmas import boxes_apart, boxes_within
+from discovery.join.lemmas import boxes_apart, boxes_within, points_apart
 from discovery.join.metric import canonical_squared, squared_within
 from join_data import clustered_lake, query_from
 
@@ -45,6 +45,23 @@ def test_vector_lemmas_1_and_2(seed, tau_fraction):
     assert lemma1.any()
     if tau_fraction >= 0.3:
         assert lemma2.any()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_branch_free_lemma1_decides_as_the_box_form(seed):
+    """Verification's branch-free Lemma 1 on two mapped vectors takes the box form's decision for every pair,
+    including gaps exactly at the threshold (taken from the data itself) and either sign of the difference."""
+    rng = np.random.default_rng(seed)
+    a = rng.random((60, 5))
+    b = np.concatenate([rng.random((30, 5)), a[:30] + rng.choice([-1, 1], (30, 5)) * 0.1])
+    gaps = np.abs(a[:, None, :] - b[None]).ravel()
+    outcomes = set()
+    for tau in (0.05, 0.1, float(np.median(gaps)), float(gaps[rng.integers(gaps.size)]), 0.5):
+        box = _apart(a, a, b, b, tau)
+        point = np.array([[points_apart(a, i, b, k, tau) for k in range(len(b))] for i in range(len(a))])
+        np.testing.assert_array_equal(point, box)
+        outcomes |= set(box.ravel().tolist())
+    assert outcomes == {True, False}
 
 
 @pytest.mark.parametrize("seed,tau_fraction", [(0, 0.05), (1, 0.15), (2, 0.3), (3, 0.45)])

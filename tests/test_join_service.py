@@ -12,6 +12,7 @@ import pytest
 
 import discovery
 from conftest import FAST_CONFIG
+from discovery.config import load_config
 from discovery.demo_lake import entities as E
 from discovery.demo_lake.variants import vary
 from discovery.join import METHODS
@@ -182,7 +183,7 @@ def test_top_k_returns_the_k_most_joinable_columns(lakes):
     """A user asking for 5 gets 5 when 5 columns share a match, whatever their joinability; ties rank by column id."""
     ls = discovery.open(lakes[5])
     search, n_query = _reference(ls, lakes["query"], "company")
-    expected = search(0.03, 0.0)
+    expected = search(load_config().join.tau, 0.0)  # the calls below take the default tau
     assert len(expected) >= 5
     assert sorted(expected.values())[-5] < 0.6 * n_query  # below the joinability a threshold search would ask for
     for method in METHODS:

@@ -35,6 +35,21 @@ def boxes_apart(a_lo, a_hi, i, b_lo, b_hi, k, tau_hi) -> bool:
     return False
 
 
+@njit(cache=True, inline="always")
+def points_apart(a, i, b, k, tau_hi) -> bool:
+    """Lemma 1 for two mapped vectors (degenerate boxes): ``max_j |a[i, j] - b[k, j]| > tau_hi``.
+
+    The same decision as :func:`boxes_apart` with ``lo = hi`` (``x - q`` and ``q - x`` round to exact negatives),
+    taken without a branch per axis.  Verification tests every candidate vector with it and most tests filter, so
+    the per-axis early exit of the box form mostly bought mispredicted branches: on AutoFJ's title queries (tau 4%,
+    100M tests) the branch-free form verifies in 0.99 s against 1.67 s.
+    """
+    d = 0.0
+    for j in range(a.shape[1]):
+        d = max(d, abs(a[i, j] - b[k, j]))
+    return d > tau_hi
+
+
 @njit(cache=True)
 def boxes_within(a_hi, i, b_hi, k, tau_lo) -> bool:
     """Lemmas 2, 5, 6: for some pivot the largest distances of boxes ``a[i]`` and ``b[k]`` sum to at most ``tau_lo``."""

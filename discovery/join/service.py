@@ -103,7 +103,7 @@ def loaded_index(snapshot: Snapshot) -> LoadedJoinIndex:
     return INDEXES.get(_cache_key(snapshot), lambda: LoadedJoinIndex(snapshot))
 
 
-def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float = 0.03, T: float | None = None,
+def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T: float | None = None,
                 top_k: int | None = None, method: str = "pexeso") -> dict:
     """Lake columns joinable with ``query``'s ``column``, in the JSON shape of ``lakescout join --json``.
 

@@ -101,6 +101,10 @@ def _verify(nq, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf
     m_rhi = np.searchsorted(run_start, mhi)
     m_ptr, m_order = group_by_query(mq, nq)
     c_ptr, c_order = group_by_query(cq, nq)
+    # witnesses of the keys the lemmas prove (at most one per matching run), then of the keys verification proves
+    m_key = np.empty(min(n_cols * nq, np.sum(m_rhi - m_rlo)), dtype=np.int64)
+    m_x = np.empty(m_key.shape[0], dtype=np.int64)
+    n_m = 0
     # --- 1. match map, upper bounds and posting counts from the blocked pairs, per query vector -----------------
     matched = np.zeros(n_cols, dtype=np.int64)
     upper = np.zeros(n_cols, dtype=np.int64)
@@ -117,6 +121,8 @@ def _verify(nq, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf
                     seen[c] = q
                     matched[c] += 1
                     upper[c] += 1
+                    m_key[n_m], m_x[n_m] = c * nq + q, run_start[r]
+                    n_m += 1
         for i in range(c_ptr[q], c_ptr[q + 1]):
             leaf = cleaf[c_order[i]]
             for r in range(leaf_run_start[leaf], leaf_run_start[leaf + 1]):
@@ -141,10 +147,10 @@ def _verify(nq, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf
                 stats[6] += 1
         elif matched[c] < upper[c] and not (stop_on_accept and matched[c] >= need):
             live[c] = True
-    # --- 2. the walk again: witnesses of proved keys, and the live columns' postings written in column order ------
+    # --- 2. the candidate walk again: the live columns' postings written in column order -------------------------
     # A posting is (query vector, run, same cell), stored by value so that a column's document is read
-    # sequentially; columns that are not live get no postings at all.  Every key is counted once in ``upper``, and
-    # a key has at most one witness, so ``upper`` sums bound the witnesses.
+    # sequentially; columns that are not live get no postings at all.  A key verification proves is one of the
+    # ``upper - matched`` keys of its column left unproved, which bounds its witnesses.
     col_ptr = np.zeros(n_cols + 1, dtype=np.int64)
     for c in range(n_cols):
         col_ptr[c + 1] = col_ptr[c] + (n_runs[c] if live[c] else 0)
@@ -152,21 +158,17 @@ def _verify(nq, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf
     post_q = np.empty(col_ptr[n_cols], dtype=np.int32)
     post_run = np.empty(col_ptr[n_cols], dtype=np.int32)
     post_same = np.empty(col_ptr[n_cols], dtype=np.bool_)
-    n_keys = np.sum(upper)
+    n_keys = np.sum(upper - matched)
     w_key = np.empty(n_keys, dtype=np.int64)
     w_x = np.empty(n_keys, dtype=np.int64)
     w_sq = np.empty(n_keys, dtype=np.float64)
     n_w = 0
+    j = 0
     proved[:] = -1
     for q in range(nq):
-        for i in range(m_ptr[q], m_ptr[q + 1]):
-            p = m_order[i]
-            for r in range(m_rlo[p], m_rhi[p]):
-                c = run_col[r]
-                if proved[c] != q:
-                    proved[c] = q
-                    w_key[n_w], w_x[n_w], w_sq[n_w] = c * nq + q, run_start[r], np.nan
-                    n_w += 1
+        while j < n_m and m_key[j] % nq == q:  # the lemma-proved keys of q, written by step 1 in query order
+            proved[m_key[j] // nq] = q
+            j += 1
         for i in range(c_ptr[q], c_ptr[q + 1]):
             p = c_order[i]
             leaf = cleaf[p]
@@ -262,7 +264,10 @@ def _verify(nq, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf
             if filled == top_k:
                 thr = max(thr, buffer[top_k - 1])
     exact = ~rejected & (matched >= upper)
-    return matched, exact, w_key[:n_w], w_x[:n_w], w_sq[:n_w], stats
+    keys = np.concatenate((m_key[:n_m], w_key[:n_w]))
+    xs = np.concatenate((m_x[:n_m], w_x[:n_w]))
+    sqs = np.concatenate((np.full(n_m, np.nan), w_sq[:n_w]))
+    return matched, exact, keys, xs, sqs, stats
 
 
 def verify_pexeso(index, query, blocked: BlockingResult, need: int, top_k, stop_on_accept: bool, pred) -> Verified:

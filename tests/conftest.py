@@ -79,3 +79,22 @@ def indexed_lake(spark, demo_lake, fast_config, tmp_path_factory):
     out = refresh(spark, warehouse, demo_lake, config_path=fast_config)
     assert out.get("published"), out
     return demo_lake, warehouse
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A real S3-compatible server (moto's) on 127.0.0.1 in a child process, with the ``AWS_*`` variables that point
+    every client at it (s3fs, delta-rs, Spark workers and subprocesses inherit them) set for the whole session."""
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    from s3_server import S3Server
+
+    server = S3Server().start()
+    saved = {k: os.environ.get(k) for k in server.env}
+    os.environ.update(server.env)
+    yield server
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    server.stop()

@@ -1,0 +1,120 @@
+"""The one filesystem layer: local folders and object storage (``s3://``, ``gs://``, ``abfs://``) take the same path.
+
+Lake readers and the warehouse reach storage through :func:`filesystem` (fsspec, for listing and streaming reads),
+:func:`arrow_filesystem` (pyarrow datasets over the same fsspec filesystem) and :func:`delta_options` (delta-rs).
+Endpoint and credentials come from the standard ``AWS_*`` variables (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
+``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_REGION``), which boto (s3fs) and object_store (delta-rs)
+both read, so one set of variables configures every reader and writer; a DAG can set them from an Airflow
+connection (``dags/connections.py``).
+
+Commits to Delta tables on S3 use conditional put (``If-None-Match``), which AWS S3, MinIO, R2 and most
+S3-compatible servers honour: two writers racing for one log version cannot both win, so a commit is atomic and a
+lost race is retried, as on a local disk.  A server without conditional put refuses the commit with an error that
+says so; it never silently overwrites.
+"""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+#: URI schemes read through fsspec; anything without ``://`` is a local path.
+REMOTE_SCHEMES = ("s3", "s3a", "gs", "gcs", "abfs", "abfss", "az")
+
+
+def is_remote(uri: str) -> bool:
+    return "://" in str(uri) and not str(uri).startswith("file://")
+
+
+def scheme(uri: str) -> str:
+    return str(uri).split("://", 1)[0].lower() if "://" in str(uri) else "file"
+
+
+def bucket(uri: str) -> str:
+    """The bucket (or container) a remote URI names, for error messages."""
+    return str(uri).split("://", 1)[1].split("/", 1)[0] if is_remote(uri) else ""
+
+
+def join(root: str, rel: str) -> str:
+    """``rel`` ('/'-separated) under ``root``, as a URI for a remote root and a native path for a local one."""
+    if not rel:
+        return root
+    if is_remote(root):
+        return root.rstrip("/") + "/" + rel.lstrip("/")
+    return os.path.join(root, *rel.split("/"))
+
+
+def _s3_kwargs() -> dict:
+    endpoint = os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3")
+    kwargs: dict = {}
+    if endpoint:
+        kwargs["endpoint_url"] = endpoint
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region:
+        kwargs["client_kwargs"] = {"region_name": region}
+    return kwargs
+
+
+@lru_cache(maxsize=8)
+def _remote_fs(proto: str, env_key: tuple):
+    import fsspec
+
+    proto = "s3" if proto == "s3a" else proto
+    kwargs = _s3_kwargs() if proto == "s3" else {}
+    # Listings must reflect the bucket now: a refresh decides its work from them.
+    return fsspec.filesystem(proto, use_listings_cache=False, skip_instance_cache=True, **kwargs)
+
+
+def _env_key() -> tuple:
+    return tuple(os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID",
+                                              "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
+                                              "AWS_DEFAULT_REGION"))
+
+
+def filesystem(uri: str):
+    """(fsspec filesystem, path within it) for ``uri``; local paths get the local filesystem and an absolute path."""
+    if not is_remote(uri):
+        import fsspec
+
+        path = str(uri)[len("file://"):] if str(uri).startswith("file://") else str(uri)
+        return fsspec.filesystem("file"), os.path.abspath(path)
+    proto, rest = str(uri).split("://", 1)
+    if proto.lower() not in REMOTE_SCHEMES:
+        raise ValueError(f"{uri!r}: unknown storage scheme {proto!r} (known: local paths, "
+                         f"{', '.join(s + '://' for s in REMOTE_SCHEMES)})")
+    try:
+        fs = _remote_fs(proto.lower(), _env_key())
+    except (ImportError, ValueError) as exc:
+        raise ValueError(f"{uri!r}: no filesystem for {proto}:// is installed ({exc})") from None
+    return fs, rest.rstrip("/")
+
+
+def arrow_filesystem(uri: str):
+    """(pyarrow filesystem, path) for ``uri``: the local filesystem, or the fsspec filesystem wrapped for pyarrow."""
+    import pyarrow.fs as pafs
+
+    if not is_remote(uri):
+        return pafs.LocalFileSystem(), filesystem(uri)[1]
+    fs, path = filesystem(uri)
+    return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
+
+
+def delta_options(uri: str) -> dict[str, str] | None:
+    """delta-rs ``storage_options`` for a table at ``uri``: None for a local table.
+
+    object_store reads the ``AWS_*`` variables itself; what it needs beyond them is plain HTTP for a local endpoint
+    and conditional put for safe commits (see the module docstring).
+    """
+    if not is_remote(uri):
+        return None
+    opts: dict[str, str] = {}
+    if scheme(uri) in ("s3", "s3a"):
+        opts["aws_conditional_put"] = "etag"
+        endpoint = os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3") or ""
+        if endpoint.startswith("http://"):
+            opts["AWS_ALLOW_HTTP"] = "true"
+    return opts
+
+
+def delta_uri(uri: str) -> str:
+    """The URI delta-rs takes: ``s3a://`` is spelled ``s3://``."""
+    return "s3://" + uri.split("://", 1)[1] if scheme(uri) == "s3a" else uri

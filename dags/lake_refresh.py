@@ -43,6 +43,11 @@ def _application(module: str) -> str:
         "lake": Param(LAKE, type="string", description="Lake folder or URI to index"),
         "warehouse": Param(WAREHOUSE, type="string", description="Warehouse folder or URI of the Delta index"),
         "full_rebuild": Param(False, type="boolean", description="Rebuild every index table and retrain models"),
+        "include": Param([], type="array", items={"type": "string"},
+                         description="Index only lake tables matching these gitignore-style patterns (empty: the "
+                                     "config's [lake] include, else every table)"),
+        "exclude": Param([], type="array", items={"type": "string"},
+                         description="Leave out lake tables matching these patterns (empty: the config's)"),
     },
     tags=["lakescout"],
 )
@@ -68,6 +73,7 @@ def lake_refresh():
             application_args=[
                 "--warehouse", "{{ params.warehouse }}", "--lake", "{{ params.lake }}",
                 "--refresh-id", "{{ ti.xcom_pull(task_ids='begin') }}", "--full", "{{ params.full_rebuild }}",
+                "--include", "{{ params.include | tojson }}", "--exclude", "{{ params.exclude | tojson }}",
             ],
             conf={"spark.pyspark.python": os.environ.get("LAKESCOUT_PYSPARK_PYTHON", sys.executable),
                   "spark.ui.showConsoleProgress": "false"},

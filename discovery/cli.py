@@ -64,6 +64,9 @@ def cmd_refresh(args) -> int:
         cmd.append("--full")
     if args.config:
         cmd += ["--config", args.config]
+    for name in ("include", "exclude"):
+        for pattern in getattr(args, name):
+            cmd += [f"--{name}", pattern]
     # Executors run LAKESCOUT_PYSPARK_PYTHON when set (a cluster's own environment), else this interpreter.
     env = dict(os.environ, PYSPARK_PYTHON=os.environ.get("LAKESCOUT_PYSPARK_PYTHON", sys.executable),
                PYSPARK_DRIVER_PYTHON=sys.executable)
@@ -234,6 +237,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--full", action="store_true", help="rebuild every index table from scratch")
     r.add_argument("--master", default=None, help="Spark master (default from config: local[*])")
     r.add_argument("--config", default=None, help="TOML configuration file")
+    r.add_argument("--include", action="append", default=[], metavar="PATTERN",
+                   help="index only lake tables matching this gitignore-style pattern (repeatable)")
+    r.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
+                   help="leave out lake tables matching this pattern (repeatable)")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_refresh)
 

@@ -25,6 +25,15 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class LakeConfig:
+    """Which lake tables are indexed: gitignore-style patterns over table paths (``discovery.lake.patterns``).
+    The refresh's ``--include`` / ``--exclude`` (CLI) and ``include`` / ``exclude`` (DAG params) replace these."""
+
+    include: tuple = ()        # e.g. ["sales/**", "*.parquet"]; empty: every table
+    exclude: tuple = ()        # e.g. ["**/tmp/", "*_backup.csv"]
+
+
+@dataclass(frozen=True)
 class ProfileConfig:
     type_agreement: float = 0.95   # share of non-null values that must parse as a type for it to be inferred
     key_min_rows: int = 2          # a key candidate needs at least this many non-null values
@@ -158,6 +167,7 @@ class JoinConfig:
 @dataclass(frozen=True)
 class Config:
     limits: Limits = field(default_factory=Limits)
+    lake: LakeConfig = field(default_factory=LakeConfig)
     profile: ProfileConfig = field(default_factory=ProfileConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     refresh: RefreshConfig = field(default_factory=RefreshConfig)

@@ -21,9 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .config import Limits
-from .lake import LakeFileError, read_lake_table
-from .lake.listing import join_lake_path, table_format
+from . import storage
+from .lake import LakeFileError, locate, read_lake_table
 from .lake.profile import infer_type
+from .lake.source import join_lake_path
 from .store import Snapshot
 from .store.snapshot import CATALOG_COLUMNS
 
@@ -39,6 +40,7 @@ class QueryTable:
     columns: list[pa.Array]       # string cells, trimmed, empty cells null
     table_id: int | None = None   # set when the query is a lake table (excluded from its own results)
     path: str | None = None
+    types: list[str | None] | None = None   # column types the table's format declares (None: inferred)
 
     def column(self, name: str) -> pa.Array:
         return self.columns[self.ordinal(name)]
@@ -52,7 +54,9 @@ class QueryTable:
         raise QueryError(f"query {self.label!r} has no column {name!r} (columns: {', '.join(self.names)})")
 
     def kinds(self, agreement: float = 0.95) -> list[str]:
-        return [infer_type(c, agreement) for c in self.columns]
+        """Each column's type: the one its format declares, else inferred from its values."""
+        declared = self.types or [None] * len(self.columns)
+        return [t or infer_type(c, agreement) for t, c in zip(declared, self.columns)]
 
     @property
     def num_rows(self) -> int:
@@ -76,7 +80,7 @@ def _reason(message: str) -> str:
 
 def _real_lake_file(lake: str, rel: str, label: str) -> tuple[str, str]:
     """(root, rel) to read a served lake table from: the file's real path, refused when a link leads outside."""
-    if "://" in lake:
+    if storage.is_remote(lake):
         return lake, rel
     root = os.path.realpath(lake)
     real = os.path.realpath(join_lake_path(lake, rel))
@@ -88,7 +92,7 @@ def _real_lake_file(lake: str, rel: str, label: str) -> tuple[str, str]:
 def _from_lake(snapshot: Snapshot, row: dict, label: str, limits: Limits, served: bool = False) -> QueryTable:
     lake = snapshot.lake_root()
     root, rel = _real_lake_file(lake, row["path"], label) if served else (lake, row["path"])
-    if row["status"] != "ok":
+    if row["status"] not in ("ok", "stale"):
         reason = row.get("error") and (_reason(row["error"]) if served else row["error"])
         raise QueryError(f"query {label!r} is lake table {row['path']!r}, which is {row['status']}"
                          + (f": {reason}" if reason else ""))
@@ -97,14 +101,14 @@ def _from_lake(snapshot: Snapshot, row: dict, label: str, limits: Limits, served
     except (LakeFileError, OSError) as exc:
         reason = _reason(str(exc)) if served else exc
         raise QueryError(f"query {label!r}: lake table {row['path']!r} cannot be read now: {reason}") from None
-    return QueryTable(label, parsed.names, parsed.columns, row["table_id"], row["path"])
+    return QueryTable(label, parsed.names, parsed.columns, row["table_id"], row["path"], parsed.types)
 
 
 def _served_path(lake: str, label: str) -> str:
     """The catalog path a served query names: a lake path, or an absolute path inside the lake root; no ``..``."""
     if ".." in re.split(r"[/\\]", label):
         raise QueryError(f"query {label!r} is refused: '..' may not appear in the path of a served query")
-    if "://" in lake:
+    if storage.is_remote(lake):
         prefix = lake.rstrip("/") + "/"
         return label[len(prefix):] if label.startswith(prefix) else label
     if os.path.isabs(label):
@@ -118,21 +122,24 @@ def _served_path(lake: str, label: str) -> str:
 
 def read_query_file(path: str, label: str | None = None, limits: Limits | None = None,
                     served: bool = False) -> QueryTable:
-    """Parse a local file as a query table, named ``label`` (default the path) in results and messages.
+    """Parse a table the user names by its own path as a query table, named ``label`` (default the path) in results
+    and messages: a file of any table format (compressed or not), a Delta, Iceberg, partitioned or part-file folder,
+    or an object-store URI of one.
 
     ``served`` is for a file the server saved itself (an upload): its read errors keep only their reason and positions.
     """
     label = label or path
-    fmt = table_format(path) or "csv"
     try:
-        real = os.path.realpath(path)  # a link the user made is theirs to follow; the reader refuses links out of a lake
-        parsed = read_lake_table(os.path.dirname(real), os.path.basename(real), fmt, os.path.getsize(real),
-                                 limits or Limits())
+        # A link the user made is theirs to follow; the reader refuses links out of a lake.
+        root, table = locate(path if storage.is_remote(path) else os.path.realpath(path))
+        parsed = read_lake_table(root, table.path, table.format, table.size, limits or Limits())
     except LakeFileError as exc:
         raise QueryError(f"query file {label!r} cannot be read: {_reason(str(exc)) if served else exc}") from None
+    except ValueError as exc:
+        raise QueryError(f"query {label!r}: {exc}") from None
     except OSError as exc:
-        raise QueryError(f"query file {label!r} cannot be read: {exc.strerror or type(exc).__name__}") from None
-    return QueryTable(label, parsed.names, parsed.columns)
+        raise QueryError(f"query file {label!r} cannot be read: {exc.strerror or exc}") from None
+    return QueryTable(label, parsed.names, parsed.columns, types=parsed.types)
 
 
 def resolve_query(snapshot: Snapshot, query: str | int | QueryTable, limits: Limits | None = None,
@@ -166,6 +173,6 @@ def resolve_query(snapshot: Snapshot, query: str | int | QueryTable, limits: Lim
     if served:
         raise QueryError(f"query {label!r} is refused: it is not a table of the lake; name a lake table id or a "
                          "catalogued lake path")
-    if not os.path.isfile(label):
+    if not storage.is_remote(label) and not os.path.exists(label):
         raise QueryError(f"query {label!r} is neither a file nor a table of the lake")
     return read_query_file(label, limits=limits)

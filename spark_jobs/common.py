@@ -73,12 +73,37 @@ def parse_args(argv: list[str] | None, stage: str) -> argparse.Namespace:
     p.add_argument("--full", type=_flag, nargs="?", const=True, default=False,
                    help="rebuild everything instead of the changed tables (also --full true|false, for templating)")
     p.add_argument("--config", default=None, help="TOML configuration file")
+    add_pattern_args(p)
     return p.parse_args(argv)
+
+
+def _patterns(text: str) -> tuple:
+    """A JSON list of patterns (what the DAG templates), or one plain pattern."""
+    text = text.strip()
+    if text.startswith("["):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise argparse.ArgumentTypeError(f"not a JSON list of patterns: {exc}") from None
+        return tuple(str(v) for v in value)
+    return (text,) if text else ()
+
+
+def add_pattern_args(p: argparse.ArgumentParser) -> None:
+    for name, what in (("include", "index only the lake tables matching"), ("exclude", "leave out the lake tables "
+                                                                                       "matching")):
+        p.add_argument(f"--{name}", type=_patterns, action="append", default=[], metavar="PATTERN",
+                       help=f"{what} this gitignore-style pattern (repeatable; or a JSON list)")
+
+
+def flat_patterns(values: list[tuple]) -> tuple:
+    return tuple(p for group in values for p in group)
 
 
 def context_from_args(args: argparse.Namespace) -> StageContext:
     return StageContext(warehouse=args.warehouse, lake=args.lake, refresh_id=args.refresh_id,
-                        attempt=new_attempt_token(), full=args.full, config=load_config(args.config))
+                        attempt=new_attempt_token(), full=args.full, config=load_config(args.config),
+                        include=flat_patterns(args.include), exclude=flat_patterns(args.exclude))
 
 
 def run_stage(stage: str, body: Callable[[object, StageContext], StageReport], argv: list[str] | None = None) -> int:

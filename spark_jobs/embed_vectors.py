@@ -26,7 +26,7 @@ from discovery.encoders.lake_training import (join_config, join_requires, read_s
 from discovery.encoders.stored import (COLUMN_MODEL, JOIN_MODEL, SET_MODEL, TABLE_MODEL, column_encoder,
                                        column_requires, latest_row, model_table, model_version, needs_training,
                                        usable)
-from discovery.refresh import StageContext, StageReport, plan_derived
+from discovery.refresh import StageContext, StageReport, indexed_ids, plan_derived
 from discovery.store import DataFile, write_data_file
 from discovery.vectors import OUTPUTS, EmbedSpec, EncoderRefs, embed_batch
 from spark_jobs.common import (_from_ipc, _ipc, _rewrite_tasks, _run_tasks, file_chunks, merge_small, run_stage,
@@ -172,7 +172,7 @@ def plan_outputs(ctx: StageContext, catalog: pa.Table, refs: EncoderRefs):
             rebuilt.append(name)
         else:
             flags[name] = np.isin(ok_ids, base_ids)
-            removes[name] = np.union1d(base.remove_ids, np.setdiff1d(ids, ok_ids)).astype(np.int64)
+            removes[name] = np.union1d(base.remove_ids, np.setdiff1d(ids, indexed_ids(catalog))).astype(np.int64)
     for name in OUTPUTS:
         ok = ok.append_column(f"do_{name}", pa.array(flags[name]))
     any_flag = np.logical_or.reduce([flags[n] for n in OUTPUTS])

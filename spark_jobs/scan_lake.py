@@ -15,7 +15,7 @@ STAGE = "scan"
 def run(spark, ctx: StageContext) -> StageReport:
     wh = ctx.store
     wh.ensure()
-    listing = list_lake(ctx.lake)
+    listing = list_lake(ctx.lake, *ctx.patterns())
     plan = plan_scan(listing, wh.read("catalog"), ctx.full)
     remove = np.asarray(plan.work.column("table_id").to_numpy(), dtype=np.int64)
     version, counts, rows = replace_tables(spark, "catalog", plan.work, remove, scan_batch, ctx, STAGE,

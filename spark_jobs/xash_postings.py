@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from discovery.nary.stage import (MODEL_NAME, fit_model, model_from_stored, model_payload, refit_reason,
                                   stored_version, truncated_tables, xash_batch)
-from discovery.refresh import StageContext, StageReport, plan_derived
+from discovery.refresh import StageContext, StageReport, indexed_ids, plan_derived
 from discovery.store import DataFile, latest_model, save_model, write_data_file
 from discovery.store.files import resolve
 from spark_jobs.common import (_collect, _from_ipc, _ipc, _rewrite_tasks, _run_tasks, file_chunks, run_stage,
@@ -87,9 +87,8 @@ def run(spark, ctx: StageContext) -> StageReport:
     certain_refit = current is None or ctx.full or current.bits != cfg.bits
     plan = plan_derived(catalog, done.select(["table_id", "content_hash"]), certain_refit)
     # every posting of a rebuilt or vanished table goes, whatever model its stats row names
-    ok_ids = pc.filter(catalog["table_id"], pc.equal(catalog["status"], "ok")).to_numpy()
-    stale = np.setdiff1d(old_stats.column("table_id").to_numpy(), ok_ids)
-    remove_ids = np.union1d(np.union1d(plan.remove_ids, plan.work.column("table_id").to_numpy()), stale)
+    gone = np.setdiff1d(old_stats.column("table_id").to_numpy(), indexed_ids(catalog))
+    remove_ids = np.union1d(np.union1d(plan.remove_ids, plan.work.column("table_id").to_numpy()), gone)
 
     build_now = not certain_refit
     parts = [_build_tasks(spark, plan.work, ctx, current if build_now else None,

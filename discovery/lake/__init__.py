@@ -1,7 +1,9 @@
-"""Reading the lake: listing table files, parsing them within bounds, profiling their columns."""
-from .listing import LakeFile, list_lake
+"""Reading the lake: the listing decides what a table is (a file, or a Delta / Iceberg / partitioned / part-file
+folder), each format has its reader behind one interface, and the stages and queries only ever see a lake table."""
+from .listing import LakeTable, list_lake, locate
 from .profile import infer_type, profile_table
-from .reader import LakeFileError, ParsedTable, content_hash, read_lake_table
+from .reader import read_lake_table, table_version
+from .table import LakeFileError, ParsedTable
 
-__all__ = ["LakeFile", "list_lake", "infer_type", "profile_table", "LakeFileError", "ParsedTable", "content_hash",
-           "read_lake_table"]
+__all__ = ["LakeTable", "list_lake", "locate", "infer_type", "profile_table", "LakeFileError", "ParsedTable",
+           "read_lake_table", "table_version"]

@@ -1,7 +1,7 @@
 """Column profiles: inferred type, distinct and null counts, key-candidate flag.
 
-Types are inferred from the string cells with vectorised regular expressions so CSV and Parquet columns are typed by
-the same rules.  A type is chosen when at least ``type_agreement`` of the non-null cells match it, tolerating the odd
+A column's type is the one its format's schema declares (Parquet, ORC, Delta, Iceberg, JSON numbers and booleans);
+otherwise it is inferred from the string cells with vectorised regular expressions.  A type is chosen when at least ``type_agreement`` of the non-null cells match it, tolerating the odd
 stray cell that real CSVs carry; the most specific type wins (bool, int, float, date, datetime, string).
 """
 from __future__ import annotations
@@ -40,11 +40,12 @@ def profile_table(parsed: ParsedTable, config: ProfileConfig) -> list[dict]:
     """One profile row per column (without table id and content hash, which the caller adds)."""
     rows = []
     n = parsed.num_rows
+    declared = parsed.types or [None] * len(parsed.names)
     for ordinal, (name, col) in enumerate(zip(parsed.names, parsed.columns)):
         norm = normalize_array(col)
         non_null = len(norm) - norm.null_count
         distinct = len(pc.unique(pc.drop_null(norm))) if non_null else 0
-        kind = infer_type(col, config.type_agreement)
+        kind = declared[ordinal] or infer_type(col, config.type_agreement)
         max_len = pc.max(pc.utf8_length(col)).as_py() if non_null else 0
         rows.append({
             "ordinal": ordinal,

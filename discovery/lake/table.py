@@ -40,6 +40,7 @@ class ParsedTable:
     encoding: str | None = None
     delimiter: str | None = None
     warnings: list[str] = field(default_factory=list)   # every repair and bound hit, by line/column number
+    types: list[str | None] | None = None  # per column, the type the format's schema gives (None: inferred)
 
     @property
     def num_rows(self) -> int:

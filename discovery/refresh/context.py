@@ -16,6 +16,8 @@ class StageContext:
     attempt: str
     full: bool = False
     config: Config = field(default_factory=Config)
+    include: tuple = ()       # lake path patterns of this run; empty: the config's
+    exclude: tuple = ()
 
     def __post_init__(self):
         # Spark tasks run in their executor's working folder, not the driver's: a local path is made absolute here,
@@ -24,6 +26,10 @@ class StageContext:
             value = getattr(self, name)
             if "://" not in value:
                 object.__setattr__(self, name, os.path.abspath(value))
+
+    def patterns(self) -> tuple[tuple, tuple]:
+        """(include, exclude) patterns of the lake tables this refresh indexes: the run's, else the config's."""
+        return (tuple(self.include or self.config.lake.include), tuple(self.exclude or self.config.lake.exclude))
 
     @property
     def store(self) -> Warehouse:

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 
-from ..lake import LakeFileError, content_hash, profile_table, read_lake_table
+from ..lake import LakeFileError, profile_table, read_lake_table, table_version
 from ..store import SCHEMAS
 from .context import StageContext
 
@@ -29,7 +29,7 @@ def scan_batch(work: pa.Table, ctx: StageContext) -> tuple[pa.Table, dict]:
         row = {"table_id": item["table_id"], "path": item["path"], "format": item["format"], "bytes": item["bytes"],
                "mtime_ns": item["mtime_ns"], "content_hash": item["old_hash"], "rows": None, "cols": None,
                "status": "deleted", "error": None, "warnings": "[]", "encoding": None, "delimiter": None,
-               "refresh_id": ctx.refresh_id, "indexed_at": now}
+               "refresh_id": ctx.refresh_id, "indexed_at": now, "fingerprint": item["fingerprint"], "version": None}
         if item["action"] == "deleted":
             counts["tables_deleted"] += 1
         else:
@@ -39,27 +39,41 @@ def scan_batch(work: pa.Table, ctx: StageContext) -> tuple[pa.Table, dict]:
     return pa.table(out, schema=SCHEMAS["catalog"]), counts
 
 
+def _failed(item: dict, reason: str, digest: str | None, counts: dict) -> dict:
+    """The catalog row of a table that cannot be read now.  A table indexed before (ok or stale) turns stale: it
+    keeps its last indexed rows and the catalog fields they were built from, so queries still find it, with the
+    reason; its old fingerprint stays, so every refresh reads it again until it reads or disappears."""
+    counts["tables_failed"] += 1
+    if item["old_status"] in ("ok", "stale") and item["old_row"]:
+        kept = {k: v for k, v in json.loads(item["old_row"]).items() if k != "refresh_id"}
+        return {**kept, "status": "stale", "error": reason, "content_hash": item["old_hash"]}
+    return {"status": "error", "error": reason, "content_hash": digest}
+
+
 def _scan_file(item: dict, ctx: StageContext, counts: dict) -> dict:
     try:
-        digest = content_hash(ctx.lake, item["path"])
+        digest, version = table_version(ctx.lake, item["path"], item["format"], item["fingerprint"])
+    except LakeFileError as exc:
+        return _failed(item, str(exc), None, counts)
     except OSError as exc:
-        counts["tables_failed"] += 1
-        return {"status": "error", "error": f"cannot read file: {exc}", "content_hash": None}
-    if item["action"] == "check" and digest == item["old_hash"] and not ctx.full:
-        # Touched but not changed: keep what the last parse found (rows or error), with the new size and mtime.
-        return {"status": item["old_status"], "content_hash": digest, **json.loads(item["old_row"])}
+        return _failed(item, f"cannot read: {exc}", None, counts)
+    if item["action"] == "check" and digest == item["old_hash"] and not ctx.full and item["old_status"] != "stale":
+        # Touched but not changed: keep what the last parse found (rows or error), with the new listing fields.
+        kept = {k: v for k, v in json.loads(item["old_row"]).items() if k not in ("bytes", "mtime_ns", "fingerprint")}
+        return {**kept, "status": item["old_status"], "content_hash": digest, "version": version}
     counts["tables_added" if item["action"] == "new" else "tables_changed"] += 1
     counts["tables_processed"] += 1
     try:
         parsed = read_lake_table(ctx.lake, item["path"], item["format"], item["bytes"], ctx.config.limits)
     except LakeFileError as exc:
-        counts["tables_failed"] += 1
-        return {"status": "error", "error": str(exc), "content_hash": digest}
+        return _failed(item, str(exc), digest, counts)
+    except OSError as exc:
+        return _failed(item, f"cannot read: {exc}", digest, counts)
     except Exception as exc:  # a reader bug must not stop the refresh; the reason still reaches the catalog
-        counts["tables_failed"] += 1
-        return {"status": "error", "error": f"unexpected {type(exc).__name__}: {exc}", "content_hash": digest}
+        return _failed(item, f"unexpected {type(exc).__name__}: {exc}", digest, counts)
     return {"status": "ok", "content_hash": digest, "rows": parsed.num_rows, "cols": len(parsed.names),
-            "warnings": json.dumps(parsed.warnings), "encoding": parsed.encoding, "delimiter": parsed.delimiter}
+            "warnings": json.dumps(parsed.warnings), "encoding": parsed.encoding, "delimiter": parsed.delimiter,
+            "version": version, "error": None}
 
 
 def read_work_tables(work: pa.Table, ctx: StageContext, counts: dict):

@@ -15,20 +15,22 @@ VEC = pa.list_(pa.float32())
 SCHEMAS: dict[str, pa.Schema] = {
     "catalog": pa.schema([
         ("table_id", pa.int64()),
-        ("path", pa.string()),            # relative to the lake root, '/'-separated
-        ("format", pa.string()),          # csv | tsv | parquet
+        ("path", pa.string()),            # relative to the lake root, '/'-separated: a file or a dataset folder
+        ("format", pa.string()),          # csv | csv.gz | json | parquet | orc | delta | iceberg | hive/<f> | parts/<f>
         ("bytes", pa.int64()),
         ("mtime_ns", pa.int64()),
-        ("content_hash", pa.string()),    # blake2b of the file bytes
+        ("content_hash", pa.string()),    # content version: file digest, Delta file set, Iceberg snapshot, ...
         ("rows", pa.int64()),
         ("cols", pa.int32()),
-        ("status", pa.string()),          # ok | error | deleted
+        ("status", pa.string()),          # ok | stale (indexed rows kept; now unreadable) | error | deleted
         ("error", pa.string()),           # readable reason when status = error
         ("warnings", pa.string()),        # JSON list of bounds hit / repairs made (reported, never silent)
         ("encoding", pa.string()),
         ("delimiter", pa.string()),
         ("refresh_id", pa.int64()),       # refresh that last changed this row
         ("indexed_at", TS),
+        ("fingerprint", pa.string()),     # change signal read off the listing (size:mtime, log version, ...)
+        ("version", pa.string()),         # the format's own version: Delta table version, Iceberg snapshot id
     ]),
     "columns": pa.schema([
         ("table_id", pa.int64()),

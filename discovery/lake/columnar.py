@@ -1,0 +1,42 @@
+"""Parquet and ORC files: read batch by batch up to the row bound, typed by the file's own schema."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.orc as po
+import pyarrow.parquet as pq
+
+from ..config import Limits
+from .arrow import parsed_from_arrow, take_rows
+from .source import open_lake_file
+from .table import LakeFileError, ParsedTable
+
+_BATCH_ROWS = 65_536
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0].replace("Could not open Parquet input source '<Buffer>': ", "") if str(exc) \
+        else type(exc).__name__
+
+
+def columnar_batches(fh, fmt: str):
+    """(schema, batch iterator, total rows) of an open Parquet or ORC file; reads only the footer up front."""
+    if fmt == "parquet":
+        pf = pq.ParquetFile(fh)
+        return pf.schema_arrow, pf.iter_batches(batch_size=_BATCH_ROWS), pf.metadata.num_rows
+    orc = po.ORCFile(fh)
+    return orc.schema, (orc.read_stripe(i) for i in range(orc.nstripes)), orc.nrows
+
+
+def read_columnar(root: str, rel: str, fmt: str, limits: Limits) -> ParsedTable:
+    name = "Parquet" if fmt == "parquet" else "ORC"
+    try:
+        with open_lake_file(root, rel) as fh:
+            schema, batches, total = columnar_batches(fh, fmt)
+            table, more = take_rows(batches, limits.max_rows)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        if isinstance(exc, (FileNotFoundError, PermissionError)):
+            raise
+        raise LakeFileError(f"unreadable {name}: {_first_line(exc)}") from None
+    if len(schema) == 0:
+        raise LakeFileError(f"{name} file has no columns")
+    return parsed_from_arrow(table, schema, limits, truncated=more, total_rows=total)

@@ -1,0 +1,121 @@
+"""Iceberg tables, read at their current snapshot with pyiceberg.
+
+Two ways in.  A lake folder holding ``metadata/*.metadata.json`` is read at its newest metadata file, in either
+layout -- Hadoop's ``vN.metadata.json`` (``version-hint.text`` beside it) or the ``NNNNN-<uuid>.metadata.json``
+catalogs write -- since a lake folder often holds tables whose catalog is out of reach; the newest is the highest
+number, which both layouts increase with every commit.  A lake root ``iceberg://<catalog>/<namespace>`` names the
+tables of a catalog that pyiceberg's own configuration (``.pyiceberg.yaml`` or ``PYICEBERG_CATALOG__*``
+variables) describes, SQL and REST catalogs among them.
+
+A table's content version is its current snapshot id: a commit that adds or removes data makes a new snapshot,
+while a metadata-only change (a property, a schema comment) keeps the id, so it causes no re-indexing.
+"""
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+
+from .. import storage
+from ..config import Limits
+from .arrow import parsed_from_arrow, take_rows
+from .formats import ICEBERG_METADATA
+from .table import LakeFileError, ParsedTable
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _io_properties() -> dict[str, str]:
+    """pyiceberg FileIO settings from the same ``AWS_*`` variables every other reader takes."""
+    props = {}
+    for key, env in (("s3.endpoint", "AWS_ENDPOINT_URL"), ("s3.access-key-id", "AWS_ACCESS_KEY_ID"),
+                     ("s3.secret-access-key", "AWS_SECRET_ACCESS_KEY"), ("s3.session-token", "AWS_SESSION_TOKEN"),
+                     ("s3.region", "AWS_REGION")):
+        if os.environ.get(env):
+            props[key] = os.environ[env]
+    return props
+
+
+def _newest_metadata(root: str, rel: str) -> str:
+    fs, path = storage.filesystem(storage.join(root, rel))
+    names = [p.rpartition("/")[2] for p in fs.ls(f"{path}/metadata", detail=False)]
+    best = max(((int(m.group(1) or m.group(2)), name) for name in names if (m := ICEBERG_METADATA.match(name))),
+               default=None)
+    if best is None:
+        raise LakeFileError("Iceberg table folder without a metadata file")
+    return storage.join(storage.join(root, rel), f"metadata/{best[1]}")
+
+
+def _catalog(name: str):
+    """The catalog ``name`` of pyiceberg's configuration; ``PYICEBERG_CATALOG__<NAME>__<KEY>`` variables are read
+    now (pyiceberg reads them once, at import, and a DAG task may set them later)."""
+    from pyiceberg.catalog import load_catalog
+
+    prefix = f"PYICEBERG_CATALOG__{name.upper()}__"
+    props = {k[len(prefix):].lower().replace("__", "."): v for k, v in os.environ.items() if k.startswith(prefix)}
+    return load_catalog(name, **props)
+
+
+def _catalog_table(root: str, rel: str):
+    name, _, namespace = root.split("://", 1)[1].partition("/")
+    return _catalog(name).load_table(f"{namespace.strip('/')}.{rel}" if namespace else rel)
+
+
+def _open(root: str, rel: str):
+    from pyiceberg.table import StaticTable
+
+    try:
+        if storage.scheme(root) == "iceberg":
+            return _catalog_table(root, rel)
+        location = _newest_metadata(root, rel)
+        if not storage.is_remote(location):
+            location = "file://" + os.path.abspath(location)
+        return StaticTable.from_metadata(location, properties=_io_properties())
+    except LakeFileError:
+        raise
+    except Exception as exc:
+        raise LakeFileError(f"unreadable Iceberg metadata: {_first_line(exc)}") from None
+
+
+def iceberg_version(root: str, rel: str) -> str:
+    """The current snapshot id (``empty`` for a table with no snapshot yet)."""
+    snapshot = _open(root, rel).current_snapshot()
+    return str(snapshot.snapshot_id) if snapshot else "empty"
+
+
+def read_iceberg(root: str, rel: str, fmt: str, limits: Limits) -> ParsedTable:
+    table = _open(root, rel)
+    try:
+        schema = table.schema().as_arrow()
+        batches = table.scan(limit=limits.max_rows + 1).to_arrow_batch_reader()
+        rows, more = take_rows(batches, limits.max_rows)
+    except Exception as exc:  # a manifest or data file the metadata names is missing or corrupt
+        raise LakeFileError(f"Iceberg table cannot be read: {_first_line(exc)}") from None
+    return parsed_from_arrow(rows, schema, limits, truncated=more)
+
+
+def list_catalog(root: str):
+    """The tables of ``iceberg://<catalog>/<namespace>`` as lake tables named by their table name."""
+    from .listing import LakeTable
+
+    name, _, namespace = root.split("://", 1)[1].partition("/")
+    if not namespace.strip("/"):
+        raise ValueError(f"lake {root!r}: name a namespace, as iceberg://<catalog>/<namespace>")
+    try:
+        catalog = _catalog(name)
+        identifiers = catalog.list_tables(namespace.strip("/"))
+    except Exception as exc:
+        raise FileNotFoundError(f"lake {root!r}: Iceberg catalog {name!r} cannot list namespace "
+                                f"{namespace!r}: {_first_line(exc)}") from None
+    out = []
+    for ident in identifiers:
+        table_name = ident[-1]
+        try:
+            location = catalog.load_table(ident).metadata_location
+        except Exception as exc:  # listed now, read by the scan, which records why it fails
+            location = f"unreadable: {_first_line(exc)}"
+        out.append(LakeTable(table_name, 0, 0, "iceberg", location))
+    return out

@@ -1,0 +1,99 @@
+"""Opening the objects of a lake: local files inside the lake root, or objects of a bucket, decompressed as a stream.
+
+Every reader opens lake bytes through :func:`open_lake_file` and :func:`read_bounded`, so the rules hold for every
+format: a local link that leads out of the lake is refused, compressed files are decompressed while they are read
+(never unpacked to disk), and no read takes more than the byte limit, whatever size the listing reported.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import lzma
+import os
+import zlib
+
+from .. import storage
+from .table import LakeFileError
+
+
+def join_lake_path(root: str, rel: str) -> str:
+    return storage.join(root, rel)
+
+
+def inside_lake(root: str, full: str) -> bool:
+    """Whether the real path of ``full`` (links resolved) lies under the real path of the local lake ``root``."""
+    real_root = os.path.realpath(root)
+    return os.path.realpath(full).startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def open_lake_file(root: str, rel: str, mode: str = "rb"):
+    """Open a lake file for reading, local or remote (raw bytes; see :func:`open_decompressed`).
+
+    A local file that is a link leading out of the lake is refused (PermissionError, which the scan records as the
+    table's error): the lake folder is what an operator exposes to the index, and a link must not widen it to any
+    file the refresh can read.
+    """
+    full = join_lake_path(root, rel)
+    if storage.is_remote(root):
+        fs, path = storage.filesystem(full)
+        return fs.open(path, mode)
+    if not inside_lake(root, full):
+        raise PermissionError(f"{rel!r} is a link that leads out of the lake; files outside the lake are not read")
+    return open(full, mode)
+
+
+def _zstd_stream(raw):
+    import pyarrow as pa
+
+    return pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd")
+
+
+_OPENERS = {"gzip": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"), "bz2": lambda raw: bz2.BZ2File(raw, "rb"),
+            "xz": lambda raw: lzma.LZMAFile(raw, "rb"), "zstd": _zstd_stream}
+
+
+def open_decompressed(root: str, rel: str, codec: str | None):
+    """A binary stream of the file's content, decompressed while it is read when ``codec`` names a compression."""
+    raw = open_lake_file(root, rel)
+    if codec is None:
+        return raw
+    try:
+        return _OPENERS[codec](raw)
+    except Exception:
+        raw.close()
+        raise
+
+
+def read_bounded(stream, limit: int, what: str = "file", compressed: bool = False) -> bytes:
+    """Every byte of ``stream``, refusing (LakeFileError) once more than ``limit`` bytes have been read.
+
+    The limit is enforced on the bytes actually read, so a file that grew since it was listed, or a small
+    compressed file that expands past the limit, is refused rather than read whole.  A damaged compressed stream (a
+    truncated gzip, a corrupt block) is a LakeFileError that says so.
+    """
+    chunks, total = [], 0
+    try:
+        while True:
+            chunk = stream.read(min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise LakeFileError(f"{what} is larger than the limit of {limit} bytes")
+    except (EOFError, zlib.error, OSError, lzma.LZMAError, ValueError) as exc:
+        if not compressed or isinstance(exc, (FileNotFoundError, PermissionError)):
+            raise
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise LakeFileError(f"compressed content is damaged or cut short: {reason}") from None
+    return b"".join(chunks)
+
+
+def file_digest(root: str, rel: str) -> str:
+    """blake2b digest of a file's stored bytes, streamed."""
+    h = hashlib.blake2b(digest_size=16)
+    with open_lake_file(root, rel) as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

@@ -17,12 +17,20 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
+import pyarrow as pa
+
 #: URI schemes read through fsspec; anything without ``://`` is a local path.
 REMOTE_SCHEMES = ("s3", "s3a", "gs", "gcs", "abfs", "abfss", "az")
 
 
 def is_remote(uri: str) -> bool:
     return "://" in str(uri) and not str(uri).startswith("file://")
+
+
+def local_path(uri: str) -> str:
+    """A local path for a local location given as a path or a ``file://`` URI (absolute)."""
+    uri = str(uri)
+    return os.path.abspath(uri[len("file://"):] if uri.startswith("file://") else uri)
 
 
 def scheme(uri: str) -> str:
@@ -75,8 +83,7 @@ def filesystem(uri: str):
     if not is_remote(uri):
         import fsspec
 
-        path = str(uri)[len("file://"):] if str(uri).startswith("file://") else str(uri)
-        return fsspec.filesystem("file"), os.path.abspath(path)
+        return fsspec.filesystem("file"), local_path(uri)
     proto, rest = str(uri).split("://", 1)
     if proto.lower() not in REMOTE_SCHEMES:
         raise ValueError(f"{uri!r}: unknown storage scheme {proto!r} (known: local paths, "
@@ -89,13 +96,18 @@ def filesystem(uri: str):
 
 
 def arrow_filesystem(uri: str):
-    """(pyarrow filesystem, path) for ``uri``: the local filesystem, or the fsspec filesystem wrapped for pyarrow."""
+    """(pyarrow filesystem, path) for ``uri``: the local filesystem, pyarrow's own S3 / GCS / Azure filesystem
+    (which read the same ``AWS_*`` variables, and stream Parquet faster than a wrapper), else the fsspec filesystem
+    wrapped for pyarrow."""
     import pyarrow.fs as pafs
 
     if not is_remote(uri):
         return pafs.LocalFileSystem(), filesystem(uri)[1]
-    fs, path = filesystem(uri)
-    return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
+    try:
+        return pafs.FileSystem.from_uri(delta_uri(uri))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        fs, path = filesystem(uri)
+        return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
 
 
 def delta_options(uri: str) -> dict[str, str] | None:

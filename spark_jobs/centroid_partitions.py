@@ -19,7 +19,7 @@ from discovery.refresh import StageContext, StageReport, plan_derived
 from discovery.store import save_model
 from discovery.union.centroids import assign_to_centroids, kmeans
 from discovery.union.stage import MODEL, CentroidModel, current_model, drifted, partition_batch, quantisation_batch
-from spark_jobs.common import fan_out, replace_tables, run_stage
+from spark_jobs.common import fan_out, replace_tables, run_stage, sample_index_rows
 from spark_jobs.profile_columns import done_pairs
 
 STAGE = "centroids"
@@ -32,18 +32,12 @@ def fit_sample(spark, ctx: StageContext) -> tuple[np.ndarray, int]:
     A column is drawn when a seeded hash of its (table_id, ordinal) falls below the sampling rate, so the same
     columns are drawn however the files are split into tasks: a local and a cluster build fit the same model.  Only
     the sample reaches the driver, at most about ``fit_columns`` x d floats whatever the lake's size."""
-    from pyspark.sql import functions as F
-
     cfg = ctx.config.union
     if cfg.fit_columns < 2:
         raise ValueError(f"[union] fit_columns must be at least 2, got {cfg.fit_columns}")
     n = ctx.store.count_rows("column_vectors")
-    df = spark.read.parquet(*ctx.store.file_uris("column_vectors")).select("table_id", "ordinal", "vector")
-    if n > cfg.fit_columns:
-        buckets = 1 << 20
-        draw = F.pmod(F.xxhash64("table_id", "ordinal", F.lit(cfg.seed)), F.lit(buckets))
-        df = df.where(draw < F.lit(int(buckets * cfg.fit_columns / n)))
-    rows = df.toArrow().sort_by([("table_id", "ascending"), ("ordinal", "ascending")])
+    rows = sample_index_rows(spark, ctx, "column_vectors", ["table_id", "ordinal", "vector"],
+                             cfg.fit_columns / max(n, 1), cfg.seed)
     flat = rows.column("vector").combine_chunks()
     dim = len(flat[0]) if len(flat) else 0
     return flat.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(-1, dim), n

@@ -18,10 +18,12 @@ from typing import Callable, Iterable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from discovery.config import load_config
 from discovery.refresh import StageContext, StageReport, record_stage
-from discovery.store import DataFile, candidate_files, drop_table_ids, new_attempt_token, write_data_file
+from discovery.store import SCHEMAS, DataFile, candidate_files, drop_table_ids, new_attempt_token, write_data_file
+from discovery.store.files import resolve
 from spark_jobs.progress import StageProgress
 
 
@@ -149,6 +151,54 @@ def _run_tasks(spark, n_tasks: int, task: Callable[[int], Iterable[dict]]) -> li
 
     rows = spark.range(0, n_tasks, numPartitions=n_tasks).mapInArrow(run, "payload string").collect()
     return [json.loads(r["payload"]) for r in rows]
+
+
+def _sample_mask(table_ids: np.ndarray, ordinals: np.ndarray, seed: int, rate: float) -> np.ndarray:
+    """A seeded hash of each (table_id, ordinal) below ``rate``: the same rows are drawn however files are split."""
+    h = (table_ids.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+         ^ (ordinals.astype(np.uint64) + np.uint64(seed)) * np.uint64(0xC2B2AE3D27D4EB4F))
+    h ^= h >> np.uint64(31)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(29)
+    return (h >> np.uint64(11)).astype(np.float64) / float(1 << 53) < rate
+
+
+def sample_index_rows(spark, ctx: StageContext, name: str, columns: list[str], rate: float, seed: int,
+                      per_row: bool = False) -> pa.Table:
+    """Rows of the current version of index table ``name`` (with ``table_id`` and ``ordinal``) whose seeded hash of
+    (table_id, ordinal) falls below ``rate`` (all rows at rate >= 1), read in Spark tasks with pyarrow.  With
+    ``per_row`` the hash is of (table_id, the row's place in the version's files), so each row of a column is drawn
+    on its own (value vectors: many rows per column).
+
+    The data files are read in the Python workers through the warehouse's own filesystem layer, so a warehouse on
+    object storage needs no Hadoop connector on the cluster; only the sample comes back to the driver."""
+    wh = ctx.store
+    fs, root = resolve(wh.table_uri(name))
+    paths = [f"{root.rstrip('/')}/{p}" for p in wh.files(name).column("path").to_pylist()]
+    if not paths:
+        return SCHEMAS[name].empty_table().select(columns)
+    cores = max(int(spark.sparkContext.defaultParallelism), 1)
+    per_task = max(1, math.ceil(len(paths) / (cores * TASKS_PER_CORE)))
+    wanted = list(dict.fromkeys(["table_id", "ordinal", *columns]))
+
+    def run(batches):
+        task_fs = resolve(wh.table_uri(name))[0]
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                for f in range(i * per_task, min((i + 1) * per_task, len(paths))):
+                    t = pq.read_table(paths[f], columns=wanted, filesystem=task_fs)
+                    if rate < 1:
+                        second = (np.int64(f) << np.int64(32)) + np.arange(t.num_rows, dtype=np.int64) if per_row \
+                            else t.column("ordinal").to_numpy()
+                        t = t.filter(pa.array(_sample_mask(t.column("table_id").to_numpy(), second, seed, rate)))
+                    if t.num_rows:
+                        yield pa.RecordBatch.from_pylist([{"payload": _ipc(t)}])
+
+    n_tasks = math.ceil(len(paths) / per_task)
+    rows = spark.range(0, n_tasks, numPartitions=n_tasks).mapInArrow(run, "payload binary").collect()
+    parts = [_from_ipc(r["payload"]) for r in rows]
+    out = pa.concat_tables(parts) if parts else SCHEMAS[name].empty_table().select(wanted)
+    return out.sort_by([("table_id", "ascending"), ("ordinal", "ascending")]).select(columns)
 
 
 #: Tasks per core of the application that a stage's per-table work is cut into, so that every core has work and the

@@ -24,7 +24,7 @@ from discovery.join.partitioning import partition_capacity, partition_count, set
 from discovery.join.stage import COLUMN_KEY_BASE, MODEL, column_keys, current_model, fit_pivot_model, mapping_batch
 from discovery.refresh import StageContext, StageReport, plan_derived
 from discovery.store import save_model
-from spark_jobs.common import replace_tables, run_stage
+from spark_jobs.common import replace_tables, run_stage, sample_index_rows
 from spark_jobs.profile_columns import done_pairs
 
 STAGE = "pivots"
@@ -34,16 +34,17 @@ REBALANCES = 3
 
 def _sample(spark, ctx: StageContext, n_rows: int):
     """Sampled vectors, their column keys, and the mean UTF-8 length of the sampled value strings."""
-    from pyspark.sql import functions as F
-
     cfg = ctx.config.join
-    files = ctx.store.file_uris("value_vectors")
-    df = spark.read.parquet(*files).select("table_id", "ordinal", "vector", F.octet_length("value").alias("bytes"))
-    fraction = min(1.0, 1.2 * cfg.sample / max(n_rows, 1))
-    rows = df.sample(withReplacement=False, fraction=fraction, seed=cfg.seed).limit(cfg.sample).collect()
-    vectors = np.asarray([r["vector"] for r in rows], dtype=np.float32)
-    keys = column_keys(np.array([r["table_id"] for r in rows]), np.array([r["ordinal"] for r in rows]))
-    return vectors, keys, float(np.mean([r["bytes"] for r in rows])) if rows else 0.0
+    rate = min(1.0, 1.2 * cfg.sample / max(n_rows, 1))
+    rows = sample_index_rows(spark, ctx, "value_vectors", ["table_id", "ordinal", "vector", "value"], rate,
+                             cfg.seed, per_row=True).slice(0, cfg.sample)
+    if rows.num_rows == 0:
+        return np.zeros((0, 0), np.float32), column_keys(np.zeros(0, np.int64), np.zeros(0, np.int64)), 0.0
+    flat = rows.column("vector").combine_chunks()
+    vectors = flat.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(flat), -1)
+    keys = column_keys(rows.column("table_id").to_numpy(), rows.column("ordinal").to_numpy())
+    value_bytes = pc.binary_length(rows.column("value").cast(pa.binary()))
+    return vectors, keys, float(pc.mean(value_bytes).as_py())
 
 
 def _capacity(model, budget: int) -> int:

@@ -251,6 +251,7 @@ def list_lake(root: str, include: tuple[str, ...] = (), exclude: tuple[str, ...]
 
         tables = list_catalog(root)
     else:
+        root = root if storage.is_remote(root) else storage.local_path(root)
         tables = []
         _classify(_Tree(_listing(root)), "", tables)
     keep = TableFilter(include, exclude)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from .. import storage
 from ..config import Config
 from ..store import Warehouse
 
@@ -22,10 +23,10 @@ class StageContext:
     def __post_init__(self):
         # Spark tasks run in their executor's working folder, not the driver's: a local path is made absolute here,
         # on the driver, before the context is shipped to them.
-        for name in ("warehouse", "lake"):
-            value = getattr(self, name)
-            if "://" not in value:
-                object.__setattr__(self, name, os.path.abspath(value))
+        object.__setattr__(self, "lake", self.lake if storage.is_remote(self.lake) or storage.scheme(self.lake) ==
+                           "iceberg" else storage.local_path(self.lake))
+        if "://" not in self.warehouse:
+            object.__setattr__(self, "warehouse", os.path.abspath(self.warehouse))
 
     def patterns(self) -> tuple[tuple, tuple]:
         """(include, exclude) patterns of the lake tables this refresh indexes: the run's, else the config's."""

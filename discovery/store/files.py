@@ -18,6 +18,8 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from ..storage import arrow_filesystem
+
 _NAME = re.compile(r"^part-r(?P<refresh>\d+)-(?P<stage>[a-z0-9_]+)-(?P<attempt>[0-9a-z]+)-[0-9a-f]+\.parquet$")
 
 #: Column types whose min/max are recorded in Delta file statistics (used to skip files when replacing rows).
@@ -87,9 +89,7 @@ def file_stats(table: pa.Table) -> str:
 
 def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
     """Filesystem and path of a local folder or an object-store URI (s3://, gs://, abfs://, ...)."""
-    if "://" not in uri:
-        return pafs.LocalFileSystem(), os.path.abspath(uri)
-    return pafs.FileSystem.from_uri(uri)
+    return arrow_filesystem(uri)
 
 
 def write_data_file(table_uri: str, table: pa.Table, refresh_id: int, stage: str, attempt: str) -> DataFile:

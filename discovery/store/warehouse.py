@@ -26,6 +26,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
+from ..storage import delta_options
 from .files import DataFile, new_attempt_token, parse_data_file_name, resolve, write_data_file
 from .schema import BOOKKEEPING_TABLES, SCHEMAS
 
@@ -69,14 +70,24 @@ class Warehouse:
         return f"{self._path}/{name}"
 
     def exists(self) -> bool:
-        return DeltaTable.is_deltatable(self.table_uri("catalog"))
+        uri = self.table_uri("catalog")
+        return DeltaTable.is_deltatable(uri, storage_options=delta_options(uri))
 
     def ensure(self) -> None:
-        """Create every index table that does not exist yet (empty, with its schema)."""
+        """Create every index table that does not exist yet (empty, with its schema), and add the columns a newer
+        release gave a table to one an older release created (nullable, so old rows read them as null)."""
         for name, schema in SCHEMAS.items():
             uri = self.table_uri(name)
-            if not DeltaTable.is_deltatable(uri):
-                DeltaTable.create(uri, schema=schema, mode="ignore", name=name)
+            if not DeltaTable.is_deltatable(uri, storage_options=delta_options(uri)):
+                DeltaTable.create(uri, schema=schema, mode="ignore", name=name, storage_options=delta_options(uri))
+                continue
+            dt = self.table(name)
+            present = set(pa.schema(dt.schema()).names)
+            missing = [f for f in schema if f.name not in present]
+            if missing:
+                from deltalake.schema import Field
+
+                dt.alter.add_columns([Field.from_arrow(f) for f in missing])
 
     def require(self) -> None:
         if not self.exists():
@@ -86,7 +97,8 @@ class Warehouse:
     # -- reading ------------------------------------------------------------------------------------------------
     def table(self, name: str, version: int | None = None) -> DeltaTable:
         try:
-            return DeltaTable(self.table_uri(name), version=version)
+            uri = self.table_uri(name)
+            return DeltaTable(uri, version=version, storage_options=delta_options(uri))
         except TableNotFoundError as exc:
             raise WarehouseError(f"index table {name!r} is missing under {self.root!r}") from exc
 

@@ -56,11 +56,13 @@ def lake_refresh():
     def begin(params=None) -> int:
         """Check where the run points, create missing index tables, clean files of attempts that never committed,
         allocate the refresh id."""
+        from discovery import storage
         from discovery.locations import check_location
         from discovery.refresh import begin_refresh
 
-        check_location("lake", params["lake"], LAKE)
-        return begin_refresh(check_location("warehouse", params["warehouse"], WAREHOUSE))
+        storage.check(check_location("lake", params["lake"], LAKE), "lake")
+        storage.check(check_location("warehouse", params["warehouse"], WAREHOUSE), "warehouse")
+        return begin_refresh(params["warehouse"])
 
     refresh_id = begin()
     previous = refresh_id

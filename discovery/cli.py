@@ -12,6 +12,7 @@ import tempfile
 import textwrap
 import time
 
+from . import storage
 from .config import load_config
 from .query import QueryError
 from .store import Warehouse, WarehouseError
@@ -54,6 +55,8 @@ def cmd_refresh(args) -> int:
     if not os.path.isdir(args.lake) and "://" not in args.lake:
         raise UsageError(f"lake folder {args.lake!r} " + ("is not a folder" if os.path.exists(args.lake)
                                                           else "does not exist"))
+    storage.check(args.lake, "lake")
+    storage.check(args.warehouse, "warehouse")
     config = load_config(args.config)
     spec = importlib.util.find_spec("spark_jobs.refresh")
     if spec is None or spec.origin is None:

@@ -72,6 +72,11 @@ def _remote_fs(proto: str, env_key: tuple):
     return fsspec.filesystem(proto, use_listings_cache=False, skip_instance_cache=True, **kwargs)
 
 
+def client_env() -> dict[str, str]:
+    """The environment variables that configure object-storage clients (``AWS_*``, ``PYICEBERG_*``)."""
+    return {k: v for k, v in os.environ.items() if k.startswith(("AWS_", "PYICEBERG_"))}
+
+
 def _env_key() -> tuple:
     return tuple(os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID",
                                               "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
@@ -125,6 +130,40 @@ def delta_options(uri: str) -> dict[str, str] | None:
         if endpoint.startswith("http://"):
             opts["AWS_ALLOW_HTTP"] = "true"
     return opts
+
+
+class StorageError(ValueError):
+    """A location that cannot be reached: a missing bucket, refused credentials, an endpoint that does not answer.
+    The message is one line naming the location's bucket and the cause."""
+
+
+def _endpoint() -> str:
+    return os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3") or "the default AWS endpoint"
+
+
+def explain(exc: BaseException, uri: str, what: str) -> StorageError:
+    """A :class:`StorageError` for ``exc`` raised while reaching ``uri`` (``what``: lake, warehouse, query)."""
+    name, text = bucket(uri), " ".join(str(exc).split())[:200] or type(exc).__name__
+    if isinstance(exc, FileNotFoundError):
+        return StorageError(f"{what} {uri}: bucket {name!r} does not exist (or holds no such prefix)")
+    if isinstance(exc, PermissionError) or "403" in text or "Forbidden" in text or "AccessDenied" in text:
+        return StorageError(f"{what} {uri}: access to bucket {name!r} was refused ({text}); check "
+                            f"AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY")
+    if "404" in text or "NoSuchBucket" in text:
+        return StorageError(f"{what} {uri}: bucket {name!r} does not exist")
+    return StorageError(f"{what} {uri}: cannot reach bucket {name!r} at {_endpoint()} ({text})")
+
+
+def check(uri: str, what: str) -> None:
+    """Reach the bucket of a remote ``uri`` once (one LIST of its top level), raising :class:`StorageError` with
+    the bucket and the cause when that fails; a local path is not checked here (its readers say what is missing)."""
+    if not is_remote(uri) or scheme(uri) == "iceberg":
+        return
+    fs, _ = filesystem(uri)
+    try:
+        fs.ls(bucket(uri), detail=False)
+    except Exception as exc:  # botocore, aiohttp and s3fs raise a dozen types for these causes
+        raise explain(exc, uri, what) from None
 
 
 def delta_uri(uri: str) -> str:

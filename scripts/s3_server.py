@@ -4,8 +4,8 @@ the benchmarks.
     python scripts/s3_server.py --port 9000          # then AWS_ENDPOINT_URL=http://127.0.0.1:9000 (any keys)
 
 It counts the requests it answers by S3 operation (LIST, GET, HEAD, PUT, DELETE, POST), so a benchmark can say how
-many requests a refresh made at the server: ``GET /_requests`` returns the counts as JSON, ``DELETE /_requests``
-sets them to zero.  Objects live in the server's memory and are gone when it stops.
+many requests a refresh made at the server: ``GET /_requests`` returns the counts as JSON (``"GET"`` for all
+buckets, ``"GET <bucket>"`` for one), ``DELETE /_requests`` sets them to zero.  Objects live in the server's memory and are gone when it stops.
 """
 from __future__ import annotations
 
@@ -46,8 +46,12 @@ class _Counting:
                     self.counts.clear()
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
             return [body]
+        op = _operation(environ)
+        bucket = environ.get("PATH_INFO", "/").strip("/").split("/", 1)[0]
         with self.lock:
-            self.counts[_operation(environ)] += 1
+            self.counts[op] += 1
+            if bucket:
+                self.counts[f"{op} {bucket}"] += 1
         return self.app(environ, start_response)
 
 
@@ -70,16 +74,20 @@ def _free_port() -> int:
 class S3Server:
     """A server in a child process; ``env`` holds the ``AWS_*`` variables that point clients at it."""
 
-    def __init__(self, port: int | None = None):
+    def __init__(self, port: int | None = None, require_auth: bool = False):
+        """``require_auth``: refuse every request whose keys the server does not know (all of them: a server that
+        answers as one does to wrong credentials)."""
         self.port = port or _free_port()
+        self.require_auth = require_auth
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.env = {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": "lakescout",
                     "AWS_SECRET_ACCESS_KEY": "lakescout", "AWS_REGION": "us-east-1"}
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 60.0) -> "S3Server":
+        env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="0") if self.require_auth else None
         self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--port", str(self.port)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -101,11 +109,15 @@ class S3Server:
                 self.proc.kill()
                 self.proc.wait()
 
-    def requests(self, reset: bool = False) -> dict[str, int]:
-        """Requests answered so far, by operation; ``reset`` zeroes the counts after reading them."""
+    def requests(self, reset: bool = False, bucket: str | None = None) -> dict[str, int]:
+        """Requests answered so far by operation, of every bucket or of ``bucket``; ``reset`` zeroes the counts
+        after reading them."""
         req = urllib.request.Request(self.endpoint + COUNTS_PATH, method="DELETE" if reset else "GET")
         with urllib.request.urlopen(req, timeout=10) as resp:
-            return json.loads(resp.read())
+            counts = json.loads(resp.read())
+        if bucket is None:
+            return {k: v for k, v in counts.items() if " " not in k}
+        return {k.split(" ")[0]: v for k, v in counts.items() if k.endswith(" " + bucket)}
 
     def create_bucket(self, name: str) -> str:
         """Create bucket ``name`` and return ``s3://name``."""

@@ -106,3 +106,54 @@ def write_iceberg(warehouse_uri: str, catalog_db: str, namespace: str, name: str
     else:
         iceberg.append(table)
     return iceberg
+
+
+#: Layouts :func:`relayout` writes, and the path each gives a table ``stem`` in ``folder``.
+LAYOUTS = {"delta": "{stem}", "hive": "{stem}", "parts": "{stem}", "iceberg": "{stem}", "csv.gz": "{stem}.csv.gz",
+           "jsonl": "{stem}.jsonl"}
+
+
+def partition_key(table: pa.Table, max_values: int = 12) -> str | None:
+    """The column a lakehouse would partition ``table`` by: the string column with the fewest distinct values
+    (2 to ``max_values``), the first such on ties; None when none fits."""
+    best = None
+    for name in table.column_names:
+        col = table.column(name)
+        if not pa.types.is_string(col.type):
+            continue
+        n = len(col.unique().drop_null())
+        if 2 <= n <= max_values and (best is None or n < best[0]):
+            best = (n, name)
+    return best[1] if best else None
+
+
+def relayout(root: str, rel: str, layout: str, table: pa.Table, older: pa.Table | None = None,
+             catalog_db: str | None = None) -> str:
+    """Write ``table`` (the rows of lake file ``rel``) under ``root`` in ``layout`` beside where ``rel`` was, remove
+    ``rel``, and return the new table's lake path.  ``older`` is an earlier version for the layouts that keep one
+    (Delta, Iceberg); ``catalog_db`` is the SQLite file of the Iceberg catalog."""
+    folder, _, name = rel.rpartition("/")
+    stem = name.split(".")[0]
+    new_rel = (f"{folder}/" if folder else "") + LAYOUTS[layout].format(stem=stem)
+    target = storage.join(root, new_rel)
+    if layout == "delta":
+        write_delta(target, table, older)
+    elif layout == "hive":
+        key = partition_key(table)
+        if key is None:
+            write_spark_parts(target, table)
+        else:
+            write_hive(target, table, [key])
+    elif layout == "parts":
+        write_spark_parts(target, table)
+    elif layout == "iceberg":
+        write_iceberg(storage.join(root, folder), catalog_db, "lake", stem, table, older)
+        new_rel = (f"{folder}/" if folder else "") + f"lake/{stem}"
+    elif layout == "csv.gz":
+        write_compressed_csv(target, table)
+    else:
+        write_json_lines(target, table)
+    if new_rel != rel:
+        fs, path = storage.filesystem(storage.join(root, rel))
+        fs.rm_file(path)
+    return new_rel

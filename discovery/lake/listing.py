@@ -260,6 +260,7 @@ def list_lake(root: str, include: tuple[str, ...] = (), exclude: tuple[str, ...]
 
 def _listing(root: str) -> dict[str, dict[str, _Entry]]:
     if storage.is_remote(root):
+        storage.check(root, "lake")
         fs, base = storage.filesystem(root)
         if not fs.exists(base):
             raise FileNotFoundError(f"lake {root!r} does not exist")

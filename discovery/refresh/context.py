@@ -19,6 +19,7 @@ class StageContext:
     config: Config = field(default_factory=Config)
     include: tuple = ()       # lake path patterns of this run; empty: the config's
     exclude: tuple = ()
+    storage_env: dict = field(default_factory=storage.client_env)   # see __setstate__
 
     def __post_init__(self):
         # Spark tasks run in their executor's working folder, not the driver's: a local path is made absolute here,
@@ -27,6 +28,14 @@ class StageContext:
                            "iceberg" else storage.local_path(self.lake))
         if "://" not in self.warehouse:
             object.__setattr__(self, "warehouse", os.path.abspath(self.warehouse))
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickled in a Spark task: the driver's object-storage settings (``AWS_*``, ``PYICEBERG_*``) become the
+        task's environment, so executors reach the lake and the warehouse as the driver does whatever environment
+        their JVM was started with (a local session started before the settings, a cluster's workers)."""
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+        os.environ.update(self.storage_env)
 
     def patterns(self) -> tuple[tuple, tuple]:
         """(include, exclude) patterns of the lake tables this refresh indexes: the run's, else the config's."""

@@ -26,7 +26,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
-from ..storage import delta_options
+from ..storage import check, delta_options
 from .files import DataFile, new_attempt_token, parse_data_file_name, resolve, write_data_file
 from .schema import BOOKKEEPING_TABLES, SCHEMAS
 
@@ -90,6 +90,7 @@ class Warehouse:
                 dt.alter.add_columns([Field.from_arrow(f) for f in missing])
 
     def require(self) -> None:
+        check(self.root, "warehouse")
         if not self.exists():
             raise WarehouseError(f"no Lakescout warehouse at {self.root!r} (run a refresh first: "
                                  f"lakescout refresh --lake DIR --warehouse {self.root})")

@@ -1,0 +1,183 @@
+"""A lake and a warehouse on a real S3-compatible server (moto's, on 127.0.0.1): the same index and answers as a
+local build, incremental refreshes, CLI and page queries, and one-line errors for unreachable storage."""
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import discovery
+from discovery import storage
+from discovery.demo_lake import layouts
+from discovery.lake import read_lake_table
+from discovery.config import Limits
+from discovery.store import Warehouse, load_snapshot
+from spark_jobs.refresh import refresh
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+UNION_QUERY = "finance/registers/firms.tsv"
+JOIN_QUERY, JOIN_COLUMN = "partners/vendor_master.csv", "Vendor"
+NARY_QUERY, NARY_KEY = "retail/stores/store_locations.csv", "country,city"
+#: Union-family members laid out as lakehouse tables (the rest stay files).
+RELAID = {"delta": "finance/registers/companies.csv", "hive": "finance/registers/companies.tsv",
+          "jsonl": "finance/payables/purchase_orders.csv"}
+
+
+def _ground_truth(demo_lake: str, name: str) -> list[dict]:
+    with open(os.path.join(demo_lake, "_ground_truth", f"{name}.csv"), newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _pick(demo_lake: str) -> list[str]:
+    """A small lake around the three demo queries: the union query's family, the join pair, the n-ary group, and
+    two broken files."""
+    union = [r["lake_table"] for r in _ground_truth(demo_lake, "union")
+             if r["query_table"] == UNION_QUERY and r["unionable"] == "1"]
+    nary = [r["lake_table"] for r in _ground_truth(demo_lake, "nary") if r["query_table"] == NARY_QUERY]
+    broken = [r["path"] for r in _ground_truth(demo_lake, "broken")][:2]
+    picked = {UNION_QUERY, JOIN_QUERY, NARY_QUERY, *RELAID.values(), *union[:6], *nary[:4], *broken}
+    return sorted(p for p in picked if os.path.exists(os.path.join(demo_lake, p)))
+
+
+@pytest.fixture(scope="module")
+def lakes(spark, s3_server, demo_lake, tmp_path_factory):
+    """(local lake, local warehouse, s3 lake, s3 warehouse), both built by the real refresh."""
+    local = str(tmp_path_factory.mktemp("s3lake") / "lake")
+    for rel in _pick(demo_lake):
+        os.makedirs(os.path.dirname(os.path.join(local, rel)), exist_ok=True)
+        shutil.copy2(os.path.join(demo_lake, rel), os.path.join(local, rel))
+    for layout, rel in RELAID.items():
+        parsed = read_lake_table(local, rel, rel.rsplit(".", 1)[1], os.path.getsize(os.path.join(local, rel)),
+                                 Limits())
+        table = pa.table(dict(zip(parsed.names, parsed.columns)))
+        layouts.relayout(local, rel, layout, table, older=table.slice(0, 3) if layout == "delta" else None)
+    lake_uri = s3_server.create_bucket("lake-bucket") + "/lake"
+    wh_uri = s3_server.create_bucket("wh-bucket") + "/wh"
+    fs, _ = storage.filesystem(lake_uri)
+    fs.put(local, "lake-bucket/lake", recursive=True)
+    local_wh = str(tmp_path_factory.mktemp("s3wh") / "wh")
+    assert refresh(spark, local_wh, local)["published"]
+    assert refresh(spark, wh_uri, lake_uri)["published"]
+    return local, local_wh, lake_uri, wh_uri
+
+
+def _catalog(warehouse: str) -> dict:
+    cat = load_snapshot(Warehouse(warehouse)).read("catalog")
+    keep = ("format", "rows", "cols", "status", "error", "warnings", "encoding", "delimiter")
+    return {r["path"]: {k: r[k] for k in keep} for r in cat.to_pylist()}
+
+
+def _answers(warehouse: str) -> dict:
+    ls = discovery.open(warehouse)
+    union = ls.union(UNION_QUERY, k=5)
+    join = ls.join(JOIN_QUERY, column=JOIN_COLUMN, top_k=5)
+    nary = ls.nary(NARY_QUERY, key=NARY_KEY, k=5)
+
+    def strip(result: dict) -> list:
+        return [{k: v for k, v in r.items() if k not in ("table_id",)} for r in result["results"]]
+
+    return {"union": strip(union), "join": strip(join), "nary": strip(nary)}
+
+
+def test_s3_build_equals_local_build(lakes):
+    local, local_wh, lake_uri, wh_uri = lakes
+    s3_cat = _catalog(wh_uri)
+    assert s3_cat == _catalog(local_wh)
+    formats = {c["format"] for c in s3_cat.values()}
+    assert {"delta", "json"} <= formats and any(f.startswith(("hive/", "parts/")) for f in formats)
+    answers = _answers(wh_uri)
+    assert answers == _answers(local_wh)
+    assert answers["union"] and answers["join"] and answers["nary"]
+
+
+def test_cli_queries_an_s3_warehouse(lakes):
+    import json
+
+    _, local_wh, _, wh_uri = lakes
+    out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "lakescout"), "union", "--warehouse", wh_uri,
+                          "--query", UNION_QUERY, "-k", "5", "--json"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    got = [r["table"] for r in json.loads(out.stdout)["results"]]
+    assert got == [r["table"] for r in discovery.open(local_wh).union(UNION_QUERY, k=5)["results"]]
+
+
+def test_served_batch_reads_the_s3_lake(lakes):
+    """The page's searches run as served batches: a lake table named by path is read from the bucket."""
+    from discovery.batch import run_batch
+
+    _, local_wh, _, wh_uri = lakes
+    spec = {"queries": [{"kind": "nary", "query": NARY_QUERY, "key": NARY_KEY, "k": 3}]}
+    summary = run_batch(wh_uri, spec, batch_id="s3-served", served=True)
+    local = run_batch(local_wh, spec, batch_id="local-served", served=True)
+    assert summary["queries"][0]["results"] > 0
+    assert summary["queries"][0]["top"] == local["queries"][0]["top"]
+
+
+def test_incremental_refresh_on_s3_processes_exactly_the_changes(lakes, spark, s3_server):
+    from deltalake import write_deltalake
+
+    local, _, lake_uri, wh_uri = lakes
+    fs, _ = storage.filesystem(lake_uri)
+    before = _catalog(wh_uri)
+    added, changed_file, removed = "new/extra_table.csv", "finance/registers/firms.tsv", NARY_QUERY
+    fs.pipe_file(f"lake-bucket/lake/{added}", b"city,country\nOslo,Norway\nLima,Peru\n")
+    data = fs.cat_file(f"lake-bucket/lake/{changed_file}")
+    fs.pipe_file(f"lake-bucket/lake/{changed_file}", data + data.splitlines(keepends=True)[-1])
+    fs.rm_file(f"lake-bucket/lake/{removed}")
+    delta = f"{lake_uri}/finance/registers/companies"
+    write_deltalake(delta, pa.table({"extra": ["a", "b"]}), mode="overwrite", schema_mode="overwrite",
+                    storage_options=storage.delta_options(delta))
+    s3_server.requests(reset=True)
+    out = refresh(spark, wh_uri, lake_uri)
+    assert out["published"]
+    runs = Warehouse(wh_uri).read("refresh_runs")
+    scan = runs.filter(pc.and_(pc.equal(runs["refresh_id"], out["refresh_id"]), pc.equal(runs["stage"], "scan")))
+    row = [r for r in scan.to_pylist() if r["status"] == "ok"][0]
+    assert (row["tables_added"], row["tables_changed"], row["tables_deleted"]) == (1, 2, 1)
+    after = _catalog(wh_uri)
+    assert after[removed]["status"] == "deleted" and after[added]["status"] == "ok"
+    assert after["finance/registers/companies"]["cols"] == 1
+    unchanged = set(before) - {changed_file, removed, "finance/registers/companies"}
+    assert all(after[p] == before[p] for p in unchanged)
+
+
+def _cli(*args, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "lakescout"), *args], capture_output=True,
+                          text=True, timeout=300, env=env)
+
+
+def test_missing_bucket_is_one_line_exit_2(s3_server, tmp_path):
+    out = _cli("status", "--warehouse", "s3://no-such-bucket/wh")
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "no-such-bucket" in out.stderr and "does not exist" in out.stderr
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    (lake / "t.csv").write_text("a\n1\n")
+    out = _cli("refresh", "--lake", str(lake), "--warehouse", "s3://no-such-bucket/wh")
+    assert out.returncode == 2 and "no-such-bucket" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_wrong_keys_and_unreachable_endpoint(s3_server):
+    import socket
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+    from s3_server import S3Server
+
+    with S3Server(require_auth=True) as strict:
+        env = dict(os.environ, **strict.env)
+        out = _cli("status", "--warehouse", "s3://wh-bucket/wh", env=env)
+        assert out.returncode == 2 and "wh-bucket" in out.stderr and "refused" in out.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    env = dict(os.environ, AWS_ENDPOINT_URL=f"http://127.0.0.1:{closed}")
+    out = _cli("status", "--warehouse", "s3://wh-bucket/wh", env=env)
+    assert out.returncode == 2 and "cannot reach bucket 'wh-bucket'" in out.stderr
+    assert out.stderr.strip().count("\n") == 0

@@ -223,7 +223,7 @@ def cmd_demo_lake(args) -> int:
     if args.seed < 0:
         raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
     try:
-        summary = generate_demo_lake(args.dir, seed=args.seed)
+        summary = generate_demo_lake(args.dir, seed=args.seed, lakehouse=True)
     except OSError as exc:
         raise UsageError(f"cannot write the sample lake to {args.dir!r}: {exc.strerror or exc}") from None
     print(json.dumps(summary, default=str) if args.json else f"sample lake written to {args.dir}: {summary}")

@@ -104,8 +104,8 @@ def test_cli_queries_an_s3_warehouse(lakes):
     out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "lakescout"), "union", "--warehouse", wh_uri,
                           "--query", UNION_QUERY, "-k", "5", "--json"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    got = [r["table"] for r in json.loads(out.stdout)["results"]]
-    assert got == [r["table"] for r in discovery.open(local_wh).union(UNION_QUERY, k=5)["results"]]
+    got = [r["path"] for r in json.loads(out.stdout)["results"]]
+    assert got == [r["path"] for r in discovery.open(local_wh).union(UNION_QUERY, k=5)["results"]]
 
 
 def test_served_batch_reads_the_s3_lake(lakes):

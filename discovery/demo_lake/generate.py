@@ -11,6 +11,7 @@ from .broken import write_broken
 from .builder import LakeBuilder
 from .ground_truth import GROUND_TRUTH_DIR, load_ground_truth, write_ground_truth
 from .joins import JOIN_KINDS, write_pair
+from .lakehouse import CATALOG_DB, add_lakehouse_tables
 from .nary import NARY_KINDS, joinability, write_group
 from .seeds import SEEDS
 from .tablefile import read_table_file
@@ -56,18 +57,27 @@ def _clear_previous(root: Path) -> None:
     if not (root / GROUND_TRUTH_DIR / "tables.csv").is_file():
         raise FileExistsError(f"{root} is not empty and holds no sample lake; choose an empty folder")
     for entry in load_ground_truth(root)["tables"]:
-        (root / entry["path"]).unlink(missing_ok=True)
+        target = root / entry["path"]
+        if target.is_dir():  # a lakehouse table
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
     shutil.rmtree(root / GROUND_TRUTH_DIR)
+    shutil.rmtree(root / CATALOG_DB.split("/")[0], ignore_errors=True)
     for folder in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
         if not any(folder.iterdir()):
             folder.rmdir()
 
 
-def generate_demo_lake(out_dir: str | Path, seed: int = 7, n_tables: int = 300) -> dict:
+def generate_demo_lake(out_dir: str | Path, seed: int = 7, n_tables: int = 300, lakehouse: bool = False) -> dict:
     """Write the sample lake of ``n_tables`` files (broken ones included) and its ground truth into ``out_dir``.
 
     ``out_dir`` must be empty, missing, or hold an earlier sample lake, whose files are removed first (so a
     regenerated lake never keeps stale tables).  Returns the summary also written to ``summary.json``.
+
+    ``lakehouse`` lays members of the demo query's union family out as Delta, Iceberg, partitioned, part-file,
+    gzip'd and JSON Lines tables (:mod:`.lakehouse`); those are not byte-reproducible (their writers stamp ids and
+    times), which is why the library's default keeps plain files and ``lakescout demo-lake`` asks for them.
     """
     if n_tables < MIN_TABLES:
         raise ValueError(f"n_tables must be at least {MIN_TABLES}, got {n_tables}")
@@ -114,7 +124,11 @@ def generate_demo_lake(out_dir: str | Path, seed: int = 7, n_tables: int = 300) 
                                     for f in ("csv", "tsv", "semicolon", "parquet")},
                "union_families": len(families), "join_pairs": len(join_rows), "nary_queries": len(queries),
                "ground_truth": GROUND_TRUTH_DIR}
-    write_ground_truth(root, {"tables": sorted(lake.manifest, key=lambda t: t["path"]), "union": union,
-                              "union_columns": union_cols, "join": join_rows, "join_values": join_values,
-                              "nary": nary, "broken": broken}, summary)
+    gt = {"tables": sorted(lake.manifest, key=lambda t: t["path"]), "union": union, "union_columns": union_cols,
+          "join": join_rows, "join_values": join_values, "nary": nary, "broken": broken, "lakehouse": []}
+    if lakehouse:
+        gt["lakehouse"] = add_lakehouse_tables(root, gt)
+        gt["tables"].sort(key=lambda t: t["path"])
+        summary["lakehouse_tables"] = {r["layout"]: r["path"] for r in gt["lakehouse"]}
+    write_ground_truth(root, gt, summary)
     return summary

@@ -6,7 +6,7 @@ import io
 import json
 from pathlib import Path
 
-from .tablefile import read_table_file
+from .tablefile import FORMATS as FILE_FORMATS, read_table_file
 
 GROUND_TRUTH_DIR = "_ground_truth"
 
@@ -22,6 +22,7 @@ FILES = {
     "nary": ("query_table", "query_columns", "lake_table", "lake_columns", "joinable_tuples", "query_tuples",
              "planted"),
     "broken": ("path", "status", "reason"),
+    "lakehouse": ("path", "layout", "source"),   # tables laid out as Delta, Iceberg, ... (``lakehouse=True``)
 }
 _INT_FIELDS = {"rows", "cols", "unionable", "matched_values", "query_distinct", "joinable_tuples", "query_tuples",
                "planted"}
@@ -65,6 +66,9 @@ def load_ground_truth(root: str | Path) -> dict:
         raise FileNotFoundError(f"no sample-lake ground truth under {base}")
     out: dict = {}
     for name in FILES:
+        if not (base / f"{name}.csv").exists() and name == "lakehouse":
+            out[name] = []   # a lake generated before lakehouse tables existed
+            continue
         with open(base / f"{name}.csv", newline="", encoding="utf-8") as fh:
             out[name] = [_typed(r) for r in csv.DictReader(fh)]
     out["summary"] = json.loads((base / "summary.json").read_text(encoding="utf-8"))
@@ -78,4 +82,12 @@ def read_demo_table(root: str | Path, path: str, ground_truth: dict | None = Non
     entry = next((t for t in gt["tables"] if t["path"] == path), None)
     if entry is None:
         raise KeyError(f"{path} is not a table of the sample lake")
+    if entry["format"] not in FILE_FORMATS:
+        # A lakehouse table (Delta, Iceberg, ...): its cells are its former file's, as text, read by the lake reader.
+        from ..config import Limits
+        from ..lake import list_lake, read_lake_table
+
+        table = next(t for t in list_lake(str(root)) if t.path == path)
+        parsed = read_lake_table(str(root), path, table.format, table.size, Limits())
+        return parsed.names, [c.to_pylist() for c in parsed.columns]
     return read_table_file(Path(root) / path, entry["format"], entry["encoding"] or "utf-8")

@@ -58,7 +58,7 @@ def write_delta(uri: str, table: pa.Table, older: pa.Table | None = None) -> int
     options = storage.delta_options(target)
     if older is not None:
         write_deltalake(target, older, mode="overwrite", storage_options=options)
-    write_deltalake(target, table, mode="overwrite", storage_options=options)
+    write_deltalake(target, table, mode="overwrite", schema_mode="overwrite", storage_options=options)
     return DeltaTable(target, storage_options=options).version()
 
 
@@ -113,16 +113,17 @@ LAYOUTS = {"delta": "{stem}", "hive": "{stem}", "parts": "{stem}", "iceberg": "{
            "jsonl": "{stem}.jsonl"}
 
 
-def partition_key(table: pa.Table, max_values: int = 12) -> str | None:
+def partition_key(table: pa.Table, max_values: int = 40) -> str | None:
     """The column a lakehouse would partition ``table`` by: the string column with the fewest distinct values
-    (2 to ``max_values``), the first such on ties; None when none fits."""
+    (2 to ``max_values``, and at most half the rows), the first such on ties; None when none fits."""
     best = None
+    limit = min(max_values, table.num_rows // 2)
     for name in table.column_names:
         col = table.column(name)
         if not pa.types.is_string(col.type):
             continue
         n = len(col.unique().drop_null())
-        if 2 <= n <= max_values and (best is None or n < best[0]):
+        if 2 <= n <= limit and (best is None or n < best[0]):
             best = (n, name)
     return best[1] if best else None
 
@@ -134,6 +135,10 @@ def relayout(root: str, rel: str, layout: str, table: pa.Table, older: pa.Table 
     (Delta, Iceberg); ``catalog_db`` is the SQLite file of the Iceberg catalog."""
     folder, _, name = rel.rpartition("/")
     stem = name.split(".")[0]
+    fs, taken = storage.filesystem(storage.join(root, (f"{folder}/" if folder else "") +
+                                                LAYOUTS[layout].format(stem=stem)))
+    if fs.exists(taken):  # another file of the same stem (a .csv beside a .tsv) was laid out here already
+        stem = f"{stem}_{layout.split('.')[0]}"
     new_rel = (f"{folder}/" if folder else "") + LAYOUTS[layout].format(stem=stem)
     target = storage.join(root, new_rel)
     if layout == "delta":

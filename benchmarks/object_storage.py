@@ -1,0 +1,93 @@
+"""Object-storage benchmark: requests a refresh makes against the lake's bucket, counted at the S3 server.
+
+A lake of about ``--objects`` objects (default 10,000) is written to an S3 server on 127.0.0.1
+(``scripts/s3_server.py``, which counts the requests it answers per bucket): small CSV tables from the sample-lake
+generator's vocabulary, plus Delta tables (two commits each: log entries and data files) and Hive-partitioned
+folders, so the listing has dataset folders to classify as well as files.  The lake is built by the real refresh
+into a warehouse in another bucket; then the unchanged lake is refreshed again and the requests that no-op refresh
+made to the lake bucket are reported: LIST requests against objects / 1,000 (one LIST page holds 1,000 keys), and
+GET / HEAD requests, which must be none (nothing is opened when nothing changed).  Warehouse requests are reported
+beside them.
+
+Usage: python benchmarks/object_storage.py [--objects 10000]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+from benchmarks.common import print_table, write_result  # noqa: E402
+from discovery import storage  # noqa: E402
+from discovery.demo_lake import layouts  # noqa: E402
+from discovery.demo_lake.vocab import CITIES, FIRST_NAMES  # noqa: E402
+
+
+def _table(rng: np.random.Generator, rows: int) -> pa.Table:
+    return pa.table({"name": rng.choice(FIRST_NAMES, rows).tolist(), "city": rng.choice([c for c, _ in CITIES], rows).tolist(),
+                     "amount": rng.integers(1, 10_000, rows).astype(str).tolist(),
+                     "region": rng.choice(["north", "south", "east", "west"], rows).tolist()})
+
+
+def write_lake(lake: str, objects: int, seed: int = 0) -> int:
+    """Write about ``objects`` objects: 1 Delta table (about 4 objects) and 1 Hive folder (about 4) per 40 CSVs."""
+    rng = np.random.default_rng(seed)
+    fs, base = storage.filesystem(lake)
+    written, i = 0, 0
+    while written < objects:
+        if i % 40 == 0:
+            layouts.write_delta(f"{lake}/delta/t{i:05d}", _table(rng, 20), older=_table(rng, 5))
+            layouts.write_hive(f"{lake}/hive/t{i:05d}", _table(rng, 20), ["region"])
+        fs.pipe_file(f"{base}/csv/{i // 1000:03d}/t{i:05d}.csv", layouts.csv_bytes(_table(rng, 10)))
+        i += 1
+        written = len(fs.find(base)) if i % 500 == 0 else written + 1
+    return len(fs.find(base))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--objects", type=int, default=10_000)
+    args = ap.parse_args()
+    from s3_server import S3Server
+
+    with S3Server() as server:
+        os.environ.update(server.env)
+        lake, warehouse = server.create_bucket("bench-lake") + "/lake", server.create_bucket("bench-wh") + "/wh"
+        n_objects = write_lake(lake, args.objects)
+        from spark_jobs.common import spark_session
+        from spark_jobs.refresh import refresh
+
+        os.environ.setdefault("LAKESCOUT_SPARK_MASTER", "local[2]")
+        spark = spark_session("lakescout-bench-s3")
+        spark.sparkContext.setLogLevel("ERROR")
+        t0 = time.perf_counter()
+        first = refresh(spark, warehouse, lake)
+        build = time.perf_counter() - t0
+        server.requests(reset=True)
+        t0 = time.perf_counter()
+        again = refresh(spark, warehouse, lake)
+        noop = time.perf_counter() - t0
+        lake_req, wh_req = server.requests(bucket="bench-lake"), server.requests(bucket="bench-wh")
+    rows = [{"bucket": "lake", **lake_req}, {"bucket": "warehouse", **wh_req}]
+    print(f"{n_objects} lake objects; full build {build:.1f} s (published: {first.get('published')}); "
+          f"no-op refresh {noop:.1f} s (published: {again.get('published')})")
+    print_table(rows, ["bucket", "LIST", "GET", "HEAD", "PUT", "POST", "DELETE"])
+    lists = lake_req.get("LIST", 0)
+    print(f"lake LIST per 1,000 objects: {1000 * lists / n_objects:.2f}; lake GET + HEAD: "
+          f"{lake_req.get('GET', 0) + lake_req.get('HEAD', 0)}")
+    write_result("object_storage", {"objects": n_objects, "build_seconds": build, "noop_seconds": noop,
+                                    "lake_requests": lake_req, "warehouse_requests": wh_req,
+                                    "lists_per_1000_objects": 1000 * lists / n_objects})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -116,13 +116,15 @@ def cmd_status(args) -> int:
         print(f"snapshot   {snap['snapshot_id']} published {snap['created_at']} (refresh {snap['refresh_id']}), "
               f"{st['snapshots']} snapshot(s) in all")
         t = st["tables"]
-        print(f"tables     {t.get('ok', 0)} ok, {t.get('error', 0)} error, {t.get('deleted', 0)} deleted")
+        print(f"tables     {t.get('ok', 0)} ok, {t.get('stale', 0)} stale, {t.get('error', 0)} error, "
+              f"{t.get('deleted', 0)} deleted")
+        print(f"formats    {', '.join(f'{k} {v}' for k, v in st.get('formats', {}).items()) or 'none'}")
         rows = ", ".join(f"{k} {v}" for k, v in st.get("index_rows", {}).items() if v)
         print(f"index      {rows or 'empty'}")
     else:
         print("snapshot   none published yet")
-    print(f"\nfailed tables ({len(st['errors'])}):")
-    print(_table(st["errors"], ["table_id", "path", "reason"]))
+    print(f"\nfailed and stale tables ({len(st['errors'])}; a stale table's last indexed rows still answer):")
+    print(_table(st["errors"], ["table_id", "path", "format", "status", "reason"]))
     if st["warnings"]:
         print(f"\ntables indexed with warnings ({len(st['warnings'])}):")
         print(_table([{**w, "warnings": "; ".join(w["warnings"])} for w in st["warnings"]],

@@ -35,8 +35,15 @@ class LakeConfig:
 
 @dataclass(frozen=True)
 class ProfileConfig:
+    """Stage ``profile``: column statistics of the first ``sample_rows`` rows of each table.
+
+    100,000 rows give every statistic the index uses (types, null share, distinct counts, key candidates) on any
+    table a profile can tell apart, while a 10M-row Delta table is profiled in about the memory of a 10k-row one
+    (``benchmarks/bounded_reads.py``); the other stages read up to ``[limits] max_rows``."""
+
     type_agreement: float = 0.95   # share of non-null values that must parse as a type for it to be inferred
     key_min_rows: int = 2          # a key candidate needs at least this many non-null values
+    sample_rows: int = 100_000     # rows of a table the profile reads (fewer when [limits] max_rows is lower)
 
 
 @dataclass(frozen=True)

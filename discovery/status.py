@@ -9,7 +9,8 @@ from .store import Snapshot, Warehouse, list_snapshots, load_snapshot
 
 
 def warehouse_status(warehouse: Warehouse, snapshot: Snapshot | None = None, last_refreshes: int = 5) -> dict:
-    """Latest (or given) snapshot, table counts by status, failed tables with reasons, recent stage timings."""
+    """Latest (or given) snapshot, table counts by status and by format, failed and stale tables with reasons,
+    recent stage timings.  A stale table was indexed and cannot be read now: its last indexed rows still answer."""
     warehouse.require()
     snaps = list_snapshots(warehouse)
     snap = snapshot or (load_snapshot(warehouse) if snaps else None)
@@ -18,12 +19,15 @@ def warehouse_status(warehouse: Warehouse, snapshot: Snapshot | None = None, las
     if snap is not None:
         out["snapshot"] = {"snapshot_id": snap.snapshot_id, "created_at": snap.created_at.isoformat(), "lake": snap.lake,
                            "refresh_id": snap.refresh_id, "models": snap.models}
-        catalog = snap.read("catalog", columns=["table_id", "path", "status", "error", "warnings"])
-        for status in ("ok", "error", "deleted"):
+        catalog = snap.read("catalog", columns=["table_id", "path", "format", "status", "error", "warnings"])
+        for status in ("ok", "stale", "error", "deleted"):
             out["tables"][status] = int(pc.sum(pc.equal(catalog["status"], status)).as_py() or 0)
+        live = catalog.filter(pc.not_equal(catalog["status"], "deleted")).column("format").to_pylist()
+        out["formats"] = {f: live.count(f) for f in sorted(set(live))}
         for row in catalog.sort_by("path").to_pylist():
-            if row["status"] == "error":
-                out["errors"].append({"table_id": row["table_id"], "path": row["path"], "reason": row["error"]})
+            if row["status"] in ("error", "stale"):
+                out["errors"].append({"table_id": row["table_id"], "path": row["path"], "format": row["format"],
+                                      "status": row["status"], "reason": row["error"]})
             elif row["status"] == "ok" and row["warnings"] not in (None, "", "[]"):
                 out["warnings"].append({"table_id": row["table_id"], "path": row["path"],
                                         "warnings": json.loads(row["warnings"])})

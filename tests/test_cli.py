@@ -35,7 +35,7 @@ def test_refresh_then_status(small_lake, tmp_path):
     assert data["tables"]["error"] == len(data["errors"]) > 0
     assert all(e["reason"] for e in data["errors"])
     text = _cli("status", "--warehouse", wh).stdout
-    assert "failed tables" in text and "header only: no data rows" in text
+    assert "failed and stale tables" in text and "header only: no data rows" in text
     assert "refresh" in text and "profile" in text
 
 

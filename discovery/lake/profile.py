@@ -6,12 +6,14 @@ stray cell that real CSVs carry; the most specific type wins (bool, int, float, 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..config import ProfileConfig
+from ..config import Limits, ProfileConfig
 from ..normalize import normalize_array
-from .reader import ParsedTable
+from .table import ParsedTable
 
 _PATTERNS = (
     ("bool", r"^(?i:true|false|yes|no|t|f|y|n)$"),
@@ -34,6 +36,11 @@ def infer_type(values: pa.Array, agreement: float) -> str:
         if hits >= agreement * n:
             return name
     return "string"
+
+
+def profile_limits(limits: Limits, config: ProfileConfig) -> Limits:
+    """The bounds a profile reads a table within: the row bound cut to ``[profile] sample_rows``."""
+    return replace(limits, max_rows=max(1, min(limits.max_rows, config.sample_rows)))
 
 
 def profile_table(parsed: ParsedTable, config: ProfileConfig) -> list[dict]:

@@ -10,7 +10,9 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 
+from ..config import Limits
 from ..lake import LakeFileError, profile_table, read_lake_table, table_version
+from ..lake.profile import profile_limits
 from ..store import SCHEMAS
 from .context import StageContext
 
@@ -76,7 +78,7 @@ def _scan_file(item: dict, ctx: StageContext, counts: dict) -> dict:
             "version": version, "error": None}
 
 
-def read_work_tables(work: pa.Table, ctx: StageContext, counts: dict):
+def read_work_tables(work: pa.Table, ctx: StageContext, counts: dict, limits: Limits | None = None):
     """(work row, parsed table) for every readable table of a stage's work, counting ``tables_processed`` and
     ``tables_failed``.  A table unreadable now changed after the scan; the next refresh's scan records its new state,
     so a later stage skips it instead of failing the batch."""
@@ -84,7 +86,8 @@ def read_work_tables(work: pa.Table, ctx: StageContext, counts: dict):
     counts.setdefault("tables_failed", 0)
     for item in work.to_pylist():
         try:
-            parsed = read_lake_table(ctx.lake, item["path"], item["format"], item["bytes"], ctx.config.limits)
+            parsed = read_lake_table(ctx.lake, item["path"], item["format"], item["bytes"],
+                                     limits or ctx.config.limits)
         except (LakeFileError, OSError):
             counts["tables_failed"] += 1
             continue
@@ -96,7 +99,8 @@ def profile_batch(work: pa.Table, ctx: StageContext) -> tuple[pa.Table, dict]:
     """``columns`` rows for catalog rows (status ok) that need profiling."""
     out = {k: [] for k in SCHEMAS["columns"].names}
     counts: dict = {}
-    for item, parsed in read_work_tables(work, ctx, counts):
+    limits = profile_limits(ctx.config.limits, ctx.config.profile)
+    for item, parsed in read_work_tables(work, ctx, counts, limits):
         for prof in profile_table(parsed, ctx.config.profile):
             prof.update(table_id=item["table_id"], content_hash=item["content_hash"])
             for k in out:

@@ -5,6 +5,7 @@ import json
 import time
 from datetime import datetime, timezone
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from discovery.batch import available_kinds, batch_results, method_choices, recent_batches, standing_changes
@@ -73,9 +74,9 @@ def lake_tables(wh: Warehouse) -> list[dict]:
     snaps = list_snapshots(wh)
     if not snaps:
         return []
-    cat = snaps[-1].read("catalog", columns=["table_id", "path", "status"])
-    cat = cat.filter(pc.equal(cat["status"], "ok")).sort_by("path")
-    return [{"table_id": r["table_id"], "path": r["path"]} for r in cat.to_pylist()]
+    cat = snaps[-1].read("catalog", columns=["table_id", "path", "format", "status"])
+    cat = cat.filter(pc.is_in(cat["status"], pa.array(["ok", "stale"]))).sort_by("path")
+    return [{"table_id": r["table_id"], "path": r["path"], "format": r["format"]} for r in cat.to_pylist()]
 
 
 def refresh_progress(wh: Warehouse, now: float | None = None) -> dict | None:

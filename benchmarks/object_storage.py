@@ -2,8 +2,8 @@
 
 A lake of about ``--objects`` objects (default 10,000) is written to an S3 server on 127.0.0.1
 (``scripts/s3_server.py``, which counts the requests it answers per bucket): small CSV tables from the sample-lake
-generator's vocabulary, plus Delta tables (two commits each: log entries and data files) and Hive-partitioned
-folders, so the listing has dataset folders to classify as well as files.  The lake is built by the real refresh
+generator's vocabulary, Hive-partitioned folders of many part files and Delta tables of many commits, so the listing
+has dataset folders to classify as well as files.  The lake is built by the real refresh
 into a warehouse in another bucket; then the unchanged lake is refreshed again and the requests that no-op refresh
 made to the lake bucket are reported: LIST requests against objects / 1,000 (one LIST page holds 1,000 keys), and
 GET / HEAD requests, which must be none (nothing is opened when nothing changed).  Warehouse requests are reported
@@ -38,17 +38,25 @@ def _table(rng: np.random.Generator, rows: int) -> pa.Table:
 
 
 def write_lake(lake: str, objects: int, seed: int = 0) -> int:
-    """Write about ``objects`` objects: 1 Delta table (about 4 objects) and 1 Hive folder (about 4) per 40 CSVs."""
+    """Write about ``objects`` objects the way lakehouse lakes hold them, many per table: a third as CSV files, a
+    third as Hive-partitioned Parquet folders of 50 part files, a third as Delta tables of 25 commits (a log entry
+    and a data file each).  Returns the objects written."""
+    from deltalake import write_deltalake
+
     rng = np.random.default_rng(seed)
     fs, base = storage.filesystem(lake)
-    written, i = 0, 0
-    while written < objects:
-        if i % 40 == 0:
-            layouts.write_delta(f"{lake}/delta/t{i:05d}", _table(rng, 20), older=_table(rng, 5))
-            layouts.write_hive(f"{lake}/hive/t{i:05d}", _table(rng, 20), ["region"])
+    share = objects // 3
+    for i in range(share):
         fs.pipe_file(f"{base}/csv/{i // 1000:03d}/t{i:05d}.csv", layouts.csv_bytes(_table(rng, 10)))
-        i += 1
-        written = len(fs.find(base)) if i % 500 == 0 else written + 1
+    for t in range(max(1, share // 50)):
+        table = _table(rng, 50).append_column("day", pa.array([f"2026-01-{d % 25 + 1:02d}" for d in range(50)]))
+        layouts.write_hive(f"{lake}/hive/t{t:04d}", table.append_column("hour", pa.array([str(d % 2) for d in
+                                                                                          range(50)])),
+                           ["day", "hour"])
+    for t in range(max(1, share // 50)):
+        uri = f"{lake}/delta/t{t:04d}"
+        for _ in range(25):
+            write_deltalake(uri, _table(rng, 5), mode="append", storage_options=storage.delta_options(uri))
     return len(fs.find(base))
 
 

@@ -16,12 +16,21 @@ from datetime import datetime, timedelta
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, Param, dag, task
 
+from discovery import storage
 from discovery.config import load_config
 from spark_jobs.stages import STAGES
 
 LAKE = os.environ.get("LAKESCOUT_LAKE", os.path.abspath("sample_lake"))
 WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
 SNAPSHOT_ASSET = Asset(name="lakescout_snapshot", uri=f"file://{os.path.abspath(WAREHOUSE)}/snapshots")
+
+
+class StageSubmit(SparkSubmitOperator):
+    """A refresh stage as a spark-submit application, with the run's storage credentials in its environment."""
+
+    def execute(self, context):
+        self.env_vars = {**(self.env_vars or {}), **storage.airflow_connection_env(context["params"].get("aws_conn_id", ""))}
+        return super().execute(context)
 
 
 def _application(module: str) -> str:
@@ -48,6 +57,7 @@ def _application(module: str) -> str:
                                      "config's [lake] include, else every table)"),
         "exclude": Param([], type="array", items={"type": "string"},
                          description="Leave out lake tables matching these patterns (empty: the config's)"),
+        "aws_conn_id": Param("", type="string", description=storage.AIRFLOW_CONN_HELP),
     },
     tags=["lakescout"],
 )
@@ -56,10 +66,10 @@ def lake_refresh():
     def begin(params=None) -> int:
         """Check where the run points, create missing index tables, clean files of attempts that never committed,
         allocate the refresh id."""
-        from discovery import storage
         from discovery.locations import check_location
         from discovery.refresh import begin_refresh
 
+        storage.use_airflow_connection(params)
         storage.check(check_location("lake", params["lake"], LAKE), "lake")
         storage.check(check_location("warehouse", params["warehouse"], WAREHOUSE), "warehouse")
         return begin_refresh(params["warehouse"])
@@ -67,7 +77,7 @@ def lake_refresh():
     refresh_id = begin()
     previous = refresh_id
     for stage, module in STAGES.items():
-        op = SparkSubmitOperator(
+        op = StageSubmit(
             task_id=stage,
             conn_id="spark_default",
             application=_application(module),
@@ -88,6 +98,7 @@ def lake_refresh():
         """Publish the snapshot only now that every stage succeeded."""
         from discovery.refresh import publish_snapshot
 
+        storage.use_airflow_connection(params)
         out = publish_snapshot(params["warehouse"], refresh_id, params["lake"])
         return {"snapshot_id": out["snapshot_id"], "refresh_id": refresh_id}
 

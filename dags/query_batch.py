@@ -16,6 +16,8 @@ from datetime import datetime
 
 from airflow.sdk import Param, dag, task
 
+from discovery import storage
+
 WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ QUERY_SCHEMA = {
         "snapshot_id": Param(None, type=["null", "integer"], description="Snapshot to answer from (default latest)"),
         "name": Param("batch", type="string", description="Label of the batch"),
         "warehouse": Param(WAREHOUSE, type="string", description="Warehouse folder or URI of the Delta index"),
+        "aws_conn_id": Param("", type="string", description=storage.AIRFLOW_CONN_HELP),
     },
     tags=["lakescout"],
 )
@@ -54,6 +57,7 @@ def query_batch():
         from discovery.batch import validate_batch
         from discovery.locations import check_location
 
+        storage.use_airflow_connection(params)
         spec = {"name": params["name"], "snapshot_id": params["snapshot_id"], "queries": params["queries"]}
         batch, snap = validate_batch(check_location("warehouse", params["warehouse"], WAREHOUSE), spec, served=True)
         log.info("batch %r: %d queries valid against snapshot %d", batch.name, len(batch.queries), snap.snapshot_id)
@@ -65,6 +69,7 @@ def query_batch():
         from discovery.batch import run_batch
         from discovery.locations import check_location
 
+        storage.use_airflow_connection(params)
         summary = run_batch(check_location("warehouse", params["warehouse"], WAREHOUSE), checked["spec"],
                             batch_id=f"dag-{run_id}",
                             snapshot_id=checked["snapshot_id"], served=True)

@@ -72,6 +72,38 @@ def _remote_fs(proto: str, env_key: tuple):
     return fsspec.filesystem(proto, use_listings_cache=False, skip_instance_cache=True, **kwargs)
 
 
+def connection_env(login: str | None, password: str | None, extra: dict | None) -> dict[str, str]:
+    """The ``AWS_*`` variables of an Airflow AWS connection (login: access key id, password: secret key; extra:
+    ``endpoint_url``, ``region_name``, ``aws_session_token``), for DAG tasks that take one by id."""
+    extra = extra or {}
+    pairs = {"AWS_ACCESS_KEY_ID": login, "AWS_SECRET_ACCESS_KEY": password,
+             "AWS_SESSION_TOKEN": extra.get("aws_session_token"),
+             "AWS_ENDPOINT_URL": extra.get("endpoint_url") or extra.get("host"),
+             "AWS_REGION": extra.get("region_name")}
+    return {k: str(v) for k, v in pairs.items() if v}
+
+
+#: What the DAGs' ``aws_conn_id`` param means, as their trigger forms show it.
+AIRFLOW_CONN_HELP = ("Airflow connection (AWS type) with the object-storage keys, endpoint and region; empty: the "
+                     "workers' own AWS_* environment")
+
+
+def airflow_connection_env(conn_id: str) -> dict[str, str]:
+    """The ``AWS_*`` variables of Airflow connection ``conn_id`` (none for an empty id), for DAG tasks: the DAGs take
+    the id as their ``aws_conn_id`` param.  Airflow is imported only here, so nothing else of ``discovery`` needs it."""
+    if not conn_id:
+        return {}
+    from airflow.sdk import BaseHook
+
+    conn = BaseHook.get_connection(conn_id)
+    return connection_env(conn.login, conn.password, conn.extra_dejson)
+
+
+def use_airflow_connection(params: dict) -> None:
+    """Put a DAG run's object-storage credentials (its ``aws_conn_id`` param) into this task's environment."""
+    os.environ.update(airflow_connection_env(params.get("aws_conn_id") or ""))
+
+
 def client_env() -> dict[str, str]:
     """The environment variables that configure object-storage clients (``AWS_*``, ``PYICEBERG_*``)."""
     return {k: v for k, v in os.environ.items() if k.startswith(("AWS_", "PYICEBERG_"))}

@@ -103,10 +103,33 @@ def test_few_ragged_rows_are_skipped_with_a_warning(tmp_path):
 
 def test_duplicate_and_empty_headers():
     names, notes = dedupe_names(["id", "Name", "name", "", "id"])
-    assert names == ["id", "Name", "name_2", "column_4", "id_2"]
+    assert names == ["id", "Name", "name", "column_4", "id_2"]
     assert notes == ["column 4 has no header name: named column_<number>",
-                     "column 3 repeats the header name of column 2: suffix _2 added",
                      "column 5 repeats the header name of column 1: suffix _2 added"]
+
+
+def test_a_generated_name_never_takes_a_name_of_the_header():
+    names, notes = dedupe_names(["a", "a", "a_2", "a", "", "column_5"])
+    assert names == ["a", "a_3", "a_2", "a_4", "column_5_2", "column_5"]
+    assert len(set(names)) == len(names)
+    assert notes == ["column 5 has no header name: named column_<number>",
+                     "column 2 repeats the header name of column 1: suffix _3 added",
+                     "column 4 repeats the header name of column 1: suffix _4 added",
+                     "column 5 has no header name, and column_5 names another column: suffix _2 added"]
+
+
+def test_a_query_table_resolves_every_name_to_its_own_column(tmp_path):
+    from discovery.query import QueryError, read_query_file
+
+    path = tmp_path / "q.csv"
+    path.write_text("id,ID,a,a,a_2,Name\n1,x,p,q,r,n\n")
+    q = read_query_file(str(path))
+    assert q.names == ["id", "ID", "a", "a_3", "a_2", "Name"]
+    assert {n: q.column(n).to_pylist() for n in q.names} == {
+        "id": ["1"], "ID": ["x"], "a": ["p"], "a_3": ["q"], "a_2": ["r"], "Name": ["n"]}
+    assert q.column("name").to_pylist() == ["n"]              # a case-insensitive match, when it is the only one
+    with pytest.raises(QueryError, match=r"no column 'Id'.* 2 columns differ from it only in case \(id, ID\)"):
+        q.ordinal("Id")
 
 
 def test_parquet_and_truncated_parquet(tmp_path):

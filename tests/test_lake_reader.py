@@ -94,6 +94,20 @@ def test_bounds_are_reported(tmp_path):
     assert t.num_rows == 2 and any("only the first 2 indexed" in w for w in t.warnings)
 
 
+@pytest.mark.parametrize("name", ["grown.csv", "grown.parquet"])
+def test_a_file_grown_past_the_limit_since_it_was_listed_is_refused(tmp_path, name):
+    """The byte limit holds on what is read, not on the size a listing saw: a stale size lets no file be read whole."""
+    if name.endswith(".parquet"):
+        pq.write_table(pa.table({"n": list(range(5000))}), tmp_path / name)
+    else:
+        (tmp_path / name).write_bytes(b"a,b\n" + b"1,2\n" * 5000)
+    size = (tmp_path / name).stat().st_size
+    fmt = name.rsplit(".", 1)[1]
+    assert read_lake_table(str(tmp_path), name, fmt, 10, Limits(max_file_bytes=size)).num_rows == 5000
+    with pytest.raises(LakeFileError, match=f"larger than the limit of {size - 1} bytes"):
+        read_lake_table(str(tmp_path), name, fmt, 10, Limits(max_file_bytes=size - 1))
+
+
 def test_few_ragged_rows_are_skipped_with_a_warning(tmp_path):
     t = _read(tmp_path, "r.csv", b"a,b\n" + b"1,2\n" * 200 + b"9,9,9\n")
     assert t.num_rows == 200

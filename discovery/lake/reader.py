@@ -20,7 +20,7 @@ from ..config import Limits
 from .delimited import split_rows
 from .listing import open_lake_file
 from .repair import shape_table
-from .table import LakeFileError, ParsedTable, check_cell_lengths, dedupe_names, text_cells
+from .table import BoundedFile, LakeFileError, ParsedTable, check_cell_lengths, dedupe_names, text_cells
 
 _DELIMITERS = ",\t;|"
 _SNIFF_BYTES = 64 * 1024
@@ -104,7 +104,9 @@ def _read_delimited(text: str, delimiter: str, limits: Limits) -> tuple[list[str
 def _read_parquet(root: str, rel: str, limits: Limits) -> ParsedTable:
     try:
         with open_lake_file(root, rel) as fh:
-            table = pq.read_table(fh)
+            table = pq.read_table(BoundedFile(fh, limits.max_file_bytes))
+    except LakeFileError:
+        raise
     except Exception as exc:  # pyarrow raises several types for corrupt files
         reason = str(exc).splitlines()[0].replace("Could not open Parquet input source '<Buffer>': ", "")
         raise LakeFileError(f"unreadable Parquet: {reason}") from None
@@ -139,7 +141,7 @@ def read_lake_table(root: str, rel: str, fmt: str, size: int, limits: Limits) ->
     if fmt == "parquet":
         return _read_parquet(root, rel, limits)
     with open_lake_file(root, rel) as fh:
-        raw = fh.read()
+        raw = BoundedFile(fh, limits.max_file_bytes).read()
     text, encoding = _decode(raw)
     if not text.strip():
         raise LakeFileError("empty file (only whitespace)")

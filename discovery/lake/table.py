@@ -33,6 +33,35 @@ class LakeFileError(ValueError):
         return type(self), (self.reason, self.examples)
 
 
+class BoundedFile:
+    """A lake file opened for reading that refuses to be read past byte ``limit``.
+
+    The size a listing recorded is a hint: a query of a catalogued table reads the file as it is now, and a file
+    that grew since its scan must not be read whole into memory.  Every read checks the position it reached and
+    raises :class:`LakeFileError` once that passes ``limit``; a read to the end asks for at most one byte more than
+    is left.  Anything else (``seek``, ``tell``, ``closed``: pyarrow reads Parquet through them) is the file's own.
+    """
+
+    def __init__(self, fh, limit: int):
+        self._fh = fh
+        self._limit = limit
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            chunks = []
+            while chunk := self.read(self._limit - self._fh.tell() + 1):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        data = self._fh.read(size)
+        if self._fh.tell() > self._limit:
+            raise LakeFileError(f"file is larger than the limit of {self._limit} bytes (it has grown since it was "
+                                f"listed)")
+        return data
+
+    def __getattr__(self, name: str):
+        return getattr(self._fh, name)
+
+
 @dataclass
 class ParsedTable:
     names: list[str]

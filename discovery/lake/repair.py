@@ -38,6 +38,7 @@ from .delimited import Rows
 from .table import LakeFileError
 
 _RULE = re.compile(r":?-{3,}:?")
+#: a number as the profiler reads one (its pattern; :mod:`.profile` imports the reader, so not from there)
 _NUMBER = re.compile(r"[+-]?((\d{1,3}(,\d{3})+|\d+)(\.\d*)?|\.\d+)([eE][+-]?\d+)?%?")
 _SHOWN_LINES = 5
 

@@ -46,11 +46,19 @@ class QueryTable:
         return self.columns[self.ordinal(name)]
 
     def ordinal(self, name: str) -> int:
+        """The column called exactly ``name``, else the one column whose name equals it but for case.
+
+        A file may have both ``id`` and ``ID`` (the reader keeps both, see :func:`discovery.lake.table.dedupe_names`),
+        so a name differing in case from several columns names none of them.
+        """
         if name in self.names:
             return self.names.index(name)
-        folded = [n.casefold() for n in self.names]
-        if name.casefold() in folded:
-            return folded.index(name.casefold())
+        folded = [i for i, n in enumerate(self.names) if n.casefold() == name.casefold()]
+        if len(folded) == 1:
+            return folded[0]
+        if folded:
+            raise QueryError(f"query {self.label!r} has no column {name!r}, and {len(folded)} columns differ from it "
+                             f"only in case ({', '.join(self.names[i] for i in folded)}): name one exactly")
         raise QueryError(f"query {self.label!r} has no column {name!r} (columns: {', '.join(self.names)})")
 
     def kinds(self, agreement: float = 0.95) -> list[str]:

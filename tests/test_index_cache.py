@@ -128,3 +128,80 @@ def test_searches_keep_their_snapshot_indexes_within_the_process_budget(indexed_
     assert {kind: run()["results"] for kind, run in queries.items()} == kept
     held = {key[0] for key in INDEXES.keys()}
     assert INDEXES.nbytes <= 1024 and not held & {"union", "join", "nary", "table", "encoders", "encoder"}
+
+
+def _graphs(index) -> list:
+    """Weak references to the HNSW graphs an index holds."""
+    import weakref
+
+    return [weakref.ref(v) for v in vars(index).values() if type(v).__module__ == "hnswlib"]
+
+
+def _evict_all(cache: IndexCache) -> None:
+    cache.budget_bytes = 64
+    cache.put("newcomer", 0)                                  # a small int: every older entry leaves
+    assert cache.keys() == ["newcomer"]
+
+
+def _graph_floor(elements: int, dim: int) -> int:
+    """hnswlib's memory for ``elements`` vectors of ``dim`` float32 and 2M links each (M = 16) at least."""
+    return elements * (dim * 4 + 2 * 16 * 4)
+
+
+def test_union_graphs_built_on_first_use_are_counted_once_remeasured_and_leave_with_their_index():
+    import gc
+
+    from discovery.union import UnionIndex
+    from discovery.union.synthetic import build_index_inputs, draw_tables, generate_lake, lake_model
+
+    model = lake_model(16, 30, 6, 5, max_columns=6, seed=3)
+    lake = generate_lake(model, 300, seed=4)
+    centroids, parts = build_index_inputs(lake, 12)
+    cache = IndexCache(budget_bytes=1 << 40)
+    index = cache.get("union", lambda: UnionIndex.build(lake.column_vectors, lake.column_table_ids,
+                                                         lake.column_ordinals, centroids, parts, lake.table_vectors))
+    query, _, _ = draw_tables(model, 1, seed=5)
+    before = cache.nbytes
+    index.search(query, 5, "starmie")
+    index.search(query, 5, "tactus", query_table_vector=query.mean(axis=0))
+    index.search(query, 5, "pgtus++-approx")
+    assert index.graphs == 3
+    cache.put("union", index)
+    floor = sum(_graph_floor(*v.shape) for v in (lake.column_vectors, lake.table_vectors, centroids))
+    assert cache.nbytes - before >= floor
+    graphs = _graphs(index)
+    del index
+    _evict_all(cache)
+    gc.collect()
+    assert len(graphs) == 3 and all(g() is None for g in graphs)
+
+
+@pytest.mark.spark
+def test_union_search_counts_the_hnsw_graphs_it_builds_and_eviction_frees_them(indexed_lake, monkeypatch):
+    """starmie, tactus and the approximate mode build their graph on first use, after the index entered the cache:
+    the cache's byte count must hold it, and evicting the entry must free it."""
+    import gc
+
+    import discovery
+    from discovery.union import service
+
+    _, warehouse = indexed_lake
+    cache = IndexCache(budget_bytes=1 << 40)                  # holds the union index alone
+    monkeypatch.setattr(service, "INDEXES", cache)
+    ls = discovery.open(warehouse)
+    query = "finance/registers/firms.tsv"
+    ls.union(query, k=5)                                      # the default method builds no graph
+    (key,) = cache.keys()
+    index = cache.get(key, lambda: pytest.fail("cached")).index
+    base, counted = cache.nbytes, 0
+    for method, vectors in (("starmie", index.vectors), ("tactus", index.table_vectors),
+                            ("pgtus++-approx", index.centroids)):
+        ls.union(query, k=5, method=method)
+        counted += _graph_floor(*vectors.shape)               # table vectors may have a dimension of their own
+        assert cache.nbytes - base >= counted, method
+        assert cache.nbytes == deep_nbytes(cache.get(key, lambda: pytest.fail("cached")))
+    graphs = _graphs(index)
+    del index
+    _evict_all(cache)
+    gc.collect()
+    assert len(graphs) == 3 and all(g() is None for g in graphs)

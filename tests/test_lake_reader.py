@@ -94,6 +94,20 @@ def test_bounds_are_reported(tmp_path):
     assert t.num_rows == 2 and any("only the first 2 indexed" in w for w in t.warnings)
 
 
+@pytest.mark.parametrize("name", ["grown.csv", "grown.parquet"])
+def test_a_file_grown_past_the_limit_since_it_was_listed_is_refused(tmp_path, name):
+    """The byte limit holds on what is read, not on the size a listing saw: a stale size lets no file be read whole."""
+    if name.endswith(".parquet"):
+        pq.write_table(pa.table({"n": list(range(5000))}), tmp_path / name)
+    else:
+        (tmp_path / name).write_bytes(b"a,b\n" + b"1,2\n" * 5000)
+    size = (tmp_path / name).stat().st_size
+    fmt = name.rsplit(".", 1)[1]
+    assert read_lake_table(str(tmp_path), name, fmt, 10, Limits(max_file_bytes=size)).num_rows == 5000
+    with pytest.raises(LakeFileError, match=f"larger than the limit of {size - 1} bytes"):
+        read_lake_table(str(tmp_path), name, fmt, 10, Limits(max_file_bytes=size - 1))
+
+
 def test_few_ragged_rows_are_skipped_with_a_warning(tmp_path):
     t = _read(tmp_path, "r.csv", b"a,b\n" + b"1,2\n" * 200 + b"9,9,9\n")
     assert t.num_rows == 200
@@ -103,10 +117,33 @@ def test_few_ragged_rows_are_skipped_with_a_warning(tmp_path):
 
 def test_duplicate_and_empty_headers():
     names, notes = dedupe_names(["id", "Name", "name", "", "id"])
-    assert names == ["id", "Name", "name_2", "column_4", "id_2"]
+    assert names == ["id", "Name", "name", "column_4", "id_2"]
     assert notes == ["column 4 has no header name: named column_<number>",
-                     "column 3 repeats the header name of column 2: suffix _2 added",
                      "column 5 repeats the header name of column 1: suffix _2 added"]
+
+
+def test_a_generated_name_never_takes_a_name_of_the_header():
+    names, notes = dedupe_names(["a", "a", "a_2", "a", "", "column_5"])
+    assert names == ["a", "a_3", "a_2", "a_4", "column_5_2", "column_5"]
+    assert len(set(names)) == len(names)
+    assert notes == ["column 5 has no header name: named column_<number>",
+                     "column 2 repeats the header name of column 1: suffix _3 added",
+                     "column 4 repeats the header name of column 1: suffix _4 added",
+                     "column 5 has no header name, and column_5 names another column: suffix _2 added"]
+
+
+def test_a_query_table_resolves_every_name_to_its_own_column(tmp_path):
+    from discovery.query import QueryError, read_query_file
+
+    path = tmp_path / "q.csv"
+    path.write_text("id,ID,a,a,a_2,Name\n1,x,p,q,r,n\n")
+    q = read_query_file(str(path))
+    assert q.names == ["id", "ID", "a", "a_3", "a_2", "Name"]
+    assert {n: q.column(n).to_pylist() for n in q.names} == {
+        "id": ["1"], "ID": ["x"], "a": ["p"], "a_3": ["q"], "a_2": ["r"], "Name": ["n"]}
+    assert q.column("name").to_pylist() == ["n"]              # a case-insensitive match, when it is the only one
+    with pytest.raises(QueryError, match=r"no column 'Id'.* 2 columns differ from it only in case \(id, ID\)"):
+        q.ordinal("Id")
 
 
 def test_parquet_and_truncated_parquet(tmp_path):

@@ -140,6 +140,53 @@ def test_markdown_table(tmp_path):
         "2 of 2 rows (lines 3 and 4) end with a delimiter after the last column: the empty fields are dropped"]
 
 
+def _pandas_row_count(path) -> int:
+    return len(pd.read_csv(path, engine="python", on_bad_lines="skip", skipinitialspace=True, dtype=str))
+
+
+def test_a_first_row_ending_with_a_delimiter_keeps_every_row_pandas_keeps(tmp_path):
+    """pandas reads every row of up to as many fields as the first data row has; none of them is a second table."""
+    t = _read(tmp_path, "a,b\n1,2,\n3,4,5\n6,7,8\n9,10,11\n")
+    assert t.num_rows == _pandas_row_count(tmp_path / "t.csv") == 4
+    assert t.names == ["a", "b", "column_3"]
+    assert _rows(t) == [["1", "2", None], ["3", "4", "5"], ["6", "7", "8"], ["9", "10", "11"]]
+    assert t.warnings == [
+        "the header is shorter than the body: 3 of 4 rows have more than its 2 fields (3 fields); the table is 3 "
+        "columns wide, column 3 unnamed",
+        "column 3 has no header name: named column_<number>"]
+
+
+def test_a_few_rows_as_wide_as_a_first_row_ending_with_a_delimiter_are_kept(tmp_path):
+    t = _read(tmp_path, "a,b\n1,2,\n3,4,5\n6,7\n8,9\n10,11\n12,13,14,15\n")
+    assert t.num_rows == _pandas_row_count(tmp_path / "t.csv") == 5
+    assert _rows(t) == [["1", "2", None], ["3", "4", "5"], ["6", "7", None], ["8", "9", None], ["10", "11", None]]
+    assert t.warnings == [
+        "the first data row (line 2) has 3 fields, more than the header's 2, and pandas reads every row of up to 3 "
+        "fields: 1 of 6 rows have more than 2 fields; the table is 3 columns wide, column 3 unnamed",
+        "1 of 6 rows (line 7) have 4 fields, more than the table's 3, and no rule explains them: skipped",
+        "3 of 5 rows (lines 4, 5 and 6) have fewer than 3 fields: their missing cells at the end are empty",
+        "column 3 has no header name: named column_<number>"]
+
+
+@pytest.mark.parametrize("data,rows", [
+    (",,\n1,2,3\n4,5,6\n", [["1", "2", "3"], ["4", "5", "6"]]),
+    (",,\nann,30,2.5\nbob,41,\n", [["ann", "30", "2.5"], ["bob", "41", None]]),
+])
+def test_a_header_of_bare_delimiters_over_data_is_a_header_of_unnamed_columns(tmp_path, data, rows):
+    t = _read(tmp_path, data)
+    assert t.num_rows == _pandas_row_count(tmp_path / "t.csv") == 2
+    assert t.names == ["column_1", "column_2", "column_3"]
+    assert _rows(t) == rows
+    assert t.warnings[0] == ("line 1 has delimiters and no names over rows of data: it is the header, its columns "
+                             "unnamed")
+
+
+def test_bare_delimiters_above_a_header_of_names_are_blank_lines(tmp_path):
+    t = _read(tmp_path, ",,\n,,\nname,age,city\nann,30,Oslo\n")
+    assert t.names == ["name", "age", "city"] and _rows(t) == [["ann", "30", "Oslo"]]
+    assert t.warnings == ["2 row(s) of delimiters without any value (lines 1 and 2): skipped as blank lines"]
+
+
 def test_rows_of_bare_delimiters_are_blank_lines(tmp_path):
     t = _read(tmp_path, "a,b\n1,2\n,\n\n3,4\n,,\n")
     assert _rows(t) == [["1", "2"], ["3", "4"]]

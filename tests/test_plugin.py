@@ -5,11 +5,14 @@ here, without Spark, the refusals: a viewer may not search, and a served search 
 """
 from __future__ import annotations
 
+import asyncio
+import gzip
 import html
 import os
 import re
 import sys
 from datetime import datetime, timezone
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
@@ -107,7 +110,7 @@ def test_search_form_errors_are_shown_not_raised(client, auth, warehouse):
     assert unknown.status_code == 400 and "not available" in unknown.text
     if available_kinds():
         nothing = client.post("/search", data={"kind": available_kinds()[0]}, cookies=cookies)
-        assert nothing.status_code == 400 and "pick a lake table or upload a CSV" in nothing.text
+        assert nothing.status_code == 400 and "pick a lake table or upload a table file" in nothing.text
 
 
 def test_a_viewer_reads_the_page_but_may_not_search(client, auth, warehouse):
@@ -186,3 +189,100 @@ def test_plugin_registers_app_and_nav_entry():
     assert LakescoutPlugin.fastapi_apps[0]["url_prefix"] == "/lakescout"
     view = LakescoutPlugin.external_views[0]
     assert view["name"] == "Lake discovery" and view["href"] == "/lakescout/" and view["destination"] == "nav"
+
+
+def _reading(app, received: list):
+    """``app`` with every body message it asks for recorded in ``received`` (the byte count of each)."""
+    async def wrapped(scope, receive, send):
+        async def counted():
+            message = await receive()
+            if message["type"] == "http.request":
+                received.append(len(message.get("body", b"")))
+            return message
+        await app(scope, counted, send)
+    return wrapped
+
+
+async def _post_in_chunks(app, chunks: list[bytes], headers: dict) -> tuple[int, str]:
+    """POST /search to ``app`` as a server streams a chunked body: one message per chunk, as the app asks."""
+    body, sent = iter(chunks), []
+
+    async def receive():
+        chunk = next(body, None)
+        return {"type": "http.request", "body": chunk or b"", "more_body": chunk is not None}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/search", "raw_path": b"/search", "root_path": "", "query_string": b"",
+             "headers": [(k.encode(), v.encode()) for k, v in headers.items()], "client": ("127.0.0.1", 1),
+             "server": ("testserver", 80)}
+    await app(scope, receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    return start["status"], b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body").decode()
+
+
+@pytest.fixture
+def upload_env(auth, tmp_path, monkeypatch):
+    """A client whose app records what it reads of request bodies, a 1 KiB upload limit and a temporary folder of
+    its own, so a test sees every temporary file the app leaves behind."""
+    import tempfile
+
+    from fastapi.testclient import TestClient
+    import lakescout_ui.app as page
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setattr(page, "MAX_UPLOAD_BYTES", 1024)
+    received: list[int] = []
+    return {"client": TestClient(_reading(page.create_app(), received)), "received": received, "temp": temp}
+
+
+def test_a_search_body_is_not_read_before_the_user_may_search(upload_env, auth, warehouse):
+    client, received = upload_env["client"], upload_env["received"]
+    body = {"upload": ("q.csv", b"city\nOslo\n" * 50, "text/csv")}
+    anonymous = client.post("/search", data={"kind": "nary"}, files=body)
+    viewer = client.post("/search", data={"kind": "nary"}, files=body, cookies={"_token": auth["token"]})
+    assert (anonymous.status_code, viewer.status_code) == (401, 403)
+    assert received == [] and list(upload_env["temp"].iterdir()) == []
+
+
+@pytest.mark.parametrize("how", ["declared", "chunked", "file"])
+def test_an_oversized_upload_is_refused_with_413_and_leaves_no_temporary_file(upload_env, auth, warehouse, how):
+    """The limit is 1 KiB for the file, plus 64 KiB for the form around it."""
+    client, received = upload_env["client"], upload_env["received"]
+    cookies = {"_token": auth["admin"]}
+    if how == "chunked":    # no Content-Length: the limit holds on the bytes as they stream in
+        boundary = "lakescout-test"
+        part = (f'--{boundary}\r\nContent-Disposition: form-data; name="upload"; filename="q.csv"\r\n'
+                f'Content-Type: text/csv\r\n\r\ncity\n').encode()
+        chunks = [part] + [b"Oslo\n" * 200] * 200 + [f"\r\n--{boundary}--\r\n".encode()]
+        status, text = asyncio.run(_post_in_chunks(client.app, chunks, {
+            "content-type": f"multipart/form-data; boundary={boundary}", "cookie": f"_token={auth['admin']}"}))
+        response = SimpleNamespace(status_code=status, text=text)
+        assert 0 < sum(received) <= 1024 + 64 * 1024 + 1000 < sum(map(len, chunks))
+    else:
+        size = 100 * 1024 if how == "declared" else 2 * 1024
+        response = client.post("/search", data={"kind": "nary", "key": "city"}, cookies=cookies,
+                               files={"upload": ("q.csv", b"city\n" + b"x" * size, "text/csv")})
+        if how == "declared":   # a declared length past the limit is refused before a byte is read
+            assert received == []
+    assert response.status_code == 413 and "the upload is larger than 1,024 bytes" in response.text
+    assert list(upload_env["temp"].iterdir()) == []
+
+
+@pytest.mark.parametrize("name, body", [
+    ("my stores.csv", b"city,country\nOslo,NO\n"),
+    ("my stores.csv.gz", gzip.compress(b"city,country\nOslo,NO\n")),
+    ("my stores.jsonl", b'{"city": "Oslo", "country": "NO"}\n'),
+])
+def test_an_upload_is_read_as_the_query_and_its_temporary_folder_removed(upload_env, auth, warehouse, name, body):
+    response = upload_env["client"].post(
+        "/search", data={"kind": "nary", "key": "nosuch,city"}, cookies={"_token": auth["admin"]},
+        files={"upload": (name, body, "application/octet-stream")})
+    message = html.unescape(re.search(r'id="search-error">(.*?)</p>', response.text, re.S).group(1))
+    assert response.status_code == 400
+    assert "has no column 'nosuch' (columns: city, country)" in message and f"upload:{name}" in message
+    assert list(upload_env["temp"].iterdir()) == []

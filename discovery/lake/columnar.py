@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 
 from ..config import Limits
 from .arrow import parsed_from_arrow, take_rows
-from .source import open_lake_file
+from .source import BoundedFile, open_lake_file
 from .table import LakeFileError, ParsedTable
 
 _BATCH_ROWS = 65_536
@@ -31,8 +31,10 @@ def read_columnar(root: str, rel: str, fmt: str, limits: Limits) -> ParsedTable:
     name = "Parquet" if fmt == "parquet" else "ORC"
     try:
         with open_lake_file(root, rel) as fh:
-            schema, batches, total = columnar_batches(fh, fmt)
+            schema, batches, total = columnar_batches(BoundedFile(fh, limits.max_file_bytes), fmt)
             table, more = take_rows(batches, limits.max_rows)
+    except LakeFileError:
+        raise
     except (pa.ArrowException, OSError, ValueError) as exc:
         if isinstance(exc, (FileNotFoundError, PermissionError)):
             raise

@@ -6,6 +6,12 @@ pandas drops or misreads are repaired by rule, each repair listed as a warning:
 
 * **trailing delimiters** -- empty fields past the last column are dropped (``a | b |``).  pandas instead takes the
   first column as an index when the first row is one field longer, moving every cell one column left;
+* **a first data row longer than the header** -- pandas then reads every row of up to that row's number of fields
+  (the extra leading fields become its index), so the reader keeps those rows too: the table is as wide as the
+  widest of them, the columns past the header unnamed, and they are never taken for a stacked table nor skipped;
+* **a header of bare delimiters** (``,,``) -- pandas' header, with every column unnamed, when the first line with
+  values is data: it has a number, and numbers where the line below has them (a header names a numeric column with
+  text).  Above a line of names, bare-delimiter lines are blank lines, as anywhere else (an export's empty top rows);
 * **unnamed empty columns** -- a header field with no name whose column has no value in any row is dropped (the
   header's own trailing delimiter; Markdown's ``| a | b |``), and a Markdown rule line (``|---|---|``) under the
   header is skipped;
@@ -32,6 +38,8 @@ from .delimited import Rows
 from .table import LakeFileError
 
 _RULE = re.compile(r":?-{3,}:?")
+#: a number as the profiler reads one (its pattern; :mod:`.profile` imports the reader, so not from there)
+_NUMBER = re.compile(r"[+-]?((\d{1,3}(,\d{3})+|\d+)(\.\d*)?|\.\d+)([eE][+-]?\d+)?%?")
 _SHOWN_LINES = 5
 
 
@@ -67,13 +75,33 @@ def _is_rule(cells: list[str]) -> bool:
     return bool(filled) and all(_RULE.fullmatch(c) for c in filled)
 
 
-def _stacked_runs(widths: np.ndarray, n_header: int) -> list[tuple[int, int]]:
+def _is_data(cells: list[str | None], below: list[str | None] | None) -> bool:
+    """Whether a line of ``cells`` reads as data rather than names: it has a number, and no cell where the line
+    ``below`` has a value differs from it in being a number."""
+    kinds = [None if c is None else bool(_NUMBER.fullmatch(c)) for c in cells]
+    if not any(kinds):
+        return False
+    under = [None if c is None else bool(_NUMBER.fullmatch(c)) for c in below or ()]
+    return all(a == b for a, b in zip(kinds, under) if a is not None and b is not None)
+
+
+def _header_row(rows: Rows, present: np.ndarray) -> int:
+    """The header: the first line with a value, or the first line of bare delimiters above it when that line is
+    data (see the module docstring)."""
+    first = int(present[0])
+    bare = np.flatnonzero(rows.lengths[:first] > 1)
+    below = rows.row(int(present[1])) if present.size > 1 else None
+    return int(bare[0]) if bare.size and _is_data(rows.row(first), below) else first
+
+
+def _stacked_runs(widths: np.ndarray, lengths: np.ndarray, n_header: int, read: int) -> list[tuple[int, int]]:
     """Runs ``[a, b)`` of data rows that form a second, wider table below the first.
 
-    A run of consecutive rows wider than the header, after at least one row that fits, whose rows all have one
-    width -- or all but the first, the stacked table's own header, when the run has three rows or more.
+    A run of consecutive rows wider than the header and than the ``read`` fields pandas reads, after at least one
+    row that fits, whose rows all have one width -- or all but the first, the stacked table's own header, when the
+    run has three rows or more.
     """
-    longer = (widths > n_header).astype(np.int8)
+    longer = ((widths > n_header) & (lengths > read)).astype(np.int8)
     edges = np.flatnonzero(np.diff(np.r_[0, longer, 0]))
     runs = []
     for a, b in zip(edges[::2].tolist(), edges[1::2].tolist()):
@@ -94,11 +122,16 @@ def shape_table(rows: Rows, limits: Limits) -> Shape:
     present = np.flatnonzero(rows.widths > 0)       # lines without any value are blank
     if present.size == 0:
         raise LakeFileError("no header row: no line has a value")
-    head, body = int(present[0]), present[1:]
+    head = _header_row(rows, present)
+    body = present[present > head]
     header = rows.row(head)
     n_header = len(header)
     warnings: list[str] = []
+    if rows.widths[head] == 0:
+        warnings.append(f"{_lines(rows.lines[head:head + 1])} has delimiters and no names over rows of data: it is "
+                        f"the header, its columns unnamed")
     hollow = np.flatnonzero((rows.widths == 0) & (rows.lengths > 1))
+    hollow = hollow[hollow != head]
     if hollow.size:
         warnings.append(f"{hollow.size} row(s) of delimiters without any value ({_lines(rows.lines[hollow])}): "
                         f"skipped as blank lines")
@@ -107,25 +140,35 @@ def shape_table(rows: Rows, limits: Limits) -> Shape:
         body = body[1:]
     if body.size == 0:
         raise LakeFileError("header only: no data rows")
-    widths, lines = rows.widths[body], rows.lines[body]
+    widths, lengths, lines = rows.widths[body], rows.lengths[body], rows.lines[body]
+    read = max(n_header, int(lengths[0]))       # pandas reads rows of up to this many fields
 
     rest = np.ones(len(body), bool)
-    for a, b in _stacked_runs(widths, n_header):
+    for a, b in _stacked_runs(widths, lengths, n_header, read):
         rest[a:b] = False
         warnings.append(f"lines {lines[a]} to {lines[b - 1]}: {b - a} rows of {_fields(widths[a:b])} below the "
                         f"{n_header}-field header (a second table written under the first): not indexed")
-    extra = rest & (widths > n_header)
-    n_rest, n_extra = int(rest.sum()), int(extra.sum())
+    longer = rest & (widths > n_header)
+    n_rest, n_longer = int(rest.sum()), int(longer.sum())
     width = n_header
-    if n_extra and 2 * n_extra >= n_rest:
-        width = int(widths[extra].max())
-        warnings.append(f"the header is shorter than the body: {n_extra} of {n_rest} rows have more than its "
-                        f"{n_header} fields ({_fields(widths[extra])}); the table is {width} columns wide, "
+    if n_longer and 2 * n_longer >= n_rest:
+        width = int(widths[longer].max())
+        warnings.append(f"the header is shorter than the body: {n_longer} of {n_rest} rows have more than its "
+                        f"{n_header} fields ({_fields(widths[longer])}); the table is {width} columns wide, "
                         f"{_columns(list(range(n_header, width)))} unnamed")
-    elif n_extra:
+    elif (by_pandas := longer & (lengths <= read)).any():
+        width = int(widths[by_pandas].max())
+        warnings.append(f"the first data row ({_lines(lines[:1])}) has {read} fields, more than the header's "
+                        f"{n_header}, and pandas reads every row of up to {read} fields: {int(by_pandas.sum())} of "
+                        f"{n_rest} rows have more than {n_header} fields; the table is {width} columns wide, "
+                        f"{_columns(list(range(n_header, width)))} unnamed")
+    extra = rest & (widths > width)
+    n_extra = int(extra.sum())
+    if n_extra:
         bound = max(limits.max_skipped_rows, int(limits.max_ragged_fraction * n_rest))
-        what = (f"{n_extra} of {n_rest} rows ({_lines(lines[extra])}) have {_fields(widths[extra])}, more than the "
-                f"header's {n_header}, and no rule explains them")
+        than = f"the header's {n_header}" if width == n_header else f"the table's {width}"
+        what = (f"{n_extra} of {n_rest} rows ({_lines(lines[extra])}) have {_fields(widths[extra])}, more than "
+                f"{than}, and no rule explains them")
         if n_extra > bound:
             raise LakeFileError(f"ragged rows: {what}; at most {bound} may be skipped",
                                 [rows.excerpt(i) for i in body[extra][:3]])

@@ -65,29 +65,46 @@ def open_decompressed(root: str, rel: str, codec: str | None):
         raise
 
 
-def read_bounded(stream, limit: int, what: str = "file", compressed: bool = False) -> bytes:
-    """Every byte of ``stream``, refusing (LakeFileError) once more than ``limit`` bytes have been read.
+class BoundedFile:
+    """A lake file opened for reading that refuses to be read past byte ``limit``.
 
-    The limit is enforced on the bytes actually read, so a file that grew since it was listed, or a small
-    compressed file that expands past the limit, is refused rather than read whole.  A damaged compressed stream (a
-    truncated gzip, a corrupt block) is a LakeFileError that says so.
+    The size a listing recorded is a hint: a query of a catalogued table reads the file as it is now, and a file
+    that grew since its scan must not be read whole into memory.  Every read checks the position it reached and
+    raises :class:`LakeFileError` once that passes ``limit``; a read to the end asks for at most one byte more than
+    is left.  Anything else (``seek``, ``tell``, ``closed``: pyarrow reads Parquet through them) is the file's own.
     """
-    chunks, total = [], 0
+
+    def __init__(self, fh, limit: int, what: str = "file"):
+        self._fh = fh
+        self._limit = limit
+        self._what = what
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            chunks = []
+            while chunk := self.read(self._limit - self._fh.tell() + 1):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        data = self._fh.read(size)
+        if self._fh.tell() > self._limit:
+            raise LakeFileError(f"{self._what} is larger than the limit of {self._limit} bytes")
+        return data
+
+    def __getattr__(self, name: str):
+        return getattr(self._fh, name)
+
+
+
+def read_bounded(stream, limit: int, what: str = "file", compressed: bool = False) -> bytes:
+    """Every byte of ``stream`` through :class:`BoundedFile`; a damaged compressed stream (a truncated gzip, a
+    corrupt block) is a LakeFileError that says so."""
     try:
-        while True:
-            chunk = stream.read(min(1 << 20, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > limit:
-                raise LakeFileError(f"{what} is larger than the limit of {limit} bytes")
+        return BoundedFile(stream, limit, what).read()
     except (EOFError, zlib.error, OSError, lzma.LZMAError, ValueError) as exc:
         if not compressed or isinstance(exc, (FileNotFoundError, PermissionError)):
             raise
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise LakeFileError(f"compressed content is damaged or cut short: {reason}") from None
-    return b"".join(chunks)
 
 
 def file_digest(root: str, rel: str) -> str:

@@ -51,29 +51,46 @@ class ParsedTable:
 
 
 def dedupe_names(raw: list[str], numbers: Sequence[int] | None = None) -> tuple[list[str], list[str]]:
-    """Header names made unique (case-insensitively) and non-empty; returns the names and the repairs made.
+    """Header names made unique and non-empty; returns the names and the repairs made.
 
-    ``numbers`` are the column numbers used in notes and generated names (default 1, 2, ...): a text file's columns
-    are numbered by their field on the line, which differs from their place when empty columns were dropped.
+    Names are compared exactly, as pandas, Arrow and Parquet compare them: ``id`` and ``ID`` are two columns a user
+    tells apart and asks for by name, so both keep their names, and :meth:`discovery.query.QueryTable.ordinal`
+    falls back to a case-insensitive match only when no name matches exactly and one column alone folds to it.
+    Nothing needs names unique regardless of case: they are stored as values of the ``columns`` table and parsed
+    tables name their Arrow columns ``c0, c1, ...``, so no Delta, Spark or Arrow schema ever carries them.
+
+    A generated name -- ``column_<number>`` for an empty one, ``<name>_<n>`` for a repeat -- never takes a name the
+    header gives any column, before or after it, nor one generated earlier: asking for a name must find the column
+    the file gives it (``a, a, a_2`` becomes ``a, a_3, a_2``).  ``numbers`` are the column numbers used in notes
+    and generated names (default 1, 2, ...): a text file's columns are numbered by their field on the line, which
+    differs from their place when empty columns were dropped.
     """
     numbers = list(numbers) if numbers is not None else list(range(1, len(raw) + 1))
-    names, seen, first, notes, unnamed = [], {}, {}, [], []
-    for number, name in zip(numbers, raw):
-        name = (name or "").strip()
-        if not name:
-            name = f"column_{number}"
-            unnamed.append(str(number))
-        base, n = name, seen.get(name.lower(), 0)
-        while name.lower() in seen:
+    stripped = [(name or "").strip() for name in raw]
+    taken = set(stripped) - {""}          # names no generated name may take
+    names: list[str] = []
+    first: dict[str, int] = {}
+    notes, unnamed = [], []
+
+    def free(base: str) -> tuple[str, int]:
+        n = 2
+        while f"{base}_{n}" in taken:
             n += 1
-            name = f"{base}_{n + 1}"
-        if name != base:
-            notes.append(f"column {number} repeats the header name of column {first[base.lower()]}: "
-                         f"suffix _{n + 1} added")
-        first.setdefault(base.lower(), number)
-        first.setdefault(name.lower(), number)
-        seen[base.lower()] = n
-        seen[name.lower()] = 0
+        return f"{base}_{n}", n
+
+    for number, name in zip(numbers, stripped):
+        if not name:
+            unnamed.append(str(number))
+            name = f"column_{number}"
+            if name in taken:
+                name, n = free(name)
+                notes.append(f"column {number} has no header name, and column_{number} names another column: "
+                             f"suffix _{n} added")
+        elif name in first:
+            original, (name, n) = name, free(name)
+            notes.append(f"column {number} repeats the header name of column {first[original]}: suffix _{n} added")
+        taken.add(name)
+        first[name] = number
         names.append(name)
     if unnamed:
         which = f"column {unnamed[0]} has" if len(unnamed) == 1 else f"columns {', '.join(unnamed)} have"

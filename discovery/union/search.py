@@ -149,6 +149,12 @@ class UnionIndex:
         self._table_index = None
         return self
 
+    @property
+    def graphs(self) -> int:
+        """HNSW graphs built so far: they are built on the first query that needs them, after the index was cached
+        and measured, so a service re-measures its cache entry when this changes."""
+        return sum(g is not None for g in (self._centroid_index, self._column_index, self._table_index))
+
     def _tix(self, ids: np.ndarray) -> np.ndarray:
         """Internal table index of every table id, -1 where unknown."""
         ids = np.asarray(ids, dtype=np.int64)

@@ -61,9 +61,13 @@ def _partition_arrays(parts: pa.Table) -> PartitionArrays:
                            iw_counts)
 
 
+def _cache_key(snapshot: Snapshot) -> tuple:
+    return ("union", snapshot.warehouse.root, snapshot.snapshot_id)
+
+
 def loaded_index(snapshot: Snapshot) -> LoadedUnionIndex:
     """The snapshot's union index, built on first use and kept in the process-wide cache bounded in bytes."""
-    return INDEXES.get(("union", snapshot.warehouse.root, snapshot.snapshot_id), lambda: LoadedUnionIndex(snapshot))
+    return INDEXES.get(_cache_key(snapshot), lambda: LoadedUnionIndex(snapshot))
 
 
 def union_search(snapshot: Snapshot, query: str | int, k: int = 10, method: str = "pgtus++", **params) -> dict:
@@ -76,8 +80,11 @@ def union_search(snapshot: Snapshot, query: str | int, k: int = 10, method: str 
     loaded = loaded_index(snapshot)
     started = time.perf_counter()
     emb = embed_query(snapshot, q)
+    graphs = loaded.index.graphs
     found = loaded.index.search(emb.column_vectors, k, method, exclude_table_id=q.table_id,
                                 query_table_vector=emb.table_vector, **params)
+    if loaded.index.graphs != graphs:  # starmie, tactus or the approximate mode built its HNSW graph: re-measured
+        INDEXES.put(_cache_key(snapshot), loaded)
     paths, names = result_names(snapshot, [r.table_id for r in found.results])
     results = []
     for rank, r in enumerate(found.results, start=1):

@@ -9,7 +9,8 @@ auth manager is asked ``is_authorized_dag(method="POST", access_entity=RUN)`` fo
 Airflow's own trigger route asks (without a team: the page is not part of a team's bundle).
 
 A search runs as a served batch (:mod:`discovery.batch`): it names a lake table (id or catalogued path) or an uploaded
-file, never another file of the server, and its errors name the table, row and column without quoting cells.
+file, never another file of the server, and its errors name the table, row and column without quoting cells.  Its
+form is read only once the user may search, within a byte limit, and the upload is removed after (:mod:`.upload`).
 
 The page is rendered on the server (Jinja2); charts use Chart.js vendored under ``static/`` so it works offline.
 """
@@ -17,12 +18,11 @@ from __future__ import annotations
 
 import html
 import os
-import tempfile
 import uuid
 from pathlib import Path
 from urllib.parse import quote
 
-from fastapi import Depends, FastAPI, File, Form, HTTPException, Request, UploadFile
+from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -33,6 +33,7 @@ from airflow.api_fastapi.core_api.security import get_user
 from discovery.batch import BatchError, available_kinds, batch_results, run_batch, search_parameters
 from discovery.store import Warehouse, WarehouseError
 from lakescout_ui.data import evidence_text, page_data
+from lakescout_ui.upload import FormRefused, received_form
 
 HERE = Path(__file__).parent
 STATIC = {"chart.umd.min.js": "application/javascript", "chart.js.LICENSE.md": "text/plain"}
@@ -82,17 +83,14 @@ def _search_params(kind: str, k: int, method: str, column: str, key: str) -> dic
     return params
 
 
-async def _saved_upload(upload: UploadFile) -> str:
-    name = os.path.basename(upload.filename or "query.csv")
-    suffix = os.path.splitext(name)[1].lower() if os.path.splitext(name)[1].lower() in (".csv", ".tsv") else ".csv"
-    folder = tempfile.mkdtemp(prefix="lakescout-upload-")
-    path = os.path.join(folder, f"{os.path.splitext(name)[0] or 'query'}{suffix}")
-    data = await upload.read(MAX_UPLOAD_BYTES + 1)
-    if len(data) > MAX_UPLOAD_BYTES:
-        raise BatchError(f"the uploaded file is larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MiB")
-    with open(path, "wb") as fh:
-        fh.write(data)
-    return path
+def _form(fields: dict[str, str]) -> dict:
+    """The search form's fields, with the page's defaults for those not sent; raises BatchError for a bad ``k``."""
+    form = {name: fields.get(name, "") for name in ("kind", "table", "method", "column", "key")}
+    try:
+        form["k"] = int(fields.get("k") or 10)
+    except ValueError:
+        raise BatchError(f"k must be a whole number, got {fields['k']!r}") from None
+    return form
 
 
 def _answer(request: Request, user, form: dict, upload_path: str | None) -> HTMLResponse:
@@ -108,7 +106,7 @@ def _answer(request: Request, user, form: dict, upload_path: str | None) -> HTML
         elif form["table"].strip():
             query = form["table"].strip()
         else:
-            raise BatchError("pick a lake table or upload a CSV file")
+            raise BatchError("pick a lake table or upload a table file (CSV, TSV, JSON Lines, compressed or not)")
         params = _search_params(kind, form["k"], form["method"], form["column"], form["key"])
         spec = {"name": f"ui:{user.get_name()}", "queries": [{"id": "search", "kind": kind, "query": query, **params}]}
         summary = run_batch(_warehouse(), spec, batch_id=f"ui-{uuid.uuid4().hex[:12]}", served=True, uploads=uploads)
@@ -141,28 +139,25 @@ def create_app() -> FastAPI:
         return FileResponse(HERE / "static" / name, media_type=STATIC[name])
 
     @app.post("/search", response_class=HTMLResponse)
-    async def search(request: Request, user=Depends(get_user), kind: str = Form(...), table: str = Form(""),
-                     upload: UploadFile | None = File(None), k: int = Form(10), method: str = Form(""),
-                     column: str = Form(""), key: str = Form("")):
-        form = {"kind": kind, "table": table, "k": k, "method": method, "column": column, "key": key}
+    async def search(request: Request, user=Depends(get_user)):
+        # No Form or File parameters: FastAPI would read (and spool) the whole body before this check.
+        form = _form({})
         if not _may_search(user):
             return await run_in_threadpool(
                 _render, request, user, {"form": form, "error": f"searching needs the permission to trigger the "
                                          f"{BATCH_DAG} DAG, which your Airflow role does not have"}, 403)
-        path = None
         try:
-            if upload is not None and upload.filename:
-                path = await _saved_upload(upload)
-                form["upload"] = upload.filename
-            # Searching and rendering read Delta tables and run numpy for seconds: off the event loop, so concurrent
-            # requests (and the rest of the api-server) are not queued behind one search.
-            return await run_in_threadpool(_answer, request, user, form, path)
+            async with received_form(request, MAX_UPLOAD_BYTES) as received:
+                form = _form(received.fields)
+                if received.path is not None:
+                    form["upload"] = received.filename
+                # Searching and rendering read Delta tables and run numpy for seconds: off the event loop, so
+                # concurrent requests (and the rest of the api-server) are not queued behind one search.
+                return await run_in_threadpool(_answer, request, user, form, received.path)
+        except FormRefused as exc:
+            return await run_in_threadpool(_render, request, user, {"form": form, "error": str(exc)}, exc.status)
         except BatchError as exc:
             return await run_in_threadpool(_render, request, user, {"form": form, "error": str(exc)}, 400)
-        finally:
-            if path is not None:
-                os.unlink(path)
-                os.rmdir(os.path.dirname(path))
 
     @app.exception_handler(HTTPException)
     async def refused(request: Request, exc: HTTPException):

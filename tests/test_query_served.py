@@ -1,0 +1,39 @@
+"""A served query of a lake table reads it within the byte limit, whatever size the last scan recorded."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pytest
+
+from discovery.config import Limits
+from discovery.query import QueryError, resolve_query
+from discovery.refresh import begin_refresh, publish_snapshot
+from discovery.store import SCHEMAS, Warehouse, load_snapshot
+
+
+@pytest.fixture
+def snapshot(tmp_path):
+    """A published snapshot whose catalog lists ``t.csv`` at the 12 bytes it had when scanned."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    (lake / "t.csv").write_text("a,b\n1,2\n3,4\n")
+    wh = Warehouse(str(tmp_path / "wh"))
+    refresh_id = begin_refresh(wh.root)
+    row = {"table_id": 1, "path": "t.csv", "format": "csv", "bytes": 12, "mtime_ns": 1, "content_hash": "h",
+           "rows": 2, "cols": 2, "status": "ok", "error": None, "warnings": "[]", "encoding": "utf-8",
+           "delimiter": ",", "refresh_id": refresh_id, "indexed_at": datetime.now(timezone.utc)}
+    wh.append_rows("catalog", pa.Table.from_pylist([row], schema=SCHEMAS["catalog"]), refresh_id=refresh_id,
+                   stage="scan", attempt="t1")
+    publish_snapshot(wh.root, refresh_id, str(lake))
+    return load_snapshot(wh), lake / "t.csv"
+
+
+def test_a_lake_table_grown_since_the_scan_is_not_read_past_the_limit(snapshot):
+    snap, path = snapshot
+    limits = Limits(max_file_bytes=1000)
+    assert resolve_query(snap, "t.csv", limits, allow_files=False).num_rows == 2
+    path.write_text("a,b\n" + "1,2\n" * 1000)                         # 4004 bytes; the catalog still says 12
+    for query in ("t.csv", 1):
+        with pytest.raises(QueryError, match="cannot be read now: file is larger than the limit of 1000 bytes"):
+            resolve_query(snap, query, limits, allow_files=False)

@@ -90,7 +90,7 @@ def test_page_for_a_logged_in_user_cookie_or_bearer(client, auth, warehouse):
     assert re.search(r'id="snapshot-id">1<', page)
     assert "bad/broken.csv" in page and "malformed quoting on line 3" in page
     assert 'id="sizes"' in page and "catalog" in page
-    assert "good/cities.csv (id 1)" in page                       # the search form's lake table picker
+    assert "good/cities.csv (csv, id 1)" in page                  # the search form's lake table picker
     assert client.get("/static/chart.umd.min.js", cookies={"_token": auth["token"]}).text.startswith("/*!")
     assert client.get("/static/../app.py", cookies={"_token": auth["token"]}).status_code == 404
 

@@ -69,30 +69,39 @@ class BoundedFile:
     """A lake file opened for reading that refuses to be read past byte ``limit``.
 
     The size a listing recorded is a hint: a query of a catalogued table reads the file as it is now, and a file
-    that grew since its scan must not be read whole into memory.  Every read checks the position it reached and
-    raises :class:`LakeFileError` once that passes ``limit``; a read to the end asks for at most one byte more than
-    is left.  Anything else (``seek``, ``tell``, ``closed``: pyarrow reads Parquet through them) is the file's own.
+    that grew since its scan must not be read whole into memory, nor a small compressed file that expands past the
+    limit.  Every read checks the position it reached (the bytes read so far, for a stream that cannot tell its
+    position) and raises :class:`LakeFileError` once that passes ``limit``; a read to the end asks for at most one
+    byte more than is left.  Anything else (``seek``, ``tell``, ``closed``: pyarrow reads Parquet through them) is
+    the file's own.
     """
 
     def __init__(self, fh, limit: int, what: str = "file"):
         self._fh = fh
         self._limit = limit
         self._what = what
+        self._read = 0
+
+    def _position(self) -> int:
+        try:
+            return self._fh.tell()
+        except (OSError, ValueError, AttributeError):
+            return self._read
 
     def read(self, size: int | None = -1) -> bytes:
         if size is None or size < 0:
             chunks = []
-            while chunk := self.read(self._limit - self._fh.tell() + 1):
+            while chunk := self.read(max(1, min(1 << 20, self._limit - self._position() + 1))):
                 chunks.append(chunk)
             return b"".join(chunks)
         data = self._fh.read(size)
-        if self._fh.tell() > self._limit:
+        self._read += len(data)
+        if self._position() > self._limit:
             raise LakeFileError(f"{self._what} is larger than the limit of {self._limit} bytes")
         return data
 
     def __getattr__(self, name: str):
         return getattr(self._fh, name)
-
 
 
 def read_bounded(stream, limit: int, what: str = "file", compressed: bool = False) -> bytes:

@@ -67,11 +67,12 @@ def test_lakehouse_lake_through_the_refresh(spark, tmp_path):
     out = refresh(spark, wh, lake, exclude=("/scratch/",))
     assert (_scan(wh, out["refresh_id"])["tables_changed"], _catalog(wh)["geo/cities_delta"]["rows"]) == (1, 28)
 
-    # A table that stops reading turns stale: it keeps its index rows and answers, with the reason.
+    # A table that stops reading (a commit whose log entry is not JSON) turns stale: it keeps its index rows and
+    # answers, with the reason, and is read again by the next refresh.
     log = f"{lake}/geo/cities_delta/_delta_log"
-    newest = sorted(n for n in os.listdir(log) if n.endswith(".json"))[-1]
-    good = open(f"{log}/{newest}").read()
-    open(f"{log}/{newest}", "w").write("not a delta log entry\n")
+    version = max(int(n.split(".")[0]) for n in os.listdir(log) if n.endswith(".json"))
+    broken = f"{log}/{version + 1:020d}.json"
+    open(broken, "w").write("not a delta log entry\n")
     out = refresh(spark, wh, lake, exclude=("/scratch/",))
     row = _catalog(wh)["geo/cities_delta"]
     assert row["status"] == "stale" and "Delta" in row["error"] and row["rows"] == 28
@@ -79,6 +80,6 @@ def test_lakehouse_lake_through_the_refresh(spark, tmp_path):
     assert "geo/cities_delta" in {r["path"] for r in answer["results"]}
     status = discovery.open(wh).status()
     assert status["tables"]["stale"] == 1 and status["errors"][0]["status"] == "stale"
-    open(f"{log}/{newest}", "w").write(good)
+    os.remove(broken)
     out = refresh(spark, wh, lake, exclude=("/scratch/",))
     assert _catalog(wh)["geo/cities_delta"]["status"] == "ok"

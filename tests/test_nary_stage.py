@@ -147,12 +147,12 @@ def test_incremental_postings_equal_rebuild_and_refit_rebuilds_everything(spark,
 
 def test_row_bound_is_applied_and_reported(demo_lake, tmp_path):
     from discovery.demo_lake import load_ground_truth
-    from discovery.lake.listing import table_format
+    from discovery.lake.formats import file_format
 
     truth = load_ground_truth(demo_lake)
     big = sorted((t for t in truth["tables"] if t["role"] == "nary"), key=lambda t: -t["rows"])[:3]
     work = pa.table({"table_id": pa.array([1, 2, 3], pa.int64()), "path": [t["path"] for t in big],
-                     "format": [table_format(t["path"]) for t in big],
+                     "format": [file_format(t["path"]) for t in big],
                      "bytes": [os.path.getsize(os.path.join(demo_lake, t["path"])) for t in big],
                      "content_hash": ["h1", "h2", "h3"]})
     config = replace(Config(), xash=XashConfig(max_rows_per_table=5))

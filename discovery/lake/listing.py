@@ -261,10 +261,12 @@ def list_lake(root: str, include: tuple[str, ...] = (), exclude: tuple[str, ...]
 def _listing(root: str) -> dict[str, dict[str, _Entry]]:
     if storage.is_remote(root):
         storage.check(root, "lake")
-        fs, base = storage.filesystem(root)
-        if not fs.exists(base):
-            raise FileNotFoundError(f"lake {root!r} does not exist")
-        return _walk_remote(root)
+        files = _walk_remote(root)
+        if not files:
+            fs, base = storage.filesystem(root)
+            if not fs.exists(base):
+                raise FileNotFoundError(f"lake {root!r} does not exist")
+        return files
     if not os.path.isdir(root):
         raise FileNotFoundError(f"lake folder {root!r} does not exist or is not a folder")
     return _walk_local(root)

@@ -44,3 +44,18 @@ def write_result(name: str, payload: dict) -> str:
         json.dump(payload, fh, indent=2, default=str)
     print(f"\nwrote {path}")
     return path
+
+
+def refresh_lake(lake: str, warehouse: str, app: str) -> tuple[dict, float]:
+    """Build (or refresh) ``warehouse`` from ``lake`` with the real refresh on local[2]: (result, seconds)."""
+    import time
+
+    from spark_jobs.common import spark_session
+    from spark_jobs.refresh import refresh
+
+    os.environ.setdefault("LAKESCOUT_SPARK_MASTER", "local[2]")
+    spark = spark_session(app)
+    spark.sparkContext.setLogLevel("ERROR")
+    t0 = time.perf_counter()
+    out = refresh(spark, warehouse, lake)
+    return out, time.perf_counter() - t0

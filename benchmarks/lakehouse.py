@@ -21,7 +21,6 @@ import argparse
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -30,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
 import discovery  # noqa: E402
-from benchmarks.common import print_table, shared_path, write_result  # noqa: E402
+from benchmarks.common import print_table, refresh_lake, shared_path, write_result  # noqa: E402
 from benchmarks.encoders import metrics, ugen_layout  # noqa: E402
 from discovery import storage  # noqa: E402
 from discovery.config import Limits  # noqa: E402
@@ -67,15 +66,7 @@ def lay_out(ugen: Path, names: list[str], lake: str, catalog_db: str) -> dict[st
 
 
 def build(lake: str, warehouse: str) -> float:
-    from spark_jobs.common import spark_session
-    from spark_jobs.refresh import refresh
-
-    os.environ.setdefault("LAKESCOUT_SPARK_MASTER", "local[2]")
-    spark = spark_session("lakescout-bench-lakehouse")
-    spark.sparkContext.setLogLevel("ERROR")
-    t0 = time.perf_counter()
-    out = refresh(spark, warehouse, lake)
-    seconds = time.perf_counter() - t0
+    out, seconds = refresh_lake(lake, warehouse, "lakescout-bench-lakehouse")
     if not out.get("published"):
         raise RuntimeError(f"refresh of {lake} failed: {out}")
     return seconds

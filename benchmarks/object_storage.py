@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +24,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
-from benchmarks.common import print_table, write_result  # noqa: E402
+from benchmarks.common import print_table, refresh_lake, write_result  # noqa: E402
 from discovery import storage  # noqa: E402
 from discovery.demo_lake import layouts  # noqa: E402
 from discovery.demo_lake.vocab import CITIES, FIRST_NAMES  # noqa: E402
@@ -70,19 +69,9 @@ def main() -> int:
         os.environ.update(server.env)
         lake, warehouse = server.create_bucket("bench-lake") + "/lake", server.create_bucket("bench-wh") + "/wh"
         n_objects = write_lake(lake, args.objects)
-        from spark_jobs.common import spark_session
-        from spark_jobs.refresh import refresh
-
-        os.environ.setdefault("LAKESCOUT_SPARK_MASTER", "local[2]")
-        spark = spark_session("lakescout-bench-s3")
-        spark.sparkContext.setLogLevel("ERROR")
-        t0 = time.perf_counter()
-        first = refresh(spark, warehouse, lake)
-        build = time.perf_counter() - t0
+        first, build = refresh_lake(lake, warehouse, "lakescout-bench-s3")
         server.requests(reset=True)
-        t0 = time.perf_counter()
-        again = refresh(spark, warehouse, lake)
-        noop = time.perf_counter() - t0
+        again, noop = refresh_lake(lake, warehouse, "lakescout-bench-s3")
         lake_req, wh_req = server.requests(bucket="bench-lake"), server.requests(bucket="bench-wh")
     rows = [{"bucket": "lake", **lake_req}, {"bucket": "warehouse", **wh_req}]
     print(f"{n_objects} lake objects; full build {build:.1f} s (published: {first.get('published')}); "

@@ -14,9 +14,9 @@ import pytest
 
 import discovery
 from discovery import storage
+from discovery.config import Limits
 from discovery.demo_lake import layouts
 from discovery.lake import read_lake_table
-from discovery.config import Limits
 from discovery.store import Warehouse, load_snapshot
 from spark_jobs.refresh import refresh
 

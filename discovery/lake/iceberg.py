@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 
-import pyarrow as pa
 
 from .. import storage
 from ..config import Limits

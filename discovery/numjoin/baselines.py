@@ -26,7 +26,7 @@ from numba import njit
 from scipy.spatial import cKDTree
 
 from ..join.tally import required_matches
-from .metric import chord_pairwise, chord_rows, get_metric, max_norm, pair_chord, slack
+from .metric import chord_pairwise, chord_rows, get_metric, max_norm, pair_chord, raw_rows, slack
 from .mvptree import hf_pivots
 from .results import JoinableSet, NumericJoinResult, check_similarity, rank, resolve_unsure
 
@@ -59,7 +59,7 @@ class _Baseline:
     def __init__(self, sets, metric="euclidean"):
         self.metric = get_metric(metric)
         self.prepared = [self.metric.prepare(s) for s in sets]
-        self.raw = [np.asarray(s, dtype=np.float64).reshape(p.shape[0], -1) for s, p in zip(sets, self.prepared)]
+        self.raw = [raw_rows(s, p.shape[0]) for s, p in zip(sets, self.prepared)]
         self.max_norm = max_norm(*self.prepared)
 
     def search(self, query, tau, T=None, k=None, similarity="hit", exact_scores=False) -> NumericJoinResult:
@@ -80,7 +80,7 @@ class _Baseline:
         if nq:
             wit = self._run(qv, tau, c_lo, c_hi, s, hit, need, 0 if k is None else int(k), bool(exact_scores),
                             scores, exact, stats)
-        q_raw = np.asarray(query, dtype=np.float64).reshape(nq, -1)
+        q_raw = raw_rows(query, nq)
         keep_ids = exact != 2
         scores_view = np.where(keep_ids, scores, 0)
         res = _result(self.metric, self.raw, q_raw, tau, scores_view, np.where(keep_ids, exact, 1), wit, need, k,
@@ -152,8 +152,8 @@ def brute_force(sets, query, tau, metric="euclidean", T=None, k=None, similarity
             wit.append((sid, q, xi, ch[q, xi]))
     ids = rank(scores, need, k)
     out = []
-    raw = [np.asarray(s, dtype=np.float64).reshape(m.prepare(s).shape[0], -1) for s in sets]
-    q_raw = np.asarray(query, dtype=np.float64).reshape(nq, -1)
+    raw = [raw_rows(s, m.prepare(s).shape[0]) for s in sets]
+    q_raw = raw_rows(query, nq)
     for sid in ids:
         w = [r for r in wit if r[0] == sid]
         pairs = np.array([[q, x, float(m.to_units(c))] for _, q, x, c in w]).reshape(-1, 3)

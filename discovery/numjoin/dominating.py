@@ -139,12 +139,12 @@ def set_bounds(inv: InvertedIndex, groups: Groups, n_sets: int, cand_g, cand_c, 
     hv = np.concatenate(hv) if hv else np.zeros(0, np.int64)
     if hit:
         wkey = np.unique(ws * n_q + wq)
-        lower = np.bincount(wkey // n_q, weights=q_size[wkey % n_q], minlength=n_sets)
+        lower = np.bincount(wkey // n_q, weights=q_size[wkey % n_q], minlength=n_sets).astype(np.float64)
         hkey = hs * n_q + hq
         keep = ~np.isin(hkey, wkey)
         lower += np.bincount(hs[keep], weights=hv[keep], minlength=n_sets)
     else:
-        lower = np.bincount(ws, weights=q_size[wq] * gsize[wg], minlength=n_sets)
+        lower = np.bincount(ws, weights=q_size[wq] * gsize[wg], minlength=n_sets).astype(np.float64)
         whole = np.isin(hs * n_q + hq, ws * n_q + wq)   # a pair matched whole is counted once, above
         lower += np.bincount(hs[~whole], weights=hv[~whole], minlength=n_sets)
     return upper.round().astype(np.int64), lower.round().astype(np.int64)

@@ -27,7 +27,7 @@ import numpy as np
 
 from .dominating import InvertedIndex
 from .groups import Groups, build_groups, default_center_count, select_centers
-from .metric import Metric, get_metric, max_norm
+from .metric import Metric, get_metric, max_norm, raw_rows
 from .mvptree import MVPTree
 from .results import NumericJoinResult
 from .search import search
@@ -69,7 +69,8 @@ class NumericIndex:
             raise ValueError("a numeric index needs at least one value")
         dim = dims.pop()
         vectors = np.concatenate([p.reshape(-1, dim) for p in prepared])
-        raw = np.concatenate([np.asarray(s, dtype=np.float64).reshape(p.shape[0], -1) for s, p in zip(sets, prepared)])
+        raw = [raw_rows(s, p.shape[0]) for s, p in zip(sets, prepared)]
+        raw = np.concatenate([r for r in raw if r.shape[0]])
         set_ids = np.repeat(np.arange(len(sets)), [p.shape[0] for p in prepared])
         n_centers = default_center_count(vectors.shape[0]) if n_centers is None else int(n_centers)
         centers = select_centers(vectors, n_centers, seed)

@@ -187,6 +187,12 @@ def chord_pairwise(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sqrt(acc)
 
 
+def raw_rows(values, n: int) -> np.ndarray:
+    """Values as given, one row per value (for evidence), also when there are none."""
+    a = np.asarray(values, dtype=np.float64)
+    return a.reshape(n, -1) if n else a.reshape(0, a.shape[1] if a.ndim == 2 else 1)
+
+
 def max_norm(*arrays: np.ndarray) -> float:
     return max([float(np.sqrt(np.einsum("ij,ij->i", x, x).max())) for x in arrays if x.size] + [0.0])
 

@@ -32,7 +32,7 @@ from ..join.tally import required_matches
 from .dominating import greedy_order, posting_splits, set_bounds
 from .groups import build_groups
 from .lemmas import filter_key, match_key
-from .metric import chord_rows, max_norm, slack
+from .metric import chord_rows, max_norm, raw_rows, slack
 from .results import JoinableSet, NumericJoinResult, check_similarity, rank, resolve_unsure
 from .verify import ACCEPTED, COMPLETE, UNREAD, verify_sets
 
@@ -62,8 +62,12 @@ def search(ix, query_values, tau: float, T: float | None = None, k: int | None =
     if nq == 0 or ix.groups.n_groups == 0:
         stats["seconds"] = time.perf_counter() - t0
         return NumericJoinResult([], stats)
-    s = slack(ix.dim, max(ix.max_norm, max_norm(qv)))
-    tau_f, tau_m = c_hi + s, c_lo - s
+    norm = max(ix.max_norm, max_norm(qv))
+    s = slack(ix.dim, norm)
+    # tau beyond every distance (c_lo = inf): a finite stand-in larger than any sum of three chords keeps the
+    # lemmas' arithmetic finite
+    big = 8.0 * norm + 1.0
+    tau_f, tau_m = min(c_hi + s, big), min(c_lo - s, big)
     half = tau_m / 2.0
     centers = ix.centers
     qg = build_groups(qv, np.zeros(nq, dtype=np.int64), 1, centers)
@@ -111,7 +115,7 @@ def search(ix, query_values, tau: float, T: float | None = None, k: int | None =
         ids = rank({int(i): int(score[i]) for i in ids}, 0, None)
     else:
         ids = rank({int(i): int(score[i]) for i in np.flatnonzero(status == COMPLETE)}, need, int(k))
-    raw_q = np.asarray(query_values, dtype=np.float64).reshape(nq, -1)
+    raw_q = raw_rows(query_values, nq)
     sets = _evidence(ix, qg, raw_q, ids, score, status, (w_set, w_q, w_x, w_ch), stats)
     stats["seconds"] = time.perf_counter() - t0
     return NumericJoinResult(sets, stats)

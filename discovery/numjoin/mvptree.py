@@ -113,6 +113,13 @@ class MVPTree:
             out[i] = reach_in_order[self.start[i]:self.end[i]].max()
         return out
 
+    def lower_bounds(self, x_piv: np.ndarray, rows: int = 2048) -> np.ndarray:
+        """Lemma 1's bound ``max_p |d(x, p) - d(c, p)| <= d(x, c)`` for every row of ``x_piv`` and every center."""
+        out = np.empty((x_piv.shape[0], self.entry_piv.shape[0]))
+        for a in range(0, x_piv.shape[0], rows):
+            out[a:a + rows] = np.abs(x_piv[a:a + rows, None, :] - self.entry_piv[None, :, :]).max(axis=2)
+        return out
+
     def candidates(self, q_piv: np.ndarray, q_reach: np.ndarray, center_reach: np.ndarray,
                    node_reach: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(query group, center id) pairs Theorem 3 cannot prune.

@@ -2,8 +2,9 @@
 
 Per query:
 
-1. The query set is split into groups at the index's global centers (Definition 4); its centers' pivot distances
-   are the MVP-tree's stored entry distances, so no pivot distance is computed.
+1. The query set is split into groups at the index's global centers (Definition 4), each object to the nearest of a
+   few centers its pivot distances point to (:func:`_group_query`); the group centers' pivot distances are the
+   MVP-tree's stored entry distances.
 2. Theorem 3 on the MVP-tree gives (query group, center) candidates; the centers' distance ``d(g_q.C, c)`` is
    computed once per candidate and Lemma 3 with the largest radius at ``c`` drops the rest.
 3. PEXESO: the posting lists split every candidate center's groups in all sets at once (Lemmas 6-7), giving every
@@ -18,7 +19,8 @@ Top-k follows §II-B: a k-size buffer of exact scores whose smallest value is th
 k-th largest lower bound), answers ranked by score, ties by set id.  T and k can be combined (the k best among the
 sets reaching T); with neither, the call is refused.
 
-Distance computations are counted by kind: ``grouping`` (query objects to the global centers, BLAS), ``center``
+Distance computations are counted by kind: ``grouping`` (query objects to the pivots and to their few candidate
+centers), ``center``
 (between query group centers and candidate centers, and query objects to candidate centers), ``object`` (query
 object to lake object), ``evidence``.
 """
@@ -32,11 +34,13 @@ from ..join.tally import required_matches
 from .dominating import greedy_order, posting_splits, set_bounds
 from .groups import build_groups
 from .lemmas import filter_key, match_key
-from .metric import chord_rows, max_norm, raw_rows, slack
+from .metric import chord_pairwise, chord_rows, max_norm, raw_rows, slack
 from .results import JoinableSet, NumericJoinResult, check_similarity, rank, resolve_unsure
 from .verify import ACCEPTED, COMPLETE, UNREAD, verify_sets
 
 METHODS = ("pexeso", "pnodom")
+#: Centers (smallest pivot bounds first) a query object's own center is chosen among.
+ASSIGN_CANDIDATES = 8
 
 
 def search(ix, query_values, tau: float, T: float | None = None, k: int | None = None, similarity: str = "hit",
@@ -70,8 +74,7 @@ def search(ix, query_values, tau: float, T: float | None = None, k: int | None =
     tau_f, tau_m = min(c_hi + s, big), min(c_lo - s, big)
     half = tau_m / 2.0
     centers = ix.centers
-    qg = build_groups(qv, np.zeros(nq, dtype=np.int64), 1, centers)
-    stats["distances"]["grouping"] = nq * centers.shape[0]
+    qg, q_piv = _group_query(ix, qv, stats)
     q_size = qg.size
     q_half = np.array([np.searchsorted(qg.member_dist[a:b], half, side="right")
                        for a, b in zip(qg.start[:-1], qg.start[1:])], dtype=np.int64)
@@ -101,7 +104,7 @@ def search(ix, query_values, tau: float, T: float | None = None, k: int | None =
     out = verify_sets(order, ix.n_sets, need, 0 if k is None else int(k), thr0, bool(exact_scores), hit,
                       method == "pexeso", g.set_start, g.center, g.radius, g.start, g.member_dist, g.vectors,
                       qg.start, qg.center, qg.radius, qg.member_dist, qg.vectors, q_half, cand_start, cand_c, dgc,
-                      centers, tau_f, tau_m, c_lo, c_hi, half)
+                      centers, q_piv, ix.tree.entry_piv, tau_f, tau_m, c_lo, c_hi, half)
     status, score, w_set, w_q, w_x, w_ch, u_set, u_q, u_x, u_ch, n_center, n_object = out
     stats["distances"]["center"] += int(n_center)
     stats["distances"]["object"] += int(n_object)
@@ -119,6 +122,26 @@ def search(ix, query_values, tau: float, T: float | None = None, k: int | None =
     sets = _evidence(ix, qg, raw_q, ids, score, status, (w_set, w_q, w_x, w_ch), stats)
     stats["seconds"] = time.perf_counter() - t0
     return NumericJoinResult(sets, stats)
+
+
+def _group_query(ix, qv, stats):
+    """Groups of the query set (Definition 4) and its objects' pivot distances, in group member order.
+
+    Any assignment of objects to centers gives valid groups (:mod:`.groups`), so the query need not pay a distance to
+    every global center: its objects' distances to the MVP-tree's pivots (which every later Lemma 2 check reuses as a
+    free lower bound of ``d(q, c)``) bound the distance to every center from below, and each object joins the
+    nearest of the :data:`ASSIGN_CANDIDATES` centers with the smallest bounds.
+    """
+    nq = qv.shape[0]
+    q_piv = chord_pairwise(qv, ix.tree.pivots)
+    m = min(ASSIGN_CANDIDATES, ix.centers.shape[0])
+    lb = ix.tree.lower_bounds(q_piv)
+    near = np.argpartition(lb, m - 1, axis=1)[:, :m] if m < lb.shape[1] else np.tile(np.arange(m), (nq, 1))
+    d = chord_rows(np.repeat(qv, m, axis=0), ix.centers[near.reshape(-1)]).reshape(nq, m)
+    assignment = near[np.arange(nq), np.argmin(d, axis=1)]
+    stats["distances"]["grouping"] = int(q_piv.size + d.size)
+    qg = build_groups(qv, np.zeros(nq, dtype=np.int64), 1, ix.centers, assignment)
+    return qg, np.ascontiguousarray(q_piv[qg.member_row])
 
 
 def _evidence(ix, qg, raw_q, ids, score, status, wit, stats):

@@ -10,7 +10,8 @@ Sets are read in the order Algorithm 3 gave (:func:`.dominating.greedy_order`), 
    X is not joinable (Theorem 2).
 2. Object level (Algorithm 2 line 17), per query object ``q`` of ``g_q`` and each surviving group: the triangle
    through ``q``'s own center bounds ``d(q, c)`` without computing it (``|d(g_q.C, c) - d(q, g_q.C)|`` below,
-   the sum above), then Lemma 2 / Lemma 4 on ``d(q, c)``, then Lemma 1 on the group's sorted list
+   the sum above), and so do the MVP-tree's pivots (Lemma 1: ``max_p |d(q, p) - d(c, p)|`` below), then Lemma 2 /
+   Lemma 4 on ``d(q, c)``, then Lemma 1 on the group's sorted list
    (:func:`.lemmas.window`), and a distance only for the members left in the window.  f_hit stops a query object at
    its first match; f_all counts every match.  After each query object Theorem 2 is checked (the object's possible
    contribution replaced by its real one) and, for threshold search without exact scores, Theorem 1's accept.
@@ -63,7 +64,7 @@ def _kth(best, k):
 def verify_sets(order, n_sets, need, top_k, thr0, exact, hit, share,
                 set_start, gcenter, gradius, gstart, mdist, lake,
                 qstart, qcenter, qradius, qdist, query, qhalf,
-                cand_start, cand_center, cand_dgc, centers,
+                cand_start, cand_center, cand_dgc, centers, q_piv, c_piv,
                 tau_f, tau_m, c_lo, c_hi, half):
     n_q_groups = qstart.size - 1
     nq = query.shape[0]
@@ -204,6 +205,12 @@ def verify_sets(order, n_sets, need, top_k, thr0, exact, hit, share,
                     if dgc + qdist[q] + R <= tau_m:                             # Lemma 4, d(q, c) bounded above
                         s_end, w_end = b, b
                     else:
+                        c = cand_center[tk[t]]
+                        lb = 0.0
+                        for p in range(q_piv.shape[1]):
+                            lb = max(lb, abs(q_piv[q, p] - c_piv[c, p]))
+                        if R < filter_key(lb, 0.0, tau_f):                      # Lemma 2, pivot bound on d(q, c)
+                            continue
                         if share:
                             ci = qoff[q] + tk[t] - cand_start[gq]
                             dqc = cache[ci]

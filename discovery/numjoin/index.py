@@ -13,7 +13,8 @@ Delta tables by the refresh, one table per row kind:
 * ``groups``: one row per group: ``group_set``, ``group_center``, ``group_radius``, ``group_start`` (first member
   row; the member count is the next group's start minus it);
 * ``members``: one row per indexed object, sorted by (set, center, distance): ``member_row`` (its row in its set),
-  ``member_dist`` (its chord to the group center), ``vectors`` (prepared) and ``values`` (as given, for evidence);
+  ``member_dist`` (its chord to the group center), ``member_piv`` (its chords to the pivots, for Lemma 1),
+  ``vectors`` (prepared) and ``values`` (as given, for evidence);
 * ``pivots`` and the MVP-tree nodes (``node_*``), and the inverted index (``post_*``);
 * ``meta``: metric name, dimension, number of sets, seed: one row.
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from .dominating import InvertedIndex
 from .groups import Groups, build_groups, default_center_count, select_centers
-from .metric import Metric, get_metric, max_norm, raw_rows
+from .metric import Metric, chord_pairwise, get_metric, max_norm, raw_rows
 from .mvptree import MVPTree
 from .results import NumericJoinResult
 from .search import search
@@ -39,13 +40,14 @@ _POST_FIELDS = ("start", "group", "radius", "set_of")
 
 class NumericIndex:
     def __init__(self, metric: Metric, centers: np.ndarray, groups: Groups, tree: MVPTree,
-                 inverted: InvertedIndex, values: np.ndarray, seed: int = 0):
+                 inverted: InvertedIndex, values: np.ndarray, member_piv: np.ndarray, seed: int = 0):
         self.metric = metric
         self.centers = np.ascontiguousarray(centers, dtype=np.float64)
         self.groups = groups
         self.tree = tree
         self.inverted = inverted
         self.values = values
+        self.member_piv = np.ascontiguousarray(member_piv, dtype=np.float64)
         self.seed = seed
         self.center_reach = inverted.center_reach()
         self.node_reach = tree.node_reach(self.center_reach)
@@ -81,7 +83,8 @@ class NumericIndex:
         values = raw[offsets[member_set] + groups.member_row]
         tree = MVPTree.build(centers, n_pivots, fanout, leaf_size, seed)
         inverted = InvertedIndex.build(groups, centers.shape[0])
-        return cls(metric, centers, groups, tree, inverted, values, seed)
+        member_piv = chord_pairwise(groups.vectors, tree.pivots)
+        return cls(metric, centers, groups, tree, inverted, values, member_piv, seed)
 
     @property
     def n_sets(self) -> int:
@@ -105,7 +108,7 @@ class NumericIndex:
 
     # storage ---------------------------------------------------------------------------------------------------
     def to_arrays(self) -> dict[str, np.ndarray]:
-        out = {"centers": self.centers, "values": self.values,
+        out = {"centers": self.centers, "values": self.values, "member_piv": self.member_piv,
                "meta_metric": np.array(self.metric.name), "meta_seed": np.array(self.seed)}
         out.update({f"group_{f}": getattr(self.groups, f) for f in _GROUP_FIELDS})
         out.update({f"tree_{f}": getattr(self.tree, f) for f in _TREE_FIELDS})
@@ -118,7 +121,7 @@ class NumericIndex:
         tree = MVPTree(**{f: np.asarray(arrays[f"tree_{f}"]) for f in _TREE_FIELDS})
         inverted = InvertedIndex(**{f: np.asarray(arrays[f"post_{f}"]) for f in _POST_FIELDS})
         return cls(get_metric(str(arrays["meta_metric"])), np.asarray(arrays["centers"]), groups, tree, inverted,
-                   np.asarray(arrays["values"]), int(arrays["meta_seed"]))
+                   np.asarray(arrays["values"]), np.asarray(arrays["member_piv"]), int(arrays["meta_seed"]))
 
     @property
     def nbytes(self) -> int:

@@ -113,11 +113,14 @@ class MVPTree:
             out[i] = reach_in_order[self.start[i]:self.end[i]].max()
         return out
 
-    def lower_bounds(self, x_piv: np.ndarray, rows: int = 2048) -> np.ndarray:
+    def lower_bounds(self, x_piv: np.ndarray) -> np.ndarray:
         """Lemma 1's bound ``max_p |d(x, p) - d(c, p)| <= d(x, c)`` for every row of ``x_piv`` and every center."""
-        out = np.empty((x_piv.shape[0], self.entry_piv.shape[0]))
-        for a in range(0, x_piv.shape[0], rows):
-            out[a:a + rows] = np.abs(x_piv[a:a + rows, None, :] - self.entry_piv[None, :, :]).max(axis=2)
+        out = np.zeros((x_piv.shape[0], self.entry_piv.shape[0]))
+        tmp = np.empty_like(out)
+        for p in range(x_piv.shape[1]):       # one pass per pivot: no (rows, centers, P) temporary
+            np.subtract(x_piv[:, p, None], self.entry_piv[None, :, p], out=tmp)
+            np.abs(tmp, out=tmp)
+            np.maximum(out, tmp, out=out)
         return out
 
     def candidates(self, q_piv: np.ndarray, q_reach: np.ndarray, center_reach: np.ndarray,

@@ -104,7 +104,7 @@ def search(ix, query_values, tau: float, T: float | None = None, k: int | None =
     out = verify_sets(order, ix.n_sets, need, 0 if k is None else int(k), thr0, bool(exact_scores), hit,
                       method == "pexeso", g.set_start, g.center, g.radius, g.start, g.member_dist, g.vectors,
                       qg.start, qg.center, qg.radius, qg.member_dist, qg.vectors, q_half, cand_start, cand_c, dgc,
-                      centers, q_piv, ix.tree.entry_piv, tau_f, tau_m, c_lo, c_hi, half)
+                      centers, q_piv, ix.tree.entry_piv, ix.member_piv, tau_f, tau_m, c_lo, c_hi, half)
     status, score, w_set, w_q, w_x, w_ch, u_set, u_q, u_x, u_ch, n_center, n_object = out
     stats["distances"]["center"] += int(n_center)
     stats["distances"]["object"] += int(n_object)

@@ -12,7 +12,8 @@ Sets are read in the order Algorithm 3 gave (:func:`.dominating.greedy_order`), 
    through ``q``'s own center bounds ``d(q, c)`` without computing it (``|d(g_q.C, c) - d(q, g_q.C)|`` below,
    the sum above), and so do the MVP-tree's pivots (Lemma 1: ``max_p |d(q, p) - d(c, p)|`` below), then Lemma 2 /
    Lemma 4 on ``d(q, c)``, then Lemma 1 on the group's sorted list
-   (:func:`.lemmas.window`), and a distance only for the members left in the window.  f_hit stops a query object at
+   (:func:`.lemmas.window`), Lemma 1 again with the MVP-tree's pivots (each member's pivot distances are stored), and
+   a distance only for the members left.  f_hit stops a query object at
    its first match; f_all counts every match.  After each query object Theorem 2 is checked (the object's possible
    contribution replaced by its real one) and, for threshold search without exact scores, Theorem 1's accept.
 
@@ -64,7 +65,7 @@ def _kth(best, k):
 def verify_sets(order, n_sets, need, top_k, thr0, exact, hit, share,
                 set_start, gcenter, gradius, gstart, mdist, lake,
                 qstart, qcenter, qradius, qdist, query, qhalf,
-                cand_start, cand_center, cand_dgc, centers, q_piv, c_piv,
+                cand_start, cand_center, cand_dgc, centers, q_piv, c_piv, m_piv,
                 tau_f, tau_m, c_lo, c_hi, half):
     n_q_groups = qstart.size - 1
     nq = query.shape[0]
@@ -238,6 +239,11 @@ def verify_sets(order, n_sets, need, top_k, thr0, exact, hit, share,
                             break
                         cnt += s_end - a
                     for x in range(s_end, w_end):
+                        lb = 0.0
+                        for p in range(q_piv.shape[1]):
+                            lb = max(lb, abs(q_piv[q, p] - m_piv[x, p]))
+                        if lb > tau_f:                                          # Lemma 1 on the pivots
+                            continue
                         ch = pair_chord(lake, x, query, q)
                         n_object_d += 1
                         if ch <= c_lo:

@@ -139,9 +139,10 @@ def real(args) -> dict | None:
     if root is None:
         return None
     import pandas as pd
+    trail = os.path.join(root, "presidential-campaign-trail")
     frames = {
-        "clinton": pd.read_csv(os.path.join(root, "presidential-campaign-trail", "clinton.csv"))[["lat", "lng", "state"]],
-        "trump": pd.read_csv(os.path.join(root, "presidential-campaign-trail", "trump.csv"))[["lat", "lng", "state"]],
+        "clinton": pd.read_csv(os.path.join(trail, "clinton.csv"))[["lat", "lng", "state"]],
+        "trump": pd.read_csv(os.path.join(trail, "trump.csv"))[["lat", "lng", "state"]],
         "police": pd.read_csv(os.path.join(root, "police-killings", "police_killings.csv"), encoding="latin-1")[
             ["latitude", "longitude", "state"]].rename(columns={"latitude": "lat", "longitude": "lng"}),
     }

@@ -34,13 +34,13 @@ from .results import JoinableSet, NumericJoinResult, check_similarity, rank, res
 KD_CHUNK = 256
 
 
-def _result(metric, sets_raw, q_raw, tau, scores, exact, wit, need, k, stats):
+def _result(metric, sets_raw, q_raw, scores, exact, wit, need, k, stats):
     """Assemble results from per-set scores and witness arrays (set, query row, set row, chord)."""
     w_set, w_q, w_x, w_ch = wit
     if k is None:
-        ids = rank({s: scores[s] for s in range(len(scores)) if scores[s] >= need or exact[s] == 0}, need, None)
+        ids = rank({s: int(scores[s]) for s in range(len(scores))}, need, None)
     else:
-        ids = rank({s: scores[s] for s in range(len(scores)) if exact[s] == 1}, need, k)
+        ids = rank({s: int(scores[s]) for s in range(len(scores)) if exact[s] == 1}, need, k)
     order = np.lexsort((w_q, w_set))
     w_set, w_q, w_x, w_ch = w_set[order], w_q[order], w_x[order], w_ch[order]
     out = []
@@ -75,16 +75,14 @@ class _Baseline:
         stats = {"method": self.name, "query_size": nq, "need": need, "distances": {"object": 0, "pivot": 0}}
         n = len(self.prepared)
         scores = np.zeros(n, dtype=np.int64)
-        exact = np.zeros(n, dtype=np.int8)      # 0 accepted early, 1 complete, 2 rejected / unread
+        exact = np.full(n, 2, dtype=np.int8)    # 0 accepted early (score a lower bound), 1 complete, 2 rejected
         wit = [np.zeros(0, np.int64)] * 3 + [np.zeros(0)]
         if nq:
             wit = self._run(qv, tau, c_lo, c_hi, s, hit, need, 0 if k is None else int(k), bool(exact_scores),
                             scores, exact, stats)
-        q_raw = raw_rows(query, nq)
-        keep_ids = exact != 2
-        scores_view = np.where(keep_ids, scores, 0)
-        res = _result(self.metric, self.raw, q_raw, tau, scores_view, np.where(keep_ids, exact, 1), wit, need, k,
-                      stats)
+        rejected = exact == 2
+        res = _result(self.metric, self.raw, raw_rows(query, nq), np.where(rejected, 0, scores),
+                      np.where(rejected, 1, exact), wit, need, k, stats)
         stats["seconds"] = time.perf_counter() - t0
         return res
 

@@ -154,7 +154,8 @@ class MVPTree:
             g, node = g[~leaf], node[~leaf]
             counts = self.child_end[node] - self.child_start[node]
             g = np.repeat(g, counts)
-            node = np.repeat(self.child_start[node] - np.r_[0, np.cumsum(counts)[:-1]], counts) + np.arange(counts.sum())
+            first = self.child_start[node] - np.r_[0, np.cumsum(counts)[:-1]]
+            node = np.repeat(first, counts) + np.arange(counts.sum())
         if not out_g:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         cg, cc = np.concatenate(out_g), np.concatenate(out_c)

@@ -7,7 +7,8 @@ Run: ``python benchmarks/numjoin.py [--vectors 300000] [--sets 300] [--dim 20] [
 SYN (§V-A): cluster centers uniform in the unit cube, objects normal around them (``sigma`` per axis); a set draws its
 objects from one to three clusters, its size uniform in ``[0.5, 1.5]`` times the mean.  Queries are sets of the lake
 (the paper's "randomly selected sets as queries").  tau is a fraction of the maximum distance ``sqrt(dim)``, T a
-fraction of |Q| (f_hit, §V-A defaults 6% and 60%).  The tau sweep runs at T = 60%, the T sweep at tau = 6%.
+fraction of |Q| (f_hit, §V-A defaults 6% and 60%).  The tau sweep runs at T = 60%, the T sweep at tau = 6%, and
+top-k (``--top-k``, §II-B: the k-size buffer) at tau = 6%.
 
 Per setting every method answers every query; ``speedup_vs_<m>`` is m's time over PEXESO's (the same queries, the same
 run, process CPU time, which is the stable measure on a shared machine), and ``distances`` the distance computations
@@ -55,7 +56,7 @@ def _cpu() -> float:
     return time.process_time()
 
 
-def run_setting(runners: dict, queries, tau: float, T: float) -> dict:
+def run_setting(runners: dict, queries, tau: float, T: float | None, k: int | None = None) -> dict:
     per = {}
     answers = {}
     for name, fn in runners.items():
@@ -63,15 +64,16 @@ def run_setting(runners: dict, queries, tau: float, T: float) -> dict:
         dist = 0
         ids = []
         for q in queries:
-            r = fn(q, tau, T)
+            r = fn(q, tau, T, k)
             dist += sum(r.stats["distances"].values())
-            ids.append(sorted(r.set_ids.tolist()))
+            # threshold search: the set of ids (scores may be lower bounds); top-k: ids in order and exact scores
+            ids.append(sorted(r.set_ids.tolist()) if k is None else [(s.set_id, s.score) for s in r.sets])
         per[name] = {"cpu_s": (_cpu() - c0) / len(queries), "distances": dist / len(queries)}
         answers[name] = ids
     for name in runners:
         if answers[name] != answers["pexeso"]:
-            raise AssertionError(f"{name} disagrees with pexeso at tau={tau}, T={T}")
-    row = {"tau": tau, "T": T, "results": float(np.mean([len(a) for a in answers["pexeso"]]))}
+            raise AssertionError(f"{name} disagrees with pexeso at tau={tau}, T={T}, k={k}")
+    row = {"tau": tau, "T": T, "k": k, "results": float(np.mean([len(a) for a in answers["pexeso"]]))}
     for name in runners:
         row[f"{name}_ms"] = 1000 * per[name]["cpu_s"]
         row[f"{name}_dist"] = per[name]["distances"]
@@ -97,17 +99,18 @@ def syn(args) -> dict:
     print(f"SYN: {n} vectors, {len(sets)} sets, dim {args.dim}; {ix.centers.shape[0]} centers, "
           f"{ix.groups.n_groups} groups; build CPU s {build}", flush=True)
     runners = {
-        "pexeso": lambda q, tau, T: ix.search(q, tau, T=T),
-        "pnodom": lambda q, tau, T: ix.search(q, tau, T=T, method="pnodom"),
-        "pivot-table": lambda q, tau, T: base["pivot-table"].search(q, tau, T=T),
-        "kdtree": lambda q, tau, T: base["kdtree"].search(q, tau, T=T),
+        "pexeso": lambda q, tau, T, k: ix.search(q, tau, T=T, k=k),
+        "pnodom": lambda q, tau, T, k: ix.search(q, tau, T=T, k=k, method="pnodom"),
+        "pivot-table": lambda q, tau, T, k: base["pivot-table"].search(q, tau, T=T, k=k),
+        "kdtree": lambda q, tau, T, k: base["kdtree"].search(q, tau, T=T, k=k),
     }
     rng = np.random.default_rng(args.seed + 1)
     queries = [sets[i] for i in rng.choice(len(sets), args.queries, replace=False)]
     max_d = float(np.sqrt(args.dim))
     warm = queries[0][:5]
     for fn in runners.values():
-        fn(warm, 0.06 * max_d, 0.6)
+        fn(warm, 0.06 * max_d, 0.6, None)
+        fn(warm, 0.06 * max_d, None, 3)
     # exactness against brute force on the default setting
     brute = BASELINES["brute"](sets, "euclidean")
     for q in queries[: args.brute_queries]:
@@ -115,14 +118,17 @@ def syn(args) -> dict:
         got = sorted(ix.search(q, 0.06 * max_d, T=0.6).set_ids.tolist())
         if want != got:
             raise AssertionError("pexeso disagrees with brute force on SYN")
-    rows = {"tau_sweep": [], "T_sweep": []}
+    rows = {"tau_sweep": [], "T_sweep": [], "top_k": []}
     for frac in args.tau_sweep:
         rows["tau_sweep"].append(run_setting(runners, queries, frac * max_d, 0.6) | {"tau_pct": 100 * frac})
         print(f"  tau {100 * frac:.0f}% done", flush=True)
     for T in args.T_sweep:
         rows["T_sweep"].append(run_setting(runners, queries, 0.06 * max_d, T) | {"tau_pct": 6.0})
         print(f"  T {100 * T:.0f}% done", flush=True)
-    cols = ["tau_pct", "T", "results", "pexeso_ms", "pexeso_dist"] + \
+    for k in args.top_k:
+        rows["top_k"].append(run_setting(runners, queries, 0.06 * max_d, None, k) | {"tau_pct": 6.0})
+        print(f"  top-{k} done", flush=True)
+    cols = ["tau_pct", "T", "k", "results", "pexeso_ms", "pexeso_dist"] + \
         [f"speedup_vs_{m}" for m in METHODS[1:]] + [f"dist_ratio_{m}" for m in METHODS[1:]]
     for key in rows:
         print(f"\nSYN {key} (per query; speed-up = method CPU time / PEXESO's; dist_ratio = method distances / "
@@ -191,6 +197,7 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tau-sweep", type=float, nargs="+", default=[0.02, 0.04, 0.06, 0.08, 0.10])
     p.add_argument("--T-sweep", type=float, nargs="+", default=[0.2, 0.4, 0.6, 0.8])
+    p.add_argument("--top-k", type=int, nargs="*", default=[10])
     p.add_argument("--real-only", action="store_true")
     args = p.parse_args(argv)
     out = {"real": real(args)}

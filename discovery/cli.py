@@ -262,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_batch)
 
-    d = sub.add_parser("demo-lake", help="write the deterministic sample lake with its ground truth")
+    d = sub.add_parser("demo-lake", help="write the sample lake (files and lakehouse tables) with its ground truth")
     d.add_argument("dir")
     d.add_argument("--seed", type=int, default=7)
     d.add_argument("--json", action="store_true")
@@ -318,8 +318,27 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: What ``lakescout`` alone prints after the command list: the first two commands a newcomer runs.
+EXAMPLE = ("example:  lakescout demo-lake sample_lake && lakescout refresh --lake sample_lake --warehouse warehouse "
+           "&& lakescout union --warehouse warehouse --query finance/registers/firms.tsv")
+
+
+def overview(parser: argparse.ArgumentParser) -> str:
+    """The commands with their one-line help, and :data:`EXAMPLE`: what ``lakescout`` with no command prints."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    width = max(len(c.dest) for c in sub._choices_actions)
+    lines = [f"{parser.description}", "", "commands:"]
+    lines += [f"  {c.dest.ljust(width)}  {c.help}" for c in sub._choices_actions]
+    lines += ["", EXAMPLE, "lakescout COMMAND -h shows a command's options."]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        print(overview(parser))
+        return 0
+    args = parser.parse_args(argv)
     try:
         return args.func(args)
     except (UsageError, QueryError, WarehouseError, FileNotFoundError, ValueError) as exc:

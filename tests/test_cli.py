@@ -93,3 +93,11 @@ def test_batch_command_records_results(indexed_lake, tmp_path):
     spec.write_text(json.dumps({"queries": [{"kind": "union", "query": "missing.csv"}]}))
     bad = _cli("batch", "--warehouse", wh, "--spec", str(spec))
     assert bad.returncode == 2 and "query 0" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_no_command_prints_the_commands_and_an_example():
+    proc = _cli()
+    assert proc.returncode == 0 and proc.stderr == ""
+    for command in ("refresh", "status", "batch", "demo-lake", "union", "join", "nary"):
+        assert re.search(rf"^  {command} +\S", proc.stdout, re.MULTILINE), command
+    assert "example:  lakescout demo-lake" in proc.stdout

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .csr import expand_ranges, offsets_from_counts
+from .arrays import StoredRows
+from .csr import expand_spans, offsets_from_counts
 from .matching import unit_rows
 from .quantised import encode, fit_steps, table_upper_bounds
 from .results import Alignment, SearchStats, UnionResult, UnionSearch
@@ -48,7 +49,8 @@ class CompactIndex:
     """Column vectors of one snapshot as int8 codes and float32 vectors (both may be memory-mapped), for exact union.
 
     Columns are stored grouped by table (tables by ascending id, as the ``UnionIndex`` stores them): table t owns
-    rows ``col_offsets[t]:col_offsets[t + 1]`` of ``vectors`` (unit float32 rows), ``codes`` (int8) and ``ordinals``.
+    rows ``col_offsets[t]:col_offsets[t + 1]`` of ``vectors`` (unit float32 rows, in memory or a
+    :class:`~discovery.union.arrays.StoredRows` file), ``codes`` (int8) and ``ordinals``.
     ``steps`` and ``error`` are the per-dimension quantisation step and measured rounding error (:mod:`.quantised`).
     """
 
@@ -115,7 +117,8 @@ class CompactIndex:
     def _exact(self, query: np.ndarray, k: int, tau: float, exclude: int) -> UnionSearch:
         if self._col_table is None:
             self._col_table = np.repeat(np.arange(len(self.table_ids), dtype=np.int32), np.diff(self.col_offsets))
-        found = exhaustive_scores(query, self.vectors, self._col_table, self.col_offsets, tau)
+        vectors = self.vectors.whole() if isinstance(self.vectors, StoredRows) else self.vectors
+        found = exhaustive_scores(query, vectors, self._col_table, self.col_offsets, tau)
         scored = _Scored(np.arange(len(self.table_ids)), found, self.col_offsets)
         results, kept = self._ranked([scored], k, exclude)
         stats = SearchStats("exact", len(self.table_ids) - (exclude >= 0), kept, kept, found.solved)
@@ -147,9 +150,14 @@ class CompactIndex:
 
     def _score(self, query: np.ndarray, tix: np.ndarray, tau: float) -> _Scored:
         """Exact scores of the tables ``tix``, from their float32 columns gathered into one block."""
-        rows, owner = expand_ranges(self.col_offsets, tix)
-        offsets = np.searchsorted(owner, np.arange(len(tix) + 1)).astype(np.int64)
-        found = exhaustive_scores(query, np.asarray(self.vectors[rows]), owner, offsets, tau)
+        starts, counts = self.col_offsets[tix], np.diff(self.col_offsets)[tix]
+        if isinstance(self.vectors, StoredRows):
+            columns = self.vectors.take(starts, counts)
+        else:
+            columns = self.vectors[expand_spans(starts, counts)[0]]
+        owner = np.repeat(np.arange(len(tix)), counts)
+        offsets = offsets_from_counts(counts)
+        found = exhaustive_scores(query, columns, owner, offsets, tau)
         return _Scored(tix, found, offsets)
 
     def _ranked(self, batches: list[_Scored], k: int, exclude: int) -> tuple[list[UnionResult], int]:

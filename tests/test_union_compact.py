@@ -9,12 +9,18 @@ import shutil
 import numpy as np
 import pytest
 
-from discovery.union import UnionIndex
+from discovery.union import UnionIndex, compact
 from discovery.union.compact import CompactIndex
 from discovery.union.matching import pair_similarities, unit_rows
 from discovery.union.quantised import encode, fit_steps, table_upper_bounds
 from discovery.union.scoring import exhaustive_scores
 from discovery.union.synthetic import build_index_inputs, draw_tables, generate_lake, lake_model
+
+
+@pytest.fixture(autouse=True)
+def bound_pass_on_small_lakes(monkeypatch):
+    """The bound pass on every lake, however small (served lakes below the threshold are scored exhaustively)."""
+    monkeypatch.setattr(compact, "BOUND_PASS_MIN_COLUMNS", 0)
 
 
 def _lake(seed: int, dim: int = 24, tables: int = 300, duplicates: int = 40):
@@ -176,3 +182,30 @@ def _query(ls, query) -> tuple[np.ndarray, int | None, list[str]]:
 
     q = resolve_query(ls.snapshot, query)
     return embed_query(ls.snapshot, q).column_vectors, q.table_id, q.names
+
+
+def test_arrays_of_a_warehouse_on_s3_are_uploaded_then_downloaded_once(s3_server, tmp_path, monkeypatch):
+    """write_arrays uploads a remote warehouse's arrays (``meta.json`` last); open_arrays downloads them once into
+    the local cache keyed by warehouse and snapshot versions, maps the copy, and answers as the in-memory index."""
+    from types import SimpleNamespace
+
+    from discovery.union import arrays
+
+    _, vectors, owner, ordinal = _lake(1, tables=60, duplicates=5)
+    built = CompactIndex.build(vectors, owner, ordinal)
+    local = {name: getattr(built, name) for name in arrays.FILES}
+    monkeypatch.setattr(arrays, "build_arrays", lambda wh, versions, folder: arrays.save_arrays(folder, local, {}))
+    monkeypatch.setenv("LAKESCOUT_ARRAY_CACHE", str(tmp_path / "cache"))
+    warehouse = SimpleNamespace(root=s3_server.create_bucket("arrays") + "/warehouse")
+    versions = {"column_vectors": 3, "centroid_partitions": 2}
+    assert arrays.open_arrays(warehouse, versions) is None  # nothing written yet: the caller builds from Delta
+    target = arrays.write_arrays(warehouse, versions)
+    assert target.endswith(arrays.arrays_name(versions))
+    opened = arrays.open_arrays(warehouse, versions)
+    assert isinstance(opened["codes"], np.memmap) and opened["codes"].filename.startswith(str(tmp_path / "cache"))
+    s3_server.requests(reset=True)
+    again = CompactIndex(**arrays.open_arrays(warehouse, versions))
+    assert not s3_server.requests().get("GET")  # served from the local copy
+    query = vectors[owner == 3]
+    for method in ("pgtus++", "exact"):
+        assert again.search(query, 5, method, tau=0.5).results == built.search(query, 5, "exact", tau=0.5).results

@@ -5,7 +5,8 @@ included) from :class:`CompactIndex`, whose arrays (:mod:`.arrays`) are memory-m
 codes (a quarter of the float32 vectors) and, of the float32 vectors, only the columns of the tables it scores.
 
 * ``exact`` scores every table from the float32 vectors (``scoring.exhaustive_scores``), the baseline.
-* ``pgtus`` / ``pgtus++`` run the bound pass over the codes (:mod:`.quantised`): an upper bound of every table's
+* ``pgtus`` / ``pgtus++`` run the bound pass over the codes (:mod:`.quantised`; on lakes of fewer than
+  :data:`BOUND_PASS_MIN_COLUMNS` columns they score every table as ``exact`` does): an upper bound of every table's
   Definition 5 score, whatever its columns' similarities.  Tables are then scored exactly from their float32
   vectors in descending bound order, in batches of doubling size, until the next bound is below theta, the k-th
   best exact score so far: a table whose bound is below theta scores below theta, so it cannot enter the top-k nor
@@ -32,8 +33,14 @@ from .scoring import ExhaustiveScores, exhaustive_scores
 
 #: methods the compact index answers; each returns exact's top-k (see the module docstring).
 COMPACT_METHODS = ("exact", "pgtus", "pgtus++")
-#: tables in the first batch scored exactly: at least this many and 4k (the k-th score it finds sets theta).
+#: tables in the first batch scored exactly: at least this many and 4k (the k-th score it finds sets theta).  A table
+#: costs microseconds to score, the bound pass a tenth of a second at 750k columns; on the generated 100k-table lake
+#: (benchmarks/union_scale.py) every query stopped after this first batch.
 FIRST_BATCH = 64
+#: lakes with fewer columns are scored exhaustively by every method: there ``exact``'s float32 pass takes a few
+#: milliseconds (8 ms on UGEN-V1's 9,918 columns), less than loading the compiled bound pass costs a cold process
+#: (about 1.3 s: numba's import and its cached kernel).
+BOUND_PASS_MIN_COLUMNS = 50_000
 
 
 @dataclass(frozen=True)
@@ -110,18 +117,19 @@ class CompactIndex:
             pos = int(np.searchsorted(self.table_ids, exclude_table_id))
             if pos < len(self.table_ids) and self.table_ids[pos] == exclude_table_id:
                 exclude = pos
-        if method == "exact":
-            return self._exact(query, k, tau, exclude)
+        if method == "exact" or len(self.codes) < BOUND_PASS_MIN_COLUMNS:
+            return self._exact(query, k, tau, exclude, method)
         return self._bounded(query, k, tau, exclude, method)
 
-    def _exact(self, query: np.ndarray, k: int, tau: float, exclude: int) -> UnionSearch:
+    def _exact(self, query: np.ndarray, k: int, tau: float, exclude: int, method: str) -> UnionSearch:
         if self._col_table is None:
             self._col_table = np.repeat(np.arange(len(self.table_ids), dtype=np.int32), np.diff(self.col_offsets))
         vectors = self.vectors.whole() if isinstance(self.vectors, StoredRows) else self.vectors
         found = exhaustive_scores(query, vectors, self._col_table, self.col_offsets, tau)
         scored = _Scored(np.arange(len(self.table_ids)), found, self.col_offsets)
         results, kept = self._ranked([scored], k, exclude)
-        stats = SearchStats("exact", len(self.table_ids) - (exclude >= 0), kept, kept, found.solved)
+        stats = SearchStats(method, len(self.table_ids) - (exclude >= 0), kept, kept, found.solved,
+                            exhaustive=method != "exact")
         return UnionSearch(results, stats, "unionability")
 
     def _bounded(self, query: np.ndarray, k: int, tau: float, exclude: int, method: str) -> UnionSearch:

@@ -21,11 +21,12 @@ The bound.  For a query column q (unit float32) and any lake column x,
     <q, x> = <q, x~> + <q, x - x~>,   |<q, x - x~>| <= sum_j |q_j| |x_j - x~_j| <= sum_j |q_j| e_j =: E(q),
 
 one number per query column (Hoelder with the per-dimension maxima; a per-vector residual norm ||q|| ||x - x~|| is
-sometimes tighter but costs bytes per vector).  The pass computes <q, x~> as sum_j (q_j s_j) c_j in float32 in any
-summation order (``fastmath`` reassociation and contraction let the compiler vectorise it); each product q_j s_j is rounded once and the sum of
-d terms accumulates at most d * eps * sum_j |q_j s_j c_j| <= d * eps * ||q|| ||x~|| of error, and the similarity the
-exact scoring uses is the float64 product rounded to float32 (``matching``): all of these together are below
-:func:`~discovery.union.matching.float32_product_error`, which is added as well.  So with
+sometimes tighter but costs bytes per vector).  The pass computes <q, x~> as sum_j (q_j s_j) c_j in float32, in any
+summation order (``fastmath`` reassociation and contraction let the compiler vectorise it): each product q_j s_j is
+rounded once, the sum of d terms accumulates at most d * eps * sum_j |q_j s_j c_j| <= d * eps * ||q|| ||x~|| of
+error whatever the order, and the similarity the exact scoring uses is the float64 product rounded to float32
+(``matching``).  For unit vectors (||x~|| <= 1 + ||e||) all of these together are below
+:func:`~discovery.union.matching.float32_product_error` (2 d eps + 1e-6), which is added.  So with
 
     ub(q, x) = <q, x~>_float32 + E(q) + float32_product_error(d),
 
@@ -37,14 +38,12 @@ table's score is at most the sum of the t_hi largest per-column maxima of the ad
 relaxation) and at most the sum of the t_hi largest per-query-column maxima (its query relaxation); the bound pass
 returns the smaller, plus :data:`~discovery.union.bounds.SUM_SLACK`, and 0 for a table without an admissible ub.
 
-Why compiled.  numpy has no int8 product: converting blocks of codes to float32 and calling BLAS took 0.22 s on the
-shape above, more than twice the compiled loop, and the per-table reductions would need the (q, n) bound matrix as an
-intermediate; the loop reduces each table as it goes and writes one number per table.
+The pass itself is compiled (:mod:`.boundpass`, which says why) and imported on first use: importing numba costs
+about 0.4 s of a cold query, which lakes small enough to be scored exhaustively never need (:mod:`.compact`).
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .bounds import SUM_SLACK
 from .matching import float32_product_error
@@ -92,49 +91,16 @@ def table_upper_bounds(query: np.ndarray, codes: np.ndarray, steps: np.ndarray, 
     tau32 = np.float32(tau)
     if tau32 > tau:  # compare with a float32 threshold no larger than tau, whatever precision the caller compares in
         tau32 = np.nextafter(tau32, np.float32(-np.inf))
-    _bound_tables(scaled, query_slack(query, error), codes, np.asarray(col_offsets, dtype=np.int64), tau32,
-                  SUM_SLACK, out)
+    from .boundpass import bound_tables
+
+    bound_tables(scaled, query_slack(query, error), _read_only(codes, np.int8), _read_only(col_offsets, np.int64),
+                 tau32, SUM_SLACK, out)
     return out
 
 
-@njit(cache=True)
-def _top_sum(values: np.ndarray, count: int, take: int) -> float:
-    """Sum of the ``take`` largest of ``values[:count]``."""
-    if take >= count:
-        return float(np.sum(values[:count].astype(np.float64)))
-    ranked = np.sort(values[:count])
-    return float(np.sum(ranked[count - take:].astype(np.float64)))
-
-
-@njit(cache=True, fastmath={"reassoc", "contract"})
-def _bound_tables(scaled, slack, codes, col_offsets, tau, sum_slack, out):
-    """The bound pass (see the module docstring): one pass over the codes, one bound per table into ``out``."""
-    q, d = scaled.shape
-    best_q = np.empty(q, dtype=np.float32)
-    col_best = np.empty(int(np.max(np.diff(col_offsets))) if len(col_offsets) > 1 else 0, dtype=np.float32)
-    for t in range(len(col_offsets) - 1):
-        best_q[:] = -np.inf
-        cols = 0
-        for i in range(col_offsets[t], col_offsets[t + 1]):
-            row = codes[i]
-            top = -np.inf
-            for a in range(q):
-                acc = np.float32(0.0)
-                for j in range(d):
-                    acc += scaled[a, j] * np.float32(row[j])
-                ub = acc + slack[a]
-                if ub >= tau:
-                    top = max(top, ub)
-                    best_q[a] = max(best_q[a], ub)
-            if top >= tau:
-                col_best[cols] = top
-                cols += 1
-        if cols == 0:
-            continue
-        rows = 0
-        for a in range(q):
-            if best_q[a] >= tau:
-                best_q[rows] = best_q[a]
-                rows += 1
-        t_hi = min(rows, cols)
-        out[t] = min(_top_sum(col_best, cols, t_hi), _top_sum(best_q, rows, t_hi)) + sum_slack
+def _read_only(array: np.ndarray, dtype) -> np.ndarray:
+    """A read-only C-contiguous view (a copy only if needed): numba compiles one kernel per array type, and mapped
+    arrays are read-only, so in-memory ones are passed the same way and share the compiled (and warmed-up) kernel."""
+    view = np.ascontiguousarray(array, dtype=dtype).view()
+    view.flags.writeable = False
+    return view

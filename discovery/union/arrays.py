@@ -4,10 +4,10 @@ The refresh writes them when it publishes a snapshot (:func:`write_arrays`, befo
 snapshot finds them) into ``<warehouse>/query_arrays/union-v<FORMAT>-cv<a>-cp<b>/``, where a and b are the Delta
 versions of ``column_vectors`` and ``centroid_partitions`` the snapshot pins: everything in the files follows from
 those two versions, so snapshots that pin the same ones share a folder and a folder never goes stale.  A query
-process maps them (``np.load(mmap_mode="r")``, :func:`open_arrays`), except the float32 vectors, whose rows it reads
-with positioned reads for the tables it scores (:class:`StoredRows`): a cold process reads only what a query
-touches, and processes serving the same warehouse share the files through the page cache instead of each building
-its index from Delta.
+process maps them (``np.load(mmap_mode="r")``, :func:`open_arrays`), except the float32 vectors and the ordinals,
+whose rows it reads with positioned reads for the tables it scores or returns (:class:`StoredRows`): a cold process
+reads only what a query touches, and processes serving the same warehouse share the files through the page cache
+instead of each building its index from Delta.
 
 Files (columns grouped by table, tables by ascending id, a table's columns in the order of its Algorithm 1
 partitions, as ``UnionIndex`` stores them, so matchings see the columns in the same order): ``table_ids`` int64 (T,),
@@ -45,6 +45,8 @@ from .quantised import encode, fit_steps
 FORMAT = 1
 ARRAYS_DIR = "query_arrays"
 FILES = ("table_ids", "col_offsets", "ordinals", "vectors", "codes", "steps", "error")
+#: arrays a query reads only the rows of the tables it scores (vectors) or returns (ordinals): positioned reads.
+_READ = ("vectors", "ordinals")
 _BATCH = 65536
 
 
@@ -164,11 +166,12 @@ def _publish_folder(tmp: str, path: str) -> None:
 
 
 def load_arrays(folder: str) -> dict:
-    """The arrays of a complete folder: ``vectors`` as :class:`StoredRows`, the others memory-mapped."""
-    out: dict = {"vectors": StoredRows(os.path.join(folder, "vectors.npy"))}
+    """The arrays of a complete folder: ``vectors`` and ``ordinals`` as :class:`StoredRows`, the others
+    memory-mapped."""
+    out: dict = {name: StoredRows(os.path.join(folder, f"{name}.npy")) for name in _READ}
     for name in FILES:
         path = os.path.join(folder, f"{name}.npy")
-        if name == "vectors":
+        if name in _READ:
             continue
         try:
             out[name] = np.load(path, mmap_mode="r", allow_pickle=False)
@@ -178,7 +181,7 @@ def load_arrays(folder: str) -> dict:
 
 
 class StoredRows:
-    """The rows of a 2-d ``.npy`` file, read on demand with positioned reads (bounded queries) or mapped whole
+    """The rows of a ``.npy`` file, read on demand with positioned reads (bounded queries) or mapped whole
     (``exact``).
 
     Why not a mapping for the scattered reads.  The page cache holds a file that was written or read recently in large
@@ -194,8 +197,8 @@ class StoredRows:
         read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                        else np.lib.format.read_array_header_2_0)
         shape, fortran, self.dtype = read_header(self._file)
-        if fortran or len(shape) != 2:
-            raise ValueError(f"{path}: expected a 2-d C-ordered array")
+        if fortran or not shape:
+            raise ValueError(f"{path}: expected a C-ordered array of rows")
         self.shape = shape
         self._offset = self._file.tell()
         self._mapped: np.ndarray | None = None
@@ -206,8 +209,8 @@ class StoredRows:
 
     def take(self, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """Rows ``starts[i]:starts[i] + counts[i]`` of every span, concatenated, one read per span."""
-        out = np.empty((int(np.sum(counts)), self.shape[1]), dtype=self.dtype)
-        row = out.strides[0]
+        out = np.empty((int(np.sum(counts)), *self.shape[1:]), dtype=self.dtype)
+        row = out.itemsize * int(np.prod(self.shape[1:]))
         view = memoryview(out).cast("B")
         at = 0
         for start, count in zip(np.asarray(starts).tolist(), np.asarray(counts).tolist()):

@@ -56,8 +56,8 @@ class CompactIndex:
     """Column vectors of one snapshot as int8 codes and float32 vectors (both may be memory-mapped), for exact union.
 
     Columns are stored grouped by table (tables by ascending id, as the ``UnionIndex`` stores them): table t owns
-    rows ``col_offsets[t]:col_offsets[t + 1]`` of ``vectors`` (unit float32 rows, in memory or a
-    :class:`~discovery.union.arrays.StoredRows` file), ``codes`` (int8) and ``ordinals``.
+    rows ``col_offsets[t]:col_offsets[t + 1]`` of ``vectors`` (unit float32 rows), ``codes`` (int8) and ``ordinals``
+    (``vectors`` and ``ordinals`` in memory or as :class:`~discovery.union.arrays.StoredRows` files).
     ``steps`` and ``error`` are the per-dimension quantisation step and measured rounding error (:mod:`.quantised`).
     """
 
@@ -185,5 +185,9 @@ class CompactIndex:
         return results, int(keep.sum())
 
     def _alignment(self, t: int, pairs: Alignment) -> Alignment:
-        ords = self.ordinals[self.col_offsets[t]:self.col_offsets[t + 1]]
+        start, stop = int(self.col_offsets[t]), int(self.col_offsets[t + 1])
+        if isinstance(self.ordinals, StoredRows):
+            ords = self.ordinals.take(np.array([start]), np.array([stop - start]))
+        else:
+            ords = self.ordinals[start:stop]
         return tuple((q, int(ords[c]), s) for q, c, s in pairs)

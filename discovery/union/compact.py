@@ -92,8 +92,9 @@ class CompactIndex:
 
     @property
     def nbytes(self) -> int:
-        """Bytes the index holds: every array not mapped from a file, and the codes, which every bounded query reads
-        whole (of mapped float32 vectors, a query reads only the columns of the tables it scores)."""
+        """Bytes the index holds: every array neither mapped nor read per query, and the codes, which every bounded
+        query reads whole (:class:`~discovery.union.arrays.StoredRows` hold no rows: a query reads the float32 rows of
+        the tables it scores and the ordinals of those it returns)."""
         arrays = (self.table_ids, self.col_offsets, self.ordinals, self.vectors, self.codes, self.steps, self.error,
                   self._col_table)
         return sum(a.nbytes for a in arrays if a is not None and (a is self.codes or not isinstance(a, np.memmap)))

@@ -209,3 +209,18 @@ def test_arrays_of_a_warehouse_on_s3_are_uploaded_then_downloaded_once(s3_server
     query = vectors[owner == 3]
     for method in ("pgtus++", "exact"):
         assert again.search(query, 5, method, tau=0.5).results == built.search(query, 5, "exact", tau=0.5).results
+
+
+def test_maintenance_keeps_the_arrays_of_retained_snapshots_only(tmp_path):
+    from types import SimpleNamespace
+
+    from discovery.union.arrays import ARRAYS_DIR, arrays_name, prune_arrays
+
+    kept, old = {"column_vectors": 5, "centroid_partitions": 4}, {"column_vectors": 3, "centroid_partitions": 4}
+    root = tmp_path / ARRAYS_DIR
+    for name in (arrays_name(kept), arrays_name(old), ".union-being-written"):
+        (root / name).mkdir(parents=True)
+        (root / name / "meta.json").write_text("{}")
+    removed = prune_arrays(SimpleNamespace(root=str(tmp_path)), [SimpleNamespace(versions=kept)])
+    assert removed == [arrays_name(old)]
+    assert sorted(os.listdir(root)) == sorted([arrays_name(kept), ".union-being-written"])

@@ -20,8 +20,9 @@ Order matters and is fixed by :func:`run_maintenance`:
    ``v_min`` (needed by no retained snapshot) are deleted, and time travel to any retained snapshot still works.
    Bookkeeping tables keep their current version.  Vacuum runs in its non-``full`` mode: it deletes only files the
    log tombstoned, never untracked files a running writer has not committed yet.
-4. **Model files.**  The plain-file copies of encoder versions no retained snapshot uses are deleted
-   (:func:`prune_model_files`).
+4. **Model files and query arrays.**  The plain-file copies of encoder versions and the union query arrays
+   (:mod:`discovery.union.arrays`) that no retained snapshot uses are deleted (:func:`prune_model_files`,
+   :func:`~discovery.union.arrays.prune_arrays`).
 
 Maintenance and a refresh must not interleave (compaction removes files a refresh may be about to replace), so
 :func:`refresh_in_progress` makes maintenance skip while a refresh has committed unpublished work recently.
@@ -43,6 +44,7 @@ from .batch import pinned_snapshots
 from .config import MaintenanceConfig, SparkConfig
 from .encoders.stored import MODEL_FILES, SET_MODEL, payload
 from .store import INDEX_TABLES, SCHEMAS, Warehouse, list_snapshots, new_attempt_token
+from .union.arrays import prune_arrays
 
 
 @dataclass(frozen=True)
@@ -220,6 +222,8 @@ def run_maintenance(warehouse: Warehouse | str, config: MaintenanceConfig | None
         entry["kept_versions_from"] = versions[0]
         tables.append(entry)
     model_files = prune_model_files(wh, retained)
+    arrays = prune_arrays(wh, retained)
     return {"status": "ok", "snapshots_kept": retention.kept, "snapshots_removed": retention.removed,
             "snapshots_pinned": retention.pinned, "tables": tables, "model_files_removed": model_files,
+            "query_arrays_removed": arrays,
             "seconds": round(time.time() - started, 3)}

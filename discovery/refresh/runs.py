@@ -9,6 +9,7 @@ import pyarrow.compute as pc
 
 from ..store import INDEX_TABLES, SCHEMAS, Warehouse, new_attempt_token
 from ..store.warehouse import json_dumps
+from ..union.arrays import write_arrays
 from .context import StageReport
 from .progress import mark_published
 
@@ -68,6 +69,7 @@ def publish_snapshot(warehouse: str, refresh_id: int, lake: str) -> dict:
     latest_models: dict[str, str] = {}
     for m in sorted(models.to_pylist(), key=lambda r: r["created_at"]):
         latest_models[m["name"]] = m["version"]
+    write_arrays(wh, versions)  # before the snapshot row: a published snapshot finds its query arrays
     last_id = pc.max(existing["snapshot_id"]).as_py() if existing.num_rows else 0
     snapshot_id = (last_id or 0) + 1
     row = {"snapshot_id": snapshot_id, "created_at": datetime.now(timezone.utc), "refresh_id": refresh_id,

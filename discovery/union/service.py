@@ -3,6 +3,13 @@
 The query table is resolved (:mod:`discovery.query`) and encoded with the snapshot's own encoders
 (:func:`discovery.vectors.embed_query`), so a lake table used as the query gets exactly the vectors it was indexed
 with, and is left out of its own results.
+
+Two indexes serve a snapshot.  ``exact``, ``pgtus`` and ``pgtus++`` (the default), which all return exact's top-k,
+are answered by the compact index (:mod:`.compact`) over the snapshot's memory-mapped query arrays (:mod:`.arrays`,
+built in memory from Delta for a snapshot written without them): int8 codes bound every table, float32 vectors are
+read only for the tables that can still reach the k-th score.  There ``phi_r`` and ``arrival``, which shape the work
+of the full index's pruning, change nothing.  ``pgtus++-approx``, ``starmie`` and ``tactus`` need centroids, HNSW
+graphs and table vectors: the full :class:`UnionIndex`, built from Delta on their first query.
 """
 from __future__ import annotations
 
@@ -15,8 +22,10 @@ from ..query import resolve_query
 from ..store import Snapshot, result_names, snapshot_model
 from ..store.cache import INDEXES
 from ..vectors import embed_query
+from .arrays import build_arrays, open_arrays
+from .compact import COMPACT_METHODS, CompactIndex
 from .partitioning import PartitionArrays
-from .search import METHODS, UnionIndex
+from .search import DEFAULT_TAU, METHODS, UnionIndex
 from .stage import MODEL, CentroidModel
 from .csr import offsets_from_counts
 
@@ -40,6 +49,24 @@ class LoadedUnionIndex:
             _matrix(tv.column("vector"), len(tv.column("vector")[0])) if tv.num_rows else None,
             tv.column("table_id").to_numpy() if tv.num_rows else None)
         self.load_seconds = time.perf_counter() - started
+
+
+class LoadedCompactIndex:
+    """A snapshot's :class:`CompactIndex` over its stored arrays (``source`` "files"), or over the same arrays built
+    from Delta when the snapshot has none (``source`` "delta")."""
+
+    def __init__(self, snapshot: Snapshot):
+        started = time.perf_counter()
+        arrays = open_arrays(snapshot.warehouse, snapshot.versions)
+        self.source = "files" if arrays is not None else "delta"
+        if arrays is None:
+            arrays = build_arrays(snapshot.warehouse, snapshot.versions)
+        self.index = CompactIndex(**arrays)
+        self.load_seconds = time.perf_counter() - started
+
+    @property
+    def nbytes(self) -> int:
+        return self.index.nbytes
 
 
 def _matrix(column: pa.ChunkedArray, dim: int) -> np.ndarray:
@@ -66,8 +93,15 @@ def _cache_key(snapshot: Snapshot) -> tuple:
 
 
 def loaded_index(snapshot: Snapshot) -> LoadedUnionIndex:
-    """The snapshot's union index, built on first use and kept in the process-wide cache bounded in bytes."""
+    """The snapshot's full union index, built on first use and kept in the process-wide cache bounded in bytes."""
     return INDEXES.get(_cache_key(snapshot), lambda: LoadedUnionIndex(snapshot))
+
+
+def compact_index(snapshot: Snapshot) -> LoadedCompactIndex:
+    """The snapshot's compact union index, opened on first use and kept in the same cache (where mapped arrays count
+    only with the codes, which every query reads whole; see :attr:`CompactIndex.nbytes`)."""
+    return INDEXES.get(("union", snapshot.warehouse.root, snapshot.snapshot_id, "compact"),
+                       lambda: LoadedCompactIndex(snapshot))
 
 
 def union_search(snapshot: Snapshot, query: str | int, k: int = 10, method: str = "pgtus++", **params) -> dict:
@@ -77,14 +111,21 @@ def union_search(snapshot: Snapshot, query: str | int, k: int = 10, method: str 
     if k < 1:
         raise ValueError("k must be at least 1")
     q = resolve_query(snapshot, query)
-    loaded = loaded_index(snapshot)
+    compact = method in COMPACT_METHODS
+    if compact and params.get("phi_r") is not None and params["phi_r"] < k:
+        raise ValueError("phi_r must be at least k")
+    loaded = compact_index(snapshot) if compact else loaded_index(snapshot)
     started = time.perf_counter()
     emb = embed_query(snapshot, q)
-    graphs = loaded.index.graphs
-    found = loaded.index.search(emb.column_vectors, k, method, exclude_table_id=q.table_id,
-                                query_table_vector=emb.table_vector, **params)
-    if loaded.index.graphs != graphs:  # starmie, tactus or the approximate mode built its HNSW graph: re-measured
-        INDEXES.put(_cache_key(snapshot), loaded)
+    if compact:
+        found = loaded.index.search(emb.column_vectors, k, method, tau=params.get("tau", DEFAULT_TAU),
+                                    exclude_table_id=q.table_id)
+    else:
+        graphs = loaded.index.graphs
+        found = loaded.index.search(emb.column_vectors, k, method, exclude_table_id=q.table_id,
+                                    query_table_vector=emb.table_vector, **params)
+        if loaded.index.graphs != graphs:  # starmie, tactus or the approximate mode built its HNSW graph: re-measured
+            INDEXES.put(_cache_key(snapshot), loaded)
     paths, names = result_names(snapshot, [r.table_id for r in found.results])
     results = []
     for rank, r in enumerate(found.results, start=1):
@@ -94,6 +135,6 @@ def union_search(snapshot: Snapshot, query: str | int, k: int = 10, method: str 
         })
     stats = found.stats.as_dict()
     stats.update(score_kind=found.score_kind, seconds=time.perf_counter() - started,
-                 index_load_seconds=loaded.load_seconds)
+                 index_load_seconds=loaded.load_seconds, index="compact" if compact else "full")
     return {"snapshot_id": snapshot.snapshot_id, "query": q.label, "method": method, "results": results,
             "stats": stats}

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from discovery.numjoin import BASELINES, brute_force
-from tests.numjoin_data import clustered_lake, coordinate_lake, integer_lake
+from numjoin_data import clustered_lake, coordinate_lake, integer_lake
 
 
 def _same(got, want, exact):

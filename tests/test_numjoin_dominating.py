@@ -6,7 +6,7 @@ from discovery.numjoin.dominating import InvertedIndex, greedy_order, posting_sp
 from discovery.numjoin.groups import build_groups
 from discovery.numjoin.lemmas import filter_key, match_key
 from discovery.numjoin.metric import chord_rows
-from tests.numjoin_data import clustered_lake, integer_lake
+from numjoin_data import clustered_lake, integer_lake
 
 
 def test_posting_lists_are_sorted_by_radius_and_splits_match_the_lemmas():

@@ -5,7 +5,7 @@ import numpy as np
 import pyarrow as pa
 
 from discovery.numjoin import NumericIndex
-from tests.numjoin_data import coordinate_lake, integer_lake
+from numjoin_data import coordinate_lake, integer_lake
 
 
 def test_arrays_round_trip_through_npz_gives_the_same_answers():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from discovery.numjoin import NumericIndex, brute_force, get_metric
-from tests.numjoin_data import clustered_lake, coordinate_lake, integer_lake
+from numjoin_data import clustered_lake, coordinate_lake, integer_lake
 
 
 def check(ix, sets, q, tau, metric, T=None, k=None, similarity="hit", method="pexeso", exact=True):

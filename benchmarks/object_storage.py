@@ -2,8 +2,8 @@
 
 A lake of about ``--objects`` objects (default 10,000) is written to an S3 server on 127.0.0.1
 (``scripts/s3_server.py``, which counts the requests it answers per bucket): small CSV tables from the sample-lake
-generator's vocabulary, Hive-partitioned folders of many part files and Delta tables of many commits, so the listing
-has dataset folders to classify as well as files.  The lake is built by the real refresh
+generator's vocabulary, and -- most of the objects, as in lakehouse lakes -- Hive-partitioned folders of 250 part
+files and Delta tables of 100 commits, so the listing has dataset folders to classify as well as files.  The lake is built by the real refresh
 into a warehouse in another bucket; then the unchanged lake is refreshed again and the requests that no-op refresh
 made to the lake bucket are reported: LIST requests against objects / 1,000 (one LIST page holds 1,000 keys), and
 GET / HEAD requests, which must be none (nothing is opened when nothing changed).  Warehouse requests are reported
@@ -37,24 +37,22 @@ def _table(rng: np.random.Generator, rows: int) -> pa.Table:
 
 
 def write_lake(lake: str, objects: int, seed: int = 0) -> int:
-    """Write about ``objects`` objects the way lakehouse lakes hold them, many per table: a third as CSV files, a
-    third as Hive-partitioned Parquet folders of 50 part files, a third as Delta tables of 25 commits (a log entry
-    and a data file each).  Returns the objects written."""
+    """Write about ``objects`` objects the way lakehouse lakes hold them, most of them inside datasets: a tenth as
+    CSV files, half as Hive-partitioned Parquet folders of 250 part files, the rest as Delta tables of 100 commits (a
+    log entry and a data file each).  Returns the objects written."""
     from deltalake import write_deltalake
 
     rng = np.random.default_rng(seed)
     fs, base = storage.filesystem(lake)
-    share = objects // 3
-    for i in range(share):
+    for i in range(objects // 10):
         fs.pipe_file(f"{base}/csv/{i // 1000:03d}/t{i:05d}.csv", layouts.csv_bytes(_table(rng, 10)))
-    for t in range(max(1, share // 50)):
-        table = _table(rng, 50).append_column("day", pa.array([f"2026-01-{d % 25 + 1:02d}" for d in range(50)]))
-        layouts.write_hive(f"{lake}/hive/t{t:04d}", table.append_column("hour", pa.array([str(d % 2) for d in
-                                                                                          range(50)])),
-                           ["day", "hour"])
-    for t in range(max(1, share // 50)):
+    days = [f"2026-{m:02d}-{d:02d}" for m in range(1, 11) for d in range(1, 26)]   # 250 partitions
+    for t in range(max(1, objects // 2 // len(days))):
+        table = _table(rng, len(days)).append_column("day", pa.array(days))
+        layouts.write_hive(f"{lake}/hive/t{t:04d}", table, ["day"])
+    for t in range(max(1, (objects - len(fs.find(base))) // 200)):
         uri = f"{lake}/delta/t{t:04d}"
-        for _ in range(25):
+        for _ in range(100):
             write_deltalake(uri, _table(rng, 5), mode="append", storage_options=storage.delta_options(uri))
     return len(fs.find(base))
 

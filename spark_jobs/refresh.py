@@ -8,22 +8,36 @@ import sys
 
 from discovery.config import load_config
 from discovery.refresh import StageContext, begin_refresh, publish_snapshot
-from discovery.store import new_attempt_token
+from discovery.store import Lease, LeaseHeld, new_attempt_token, release_refresh
 from spark_jobs.common import execute, spark_session
 from spark_jobs.stages import STAGES
 
+#: Exit code of a refresh refused because another run holds the warehouse lease (the CLI's code for bad input).
+REFUSED = 2
 
-def refresh(spark, warehouse: str, lake: str, full: bool = False, config_path: str | None = None) -> dict:
-    """Run every stage, then publish; the result lists each stage's seconds and CPU utilisation (``stages``)."""
-    refresh_id = begin_refresh(warehouse)
+
+def refresh(spark, warehouse: str, lake: str, full: bool = False, config_path: str | None = None,
+            run: str = "cli") -> dict:
+    """Run every stage, then publish; the result lists each stage's seconds and CPU utilisation (``stages``).
+
+    The refresh holds the warehouse lease throughout, renewed from a background thread, and releases it when it
+    publishes or fails; :class:`~discovery.store.LeaseHeld` is raised when another run holds it."""
     config = load_config(config_path)
+    refresh_id = begin_refresh(warehouse, run, config)
     usage: list[dict] = []
-    for module in (importlib.import_module(f"spark_jobs.{m}") for m in STAGES.values()):
-        ctx = StageContext(warehouse, lake, refresh_id, new_attempt_token(), full, config)
-        if execute(spark, module.STAGE, module.run, ctx, usage) != 0:
-            return {"refresh_id": refresh_id, "published": False, "failed_stage": module.STAGE, "stages": usage}
-    # the lake as the stages resolved it (absolute)
-    return {**publish_snapshot(warehouse, refresh_id, ctx.lake), "stages": usage}
+    try:
+        with Lease.join(warehouse, refresh_id).kept_alive() as lease:
+            for module in (importlib.import_module(f"spark_jobs.{m}") for m in STAGES.values()):
+                ctx = StageContext(warehouse, lake, refresh_id, new_attempt_token(), full, config)
+                lease.check()
+                if execute(spark, module.STAGE, module.run, ctx, usage) != 0:
+                    return {"refresh_id": refresh_id, "published": False, "failed_stage": module.STAGE,
+                            "stages": usage}
+            lease.check()
+            # the lake as the stages resolved it (absolute)
+            return {**publish_snapshot(warehouse, refresh_id, ctx.lake), "stages": usage}
+    finally:
+        release_refresh(warehouse, refresh_id)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,7 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--full", action="store_true")
     p.add_argument("--config", default=None)
     args = p.parse_args(argv)
-    out = refresh(spark_session("lakescout-refresh"), args.warehouse, args.lake, args.full, args.config)
+    try:
+        out = refresh(spark_session("lakescout-refresh"), args.warehouse, args.lake, args.full, args.config)
+    except LeaseHeld as exc:
+        print("LAKESCOUT_RESULT " + json.dumps({"refused": str(exc)}))
+        return REFUSED
     print("LAKESCOUT_RESULT " + json.dumps(out, default=str))
     return 1 if "failed_stage" in out else 0
 

@@ -62,6 +62,11 @@ def test_cleanup_after_log_expiry_deletes_no_live_file(tmp_path):
     assert live <= left
     assert crashed.path not in left and in_flight.path in left
     assert sorted(wh.read("query_batches").column("batch_id").to_pylist()) == sorted(f"b{i}" for i in range(100))
+    # A pinned version whose log is gone cannot be read: then no file of the table is called an orphan.
+    from discovery.store import cleanup_orphans
+
+    assert cleanup_orphans(wh, "query_batches", pinned=[3], window_seconds=0, grace_seconds=0) == []
+    assert in_flight.path in os.listdir(uri)
 
 
 def _columns(ids, tag: str) -> pa.Table:

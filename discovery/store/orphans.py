@@ -20,17 +20,21 @@ from __future__ import annotations
 import json
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable
 from urllib.parse import unquote
 
 import pyarrow.fs as pafs
+from deltalake.exceptions import DeltaError
 
 from .files import resolve
 from .schema import INDEX_TABLES, SCHEMAS
 from .snapshot import list_snapshots
-from .warehouse import Warehouse
+from .warehouse import Warehouse, WarehouseError
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
+#: Log entries read at once (see :func:`referenced_files`).
+READERS = 16
 
 
 def _log(wh: Warehouse, name: str) -> tuple[pafs.FileSystem, str, dict[int, float]]:
@@ -54,8 +58,8 @@ def first_retained(commits: dict[int, float], current: int, pinned: Iterable[int
 def _added(fs: pafs.FileSystem, folder: str, version: int) -> list[str]:
     """Paths the log entry of ``version`` adds (its ``add`` actions: table state, not commit metadata)."""
     with fs.open_input_stream(f"{folder}/{version:020d}.json") as fh:
-        lines = fh.read().decode().splitlines()
-    return [unquote(json.loads(line)["add"]["path"]) for line in lines if line.startswith('{"add"')]
+        actions = [json.loads(line) for line in fh.read().decode().splitlines() if line.strip()]
+    return [unquote(a["add"]["path"]) for a in actions if "add" in a]
 
 
 def referenced_files(wh: Warehouse, name: str, pinned: Iterable[int] = (), since: float = 0.0) -> set[str] | None:
@@ -66,11 +70,14 @@ def referenced_files(wh: Warehouse, name: str, pinned: Iterable[int] = (), since
     first = first_retained(commits, current, pinned, since)
     try:
         live = set(wh.files(name, first).column("path").to_pylist())
-        for version in range(first + 1, current + 1):
-            live.update(_added(fs, folder, version))
-    except (OSError, ValueError, KeyError):
+        # A busy query_results gathers thousands of commits in the window: on object storage each is a GET, so they
+        # are read concurrently.
+        with ThreadPoolExecutor(max_workers=READERS) as pool:
+            for added in pool.map(lambda v: _added(fs, folder, v), range(first + 1, current + 1)):
+                live.update(added)
+    except (OSError, ValueError, KeyError, DeltaError, WarehouseError):
         return None
-    return {unquote(p) for p in live}
+    return live
 
 
 def cleanup_orphans(wh: Warehouse, name: str, *, pinned: Iterable[int] = (), window_seconds: float,

@@ -5,7 +5,6 @@ the ``s3_server`` fixture), so of two takers only one wins.  Time is injected, n
 """
 from __future__ import annotations
 
-import os
 import threading
 import uuid
 

@@ -4,7 +4,9 @@ Stages run as spark-submit applications on the connection ``spark_default`` (``l
 standalone, YARN or Kubernetes master to scale out).  Every stage is incremental and idempotent: it works out from the
 catalog what changed, commits once per refresh (a retried task does not commit twice) and leaves the published
 snapshot untouched until the final ``publish`` task, which emits the ``lakescout_snapshot`` asset that query DAGs can
-be scheduled on.  ``max_active_runs=1`` keeps one writer per Delta table.
+be scheduled on.  ``max_active_runs=1`` keeps this DAG to one run at a time; the warehouse lease, taken by ``begin``,
+renewed by every stage and released by ``publish`` (or the ``release`` teardown after a failure), keeps the DAG, a
+CLI refresh and maintenance from writing at once (``discovery.store.lease``).
 """
 from __future__ import annotations
 
@@ -63,16 +65,24 @@ def _application(module: str) -> str:
 )
 def lake_refresh():
     @task
-    def begin(params=None) -> int:
-        """Check where the run points, create missing index tables, clean files of attempts that never committed,
-        allocate the refresh id."""
+    def begin(params=None, run_id=None) -> int:
+        """Check where the run points, take the warehouse lease, create missing index tables, clean files no retained
+        version references, allocate the refresh id.  Another run holding the lease (a CLI refresh, maintenance, a
+        run on another machine) fails the task without retries: retrying would only be refused again."""
+        from airflow.exceptions import AirflowFailException
+
         from discovery.locations import check_location
         from discovery.refresh import begin_refresh
+        from discovery.store import LeaseHeld
 
         storage.use_airflow_connection(params)
         storage.check(check_location("lake", params["lake"], LAKE), "lake")
-        storage.check(check_location("warehouse", params["warehouse"], WAREHOUSE), "warehouse")
-        return begin_refresh(params["warehouse"])
+        warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
+        storage.check(warehouse, "warehouse")
+        try:
+            return begin_refresh(warehouse, run=f"lake_refresh {run_id}")
+        except LeaseHeld as exc:
+            raise AirflowFailException(str(exc)) from None
 
     refresh_id = begin()
     previous = refresh_id
@@ -102,7 +112,18 @@ def lake_refresh():
         out = publish_snapshot(params["warehouse"], refresh_id, params["lake"])
         return {"snapshot_id": out["snapshot_id"], "refresh_id": refresh_id}
 
-    previous >> publish(refresh_id)
+    @task
+    def release(params=None, ti=None) -> bool:
+        """Teardown: release the lease when a stage failed and ``publish`` (which releases it) did not run, so the
+        next refresh need not wait for the lease to expire."""
+        from discovery.store import release_refresh
+
+        refresh_id = ti.xcom_pull(task_ids="begin")
+        return refresh_id is not None and release_refresh(params["warehouse"], int(refresh_id))
+
+    done = publish(refresh_id)
+    previous >> done
+    done >> release().as_teardown(setups=refresh_id)
 
 
 lake_refresh()

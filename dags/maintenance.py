@@ -3,7 +3,8 @@
 Scheduled from ``[maintenance] schedule`` (weekly by default).  The work and its guarantees live in
 :mod:`discovery.maintenance`: the last N snapshots and every snapshot a standing query compares with stay queryable
 (time travel keeps working), per-lake-table index tables are compacted sorted by ``table_id``, and vacuum deletes only
-files no retained snapshot references.  While a refresh is committing, the run is skipped.
+files no retained snapshot references.  Maintenance takes the warehouse lease a refresh takes; while another run holds
+it, the run is skipped with a message naming that run.
 """
 from __future__ import annotations
 
@@ -41,13 +42,13 @@ log = logging.getLogger(__name__)
 )
 def lakescout_maintenance():
     @task
-    def maintain(params=None) -> dict:
+    def maintain(params=None, run_id=None) -> dict:
         from discovery.locations import check_location
         from discovery.maintenance import run_maintenance
 
         warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
         report = run_maintenance(warehouse, replace(CONFIG, keep_snapshots=params["keep_snapshots"]),
-                                 tables_per_file=TABLES_PER_FILE)
+                                 tables_per_file=TABLES_PER_FILE, run=f"lakescout_maintenance {run_id}")
         log.info("maintenance: %s", json.dumps(report, default=str))
         if report["status"] == "skipped":
             raise AirflowSkipException(report["reason"])

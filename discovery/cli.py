@@ -16,6 +16,7 @@ from . import storage
 from .config import load_config
 from .query import QueryError
 from .store import Warehouse, WarehouseError
+from .store.lease import holder as lease_holder
 
 
 class UsageError(Exception):
@@ -58,6 +59,9 @@ def cmd_refresh(args) -> int:
     storage.check(args.lake, "lake")
     storage.check(args.warehouse, "warehouse")
     config = load_config(args.config)
+    busy = lease_holder(args.warehouse)  # checked again, atomically, when the refresh takes the lease
+    if busy:
+        raise UsageError(busy)
     spec = importlib.util.find_spec("spark_jobs.refresh")
     if spec is None or spec.origin is None:
         raise UsageError("the spark_jobs package is not installed next to discovery")
@@ -86,6 +90,8 @@ def cmd_refresh(args) -> int:
                 display.stage_finished(json.loads(line))
             elif line.startswith("LAKESCOUT_RESULT "):
                 result = json.loads(line[len("LAKESCOUT_RESULT "):])
+    if result is not None and "refused" in result:
+        raise UsageError(result["refused"])
     if proc.returncode != 0 or result is None or "failed_stage" in result:
         log.seek(0)
         tail = log.read()[-3000:]

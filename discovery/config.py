@@ -108,13 +108,43 @@ class EmbedConfig:
 
 @dataclass(frozen=True)
 class MaintenanceConfig:
-    """The ``maintenance`` DAG: snapshot retention, compaction and vacuum of the warehouse."""
+    """The ``maintenance`` DAG: snapshot retention, compaction and vacuum of the warehouse, and what decides which
+    files are live (``discovery.store.orphans``).
+
+    A snapshot is kept while it is among the last ``keep_snapshots`` (or a standing query compares with it) and
+    younger than ``snapshot_retention_days``; the latest is always kept.  Every table version committed within that
+    window, or pinned by a kept snapshot, keeps its files.  Loading such a version needs its Delta log entries,
+    which delta-rs deletes once they are older than the log retention and a later checkpoint exists, so
+    ``log_retention_days`` must be at least ``snapshot_retention_days``; a config that breaks this is refused.
+    A data file no kept version references is deleted once it is older than ``orphan_grace_hours``, which must
+    exceed the longest refresh: a refresh's files wait uncommitted until its stage commits them.
+    """
 
     schedule: str = "@weekly"
     keep_snapshots: int = 10            # the last N snapshots stay queryable (plus any a standing query compares with)
+    snapshot_retention_days: float = 7.0  # ... if younger than this (the latest one always)
+    log_retention_days: float = 30.0    # Delta log entries kept (delta.logRetentionDuration): >= snapshot retention
+    orphan_grace_hours: float = 24.0    # an unreferenced data file younger than this may still be committed
     target_file_bytes: int = 128 * 1024 * 1024  # largest compacted file (per-table tables: ~tables_per_task tables)
     min_small_files: int = 8            # compact a table once it holds this many files under half the target size
-    refresh_guard_minutes: int = 120    # skip while a refresh committed unpublished work this recently
+
+    def __post_init__(self):
+        if self.snapshot_retention_days <= 0 or self.orphan_grace_hours <= 0:
+            raise ValueError("[maintenance] snapshot_retention_days and orphan_grace_hours must be positive")
+        if self.log_retention_days < self.snapshot_retention_days:
+            raise ValueError(
+                f"[maintenance] log_retention_days = {self.log_retention_days:g} is shorter than "
+                f"snapshot_retention_days = {self.snapshot_retention_days:g}: Delta would delete the log entries of "
+                f"versions that retained snapshots pin, and those snapshots could no longer be read; set "
+                f"log_retention_days >= snapshot_retention_days")
+
+    @property
+    def window_seconds(self) -> float:
+        return self.snapshot_retention_days * 86400.0
+
+    @property
+    def grace_seconds(self) -> float:
+        return self.orphan_grace_hours * 3600.0
 
 
 @dataclass(frozen=True)
@@ -218,4 +248,7 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
             data = tomllib.load(fh)
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"configuration file {str(p)!r} is not valid TOML: {exc}") from None
-    return Config.from_dict(data)
+    try:
+        return Config.from_dict(data)
+    except ValueError as exc:
+        raise ValueError(f"configuration file {str(p)!r}: {exc}") from None

@@ -3,7 +3,9 @@
 Order matters and is fixed by :func:`run_maintenance`:
 
 1. **Snapshot retention.**  The last ``keep_snapshots`` snapshots are kept, plus every snapshot a standing query
-   still compares with (:func:`discovery.batch.pinned_snapshots`); the rows of the others leave ``snapshots``.
+   still compares with (:func:`discovery.batch.pinned_snapshots`), as long as they are younger than
+   ``snapshot_retention_days`` (the latest always); the rows of the others leave ``snapshots``.  The age bound is
+   what lets the Delta log retention (``log_retention_days`` >= it) keep every retained snapshot loadable.
 2. **Compaction.**  Tables whose rows are replaced per lake table (they carry ``table_id``) are rewritten with
    delta-rs' Z-order on ``table_id`` alone, which is a sort by ``table_id``: every output file then covers a narrow,
    disjoint ``table_id`` range, so the copy-on-write replacement of a refresh (which picks files by their min/max
@@ -20,12 +22,18 @@ Order matters and is fixed by :func:`run_maintenance`:
    ``v_min`` (needed by no retained snapshot) are deleted, and time travel to any retained snapshot still works.
    Bookkeeping tables keep their current version.  Vacuum runs in its non-``full`` mode: it deletes only files the
    log tombstoned, never untracked files a running writer has not committed yet.
-4. **Model files and query arrays.**  The plain-file copies of encoder versions and the union query arrays
+4. **Orphans.**  Data files no retained version references, older than the grace period, are deleted
+   (:mod:`discovery.store.orphans`).  Then every table gets a checkpoint at its new version: compaction's commit
+   lists a remove for each file it merged (one per query batch since the last run), which an open would otherwise
+   replay from the JSON log until the next interval checkpoint: after 1,000 batches, a cold read of
+   ``query_results`` took 111 ms without that checkpoint and 71 ms with it (``benchmarks/commits.py``).
+5. **Model files and query arrays.**  The plain-file copies of encoder versions and the union query arrays
    (:mod:`discovery.union.arrays`) that no retained snapshot uses are deleted (:func:`prune_model_files`,
    :func:`~discovery.union.arrays.prune_arrays`).
 
 Maintenance and a refresh must not interleave (compaction removes files a refresh may be about to replace), so
-:func:`refresh_in_progress` makes maintenance skip while a refresh has committed unpublished work recently.
+maintenance takes the warehouse lease a refresh takes (:mod:`discovery.store.lease`) and skips while another run
+holds it.
 """
 from __future__ import annotations
 
@@ -33,7 +41,7 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +51,9 @@ from deltalake.transaction import CommitProperties
 from .batch import pinned_snapshots
 from .config import MaintenanceConfig, SparkConfig
 from .encoders.stored import MODEL_FILES, SET_MODEL, payload
-from .store import INDEX_TABLES, SCHEMAS, Warehouse, list_snapshots, new_attempt_token
+from .refresh.runs import record_takeover
+from .store import (INDEX_TABLES, SCHEMAS, Lease, LeaseHeld, Warehouse, cleanup_warehouse, list_snapshots,
+                    new_attempt_token)
 from .union.arrays import prune_arrays
 
 
@@ -54,12 +64,19 @@ class Retention:
     pinned: list[int]
 
 
-def retain_snapshots(wh: Warehouse, keep_last: int, pinned: set[int] = frozenset()) -> Retention:
-    """Drop the ``snapshots`` rows of every snapshot but the last ``keep_last`` and the ``pinned`` ones."""
+def retain_snapshots(wh: Warehouse, keep_last: int, pinned: set[int] = frozenset(),
+                     max_age_seconds: float | None = None, now: float | None = None) -> Retention:
+    """Drop the ``snapshots`` rows of every snapshot but the last ``keep_last`` and the ``pinned`` ones, and of those
+    older than ``max_age_seconds``; the latest snapshot is always kept."""
     if keep_last < 1:
         raise ValueError("keep_snapshots must be at least 1 (the latest snapshot always answers queries)")
-    ids = sorted(s.snapshot_id for s in list_snapshots(wh))
+    snaps = sorted(list_snapshots(wh), key=lambda s: s.snapshot_id)
+    ids = [s.snapshot_id for s in snaps]
     keep = set(ids[-keep_last:]) | (set(ids) & set(pinned))
+    if max_age_seconds is not None:
+        horizon = (time.time() if now is None else now) - max_age_seconds
+        keep = {s.snapshot_id for s in snaps if s.snapshot_id in keep and s.created_at.timestamp() >= horizon}
+    keep |= set(ids[-1:])
     removed = [i for i in ids if i not in keep]
     if removed:
         table = wh.read("snapshots")
@@ -68,22 +85,7 @@ def retain_snapshots(wh: Warehouse, keep_last: int, pinned: set[int] = frozenset
         refresh_id = max(kept_rows.column("refresh_id").to_pylist())
         wh.append_rows("snapshots", kept_rows, refresh_id=refresh_id, stage="maintenance",
                        attempt=new_attempt_token(), replace_paths=current, once=False)
-    return Retention(sorted(keep), removed, sorted(set(ids) & set(pinned)))
-
-
-def refresh_in_progress(wh: Warehouse, within: timedelta) -> str | None:
-    """Why a refresh looks to be running (an index table committed past the latest snapshot within ``within``)."""
-    snaps = list_snapshots(wh)
-    pinned = snaps[-1].versions if snaps else {}
-    horizon = datetime.now(timezone.utc) - within
-    for name in INDEX_TABLES:
-        current = wh.version(name)
-        if current <= pinned.get(name, -1):
-            continue
-        newest = wh.table(name).history(1)[0].get("timestamp", 0)
-        if datetime.fromtimestamp(newest / 1000, timezone.utc) >= horizon:
-            return f"table {name!r} has unpublished commits from the last {within} (a refresh is running)"
-    return None
+    return Retention(sorted(keep), removed, sorted(set(ids) & set(pinned) & keep))
 
 
 #: Smallest compaction target of a per-lake-table index table: below it, files are so cheap to rewrite that more of
@@ -199,19 +201,36 @@ def prune_model_files(wh: Warehouse, retained: list) -> list[str]:
 
 
 def run_maintenance(warehouse: Warehouse | str, config: MaintenanceConfig | None = None,
-                    tables_per_file: int = SparkConfig.tables_per_task) -> dict:
-    """Snapshot retention, then compaction, then vacuum of every table; returns a report (or why it skipped).
-    ``tables_per_file``: lake tables per compacted file of a per-table index table (the refresh's ``[spark]
-    tables_per_task``)."""
+                    tables_per_file: int = SparkConfig.tables_per_task, run: str = "cli",
+                    clock: Callable[[], float] = time.time) -> dict:
+    """Snapshot retention, then compaction, vacuum and orphan cleanup of every table, holding the warehouse lease;
+    returns a report, or why it skipped (another run holds the lease).  ``tables_per_file``: lake tables per
+    compacted file of a per-table index table (the refresh's ``[spark] tables_per_task``); ``run`` names this run
+    to others (a DAG run id, or ``cli``)."""
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     cfg = config or MaintenanceConfig()
     wh.require()
-    wh.ensure()
-    started = time.time()
-    busy = refresh_in_progress(wh, timedelta(minutes=cfg.refresh_guard_minutes))
-    if busy:
-        return {"status": "skipped", "reason": busy}
-    retention = retain_snapshots(wh, cfg.keep_snapshots, pinned_snapshots(wh))
+    started = clock()
+    try:
+        lease = Lease.acquire(wh.root, "maintenance", run, clock=clock)
+    except LeaseHeld as exc:
+        return {"status": "skipped", "reason": str(exc)}
+    try:
+        with lease.kept_alive():
+            report = _maintain(wh, cfg, tables_per_file, clock())
+            if lease.took_over:
+                record_takeover(wh.root, (lease.previous.refresh_id if lease.previous else None) or 0,
+                                "maintenance", lease.took_over, started)
+                report["took_over"] = lease.took_over
+    finally:
+        lease.release()
+    report["seconds"] = round(clock() - started, 3)
+    return report
+
+
+def _maintain(wh: Warehouse, cfg: MaintenanceConfig, tables_per_file: int, now: float) -> dict:
+    wh.upgrade(cfg.log_retention_days)
+    retention = retain_snapshots(wh, cfg.keep_snapshots, pinned_snapshots(wh), cfg.window_seconds, now)
     retained = list_snapshots(wh)
     tables = []
     lake_tables = wh.count_rows("catalog")
@@ -221,9 +240,12 @@ def run_maintenance(warehouse: Warehouse | str, config: MaintenanceConfig | None
         entry["vacuumed_files"] = len(vacuum_table(wh, name, versions))
         entry["kept_versions_from"] = versions[0]
         tables.append(entry)
+    orphans = cleanup_warehouse(wh, window_seconds=cfg.window_seconds, grace_seconds=cfg.grace_seconds, now=now)
+    for entry in tables:
+        entry["orphans_removed"] = len(orphans[entry["table"]])
+        wh.table(entry["table"]).create_checkpoint()
     model_files = prune_model_files(wh, retained)
     arrays = prune_arrays(wh, retained)
     return {"status": "ok", "snapshots_kept": retention.kept, "snapshots_removed": retention.removed,
             "snapshots_pinned": retention.pinned, "tables": tables, "model_files_removed": model_files,
-            "query_arrays_removed": arrays,
-            "seconds": round(time.time() - started, 3)}
+            "query_arrays_removed": arrays}

@@ -22,7 +22,8 @@ import pyarrow.parquet as pq
 
 from discovery.config import load_config
 from discovery.refresh import StageContext, StageReport, record_stage
-from discovery.store import SCHEMAS, DataFile, candidate_files, drop_table_ids, new_attempt_token, write_data_file
+from discovery.store import (SCHEMAS, DataFile, Lease, candidate_files, drop_table_ids, new_attempt_token,
+                             write_data_file)
 from discovery.store.files import resolve
 from spark_jobs.progress import StageProgress
 
@@ -109,11 +110,16 @@ def context_from_args(args: argparse.Namespace) -> StageContext:
 
 
 def run_stage(stage: str, body: Callable[[object, StageContext], StageReport], argv: list[str] | None = None) -> int:
-    """spark-submit entry point: run ``body`` and record the outcome in ``refresh_runs`` (failures too)."""
+    """spark-submit entry point: run ``body`` and record the outcome in ``refresh_runs`` (failures too).
+
+    The stage is a step of a refresh that ``begin`` started in another process (a DAG task): it renews that
+    refresh's warehouse lease while it runs, and does not run at all when the refresh no longer holds it (it was
+    killed, its lease expired and another run took over)."""
     args = parse_args(argv, stage)
     ctx = context_from_args(args)
-    spark = spark_session(f"lakescout-{stage}")
-    return execute(spark, stage, body, ctx)
+    with Lease.join(ctx.warehouse, ctx.refresh_id).kept_alive():
+        spark = spark_session(f"lakescout-{stage}")
+        return execute(spark, stage, body, ctx)
 
 
 def execute(spark, stage: str, body: Callable[[object, StageContext], StageReport], ctx: StageContext,
@@ -328,7 +334,6 @@ def replace_tables(spark, name: str, work: pa.Table, remove_ids: np.ndarray, fn,
     Returns (new version or None when this refresh's stage had already committed, counters, rows written by ``fn``).
     """
     wh = ctx.store
-    wh.cleanup_orphans(name, keep_attempt=ctx.attempt)
     if wh.committed(name, stage, ctx.refresh_id):
         return None, {}, 0
     n_rw, rewrite = _rewrite_tasks(spark, name, remove_ids, ctx, stage)

@@ -56,7 +56,6 @@ def choose_encoders(spark, ctx: StageContext, ok: pa.Table) -> tuple[EncoderRefs
     wh, cfg, rid = ctx.store, ctx.config.embed, ctx.refresh_id
     agreement = ctx.config.profile.type_agreement
     spec = EmbedSpec(agreement, cfg.join_min_distinct, cfg.join_max_values)
-    wh.cleanup_orphans("models", keep_attempt=ctx.attempt)
     if wh.committed("models", STAGE, rid):
         return EncoderRefs.from_params(latest_row(wh, SET_MODEL).params), ["encoders chosen by an earlier attempt"]
     column = column_encoder(cfg)
@@ -185,8 +184,6 @@ def run(spark, ctx: StageContext) -> StageReport:
     catalog = wh.read("catalog")
     ok = catalog.filter(pc.equal(catalog["status"], "ok"))
     refs, notes = choose_encoders(spark, ctx, ok)
-    for name in OUTPUTS:
-        wh.cleanup_orphans(name, keep_attempt=ctx.attempt)
     work, removes, base, rebuilt = plan_outputs(ctx, catalog, refs)
 
     kinds: list[tuple] = []

@@ -8,25 +8,39 @@ import sys
 
 from discovery.config import load_config
 from discovery.refresh import StageContext, begin_refresh, publish_snapshot
-from discovery.store import new_attempt_token
+from discovery.store import Lease, LeaseHeld, new_attempt_token, release_refresh
 from spark_jobs.common import add_pattern_args, execute, flat_patterns, spark_session
 from spark_jobs.stages import STAGES
 
+#: Exit code of a refresh refused because another run holds the warehouse lease (the CLI's code for bad input).
+REFUSED = 2
+
+
 
 def refresh(spark, warehouse: str, lake: str, full: bool = False, config_path: str | None = None,
-            include: tuple = (), exclude: tuple = ()) -> dict:
+            run: str = "cli", include: tuple = (), exclude: tuple = ()) -> dict:
     """Run every stage, then publish; the result lists each stage's seconds and CPU utilisation (``stages``).
-    ``include`` / ``exclude``: lake path patterns that replace the config's (``[lake]``)."""
-    refresh_id = begin_refresh(warehouse)
+    ``include`` / ``exclude``: lake path patterns that replace the config's (``[lake]``).
+
+    The refresh holds the warehouse lease throughout, renewed from a background thread, and releases it when it
+    publishes or fails; :class:`~discovery.store.LeaseHeld` is raised when another run holds it."""
     config = load_config(config_path)
+    refresh_id = begin_refresh(warehouse, run, config)
     usage: list[dict] = []
-    for module in (importlib.import_module(f"spark_jobs.{m}") for m in STAGES.values()):
-        ctx = StageContext(warehouse, lake, refresh_id, new_attempt_token(), full, config, tuple(include),
-                           tuple(exclude))
-        if execute(spark, module.STAGE, module.run, ctx, usage) != 0:
-            return {"refresh_id": refresh_id, "published": False, "failed_stage": module.STAGE, "stages": usage}
-    # the lake as the stages resolved it (absolute)
-    return {**publish_snapshot(warehouse, refresh_id, ctx.lake), "stages": usage}
+    try:
+        with Lease.join(warehouse, refresh_id).kept_alive() as lease:
+            for module in (importlib.import_module(f"spark_jobs.{m}") for m in STAGES.values()):
+                ctx = StageContext(warehouse, lake, refresh_id, new_attempt_token(), full, config, tuple(include),
+                                   tuple(exclude))
+                lease.check()
+                if execute(spark, module.STAGE, module.run, ctx, usage) != 0:
+                    return {"refresh_id": refresh_id, "published": False, "failed_stage": module.STAGE,
+                            "stages": usage}
+            lease.check()
+            # the lake as the stages resolved it (absolute)
+            return {**publish_snapshot(warehouse, refresh_id, ctx.lake), "stages": usage}
+    finally:
+        release_refresh(warehouse, refresh_id)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,8 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", default=None)
     add_pattern_args(p)
     args = p.parse_args(argv)
-    out = refresh(spark_session("lakescout-refresh"), args.warehouse, args.lake, args.full, args.config,
-                  flat_patterns(args.include), flat_patterns(args.exclude))
+    try:
+        out = refresh(spark_session("lakescout-refresh"), args.warehouse, args.lake, args.full, args.config,
+                      include=flat_patterns(args.include), exclude=flat_patterns(args.exclude))
+    except LeaseHeld as exc:
+        print("LAKESCOUT_RESULT " + json.dumps({"refused": str(exc)}))
+        return REFUSED
     print("LAKESCOUT_RESULT " + json.dumps(out, default=str))
     return 1 if "failed_stage" in out else 0
 

@@ -75,8 +75,6 @@ def _discard(ctx: StageContext, files: list[DataFile]) -> None:
 
 def run(spark, ctx: StageContext) -> StageReport:
     wh, cfg = ctx.store, ctx.config.xash
-    for name in ("xash_postings", "xash_stats"):
-        wh.cleanup_orphans(name, keep_attempt=ctx.attempt)
     if wh.committed("xash_stats", STAGE, ctx.refresh_id):
         return StageReport(STAGE, message="already committed by an earlier attempt of this refresh")
     stored = latest_model(wh, MODEL_NAME)

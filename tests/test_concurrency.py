@@ -18,6 +18,7 @@ import pytest
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
+from discovery.config import MaintenanceConfig
 from discovery.refresh import begin_refresh
 from discovery.store import SCHEMAS, Warehouse, list_snapshots, write_data_file
 from discovery.store import warehouse as store
@@ -113,16 +114,18 @@ def test_a_commit_that_removes_files_is_not_retried(wh, monkeypatch):
 
 def test_a_refresh_starting_spares_the_file_of_a_search_still_committing(wh):
     uri = wh.table_uri("query_results")
+    grace = MaintenanceConfig().grace_seconds
     in_flight = write_data_file(uri, _results("b4", 5), 1, "query_batch", "inflight")
     stale = write_data_file(uri, _results("old", 1), 1, "query_batch", "crashed")
-    hours_ago = time.time() - 2 * store.ORPHAN_GRACE_SECONDS
-    os.utime(os.path.join(uri, stale.path), (hours_ago, hours_ago))
+    long_ago = time.time() - 2 * grace
+    os.utime(os.path.join(uri, stale.path), (long_ago, long_ago))
     index_orphan = write_data_file(wh.table_uri("catalog"), pa.Table.from_pylist([], schema=SCHEMAS["catalog"]), 1,
                                    "scan", "killed")
+    os.utime(os.path.join(wh.table_uri("catalog"), index_orphan.path), (long_ago, long_ago))
     begin_refresh(wh.root)                                          # cleans orphans of every table
     assert os.path.exists(os.path.join(uri, in_flight.path))        # a writer may still commit it
     assert not os.path.exists(os.path.join(uri, stale.path))        # an old crash's file goes
-    assert not os.path.exists(os.path.join(wh.table_uri("catalog"), index_orphan.path))  # only the refresh writes there
+    assert not os.path.exists(os.path.join(wh.table_uri("catalog"), index_orphan.path))  # so does a killed stage's
     wh.commit("query_results", [in_flight], [], refresh_id=1, stage="query_batch", attempt="inflight", once=False)
     assert wh.read("query_results").num_rows == 5
 

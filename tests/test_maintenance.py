@@ -6,14 +6,14 @@ of changed lake tables, one commit per refresh) and published with ``publish_sna
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from discovery.config import MaintenanceConfig
-from discovery.maintenance import (compact_table, fragmented_files, refresh_in_progress, retain_snapshots,
-                                   run_maintenance)
+from discovery.maintenance import compact_table, fragmented_files, retain_snapshots, run_maintenance
 from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store import (INDEX_TABLES, SCHEMAS, Warehouse, WarehouseError, candidate_files, drop_table_ids,
                              list_snapshots, load_snapshot, write_data_file)
@@ -81,7 +81,7 @@ def test_maintenance_keeps_time_travel_to_retained_snapshots(warehouse):
     before = _state(wh)
     ids = sorted(before)
     files_before = _data_files(wh, "columns")
-    cfg = MaintenanceConfig(keep_snapshots=3, target_file_bytes=64 * 1024, min_small_files=4, refresh_guard_minutes=0)
+    cfg = MaintenanceConfig(keep_snapshots=3, target_file_bytes=64 * 1024, min_small_files=4)
     report = run_maintenance(wh, cfg)
     assert report["status"] == "ok"
     assert report["snapshots_kept"] == ids[-3:] and report["snapshots_removed"] == ids[:-3]
@@ -103,7 +103,7 @@ def test_maintenance_keeps_time_travel_to_retained_snapshots(warehouse):
 
 def test_compaction_leaves_files_sorted_and_narrow_by_table_id(warehouse):
     wh = warehouse
-    cfg = MaintenanceConfig(keep_snapshots=2, target_file_bytes=48 * 1024, min_small_files=4, refresh_guard_minutes=0)
+    cfg = MaintenanceConfig(keep_snapshots=2, target_file_bytes=48 * 1024, min_small_files=4)
     run_maintenance(wh, cfg)
     files = wh.files("columns").sort_by("min.table_id").to_pylist()
     assert len(files) > 1
@@ -167,13 +167,19 @@ def test_snapshot_retention_keeps_pinned_snapshots(warehouse):
 
 def test_maintenance_skips_while_a_refresh_is_committing(warehouse):
     rng = np.random.default_rng(3)
-    _refresh(warehouse, rng, np.array([1, 2]), "running", publish=False)
-    from datetime import timedelta
+    running = _refresh(warehouse, rng, np.array([1, 2]), "running", publish=False)   # holds the warehouse lease
+    report = run_maintenance(warehouse, MaintenanceConfig())
+    assert report["status"] == "skipped" and f"another refresh is running on this warehouse: refresh {running}" \
+        in report["reason"]
+    publish_snapshot(warehouse.root, running, "/lake")
+    assert run_maintenance(warehouse, MaintenanceConfig())["status"] == "ok"
 
-    assert refresh_in_progress(warehouse, timedelta(minutes=30)) is not None
-    report = run_maintenance(warehouse, MaintenanceConfig(refresh_guard_minutes=30))
-    assert report["status"] == "skipped" and "refresh" in report["reason"]
-    assert refresh_in_progress(warehouse, timedelta(0)) is None
+
+def test_snapshots_older_than_the_retention_leave_but_the_latest_stays(warehouse):
+    ids = sorted(s.snapshot_id for s in list_snapshots(warehouse))
+    kept = retain_snapshots(warehouse, 10, pinned={ids[0]}, max_age_seconds=86400, now=time.time() + 2 * 86400)
+    assert kept.kept == ids[-1:] and kept.removed == ids[:-1] and kept.pinned == []
+    assert load_snapshot(warehouse).snapshot_id == ids[-1]
 
 
 def test_maintenance_deletes_the_model_files_no_retained_snapshot_uses(warehouse):
@@ -195,10 +201,10 @@ def test_maintenance_deletes_the_model_files_no_retained_snapshot_uses(warehouse
     for name in names:
         with open(os.path.join(folder, name), "wb") as fh:
             fh.write(b"x")
-    report = run_maintenance(warehouse, MaintenanceConfig(keep_snapshots=1, refresh_guard_minutes=0))
+    report = run_maintenance(warehouse, MaintenanceConfig(keep_snapshots=1))
     assert report["status"] == "ok"
     assert report["model_files_removed"] == ["join-a.bin", "table-a.bin"]
     assert sorted(os.listdir(folder)) == sorted(set(names) - {"join-a.bin", "table-a.bin"})
     # The retained snapshot still uses the rest: a second run deletes nothing.
-    assert run_maintenance(warehouse, MaintenanceConfig(keep_snapshots=1, refresh_guard_minutes=0))[
+    assert run_maintenance(warehouse, MaintenanceConfig(keep_snapshots=1))[
         "model_files_removed"] == []

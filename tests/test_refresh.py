@@ -8,10 +8,11 @@ import time
 import pyarrow.compute as pc
 import pytest
 
+from discovery.config import MaintenanceConfig
 from discovery.demo_lake import load_ground_truth
 from discovery.lake import list_lake
 from discovery.refresh import StageContext, begin_refresh, profile_batch, publish_snapshot
-from discovery.store import Warehouse, load_snapshot, new_attempt_token
+from discovery.store import Warehouse, cleanup_warehouse, load_snapshot, new_attempt_token
 from spark_jobs import profile_columns, scan_lake
 from spark_jobs.common import execute, fan_out
 from spark_jobs.refresh import refresh
@@ -146,7 +147,7 @@ def test_killed_refresh_keeps_last_snapshot_and_retry_does_not_duplicate(spark, 
     ctx = StageContext(root, small_lake, rid, new_attempt_token())
     assert execute(spark, "profile", profile_columns.run, ctx) == 0
     after_commit = wh.read("columns").num_rows
-    assert not any(n in os.listdir(wh.table_uri("columns")) for n in orphans)  # cleaned up
+    assert all(n in os.listdir(wh.table_uri("columns")) for n in orphans)  # within the grace period: kept
     assert execute(spark, "profile", profile_columns.run, StageContext(root, small_lake, rid,
                                                                         new_attempt_token())) == 0
     assert wh.read("columns").num_rows == after_commit
@@ -159,6 +160,13 @@ def test_killed_refresh_keeps_last_snapshot_and_retry_does_not_duplicate(spark, 
     cols = load_snapshot(wh).read("columns")
     keys = set(zip(cols.column("table_id").to_pylist(), cols.column("ordinal").to_pylist()))
     assert len(keys) == cols.num_rows
+    # Past the grace period the failed attempt's files, referenced by no version, go; every snapshot still reads.
+    cfg = MaintenanceConfig()
+    cleanup_warehouse(wh, window_seconds=cfg.window_seconds, grace_seconds=cfg.grace_seconds,
+                      now=time.time() + cfg.grace_seconds + 1)
+    assert not any(n in os.listdir(wh.table_uri("columns")) for n in orphans)
+    assert load_snapshot(wh).read("columns").num_rows == after_commit
+    assert load_snapshot(wh, first["snapshot_id"]).read("columns").num_rows == before
 
 
 def test_lake_and_warehouse_as_uris(spark, small_lake, tmp_path):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -10,8 +11,8 @@ import pytest
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
-from discovery.store import (SCHEMAS, DataFile, Warehouse, WarehouseError, candidate_files, drop_table_ids,
-                             load_snapshot, read_rows, write_data_file)
+from discovery.store import (SCHEMAS, DataFile, Warehouse, WarehouseError, candidate_files, cleanup_orphans,
+                             drop_table_ids, load_snapshot, read_rows, write_data_file)
 from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store.files import data_file_name, parse_data_file_name
 
@@ -21,6 +22,11 @@ def _columns_rows(table_ids, n_per=3):
              "non_null": 1, "distinct_count": 1, "null_fraction": 0.0, "key_candidate": False, "max_length": 1}
             for t in table_ids for i in range(n_per)]
     return pa.Table.from_pylist(rows, schema=SCHEMAS["columns"])
+
+
+def _clean(wh: Warehouse, name: str, grace_seconds: float = 0.0, now: float | None = None) -> list[str]:
+    """Orphan cleanup with a week's window; no grace unless given (these tests write no file concurrently)."""
+    return cleanup_orphans(wh, name, window_seconds=7 * 86400, grace_seconds=grace_seconds, now=now)
 
 
 def test_every_index_table_is_a_delta_table(tmp_path):
@@ -44,7 +50,7 @@ def test_commit_is_at_most_once_per_refresh_and_stage(tmp_path):
     assert again.version is None
     assert wh.read("columns").num_rows == 6
     # Its file is an orphan: cleanup removes it and keeps the committed one.
-    removed = wh.cleanup_orphans("columns")
+    removed = _clean(wh, "columns")
     assert removed == [f2.path]
     assert os.path.exists(os.path.join(wh.table_uri("columns"), f1.path))
     # The next refresh commits normally.
@@ -52,12 +58,12 @@ def test_commit_is_at_most_once_per_refresh_and_stage(tmp_path):
     assert wh.read("columns").num_rows == 0
 
 
-def test_cleanup_keeps_the_running_attempt(tmp_path):
+def test_cleanup_keeps_an_uncommitted_file_for_its_grace_period(tmp_path):
     wh = Warehouse(str(tmp_path / "wh"))
     wh.ensure()
     f = write_data_file(wh.table_uri("columns"), _columns_rows([1]), 5, "profile", "run1")
-    assert wh.cleanup_orphans("columns", keep_attempt="run1") == []
-    assert wh.cleanup_orphans("columns") == [f.path]
+    assert _clean(wh, "columns", grace_seconds=3600) == []                         # its writer may still commit
+    assert _clean(wh, "columns", grace_seconds=3600, now=time.time() + 3601) == [f.path]
 
 
 def test_copy_on_write_removal(tmp_path):
@@ -132,7 +138,7 @@ def test_a_fragmented_small_table_is_merged_into_one_file_with_the_same_rows(tmp
     assert after.sort_by(key).equals(before.sort_by(key))
     # once per refresh, and a narrow table_id range per file again for copy-on-write removal
     assert wh.merge_small_files("columns", refresh_id=1, stage="profile_merge", max_files=1) == 0
-    assert wh.cleanup_orphans("columns", keep_attempt="a") == []  # nothing was written for it
+    assert _clean(wh, "columns") == []  # the merged files are referenced by versions in the window
     assert {parse_data_file_name(p.rsplit("/", 1)[-1])[2] for p in wh.files("columns").column("path").to_pylist()} \
         - {"a"}, "the merge writes under an attempt of its own"
     assert candidate_files(wh.files("columns"), np.array([1])) != candidate_files(wh.files("columns"), np.array([105]))
@@ -163,7 +169,7 @@ def test_files_of_a_merge_whose_commit_failed_are_removed_as_orphans(tmp_path, m
         wh.merge_small_files("columns", refresh_id=1, stage="profile_merge", max_files=2)
     monkeypatch.undo()
     written = sorted(os.listdir(uri))
-    removed = wh.cleanup_orphans("columns", keep_attempt="a")
+    removed = _clean(wh, "columns")
     assert len(removed) == 1 and len([f for f in written if f.endswith(".parquet")]) == 4
     assert wh.read("columns").equals(before) and wh.files("columns").num_rows == 3
 

@@ -3,35 +3,65 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timezone
+from typing import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..config import Config, load_config
 from ..store import INDEX_TABLES, SCHEMAS, Warehouse, new_attempt_token
+from ..store.lease import Lease, release_refresh
+from ..store.orphans import cleanup_warehouse
 from ..store.warehouse import json_dumps
 from ..union.arrays import write_arrays
 from .context import StageReport
 from .progress import mark_published
 
 
-def begin_refresh(warehouse: str) -> int:
-    """Create missing index tables, drop files of attempts that never committed, and allocate a refresh id.
+def begin_refresh(warehouse: str, run: str = "cli", config: Config | None = None,
+                  clock: Callable[[], float] = time.time) -> int:
+    """Take the warehouse lease, create missing index tables, delete orphaned files, and allocate a refresh id.
+
+    The lease (:mod:`discovery.store.lease`) makes this the only refresh or maintenance run writing to the warehouse:
+    another one running raises :class:`~discovery.store.LeaseHeld` naming it.  ``run`` names this one to others (the
+    DAG run id, or ``cli``).  The lease of a killed run is taken over, and the takeover recorded in
+    ``refresh_runs``.  Holding the lease, the refresh deletes the data files no retained version references
+    (:mod:`discovery.store.orphans`, after their grace period).  The refresh id goes into the lease, so the later
+    steps of this refresh (the DAG's stage tasks) renew it and :func:`publish_snapshot` releases it.
 
     Refresh ids are increasing integers (milliseconds since the epoch, bumped past the last id) so that the
     application transaction of a stage, whose version is the refresh id, only ever grows.
     """
     wh = Warehouse(warehouse)
-    wh.ensure()
-    for name in SCHEMAS:
-        wh.cleanup_orphans(name)
-    runs = wh.read("refresh_runs", columns=["refresh_id"])
-    last = pc.max(runs["refresh_id"]).as_py() if runs.num_rows else 0
-    snaps = wh.read("snapshots", columns=["refresh_id"])
-    last = max(last or 0, (pc.max(snaps["refresh_id"]).as_py() if snaps.num_rows else 0) or 0)
-    return max(int(time.time() * 1000), last + 1)
+    cfg = (config or load_config()).maintenance
+    started = clock()
+    lease = Lease.acquire(wh.root, "refresh", run, clock=clock)
+    try:
+        wh.upgrade(cfg.log_retention_days)
+        cleanup_warehouse(wh, window_seconds=cfg.window_seconds, grace_seconds=cfg.grace_seconds, now=clock())
+        runs = wh.read("refresh_runs", columns=["refresh_id"])
+        last = pc.max(runs["refresh_id"]).as_py() if runs.num_rows else 0
+        snaps = wh.read("snapshots", columns=["refresh_id"])
+        last = max(last or 0, (pc.max(snaps["refresh_id"]).as_py() if snaps.num_rows else 0) or 0)
+        refresh_id = max(int(clock() * 1000), last + 1)
+        lease.update(refresh_id=refresh_id)
+        if lease.took_over:
+            record_takeover(warehouse, refresh_id, "this refresh", lease.took_over, started)
+    except BaseException:
+        lease.release()
+        raise
+    return refresh_id
 
 
-def record_stage(warehouse: str, refresh_id: int, report: StageReport, started: float, attempt: str) -> None:
+def record_takeover(warehouse: str, refresh_id: int, taker: str, took_over: str, started: float) -> None:
+    """A ``lease`` row in ``refresh_runs``: ``taker`` took over the expired lease of a killed run (``took_over``
+    describes it), filed under ``refresh_id`` (the taking refresh's, or for maintenance the killed one's)."""
+    report = StageReport("lease", message=f"{taker} took over the expired lease of {took_over}")
+    record_stage(warehouse, refresh_id, report, started, new_attempt_token(), took_over=took_over)
+
+
+def record_stage(warehouse: str, refresh_id: int, report: StageReport, started: float, attempt: str,
+                 took_over: str | None = None) -> None:
     """Append the run record of a stage (a failed attempt is recorded too, and a later success alongside it)."""
     finished = time.time()
     row = {
@@ -41,15 +71,16 @@ def record_stage(warehouse: str, refresh_id: int, report: StageReport, started: 
         "tables_added": report.tables_added, "tables_changed": report.tables_changed,
         "tables_deleted": report.tables_deleted, "tables_failed": report.tables_failed,
         "tables_processed": report.tables_processed, "rows_written": report.rows_written,
-        "message": report.message,
+        "message": report.message, "took_over": took_over,
     }
     Warehouse(warehouse).append_rows("refresh_runs", pa.Table.from_pylist([row], schema=SCHEMAS["refresh_runs"]),
                                      refresh_id=refresh_id, stage="run_" + report.stage, attempt=attempt,
-                                     once=report.status == "ok")
+                                     once=report.status == "ok" and took_over is None)
 
 
 def publish_snapshot(warehouse: str, refresh_id: int, lake: str) -> dict:
-    """Publish the current version of every index table as a snapshot (once per refresh) and return it."""
+    """Publish the current version of every index table as a snapshot (once per refresh), release the refresh's
+    lease, and return the snapshot."""
     wh = Warehouse(warehouse)
     started = time.time()
     attempt = new_attempt_token()
@@ -57,6 +88,7 @@ def publish_snapshot(warehouse: str, refresh_id: int, lake: str) -> dict:
     mine = existing.filter(pc.equal(existing["refresh_id"], refresh_id))
     if mine.num_rows:
         row = mine.to_pylist()[0]
+        release_refresh(wh.root, refresh_id)
         return {"snapshot_id": row["snapshot_id"], "refresh_id": refresh_id, "published": False}
     versions = {name: wh.version(name) for name in INDEX_TABLES}
     catalog = wh.read("catalog", versions["catalog"], columns=["status"])
@@ -80,5 +112,6 @@ def publish_snapshot(warehouse: str, refresh_id: int, lake: str) -> dict:
     report = StageReport("publish", rows_written=1, message=f"snapshot {snapshot_id}")
     record_stage(warehouse, refresh_id, report, started, attempt)
     mark_published(warehouse, refresh_id, started)
+    release_refresh(wh.root, refresh_id)
     return {"snapshot_id": snapshot_id, "refresh_id": refresh_id, "published": True, "versions": versions,
             "counts": counts, "models": latest_models}

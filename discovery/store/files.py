@@ -3,7 +3,8 @@
 A Spark task (or any worker) calls :func:`write_data_file` with the rows it produced; the file lands directly in the
 table folder and only the returned :class:`DataFile` record (path, size, row count, min/max statistics) travels back
 to the driver, which commits the records in one Delta transaction.  File names carry the refresh id, the stage and
-the attempt token so that files of an attempt that never committed can be recognised and removed.
+the attempt token, so a file found in a table folder tells which run wrote it (whether it is live is decided by the
+table's versions, :mod:`.orphans`).
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def new_attempt_token() -> str:
 
 def data_file_name(refresh_id: int, stage: str, attempt: str) -> str:
     """The file name :func:`parse_data_file_name` reads back; a stage name it could not read back is refused, since
-    such a file could never be recognised as an orphan and removed."""
+    such a file could not be traced to the run that wrote it."""
     if not re.fullmatch(r"[a-z0-9_]+", stage):
         raise ValueError(f"stage name {stage!r}: use lower-case letters, digits and '_' only")
     return f"part-r{refresh_id}-{stage}-{attempt}-{uuid.uuid4().hex[:16]}.parquet"

@@ -146,6 +146,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("tables_processed", pa.int64()),  # lake tables parsed / encoded by this stage
         ("rows_written", pa.int64()),
         ("message", pa.string()),
+        ("took_over", pa.string()),        # the killed run whose expired lease this one took over (else null)
     ]),
     "query_results": pa.schema([
         ("batch_id", pa.string()),

@@ -21,21 +21,26 @@ from typing import Iterable
 
 import pyarrow as pa
 import pyarrow.dataset as pads
-import pyarrow.fs as pafs
-from deltalake import DeltaTable
+from deltalake import DeltaTable, Schema as DeltaSchema
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
+from ..config import MaintenanceConfig
 from ..storage import check, delta_options
-from .files import DataFile, new_attempt_token, parse_data_file_name, resolve, write_data_file
-from .schema import BOOKKEEPING_TABLES, SCHEMAS
+from .files import DataFile, new_attempt_token, resolve, write_data_file
+from .schema import SCHEMAS
 
 #: Attempts of a blind append whose commit delta-rs gave up on (each attempt is itself up to 15 delta-rs retries).
 COMMIT_ATTEMPTS = 8
 #: First pause before another attempt; doubled each time up to 2 s, with full jitter so racing writers spread out.
 COMMIT_BACKOFF_SECONDS = 0.05
-#: An uncommitted file of a bookkeeping table younger than this may belong to a writer that is still committing.
-ORPHAN_GRACE_SECONDS = 3600.0
+#: Commits between two checkpoints (the table property ``delta.checkpointInterval``, which delta-rs' post-commit
+#: hook honours on every commit, ours and its own optimize and vacuum).  Opening a table reads its last checkpoint
+#: and then every commit after it, one small JSON file each: a GET of 10-30 ms on S3.  At delta-rs' default of 100 an
+#: open could read 99 of them (1-3 s on S3); at 20 it reads at most 19, while a checkpoint, which rewrites the
+#: table's active file list as one Parquet file, costs milliseconds even for the thousands of files of a busy
+#: ``query_results`` between two compactions.
+CHECKPOINT_INTERVAL = 20
 
 
 class WarehouseError(RuntimeError):
@@ -74,20 +79,33 @@ class Warehouse:
         return DeltaTable.is_deltatable(uri, storage_options=delta_options(uri))
 
     def ensure(self) -> None:
-        """Create every index table that does not exist yet (empty, with its schema), and add the columns a newer
-        release gave a table to one an older release created (nullable, so old rows read them as null)."""
+        """Create every index table that does not exist yet (empty, with its schema and :func:`table_properties`)."""
+        props = table_properties(MaintenanceConfig.log_retention_days)
         for name, schema in SCHEMAS.items():
             uri = self.table_uri(name)
             if not DeltaTable.is_deltatable(uri, storage_options=delta_options(uri)):
-                DeltaTable.create(uri, schema=schema, mode="ignore", name=name, storage_options=delta_options(uri))
-                continue
-            dt = self.table(name)
-            present = set(pa.schema(dt.schema()).names)
-            missing = [f for f in schema if f.name not in present]
-            if missing:
-                from deltalake.schema import Field
+                DeltaTable.create(uri, schema=schema, mode="ignore", name=name, configuration=props,
+                                  storage_options=delta_options(uri))
 
-                dt.alter.add_columns([Field.from_arrow(f) for f in missing])
+    def upgrade(self, log_retention_days: float) -> None:
+        """:meth:`ensure`, then bring existing tables in line: add the columns a newer schema has (their old rows
+        read as null) and set the log retention and checkpoint interval.  Run by the holder of the warehouse lease
+        (a refresh starting, maintenance), since a table property change is a commit that writers must not race.
+
+        The log retention (``delta.logRetentionDuration``) is how long delta-rs keeps a commit's log entry once a
+        later checkpoint exists; a version whose entries are gone can no longer be loaded, so it must cover every
+        version a retained snapshot pins (``[maintenance]`` checks log retention >= snapshot retention)."""
+        self.ensure()
+        props = table_properties(log_retention_days)
+        for name, schema in SCHEMAS.items():
+            dt = self.table(name)
+            have = set(pa.schema(dt.schema().to_arrow()).names)
+            missing = [f for f in schema if f.name not in have]
+            if missing:
+                dt.alter.add_columns(DeltaSchema.from_arrow(pa.schema(missing)).fields)
+            config = dt.metadata().configuration
+            if any(config.get(k) != v for k, v in props.items()):
+                dt.alter.set_table_properties(props)
 
     def require(self) -> None:
         check(self.root, "warehouse")
@@ -226,8 +244,7 @@ class Warehouse:
         milliseconds and a later replacement rewrites one small file.  Only tables of at most ``max_bytes`` are
         merged, in the driver; large tables keep their narrow per-file ``table_id`` ranges (:mod:`..maintenance`).
 
-        The merge is an attempt of its own: its files carry a fresh token, so when its commit fails they are orphans
-        that :meth:`cleanup_orphans` removes, although the stage's own attempt committed to the same table."""
+        When its commit fails, its files are referenced by no version: orphans that :mod:`.orphans` removes."""
         files = self.files(name)
         total = int(sum(files.column("size_bytes").to_pylist()))
         if files.num_rows <= max_files or total > max_bytes or self.committed(name, stage, refresh_id):
@@ -255,31 +272,11 @@ class Warehouse:
                 return set(mins)
         return set(self.read(name, columns=[column]).column(column).to_pylist())
 
-    def cleanup_orphans(self, name: str, keep_attempt: str | None = None) -> list[str]:
-        """Delete data files written by attempts that never committed to this table.
 
-        A file belongs to an attempt through its name; the attempts that committed are recorded in the commit
-        metadata of the table history.  Files of ``keep_attempt`` (the attempt now running) are kept.  The folder is
-        listed before the history is read, so a file committed in between counts as committed.  Bookkeeping tables
-        are appended to by other processes while a refresh runs (searches, query batches, maintenance): there an
-        uncommitted file younger than :data:`ORPHAN_GRACE_SECONDS` may be a writer's that is about to commit, and is
-        kept, as Delta's vacuum keeps recent files for the same reason.
-        """
-        fs, root = resolve(self.table_uri(name))
-        listing = fs.get_file_info(pafs.FileSelector(root, recursive=False))
-        dt = self.table(name)
-        committed = {str(h.get("lakescout.attempt")) for h in dt.history() if "lakescout.attempt" in h}
-        horizon = time.time() - ORPHAN_GRACE_SECONDS if name in BOOKKEEPING_TABLES else None
-        removed = []
-        for info in listing:
-            parsed = parse_data_file_name(info.base_name)
-            if parsed is None or parsed[2] in committed or parsed[2] == keep_attempt:
-                continue
-            if horizon is not None and (info.mtime is None or info.mtime.timestamp() > horizon):
-                continue
-            fs.delete_file(info.path)
-            removed.append(info.base_name)
-        return removed
+def table_properties(log_retention_days: float) -> dict[str, str]:
+    """Delta table properties of every index table: checkpoint interval and log retention (whole hours)."""
+    return {"delta.checkpointInterval": str(CHECKPOINT_INTERVAL),
+            "delta.logRetentionDuration": f"interval {max(1, round(log_retention_days * 24))} hours"}
 
 
 def json_dumps(obj) -> str:

@@ -12,6 +12,7 @@ from discovery.batch import available_kinds, batch_results, method_choices, rece
 from discovery.refresh.progress import clock, read_progress
 from discovery.status import warehouse_status
 from discovery.store import SCHEMAS, Warehouse, list_snapshots
+from discovery.store.lease import holder as lease_holder
 
 
 def snapshot_history(wh: Warehouse) -> list[dict]:
@@ -23,8 +24,8 @@ def snapshot_history(wh: Warehouse) -> list[dict]:
 
 def stage_timings(wh: Warehouse, last: int = 20) -> dict:
     """Seconds per stage of the last ``last`` refreshes (successful attempts), for a stacked bar chart."""
-    runs = wh.read("refresh_runs", columns=["refresh_id", "stage", "status", "seconds", "started_at"])
-    runs = runs.filter(pc.equal(runs["status"], "ok"))
+    runs = wh.read("refresh_runs", columns=["refresh_id", "stage", "status", "seconds", "started_at", "took_over"])
+    runs = runs.filter(pc.and_(pc.equal(runs["status"], "ok"), pc.is_null(runs["took_over"])))  # stages only
     if runs.num_rows == 0:
         return {"refreshes": [], "stages": {}}
     ids = sorted(set(runs.column("refresh_id").to_pylist()))[-last:]
@@ -79,6 +80,15 @@ def lake_tables(wh: Warehouse) -> list[dict]:
     return [{"table_id": r["table_id"], "path": r["path"], "format": r["format"]} for r in cat.to_pylist()]
 
 
+def lease_takeovers(wh: Warehouse, last: int = 10) -> list[dict]:
+    """The last ``last`` times a run took over the warehouse lease of a killed one (``refresh_runs.took_over``; a
+    table written before that column existed reads it as null, so it lists none)."""
+    runs = wh.read("refresh_runs", columns=["refresh_id", "started_at", "message", "took_over"])
+    runs = runs.filter(pc.is_valid(runs["took_over"])).sort_by([("started_at", "descending")]).slice(0, last)
+    return [{"refresh_id": r["refresh_id"], "at": r["started_at"].isoformat(timespec="seconds"),
+             "took_over": r["took_over"], "message": r["message"]} for r in runs.to_pylist()]
+
+
 def refresh_progress(wh: Warehouse, now: float | None = None) -> dict | None:
     """The refresh that is running (or stopped reporting, or failed) with its stage and task counts; None when the
     latest refresh published its snapshot or none has reported progress."""
@@ -105,6 +115,7 @@ def page_data(wh: Warehouse) -> dict:
     return {"ready": True, "warehouse": wh.root, "progress": refresh_progress(wh), "status": status,
             "snapshots": snapshot_history(wh),
             "timings": stage_timings(wh), "sizes": index_sizes(wh), "batches": batches_with_results(wh),
+            "takeovers": lease_takeovers(wh), "lease": lease_holder(wh.root),
             "changes": recent_changes(wh), "tables": lake_tables(wh), "kinds": kinds,
             "methods": {k: list(method_choices(k) or ()) for k in kinds}}
 

@@ -70,8 +70,15 @@ def test_demo_lake_command(tmp_path):
     proc = _cli("demo-lake", str(tmp_path / "lake"), "--json")
     assert proc.returncode == 0
     summary = json.loads(proc.stdout)
-    assert summary["n_tables"] == len([f for f in (tmp_path / "lake").rglob("*") if f.is_file()
-                                       and "_ground_truth" not in f.parts])
+    from discovery.lake import list_lake
+
+    tables = {t.path: t.format for t in list_lake(str(tmp_path / "lake"))}
+    assert summary["n_tables"] == len(tables) == 300
+    # one union family laid out as the lakehouse datasets a lake holds, each listed as one table of its format
+    kinds = {layout: tables[path] for layout, path in summary["lakehouse_tables"].items()}
+    assert kinds["delta"] == "delta" and kinds["iceberg"] == "iceberg" and kinds["csv.gz"] == "csv.gz"
+    assert kinds["jsonl"] == "json" and kinds["parts"] == "parts/parquet"
+    assert kinds["hive"].startswith(("hive/", "parts/"))
 
 
 @pytest.mark.spark

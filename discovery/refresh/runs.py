@@ -93,7 +93,7 @@ def publish_snapshot(warehouse: str, refresh_id: int, lake: str) -> dict:
     versions = {name: wh.version(name) for name in INDEX_TABLES}
     catalog = wh.read("catalog", versions["catalog"], columns=["status"])
     counts = {f"tables_{s}": int(pc.sum(pc.equal(catalog["status"], s)).as_py() or 0)
-              for s in ("ok", "error", "deleted")}
+              for s in ("ok", "stale", "error", "deleted")}
     for name in INDEX_TABLES:
         if name != "catalog":
             counts[f"rows_{name}"] = wh.count_rows(name, versions[name])
@@ -101,7 +101,10 @@ def publish_snapshot(warehouse: str, refresh_id: int, lake: str) -> dict:
     latest_models: dict[str, str] = {}
     for m in sorted(models.to_pylist(), key=lambda r: r["created_at"]):
         latest_models[m["name"]] = m["version"]
-    write_arrays(wh, versions)  # before the snapshot row: a published snapshot finds its query arrays
+    if counts["rows_centroid_partitions"] or not counts["rows_column_vectors"]:
+        # Before the snapshot row, so a published snapshot finds its query arrays.  A refresh that stopped short of
+        # the centroids stage (a partial rebuild) has no partitions to lay them out by: queries build them instead.
+        write_arrays(wh, versions)
     last_id = pc.max(existing["snapshot_id"]).as_py() if existing.num_rows else 0
     snapshot_id = (last_id or 0) + 1
     row = {"snapshot_id": snapshot_id, "created_at": datetime.now(timezone.utc), "refresh_id": refresh_id,

@@ -122,6 +122,7 @@ def main() -> int:
     house = work / "lakehouse"
     if house.exists():
         shutil.rmtree(house)
+    (work / "catalog.db").unlink(missing_ok=True)  # its Iceberg tables pointed into the lake just removed
     back = lay_out(ugen, names, str(house), str(work / "catalog.db"))
     house_seconds = build(str(house), str(work / "lakehouse_wh"))
     out["lakehouse"] = {**evaluate(str(work / "lakehouse_wh"), ugen, queries, truth, back),
@@ -133,6 +134,7 @@ def main() -> int:
         with S3Server() as server:
             os.environ.update(server.env)
             lake_uri, wh_uri = server.create_bucket("ugen-lake") + "/lake", server.create_bucket("ugen-wh") + "/wh"
+            (work / "catalog_s3.db").unlink(missing_ok=True)
             s3_back = lay_out(ugen, names, lake_uri, str(work / "catalog_s3.db"))
             s3_seconds = build(lake_uri, wh_uri)
             out["lakehouse_s3"] = {**evaluate(wh_uri, ugen, queries, truth, s3_back), "build_seconds": s3_seconds,

@@ -27,7 +27,7 @@ def _first_line(exc: Exception) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def _io_properties() -> dict[str, str]:
+def io_properties() -> dict[str, str]:
     """pyiceberg FileIO settings from the same ``AWS_*`` variables every other reader takes."""
     props = {}
     for key, env in (("s3.endpoint", "AWS_ENDPOINT_URL"), ("s3.access-key-id", "AWS_ACCESS_KEY_ID"),
@@ -72,7 +72,7 @@ def _open(root: str, rel: str):
         location = _newest_metadata(root, rel)
         if not storage.is_remote(location):
             location = "file://" + os.path.abspath(location)
-        return StaticTable.from_metadata(location, properties=_io_properties())
+        return StaticTable.from_metadata(location, properties=io_properties())
     except LakeFileError:
         raise
     except Exception as exc:

@@ -187,7 +187,8 @@ def test_iceberg_table_on_s3_reads_its_current_snapshot(s3_server, tmp_path):
     """An Iceberg table whose metadata and data files live on S3 (written through a SQL catalog) reads back as its
     current snapshot, through the same ``AWS_*`` settings as every other reader."""
     lake = s3_server.create_bucket("iceberg-lake") + "/lake"
-    table = pa.table({"city": ["Oslo", "Lima", "Pune", "Kiev"], "population": [709_000, 9_750_000, 3_124_000, 2_950_000]})
+    table = pa.table({"city": ["Oslo", "Lima", "Pune", "Kiev"],
+                      "population": [709_000, 9_750_000, 3_124_000, 2_950_000]})
     rel = layouts.relayout(lake, "iceberg/cities.csv", "iceberg", table, older=table.slice(0, 1),
                            catalog_db=str(tmp_path / "catalog.db"))
     parsed = read_lake_table(lake, rel, "iceberg", 0, Limits())

@@ -1,7 +1,8 @@
 """End to end on a real Airflow api-server with the plugin (SimpleAuthManager, an admin and a viewer): who may
 search from the "Lake discovery" page, searches by table id, lake path and upload over HTTP, a search naming a file
 of the server refused, and in headless Chromium a login through the Airflow UI, an n-ary search through the form and
-a screenshot under ``artifacts/``.  The api-server is started once for the module."""
+a screenshot under ``artifacts/``.  With ``LAKESCOUT_SCREENSHOT`` set, the screenshot of the page is also written to
+``docs/lake_discovery.png``, the picture the README shows.  The api-server is started once for the module."""
 from __future__ import annotations
 
 import html
@@ -20,6 +21,8 @@ pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARTIFACTS = os.path.join(ROOT, "artifacts")
+#: Where the README's picture of the page lives; written only when ``LAKESCOUT_SCREENSHOT`` is set.
+README_SCREENSHOT = os.path.join(ROOT, "docs", "lake_discovery.png")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -140,6 +143,10 @@ def test_login_open_page_search_and_screenshot(airflow_server):
             assert "mapping" in page.locator("#search-results").inner_text()
             assert page.evaluate("!!window.Chart && !!Chart.getChart('timings-chart')")
             page.screenshot(path=os.path.join(ARTIFACTS, "lake_discovery.png"), full_page=True)
+            if os.environ.get("LAKESCOUT_SCREENSHOT"):
+                os.makedirs(os.path.dirname(README_SCREENSHOT), exist_ok=True)
+                page.screenshot(path=README_SCREENSHOT, full_page=True)
+                assert open(README_SCREENSHOT, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 
             page.goto(f"{url}/plugin/lake-discovery")
             page.wait_for_selector("iframe", timeout=30000)

@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -123,6 +124,22 @@ def test_the_runnable_examples_run_on_the_sample_lake(guide_folder):
     assert pairs
     for block, expected in pairs:                       # in order: the batch example writes what a later one reads
         check_ran(block, expected, run_block(block, guide_folder))
+    check_batches_recorded(pairs, guide_folder)
+
+
+def check_batches_recorded(pairs: list[tuple[Block, Block | None]], folder: str) -> None:
+    """Every ``lakescout batch ... --spec FILE --batch-id ID`` of the examples recorded a result for each query of
+    its spec in ``query_results``."""
+    from discovery.batch import batch_results
+
+    runs = [m for b, _ in pairs if b.lang == "bash"
+            for m in re.finditer(r"lakescout batch .*?--spec (\S+) --batch-id (\S+)", b.body)]
+    assert runs, "no runnable example runs a batch"
+    for m in runs:
+        with open(os.path.join(folder, m[1]), encoding="utf-8") as fh:
+            queries = json.load(fh)["queries"]
+        rows = batch_results(os.path.join(folder, "warehouse"), m[2]).to_pylist()
+        assert {(r["query_id"], r["kind"]) for r in rows} == {(q["id"], q["kind"]) for q in queries}, m[0]
 
 
 @pytest.mark.spark

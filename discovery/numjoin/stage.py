@@ -15,7 +15,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..refresh.tasks import read_work_tables
 from ..store import SCHEMAS
 from .columns import KIND_METRICS, MAX_VALUES, column_groups
 from .index import NumericIndex
@@ -26,6 +25,8 @@ SET_FIELDS = ("table_id", "set_no", "kind", "names", "ordinals", "spread", "tota
 
 def numeric_batch(work: pa.Table, ctx, max_values: int = MAX_VALUES) -> tuple[pa.Table, dict]:
     """``numeric_sets`` rows of the tables of ``work`` (catalog rows with status ok)."""
+    from ..refresh.tasks import read_work_tables  # the refresh imports this package to publish
+
     out = {k: [] for k in SCHEMAS["numeric_sets"].names}
     counts: dict = {"numeric_groups": 0}
 

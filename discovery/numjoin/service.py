@@ -166,6 +166,7 @@ def numeric_join_search(snapshot: Snapshot, q: QueryTable, ordinals: list[int], 
     label = ",".join(q.names[i] for i in ordinals)
     if isinstance(group, str):
         raise QueryError(f"query {q.label!r}: {group}; columns that can be joined: {joinable_columns(q)}")
+    label = group.label  # a coordinate pair as (latitude, longitude), whichever order it was named in
     metrics = KIND_METRICS[group.kind]
     if metric is not None and metric not in metrics:
         raise _error("metric", f"metric {metric!r} does not apply to {group.kind} column {label!r} "

@@ -236,3 +236,34 @@ def test_incremental_refresh_replaces_and_drops_rows(spark, env, tmp_path):
     out = ls.join(os.path.join(lake, "t1.csv"), "count", tau=2.0, T=0.0)
     assert answer(out) == reference(sets, ("t1.csv", "count", "absolute"), 2.0)
     assert not any(p == "t5.csv" for p, _ in answer(out))
+
+
+def test_batch_and_standing_queries(env, tmp_path):
+    """A query batch and a standing query carry numerical joins, with the parameters the API takes; results are
+    recorded with their joinability as score."""
+    import shutil
+
+    from discovery.batch import BatchError, batch_results, run_batch, run_standing, save_standing
+
+    wh = str(tmp_path / "wh")
+    shutil.copytree(env["warehouse"], wh)
+    spec = {"name": "numeric", "queries": [
+        {"id": "coords", "kind": "join", "query": "t0.csv", "params": {"column": "Latitude,Longitude", "tau": 30.0,
+                                                                       "T": 0.0}},
+        {"id": "counts", "kind": "join", "query": "t1.csv", "params": {"column": "count", "tau_share": 0.02}}]}
+    summary = run_batch(wh, spec, served=True)
+    rows = batch_results(wh, summary["batch_id"]).to_pylist()
+    ls = discovery.open(wh)
+    direct = ls.join(os.path.join(env["lake"], "t0.csv"), "Latitude,Longitude", tau=30.0, T=0.0)
+    got = {(r["path"], r["column"]): r["score"] for r in rows if r["query_id"] == "coords"}
+    assert got == {(r["path"], r["column"]): r["joinability"] for r in direct["results"]} and got
+    assert answer(direct) == reference(env["sets"], ("t0.csv", "Latitude,Longitude", "haversine"), 30.0)
+    with pytest.raises(BatchError, match="field 'column'.*neither text nor numbers"):
+        run_batch(wh, {"queries": [{"kind": "join", "query": "flags.csv", "params": {"column": "flag"}}]},
+                  served=True)
+    with pytest.raises(BatchError, match="field 'tau'"):
+        run_batch(wh, {"queries": [{"kind": "join", "query": "flags.csv", "params": {"column": "word",
+                                                                                    "tau": 5}}]}, served=True)
+    save_standing(wh, "places", {"queries": [spec["queries"][0]]})
+    first = run_standing(wh, "places")
+    assert first["changes"]["new"] == len(direct["results"])

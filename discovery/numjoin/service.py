@@ -84,6 +84,11 @@ def join_target(params: dict, table: QueryTable) -> JoinTarget:
             raise _error("column", str(inner)) from None
         if ordinals[0] == ordinals[1]:
             raise _error("column", f"column {column!r} names one column twice; give LAT,LNG")
+        kinds = table.kinds()
+        if any(kinds[i] not in ("int", "float") for i in ordinals):
+            raise _error("column", f"query {table.label!r} has no column {column!r}, and its parts are not a "
+                                   f"latitude and a longitude column (columns that can be joined: "
+                                   f"{joinable_columns(table)})")
     kinds = table.kinds()
     if len(ordinals) == 1:
         kind = kinds[ordinals[0]]

@@ -26,7 +26,7 @@ from ..store import Snapshot, result_names
 from ..store.cache import INDEXES, deep_nbytes
 from .arrays import build_numeric, open_numeric
 from .baselines import brute_force
-from .columns import KIND_METRICS, column_groups, coordinate_pairs, parse_vector_column, query_group
+from .columns import KIND_METRICS, coordinate_pairs, parse_vector_column, query_group
 from .search import METHODS as SEARCH_METHODS
 from .stage import family_name
 
@@ -222,4 +222,4 @@ def numeric_join_search(snapshot: Snapshot, q: QueryTable, ordinals: list[int], 
             "T": T, "top_k": top_k, "similarity": similarity, "results": results, "stats": stats}
 
 
-__all__ = ["METHODS", "JoinTarget", "column_groups", "join_target", "numeric_join_search", "set_values"]
+__all__ = ["METHODS", "JoinTarget", "join_target", "numeric_join_search", "set_values"]

@@ -19,6 +19,8 @@ from ..store import SCHEMAS
 from .columns import KIND_METRICS, MAX_VALUES, column_groups
 from .index import NumericIndex
 
+#: Unit of each kind's values and spread (a vector group searched under the angular metric is in radians).
+UNITS = {"number": "column units", "coordinates": "metres", "vector": "vector units"}
 #: What a set of a family is, in the order of the family's set ids.
 SET_FIELDS = ("table_id", "set_no", "kind", "names", "ordinals", "spread", "total")
 
@@ -33,7 +35,7 @@ def numeric_batch(work: pa.Table, ctx, max_values: int = MAX_VALUES) -> tuple[pa
     def add(item, set_no, kind, ordinals, names, values, total, spread):
         row = {"table_id": item["table_id"], "content_hash": item["content_hash"], "set_no": set_no, "kind": kind,
                "ordinals": ordinals, "names": names, "dim": int(values.shape[1]), "size": int(values.shape[0]),
-               "total": total, "spread": spread, "values": values.reshape(-1)}
+               "total": total, "spread": spread, "unit": UNITS.get(kind), "values": values.reshape(-1)}
         for k in out:
             out[k].append(row[k])
 

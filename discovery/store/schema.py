@@ -126,6 +126,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("size", pa.int64()),             # distinct values kept
         ("total", pa.int64()),            # distinct values before the cap ([numjoin] max_values)
         ("spread", pa.float64()),         # range / bounding-box diagonal, in the group's units
+        ("unit", pa.string()),            # metres (coordinates) | column units (numbers) | vector units (lists)
         ("values", pa.list_(pa.float64())),   # the distinct values, row-major (size x dim)
     ]),
     "models": pa.schema([

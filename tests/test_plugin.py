@@ -1,7 +1,8 @@
 """The Lake discovery FastAPI app through TestClient with Airflow's real auth manager (JWT) and a real warehouse.
 
 The searches that succeed need an index built by Spark and run against a real api-server in ``test_ui_browser``;
-here, without Spark, the refusals: a viewer may not search, and a served search reads nothing outside the lake.
+here, without Spark, the refusals: a viewer may not search, and a served search reads nothing outside the lake; and a
+numerical join, whose index rows the ``numeric`` stage's per-table work writes without Spark.
 """
 from __future__ import annotations
 

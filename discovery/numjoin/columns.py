@@ -13,8 +13,8 @@ query table, so both sides are read by the same rules:
   lists), length at least 2; metrics ``euclidean`` and ``angular`` (radians).
 
 A group's set is its **distinct** values (rows where every member column parses; a zero vector has no direction and
-is left out of the angular set), at most ``max_values`` of them (a seeded sample beyond, reported through ``total``):
-joinability counts distinct query values, as the semantic join does.  Each group records its ``unit`` and
+is left out of the angular set), at most ``max_values`` of them and :data:`MAX_NUMBERS` numbers (a seeded sample
+beyond, reported through ``total``): joinability counts distinct query values, as the semantic join does.  Each group records its ``unit`` and
 ``spread`` -- the range of a number column, the great-circle diagonal of a coordinate group's bounding box, the
 diagonal of a vector group's bounding box (pi for angular) -- so a tau can be given in the data's units or as a
 fraction of the query's spread.
@@ -33,8 +33,10 @@ from .metric import METRICS
 #: Share of the present cells that must parse for a column to be numeric / a vector column, and share of the
 #: rows with both coordinates that must lie in range.
 AGREEMENT = 0.95
-#: Distinct values kept per group (a seeded sample beyond).
+#: Distinct values kept per group (a seeded sample beyond), and numbers: a group of long vectors keeps
+#: ``MAX_NUMBERS // dim`` of them at most (32 MB of float64 per group).
 MAX_VALUES = 100_000
+MAX_NUMBERS = 4_000_000
 LAT_NAMES = frozenset({"lat", "latitude"})
 LON_NAMES = frozenset({"lng", "lon", "long", "longitude"})
 #: Metric of each kind's index; a vector group is indexed under both.
@@ -164,7 +166,7 @@ def coordinate_pairs(names: list[str]) -> list[tuple[int, int]]:
 
 
 def _group(kind, ordinals, names, rows, max_values, seed) -> ColumnGroup | None:
-    values, total = distinct_rows(rows, max_values, seed)
+    values, total = distinct_rows(rows, min(max_values, max(1, MAX_NUMBERS // rows.shape[1])), seed)
     if values.shape[0] == 0:
         return None
     return ColumnGroup(kind, list(ordinals), [names[i] for i in ordinals], values, total, spread(kind, values))

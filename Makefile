@@ -49,6 +49,7 @@ demo: sample-lake
 	$(BIN)/lakescout union --warehouse $(LAKESCOUT_WAREHOUSE) --query finance/registers/firms.tsv -k 5
 	$(BIN)/lakescout join --warehouse $(LAKESCOUT_WAREHOUSE) --query partners/vendor_master.csv --column Vendor
 	$(BIN)/lakescout nary --warehouse $(LAKESCOUT_WAREHOUSE) --query retail/stores/store_locations_q1.csv --key country,city
+	$(BIN)/lakescout join --warehouse $(LAKESCOUT_WAREHOUSE) --query geo/weather_stations.csv --column lat,lng
 
 # Tools some tests use from Debian: Chromium (UI test) and docker-compose (validates docker-compose.yaml; no
 # container engine is needed).  Installed when missing and apt is usable (root on Debian); otherwise those tests skip.

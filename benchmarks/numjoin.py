@@ -2,7 +2,8 @@
 KD-tree per set (RTREE), on a clustered synthetic lake in the paper's SYN shape and on real coordinates.
 
 Run: ``python benchmarks/numjoin.py [--vectors 300000] [--sets 300] [--dim 20] [--clusters 100] [--sigma 0.05]
-[--queries 5] [--real-only]``.  Prints tables and writes ``benchmarks/results/numjoin.json``.
+[--queries 5] [--real-only]``.  Prints tables and writes ``benchmarks/results/numjoin.json``.  ``--lake`` instead
+builds lakes with the real refresh (:func:`coordinate_lake`, :func:`build_cost`) and writes ``numjoin_lake.json``.
 
 SYN (§V-A): cluster centers uniform in the unit cube, objects normal around them (``sigma`` per axis); a set draws its
 objects from one to three clusters, its size uniform in ``[0.5, 1.5]`` times the mean.  Queries are sets of the lake
@@ -185,6 +186,118 @@ def real(args) -> dict | None:
     return {"sets": len(sets), "points": int(sum(len(s) for s in sets)), "rows": rows}
 
 
+def _stage_share(out: dict, publish_numeric_s: float) -> dict:
+    """Seconds per stage of a refresh result, and the numerical join's share: its stage plus laying out its query
+    arrays at publish, over every stage plus that."""
+    stages = {s["stage"]: round(float(s["seconds"]), 2) for s in out["stages"]}
+    total = sum(stages.values()) + publish_numeric_s
+    return {"stages_s": stages, "numeric_stage_s": stages.get("numeric", 0.0),
+            "numeric_arrays_s": round(publish_numeric_s, 3),
+            "numeric_share": round((stages.get("numeric", 0.0) + publish_numeric_s) / total, 4)}
+
+
+def _arrays_seconds(warehouse: str) -> float:
+    """Time to build the snapshot's numerical join indexes from ``numeric_sets`` (what publish adds)."""
+    from discovery.numjoin.arrays import build_numeric
+    from discovery.store import Warehouse, load_snapshot
+
+    wh = Warehouse(warehouse)
+    t0 = time.perf_counter()
+    build_numeric(wh, load_snapshot(wh).versions)
+    return time.perf_counter() - t0
+
+
+def build_cost(args) -> dict:
+    """The numeric stage's share of a full build of the sample lake (every stage, local[2])."""
+    import tempfile
+
+    from benchmarks.common import refresh_lake
+    from discovery.demo_lake import generate_demo_lake
+
+    with tempfile.TemporaryDirectory(prefix="numjoin-cost-") as tmp:
+        generate_demo_lake(os.path.join(tmp, "lake"), seed=7)
+        out, seconds = refresh_lake(os.path.join(tmp, "lake"), os.path.join(tmp, "wh"), "numjoin-build-cost")
+        if not out.get("published"):
+            raise RuntimeError(f"sample lake build failed: {out}")
+        cost = {"lake": "sample lake (300 tables, seed 7)", "refresh_s": round(seconds, 1),
+                **_stage_share(out, _arrays_seconds(os.path.join(tmp, "wh")))}
+    print(f"\nbuild cost on the sample lake: numeric stage {cost['numeric_stage_s']} s + arrays "
+          f"{cost['numeric_arrays_s']} s = {100 * cost['numeric_share']:.1f}% of the stages "
+          f"({sum(cost['stages_s'].values()):.1f} s)")
+    print_table([{"stage": k, "seconds": v} for k, v in cost["stages_s"].items()], ["stage", "seconds"])
+    return cost
+
+
+def coordinate_lake(args) -> dict | None:
+    """The fivethirtyeight tables carrying coordinates as a lake (whole tables, and one table per state), built by
+    the real refresh and queried through ``discovery.open(...).join`` on ``lat,lng``; every answer must equal a
+    brute force over the files' distinct coordinates."""
+    import shutil
+    import tempfile
+
+    import pandas as pd
+
+    import discovery
+    from benchmarks.common import refresh_lake
+
+    root = shared_path("fivethirtyeight")
+    if root is None:
+        return None
+    sources = {"clinton": ("presidential-campaign-trail/clinton.csv", "lat", "lng"),
+               "trump": ("presidential-campaign-trail/trump.csv", "lat", "lng"),
+               "police": ("police-killings/police_killings.csv", "latitude", "longitude")}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="numjoin-538-") as tmp:
+        lake, wh = os.path.join(tmp, "lake"), os.path.join(tmp, "wh")
+        sets = {}
+        for name, (rel, la, lo) in sources.items():
+            os.makedirs(os.path.join(lake, name), exist_ok=True)
+            shutil.copy(os.path.join(root, rel), os.path.join(lake, name, os.path.basename(rel)))
+            df = pd.read_csv(os.path.join(root, rel), encoding="latin-1")
+            for state, part in df.groupby("state"):
+                path = f"{name}/by_state/{state}.csv"
+                os.makedirs(os.path.dirname(os.path.join(lake, path)), exist_ok=True)
+                part.to_csv(os.path.join(lake, path), index=False)
+            for path in [f"{name}/{os.path.basename(rel)}"] + [f"{name}/by_state/{s}.csv" for s in df["state"].unique()
+                                                              if isinstance(s, str)]:
+                d = pd.read_csv(os.path.join(lake, path), encoding="latin-1")[[la, lo]].apply(
+                    pd.to_numeric, errors="coerce").dropna()
+                d = d[(d[la].abs() <= 90) & (d[lo].abs() <= 180)]
+                if len(d):
+                    sets[(path, f"{la},{lo}")] = np.unique(d.to_numpy(np.float64), axis=0)
+        out, seconds = refresh_lake(lake, wh, "numjoin-538")
+        if not out.get("published"):
+            raise RuntimeError(f"coordinate lake build failed: {out}")
+        cost = {"refresh_s": round(seconds, 1), **_stage_share(out, _arrays_seconds(wh))}
+        ls = discovery.open(wh)
+        keys = list(sets)
+        for qname in ("clinton", "trump"):
+            qpath = f"{qname}/{qname}.csv"
+            for tau in (100.0, 1000.0, 10000.0):
+                t0 = time.process_time()
+                got = ls.join(os.path.join(lake, qpath), "lat,lng", tau=tau, T=0.0)
+                api_s = time.process_time() - t0
+                others = [k for k in keys if k[0] != qpath]
+                t0 = time.process_time()
+                want = brute_force([sets[k] for k in others], sets[(qpath, "lat,lng")], tau, "haversine", T=0.0)
+                brute_s = time.process_time() - t0
+                want = {others[s.set_id]: s.score for s in want.sets}
+                have = {(r["path"], r["column"]): r["matched"] for r in got["results"]}
+                if have != want:
+                    raise AssertionError(f"coordinate lake: {qpath} at {tau} m differs from brute force")
+                top = got["results"][0] if got["results"] else None
+                rows.append({"query": qpath, "tau_m": tau, "joinable": len(have), "equal_brute_force": True,
+                             "top": f"{top['path']} ({top['matched']})" if top else "",
+                             "api_cpu_s": round(api_s, 3), "brute_cpu_s": round(brute_s, 3),
+                             "distances": got["stats"].get("distance_computations", 0)})
+    print(f"\nfivethirtyeight coordinate lake: {len(sets)} coordinate groups "
+          f"({sum(len(v) for v in sets.values())} distinct points) in {len(keys)} tables; built in "
+          f"{cost['refresh_s']} s, numeric stage + arrays {100 * cost['numeric_share']:.1f}% of the stages")
+    print_table(rows, ["query", "tau_m", "joinable", "equal_brute_force", "top", "api_cpu_s", "brute_cpu_s",
+                       "distances"])
+    return {"groups": len(sets), "points": int(sum(len(v) for v in sets.values())), "build": cost, "rows": rows}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--vectors", type=int, default=300_000)
@@ -199,7 +312,13 @@ def main(argv=None):
     p.add_argument("--T-sweep", type=float, nargs="+", default=[0.2, 0.4, 0.6, 0.8])
     p.add_argument("--top-k", type=int, nargs="*", default=[10])
     p.add_argument("--real-only", action="store_true")
+    p.add_argument("--lake", action="store_true",
+                   help="only the lakes built by the real refresh: the fivethirtyeight coordinate lake queried "
+                        "through the API, and the numeric stage's share of a sample-lake build")
     args = p.parse_args(argv)
+    if args.lake:
+        write_result("numjoin_lake", {"coordinate_lake": coordinate_lake(args), "build_cost": build_cost(args)})
+        return
     out = {"real": real(args)}
     if not args.real_only:
         out["syn"] = syn(args)

@@ -28,7 +28,8 @@ QUERY_SCHEMA = {
         "id": {"type": "string", "description": "Name of the query in the results (default q1, q2, ...)"},
         "kind": {"type": "string", "enum": ["union", "join", "nary"]},
         "query": {"type": ["string", "integer"], "description": "Lake table id or catalogued lake path"},
-        "params": {"type": "object", "description": "Parameters of the search (k, method, column, key, ...)"},
+        "params": {"type": "object",
+                   "description": "Parameters of the search (k, method, column or LAT,LNG, tau, key, ...)"},
     },
 }
 

@@ -56,24 +56,51 @@ class Lakescout:
         return union_search(self.snapshot, table, **checked)
 
     def join(self, query: str | int, column: str, tau: float | None = None, T: float | None = None,
-             top_k: int | None = None, method: str = "pexeso") -> dict:
-        """Lake columns semantically joinable with ``column`` of ``query`` (PEXESO), with matched value pairs.
+             top_k: int | None = None, method: str = "pexeso", tau_share: float | None = None,
+             similarity: str | None = None, metric: str | None = None) -> dict:
+        """Lake columns joinable with ``column`` of ``query``, with matched value pairs.
 
-        ``tau``: distance threshold as a fraction of the maximum distance (default from ``[join] tau``).  ``top_k``:
-        the k columns of highest joinability, any match counting (PEXESO's top-k search); ``T``: instead, every column
-        in which at least that share of the query column's distinct values find a match (threshold search).  Give one
-        of the two; with neither, the ``[join] top_k`` (10) most joinable columns.  ``method``: pexeso | pexeso-h |
-        exact (identical answers).
+        A text column: the semantic join (PEXESO over value vectors).  ``tau``: distance threshold as a fraction of
+        the maximum distance (default ``[join] tau``); ``method``: pexeso | pexeso-h | exact (identical answers).
+
+        A number column, a coordinate pair (``column="lat,lng"``, latitude first or named so) or a column of
+        fixed-length numeric lists: the numerical join (PEXESO over the values themselves, :mod:`discovery.numjoin`).
+        ``tau`` is then a distance in the data's units (metres for coordinates), or ``tau_share`` a fraction of the
+        query column's spread (default: ``[numjoin] tau_metres`` for coordinates, ``tau_share`` otherwise);
+        ``similarity``: hit (distinct query values with a match, default) | all (matched pairs); ``metric`` for
+        lists: euclidean (default) | angular; ``method``: pexeso | pnodom | exact (identical answers).
+
+        ``top_k``: the k columns of highest joinability, any match counting; ``T``: instead, every column in which at
+        least that share of the query column's distinct values find a match.  With neither, the ``top_k`` (10) most
+        joinable columns.
         """
         from .config import load_config
-        from .join.service import join_search
 
-        cfg = load_config().join
-        params = {"column": column, "tau": cfg.tau if tau is None else tau, "method": method,
-                  "top_k": cfg.top_k if top_k is None and T is None else top_k}
+        cfg = load_config()
+        params = {"column": column, "tau": tau, "method": method, "top_k": top_k}
         if T is not None:
             params["T"] = T
+        for name, value in (("tau_share", tau_share), ("similarity", similarity), ("metric", metric)):
+            if value is not None:
+                params[name] = value
         table, checked = self._checked("join", query, params)
+        from .numjoin.service import join_target
+
+        target = join_target(checked, table)
+        if checked.get("top_k") is None and checked.get("T") is None:
+            checked["top_k"] = cfg.numjoin.top_k if target.numeric else cfg.join.top_k
+        if target.numeric:
+            from .numjoin.service import numeric_join_search
+
+            return numeric_join_search(self.snapshot, table, target.ordinals, tau=checked.get("tau"),
+                                       tau_share=checked.get("tau_share"), T=checked.get("T"),
+                                       top_k=checked.get("top_k"), similarity=checked.get("similarity") or "hit",
+                                       method=checked["method"], metric=checked.get("metric"))
+        from .join.service import join_search
+
+        checked["tau"] = cfg.join.tau if checked.get("tau") is None else checked["tau"]
+        for name in ("tau_share", "similarity", "metric"):
+            checked.pop(name, None)
         return join_search(self.snapshot, table, **checked)
 
     def nary(self, query: str | int, key: str | list[str], k: int = DEFAULT_K, method: str = "mate",

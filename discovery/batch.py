@@ -181,6 +181,8 @@ def _check_params(q: BatchQuery, table: QueryTable) -> None:
         check_columns(q.kind, check_params(q.kind, q.params), table)
     except ParameterError as exc:
         raise BatchError(f"{q.label()}: field {exc.param!r}: {exc}") from None
+    except QueryError as exc:  # a column no join takes (neither text nor numbers)
+        raise BatchError(f"{q.label()}: field 'column': {exc}") from None
 
 
 def _resolve(snap: Snapshot, q: BatchQuery, served: bool, uploads: Mapping[str, str]) -> QueryTable:

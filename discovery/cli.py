@@ -170,17 +170,41 @@ def cmd_join(args) -> int:
     from .api import Lakescout
 
     out = Lakescout(args.warehouse, args.snapshot).join(args.query, args.column, tau=args.tau, T=args.T,
-                                                        top_k=args.top_k, method=args.method)
+                                                        top_k=args.top_k, method=args.method,
+                                                        tau_share=args.tau_share, similarity=args.similarity,
+                                                        metric=args.metric)
     if args.json:
         print(json.dumps(out, default=str))
         return 0
     st = out["stats"]
+    if out.get("join") == "numeric":
+        return _print_numeric_join(out)
     print(f"snapshot {out['snapshot_id']}  query {out['query']}  column {out['column']}  method {out['method']}  "
           f"tau {out['tau']} (distance {st['tau_distance']:.3f})  "
           + (f"top-{out['top_k']}" if out["T"] is None else f"T {out['T']}"))
     rows = [{"rank": r["rank"], "joinability": f"{r['joinability']:.2f}", "table_id": r["table_id"],
              "path": r["path"], "column": r["column"],
              "matches": "; ".join(f"{a} ~ {b} ({d:.3f})" for a, b, d in r["matches"][:3])} for r in out["results"]]
+    print(_table(rows, ["rank", "joinability", "table_id", "path", "column", "matches"]))
+    print(f"\n{st['query_values']} distinct query values; {st.get('distance_computations', 0)} distance computations"
+          f", {st['seconds'] * 1000:.0f} ms")
+    return 0
+
+
+def _value(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else "(" + ", ".join(f"{x:g}" for x in v[:4]) + (
+        ", ...)" if len(v) > 4 else ")")
+
+
+def _print_numeric_join(out: dict) -> int:
+    st = out["stats"]
+    print(f"snapshot {out['snapshot_id']}  query {out['query']}  column {out['column']} ({out['kind']}, "
+          f"{out['metric']})  method {out['method']}  tau {out['tau']:g} {st['units']}  "
+          + (f"top-{out['top_k']}" if out["T"] is None else f"T {out['T']}"))
+    rows = [{"rank": r["rank"], "joinability": f"{r['joinability']:.2f}", "table_id": r["table_id"],
+             "path": r["path"], "column": r["column"],
+             "matches": "; ".join(f"{_value(a)} ~ {_value(b)} ({d:.3g})" for a, b, d in r["matches"][:3])}
+            for r in out["results"]]
     print(_table(rows, ["rank", "joinability", "table_id", "path", "column", "matches"]))
     print(f"\n{st['query_values']} distinct query values; {st.get('distance_computations', 0)} distance computations"
           f", {st['seconds'] * 1000:.0f} ms")
@@ -288,18 +312,29 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--json", action="store_true")
     u.set_defaults(func=cmd_union)
 
-    j = sub.add_parser("join", help="columns semantically joinable with a query column (PEXESO), with evidence")
+    j = sub.add_parser("join", help="columns joinable with a query column (PEXESO): semantically for text, by "
+                                    "distance for numbers, coordinates and vectors; with evidence")
     j.add_argument("--warehouse", required=True)
     j.add_argument("--query", required=True, help="query table: a file, a catalogued lake path or a lake table id")
-    j.add_argument("--column", required=True, help="the query column to join on")
+    j.add_argument("--column", required=True,
+                   help="the query column to join on; LAT,LNG for a coordinate pair (distances in metres)")
     j.add_argument("--tau", type=float, default=None,
-                   help="distance threshold, fraction of the maximum (default [join] tau, 0.04)")
+                   help="distance threshold: for text a fraction of the maximum (default [join] tau, 0.04); for "
+                        "numbers, coordinates and vectors a distance in the data's units (metres for coordinates; "
+                        "default [numjoin] tau_metres 50, else tau_share of the column's spread)")
+    j.add_argument("--tau-share", type=float, default=None,
+                   help="numerical join: tau as a fraction of the query column's spread instead")
+    j.add_argument("--similarity", choices=("hit", "all"), default=None,
+                   help="numerical join: count query values with a match (hit, default) or matched pairs (all)")
+    j.add_argument("--metric", choices=("euclidean", "angular"), default=None,
+                   help="numerical join on a list column: euclidean (default) or angular (radians)")
     mode = j.add_mutually_exclusive_group()
     mode.add_argument("--top-k", type=int, default=None,
                       help="the k columns of highest joinability, any match counting (default [join] top_k, 10)")
     mode.add_argument("--T", type=float, default=None,
                       help="instead: every column in which this share of the query values find a match")
-    j.add_argument("--method", default="pexeso", help="pexeso (default), pexeso-h or exact (identical answers)")
+    j.add_argument("--method", default="pexeso", help="pexeso (default), pexeso-h (text) or pnodom (numbers), or "
+                                                      "exact: identical answers")
     j.add_argument("--snapshot", type=int, default=None, help="snapshot id (default: the latest)")
     j.add_argument("--json", action="store_true")
     j.set_defaults(func=cmd_join)

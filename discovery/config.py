@@ -202,6 +202,22 @@ class JoinConfig:
 
 
 @dataclass(frozen=True)
+class NumjoinConfig:
+    """Stage ``numeric`` (numerical join index) and numerical-join search defaults (``discovery.numjoin``).
+
+    ``max_values``: distinct values kept per column group (a seeded sample beyond).  A search without ``tau`` and
+    ``tau_share`` matches coordinates within ``tau_metres`` and other values within ``tau_share`` of the query
+    group's spread (its range; the diagonal of a vector group's bounding box; pi radians for angular).  Without
+    ``top_k`` or ``T``, the ``top_k`` most joinable column groups (f_hit: distinct query values with a match).
+    """
+
+    max_values: int = 100_000
+    tau_metres: float = 50.0
+    tau_share: float = 0.001
+    top_k: int = 10
+
+
+@dataclass(frozen=True)
 class Config:
     limits: Limits = field(default_factory=Limits)
     lake: LakeConfig = field(default_factory=LakeConfig)
@@ -213,6 +229,7 @@ class Config:
     embed: EmbedConfig = field(default_factory=EmbedConfig)
     union: UnionConfig = field(default_factory=UnionConfig)
     join: JoinConfig = field(default_factory=JoinConfig)
+    numjoin: NumjoinConfig = field(default_factory=NumjoinConfig)
 
     def to_dict(self) -> dict:
         return {f.name: {g.name: getattr(getattr(self, f.name), g.name) for g in fields(getattr(self, f.name))}

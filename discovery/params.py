@@ -7,8 +7,9 @@ a one-line :class:`ParameterError` that names the parameter.  The domains are th
   refinement and pruning bounds (Algorithm 3, Lemmas 1-3) assume a positive threshold; with tau <= 0 every pair
   qualifies, including dissimilar ones, and the bounds no longer hold.  ``phi_c`` >= 1 (at least one centroid is
   probed), ``phi_ref`` and ``phi_r`` >= k (fewer candidates than answers cannot hold the top-k);
-* join ``tau`` in (0, 1) (a fraction of the metric's maximum distance, :func:`discovery.join.metric.chord_threshold`;
-  1 would match every value with every value), ``T`` in [0, 1] (threshold search; T = 0: any column with a match)
+* join ``tau`` in (0, 1) for a text column (a fraction of the metric's maximum distance,
+  :func:`discovery.join.metric.chord_threshold`; 1 would match every value with every value), a finite distance
+  >= 0 in the column's units for a numerical join (numbers, coordinates in metres, vectors), ``T`` in [0, 1] (threshold search; T = 0: any column with a match)
   or ``top_k`` >= 1 (top-k search), not both;
 * n-ary ``key``: two or more distinct column names (one column is a unary join), ``bits`` one of the XASH sizes.
 
@@ -142,9 +143,15 @@ def _union_params() -> dict[str, Param]:
 
 
 def _join_params() -> dict[str, Param]:
-    return {"column": Param(column_name, required=True), "tau": Param(optional(interval(0.0, 1.0, True, True))),
+    """Both joins take these; which join a column goes to, and the domain of ``tau`` there (a fraction in (0, 1) for
+    text, a distance >= 0 in the column's units for numbers), is checked against the query by :func:`check_columns`
+    (:func:`discovery.numjoin.service.join_target`)."""
+    methods = tuple(dict.fromkeys(_methods("discovery.join.search") + _methods("discovery.numjoin.service")))
+    return {"column": Param(column_name, required=True), "tau": Param(optional(interval(0.0, math.inf))),
             "T": Param(optional(interval(0.0, 1.0))), "top_k": Param(optional(count), capped="columns"),
-            "method": Param(choice(_methods("discovery.join.search")))}
+            "method": Param(choice(methods)), "tau_share": Param(optional(interval(0.0, 1.0, lo_open=True))),
+            "similarity": Param(optional(choice(("hit", "all")))),
+            "metric": Param(optional(choice(("euclidean", "angular"))))}
 
 
 def _nary_params() -> dict[str, Param]:
@@ -259,7 +266,12 @@ def comma_hint(missing: str, table: QueryTable) -> str:
 
 def check_columns(kind: str, params: dict, table: QueryTable) -> None:
     """The column parameters of checked ``params`` name distinct columns of the resolved query ``table``."""
-    names = [params["column"]] if kind == "join" else list(params.get("key") or ())
+    if kind == "join":
+        from .numjoin.service import join_target
+
+        join_target(params, table)
+        return
+    names = list(params.get("key") or ())
     param = "column" if kind == "join" else "key"
     ordinals = []
     for n in names:

@@ -10,4 +10,5 @@ STAGES: dict[str, str] = {
     "centroids": "centroid_partitions",
     "pivots": "pivot_mappings",
     "xash": "xash_postings",
+    "numeric": "numeric_sets",
 }

@@ -25,7 +25,7 @@ def test_refresh_then_status(small_lake, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "published snapshot 1" in proc.stdout and "scan" in proc.stdout
     # Each stage's summary line and the final line give seconds and CPU utilisation (a local master: known).
-    for stage in ("scan", "profile", "embed", "centroids", "pivots", "xash"):
+    for stage in ("scan", "profile", "embed", "centroids", "pivots", "xash", "numeric"):
         assert re.search(rf"^  {stage} +ok .* \d+\.\d s  cpu \d+%$", proc.stdout, re.MULTILINE), proc.stdout
     assert re.search(r"^published snapshot 1 .* \(stages \d+\.\d s  cpu \d+%\)$", proc.stdout, re.MULTILINE)
     st = _cli("status", "--warehouse", wh, "--json")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -227,3 +228,34 @@ def test_broken_files_are_there_for_their_reasons(lake):
     dup = next(p for p, r in broken.items() if r["reason"].startswith("duplicate"))
     header, _ = read_demo_table(root, dup, gt)
     assert len({h.lower() for h in header}) < len(header)
+
+
+def test_numeric_joins_are_planted_in_the_files(lake):
+    """Coordinates a few metres apart and re-taken measurements: the counts of ``numeric.csv`` are those of a brute
+    force over the files (haversine by its own formula here), and the planted join beats the weaker one."""
+    root, summary, gt = lake
+    tables = _read_all(root, gt)
+    assert summary["numeric_joins"] == sum(r["planted"] for r in gt["numeric"]) == 2
+    assert {r["kind"] for r in gt["numeric"]} == {"coordinates", "measurement"}
+
+    def column_values(path, cols):
+        header, data = tables[path]
+        return np.unique(np.array([[float(v) for v in row] for row in zip(*(data[header.index(c)] for c in cols))
+                                   if all(v not in (None, "") for v in row)]), axis=0)
+
+    def haversine(a, b):
+        la1, lo1, la2, lo2 = map(np.radians, (a[:, None, 0], a[:, None, 1], b[None, :, 0], b[None, :, 1]))
+        h = np.sin((la2 - la1) / 2) ** 2 + np.cos(la1) * np.cos(la2) * np.sin((lo2 - lo1) / 2) ** 2
+        return 2 * 6371008.8 * np.arcsin(np.sqrt(h))
+
+    for r in gt["numeric"]:
+        q, x = column_values(r["query_table"], r["query_columns"]), column_values(r["lake_table"], r["lake_columns"])
+        d = haversine(q, x) if r["kind"] == "coordinates" else np.abs(q[:, None, 0] - x[None, :, 0])
+        assert r["query_distinct"] == len(q)
+        assert r["matched_values"] == int((d <= r["tau"] * (1 + 1e-9)).any(axis=1).sum())
+        assert r["matched_values"] == int((d <= r["tau"] * (1 - 1e-9)).any(axis=1).sum())  # none near the boundary
+        if r["planted"]:
+            assert r["matched_values"] >= 0.6 * r["query_distinct"]
+    planted = next(r for r in gt["numeric"] if r["kind"] == "coordinates" and r["planted"])
+    weaker = next(r for r in gt["numeric"] if not r["planted"])
+    assert 0 < weaker["matched_values"] < planted["matched_values"]

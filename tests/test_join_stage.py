@@ -109,8 +109,8 @@ def test_join_cli_shape_and_errors(indexed_lake):
     cols = discovery.open(wh).snapshot.read("columns").to_pylist()
     num_col = next((c for c in cols if c["type"] in ("int", "float")), None)
     path = dict((r["table_id"], r["path"]) for r in discovery.open(wh).snapshot.read("catalog").to_pylist())
-    proc = run("--query", path[num_col["table_id"]], "--column", num_col["name"])
-    assert proc.returncode == 2 and "semantic join compares string values" in proc.stderr
+    proc = run("--query", path[num_col["table_id"]], "--column", num_col["name"], "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["join"] == "numeric", proc.stderr  # the numerical join
     assert numeric  # the lake has n-ary tables to draw from
 
 
@@ -129,3 +129,29 @@ def test_demo_join_query_finds_the_planted_join_first_with_defaults(indexed_lake
                for j in load_ground_truth(lake)["join"]}
     assert out["T"] is None and out["top_k"] == 10
     assert (out["results"][0]["path"], out["results"][0]["column"]) == planted[out["query"], out["column"]]
+
+
+def test_demo_numeric_join_finds_the_planted_joins_first_with_defaults(indexed_lake):
+    """``make demo``'s coordinate join, as the Makefile runs it, and the planted measurement join through the API,
+    both with defaults: the planted lake columns first, with the ground truth's count of matched query values."""
+    lake, wh = indexed_lake
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "Makefile")) as fh:
+        line = next(ln for ln in fh if "lakescout join" in ln and "lat,lng" in ln)
+    args = [wh if a == "$(LAKESCOUT_WAREHOUSE)" else a for a in shlex.split(line)[2:]]
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "lakescout"), "join", *args, "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    answers = {"coordinates": json.loads(proc.stdout)}
+    truth = load_ground_truth(lake)["numeric"]
+    m = next(r for r in truth if r["kind"] == "measurement")
+    answers["measurement"] = discovery.open(wh).join(m["query_table"], ",".join(m["query_columns"]))
+    for kind, out in answers.items():
+        rows = [r for r in truth if r["kind"] == kind and r["query_table"] == out["query"]]
+        planted = next(r for r in rows if r["planted"])
+        first = out["results"][0]
+        assert (first["path"], first["column"]) == (planted["lake_table"], ",".join(planted["lake_columns"]))
+        assert first["matched"] == planted["matched_values"] and out["tau"] == pytest.approx(planted["tau"])
+        for r in rows:  # every ground-truth pair is found with its exact count
+            hit = next(x for x in out["results"] if (x["path"], x["column"]) == (r["lake_table"],
+                                                                                ",".join(r["lake_columns"])))
+            assert hit["matched"] == r["matched_values"]

@@ -45,8 +45,9 @@ FUZZ = settings(max_examples=60, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 BITS = (128, 256, 512)
 MAX_ID = 2 ** 63 - 1
-#: How the semantic join refuses a numeric query column (a property of the data, not a parameter).
-NUMERIC_COLUMN = "semantic join compares string values"
+#: How a join refuses a column that is neither text nor numbers (a property of the data, not a parameter).
+NUMERIC_COLUMN = "neither text nor numbers"
+NUMERIC_METHODS = ("pexeso", "pnodom", "exact")
 
 
 # -- the lake and its queries ------------------------------------------------------------------------------------------
@@ -66,7 +67,9 @@ def env(indexed_lake, tmp_path_factory):
     union_q = gt["union"][0]["query_table"]
     join_q = gt["join"][0]["query_table"]
     nary_q = gt["nary"][0]["query_table"]
-    good = {q: resolve_query(ls.snapshot, q).names for q in (union_q, join_q, nary_q, str(comma))}
+    resolved = {q: resolve_query(ls.snapshot, q) for q in (union_q, join_q, nary_q, str(comma))}
+    good = {q: t.names for q, t in resolved.items()}
+    kinds = {tuple(t.names): t.kinds() for t in resolved.values()}
     # (query, what the model expects of it, its columns): "ok" resolves, "unreadable" is a QueryError about the
     # query, "param" is refused as a parameter before anything is read
     queries = [*((q, "ok", names) for q, names in good.items()),
@@ -76,7 +79,7 @@ def env(indexed_lake, tmp_path_factory):
                *((q, "param", None) for q in ("", "   ", "²", "9" * 25, 2 ** 70, -1, True, 1.5, None))]
     return {"lake": lake, "warehouse": warehouse, "ls": ls, "root": root, "queries": queries, "union": union_q,
             "join": (join_q, gt["join"][0]["query_column"]), "nary": (nary_q, list(gt["nary"][0]["query_columns"])),
-            "comma": str(comma), "tables": ls.snapshot.counts["tables_ok"]}
+            "comma": str(comma), "tables": ls.snapshot.counts["tables_ok"], "kinds": kinds}
 
 
 # -- hostile values, mostly in range so that most calls reach a search -------------------------------------------
@@ -177,23 +180,36 @@ def union_problems(p: dict) -> set[str]:
     return bad
 
 
-def join_problems(p: dict, names: list[str] | None) -> tuple[set[str], set[str]]:
-    """(parameters out of their domain, parameters naming no column of the query)."""
+def join_problems(p: dict, names: list[str] | None, kinds: list[str] | None = None) -> tuple[set[str], set[str]]:
+    """(parameters out of their domain, parameters naming no column of the query).  ``kinds``: the query's column
+    types, when known: a number column goes to the numerical join, whose tau is a distance >= 0 in the column's
+    units and whose methods are :data:`NUMERIC_METHODS`; text columns keep the semantic join's domains."""
     bad = set()
     col = p.get("column")
     if not isinstance(col, str) or not col.strip():
         bad.add("column")
-    if p.get("tau") is not None and not _real(p["tau"], 0, 1, True, True):
+    at = _ordinal(names, col) if "column" not in bad and names is not None else None
+    numeric = at is not None and kinds is not None and kinds[at] in ("int", "float")
+    if p.get("tau") is not None and not _real(p["tau"], 0, math.inf):
         bad.add("tau")
+    if "method" in p and not (isinstance(p["method"], str) and p["method"] in JOIN_METHODS + NUMERIC_METHODS):
+        bad.add("method")
     if p.get("T") is not None and not _real(p["T"], 0, 1):
         bad.add("T")
     if p.get("top_k") is not None and not _count(p["top_k"]):
         bad.add("top_k")
-    if "method" in p and not (isinstance(p["method"], str) and p["method"] in JOIN_METHODS):
-        bad.add("method")
     if p.get("T") is not None and p.get("top_k") is not None:
         bad.add("T")                      # threshold search or top-k search, not both
-    missing = {"column"} if "column" not in bad and names is not None and _ordinal(names, col) is None else set()
+    missing = {"column"} if "column" not in bad and names is not None and at is None else set()
+    if not bad and not missing and at is not None and kinds is not None:
+        # checked against the column once the query is read
+        if numeric and p.get("method") not in (None, *NUMERIC_METHODS):
+            bad.add("method")
+        text = kinds[at] in ("string", "date", "datetime")  # other kinds are refused as data, not parameters
+        if text and p.get("method") not in (None, *JOIN_METHODS):
+            bad.add("method")
+        if text and p.get("tau") is not None and not _real(p["tau"], 0, 1, True, True):
+            bad.add("tau")
     return bad, missing
 
 
@@ -279,7 +295,7 @@ def test_union_api(env, data):
 def test_join_api(env, data):
     query, state, names = data.draw(queries(env))
     params = data.draw(join_params(names))
-    bad, missing = join_problems(params, names)
+    bad, missing = join_problems(params, names, env["kinds"].get(tuple(names or ())))
     api_outcome(lambda: _join_or_numeric(env["ls"], query, params), state, bad, missing, params.get("top_k"))
 
 
@@ -393,7 +409,7 @@ def cli_search(env, command: str, query, state: str, params: dict, options: dict
     elif command == "union":
         bad, missing = union_problems(values), set()
     elif command == "join":
-        bad, missing = join_problems(values, names)
+        bad, missing = join_problems(values, names, env["kinds"].get(tuple(names or ())))
     else:
         bad, missing = nary_problems(values, names)
     code, out, err = run_cli(argv)
@@ -518,7 +534,7 @@ def test_batch_cli(env, batch_wh, data):
         bad, missing = union_problems(params), set()
     elif kind == "join":
         params = data.draw(join_params(names))
-        bad, missing = join_problems(params, names)
+        bad, missing = join_problems(params, names, env["kinds"].get(tuple(names or ())))
     else:
         params = data.draw(nary_params(names))
         bad, missing = nary_problems(params, names)

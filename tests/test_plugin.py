@@ -1,7 +1,8 @@
 """The Lake discovery FastAPI app through TestClient with Airflow's real auth manager (JWT) and a real warehouse.
 
 The searches that succeed need an index built by Spark and run against a real api-server in ``test_ui_browser``;
-here, without Spark, the refusals: a viewer may not search, and a served search reads nothing outside the lake.
+here, without Spark, the refusals: a viewer may not search, and a served search reads nothing outside the lake; and a
+numerical join, whose index rows the ``numeric`` stage's per-table work writes without Spark.
 """
 from __future__ import annotations
 
@@ -286,3 +287,37 @@ def test_an_upload_is_read_as_the_query_and_its_temporary_folder_removed(upload_
     assert response.status_code == 400
     assert "has no column 'nosuch' (columns: city, country)" in message and f"upload:{name}" in message
     assert list(upload_env["temp"].iterdir()) == []
+
+
+def test_a_numerical_join_from_the_search_form(client, auth, tmp_path, monkeypatch):
+    """The form's column field takes ``lat,lng`` and its tau field a distance in metres; the results name the lake
+    table whose coordinates lie within it (the ``numeric_sets`` rows made by the stage's own per-table work)."""
+    from discovery.numjoin.stage import numeric_batch
+    from discovery.refresh import StageContext
+
+    lake = tmp_path / "lake"
+    (lake / "a").mkdir(parents=True)
+    (lake / "a" / "stations.csv").write_text("name,lat,lng\nx,48.85,2.35\ny,48.86,2.36\nz,48.87,2.37\n")
+    (lake / "a" / "sensors.csv").write_text("id,latitude,longitude\n1,48.85001,2.35\n2,48.86,2.36002\n3,40,3\n")
+    wh = Warehouse(str(tmp_path / "wh"))
+    refresh_id = begin_refresh(wh.root)
+    now = datetime.now(timezone.utc)
+    rows = [{"table_id": i, "path": p, "format": "csv", "bytes": (lake / p).stat().st_size, "mtime_ns": 1,
+             "content_hash": "h", "warnings": "[]", "encoding": "utf-8", "delimiter": ",", "refresh_id": refresh_id,
+             "indexed_at": now, "rows": 3, "cols": 3, "status": "ok", "error": None}
+            for i, p in ((1, "a/stations.csv"), (2, "a/sensors.csv"))]
+    catalog = pa.Table.from_pylist(rows, schema=SCHEMAS["catalog"])
+    wh.append_rows("catalog", catalog, refresh_id=refresh_id, stage="scan", attempt="t1")
+    sets, _ = numeric_batch(catalog, StageContext(wh.root, str(lake), refresh_id, "t1"))
+    wh.append_rows("numeric_sets", sets, refresh_id=refresh_id, stage="numeric", attempt="t1")
+    publish_snapshot(wh.root, refresh_id, str(lake))
+    monkeypatch.setenv("LAKESCOUT_WAREHOUSE", wh.root)
+    page = client.post("/search", data={"kind": "join", "table": "1", "column": "lat,lng", "tau": "5"},
+                       cookies={"_token": auth["admin"]})
+    assert page.status_code == 200, page.text[-2000:]
+    results = page.text[page.text.index('id="search-results"'):]
+    assert "a/sensors.csv" in results and "latitude,longitude" in results
+    assert re.search(r'<td class="num">0\.6667</td>', results)   # two of the three stations, within 5 m
+    bad = client.post("/search", data={"kind": "join", "table": "1", "column": "lat,lng", "tau": "far"},
+                      cookies={"_token": auth["admin"]})
+    assert bad.status_code == 400 and "tau must be a number" in bad.text

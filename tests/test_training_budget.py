@@ -148,7 +148,8 @@ def test_two_builds_of_one_lake_are_bit_identical_and_report_their_stages(spark,
     results = [refresh(spark, str(tmp_path / name), lake, config_path=config) for name in ("wh1", "wh2")]
     for result in results:
         assert result["published"], result
-        assert [s["stage"] for s in result["stages"]] == ["scan", "profile", "embed", "centroids", "pivots", "xash"]
+        assert [s["stage"] for s in result["stages"]] == ["scan", "profile", "embed", "centroids", "pivots", "xash",
+                                                         "numeric"]
         assert all(s["seconds"] > 0 and s["cpu"] is not None and s["cpu"] > 0 for s in result["stages"])
     snaps = [load_snapshot(Warehouse(str(tmp_path / name))) for name in ("wh1", "wh2")]
     models = [{k: v for k, v in r["models"].items() if k != "xash"} for r in results]

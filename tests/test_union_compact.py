@@ -216,11 +216,16 @@ def test_maintenance_keeps_the_arrays_of_retained_snapshots_only(tmp_path):
 
     from discovery.union.arrays import ARRAYS_DIR, arrays_name, prune_arrays
 
-    kept, old = {"column_vectors": 5, "centroid_partitions": 4}, {"column_vectors": 3, "centroid_partitions": 4}
+    from discovery.numjoin.arrays import numeric_arrays_name
+
+    kept = {"column_vectors": 5, "centroid_partitions": 4, "numeric_sets": 7}
+    old = {"column_vectors": 3, "centroid_partitions": 4, "numeric_sets": 6}
     root = tmp_path / ARRAYS_DIR
-    for name in (arrays_name(kept), arrays_name(old), ".union-being-written"):
+    names = (arrays_name(kept), arrays_name(old), numeric_arrays_name(kept), numeric_arrays_name(old),
+             ".union-being-written")
+    for name in names:
         (root / name).mkdir(parents=True)
         (root / name / "meta.json").write_text("{}")
     removed = prune_arrays(SimpleNamespace(root=str(tmp_path)), [SimpleNamespace(versions=kept)])
-    assert removed == [arrays_name(old)]
-    assert sorted(os.listdir(root)) == sorted([arrays_name(kept), ".union-being-written"])
+    assert sorted(removed) == sorted([arrays_name(old), numeric_arrays_name(old)])
+    assert sorted(os.listdir(root)) == sorted([arrays_name(kept), numeric_arrays_name(kept), ".union-being-written"])

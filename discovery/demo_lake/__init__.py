@@ -7,6 +7,8 @@ Parquet files) in nested folders, plus odd and broken files, and the ground trut
 * ``union.csv`` and ``union_columns.csv``: labelled union candidates and the canonical attribute of every column;
 * ``join.csv`` and ``join_values.csv``: planted semantic-join column pairs and their value pairs;
 * ``nary.csv``: exact multi-column-key joinability of every n-ary query against every good table (J > 0);
+* ``numeric.csv``: planted numerical joins (coordinates a few metres apart, re-taken measurements) and a weaker
+  coordinate join, with the distinct query values matched at the numerical join's default tau;
 * ``broken.csv``: the odd/broken files with the expected scan status and reason;
 * ``summary.json``: seed, counts and sizes.
 

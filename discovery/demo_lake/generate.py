@@ -13,6 +13,7 @@ from .ground_truth import GROUND_TRUTH_DIR, load_ground_truth, write_ground_trut
 from .joins import JOIN_KINDS, write_pair
 from .lakehouse import CATALOG_DB, add_lakehouse_tables
 from .nary import NARY_KINDS, joinability, write_group
+from .numeric import NUMERIC_TABLES, write_numeric
 from .seeds import SEEDS
 from .tablefile import read_table_file
 from .unions import family_sizes, union_pairs, write_family
@@ -29,8 +30,24 @@ def _plan(n_tables: int, n_broken: int) -> tuple[int, list[int], int]:
     return n_pairs, groups, n_tables - n_broken - 2 * n_pairs - n_nary
 
 
+def _make_room(lake: LakeBuilder, families: dict[str, list[str]], union_cols: list[dict], n: int) -> None:
+    """Remove the last ``n`` union tables written (from the last families, each keeping three members): room for the
+    numerical joins within the table budget.  The tables were written, so the random stream of everything after them
+    is what it was before numerical joins were planted."""
+    gone = set()
+    for name in reversed(list(families)):
+        while len(gone) < n and len(families[name]) > 3:
+            gone.add(families[name].pop())
+    if len(gone) < n:
+        raise ValueError("too few union tables to make room for the numerical joins")
+    for rel in gone:
+        (lake.root / rel).unlink()
+    lake.manifest[:] = [t for t in lake.manifest if t["path"] not in gone]
+    union_cols[:] = [c for c in union_cols if c["table"] not in gone]
+
+
 def _exhaustive_nary(root: Path, manifest: list[dict], queries: list[tuple[str, list[str], set[str]]]) -> list[dict]:
-    good = [t for t in manifest if t["role"] in ("union", "join", "nary")]
+    good = [t for t in manifest if t["role"] in ("union", "join", "nary", "numeric")]
     norm = {}
     for t in good:
         header, cols = read_table_file(root / t["path"], t["format"])
@@ -96,6 +113,8 @@ def generate_demo_lake(out_dir: str | Path, seed: int = 7, n_tables: int = 300, 
         families[seed_schema.name] = paths
         union_cols += cols
 
+    _make_room(lake, families, union_cols, NUMERIC_TABLES)
+
     join_rows, join_values = [], []
     for i in range(n_pairs):
         spec = JOIN_KINDS[i % len(JOIN_KINDS)]
@@ -114,18 +133,22 @@ def generate_demo_lake(out_dir: str | Path, seed: int = 7, n_tables: int = 300, 
         attrs_of.setdefault(c["table"], set()).add(c["attribute"])
     good = [t["path"] for t in lake.manifest if t["role"] != "broken"]
     union = union_pairs(families, attrs_of, good, lake.rng)
+    numeric = write_numeric(LakeBuilder(root, np.random.default_rng([seed, 26]), lake.manifest, lake._paths),
+                            np.random.default_rng([seed, 27]))
     nary = _exhaustive_nary(root, lake.manifest, queries)
 
     n_bytes = sum((root / t["path"]).stat().st_size for t in lake.manifest)
     roles = [t["role"] for t in lake.manifest]
     summary = {"seed": seed, "n_tables": len(lake.manifest), "bytes": n_bytes,
-               "tables_by_role": {r: roles.count(r) for r in ("union", "join", "nary", "broken")},
+               "tables_by_role": {r: roles.count(r) for r in ("union", "join", "nary", "numeric", "broken")},
                "tables_by_format": {f: sum(t["format"] == f for t in lake.manifest)
                                     for f in ("csv", "tsv", "semicolon", "parquet")},
                "union_families": len(families), "join_pairs": len(join_rows), "nary_queries": len(queries),
+               "numeric_joins": sum(r["planted"] for r in numeric),
                "ground_truth": GROUND_TRUTH_DIR}
     gt = {"tables": sorted(lake.manifest, key=lambda t: t["path"]), "union": union, "union_columns": union_cols,
-          "join": join_rows, "join_values": join_values, "nary": nary, "broken": broken, "lakehouse": []}
+          "join": join_rows, "join_values": join_values, "nary": nary, "numeric": numeric, "broken": broken,
+          "lakehouse": []}
     if lakehouse:
         gt["lakehouse"] = add_lakehouse_tables(root, gt)
         gt["tables"].sort(key=lambda t: t["path"])

@@ -21,12 +21,14 @@ FILES = {
                     "variation"),
     "nary": ("query_table", "query_columns", "lake_table", "lake_columns", "joinable_tuples", "query_tuples",
              "planted"),
+    "numeric": ("query_table", "query_columns", "lake_table", "lake_columns", "kind", "matched_values",
+                "query_distinct", "tau", "units", "planted"),
     "broken": ("path", "status", "reason"),
     "lakehouse": ("path", "layout", "source"),   # tables laid out as Delta, Iceberg, ... (``lakehouse=True``)
 }
 _INT_FIELDS = {"rows", "cols", "unionable", "matched_values", "query_distinct", "joinable_tuples", "query_tuples",
                "planted"}
-_FLOAT_FIELDS = {"containment"}
+_FLOAT_FIELDS = {"containment", "tau"}
 _LIST_FIELDS = {"query_columns", "lake_columns"}
 LIST_SEPARATOR = "|"
 
@@ -66,8 +68,8 @@ def load_ground_truth(root: str | Path) -> dict:
         raise FileNotFoundError(f"no sample-lake ground truth under {base}")
     out: dict = {}
     for name in FILES:
-        if not (base / f"{name}.csv").exists() and name == "lakehouse":
-            out[name] = []   # a lake generated before lakehouse tables existed
+        if not (base / f"{name}.csv").exists() and name in ("lakehouse", "numeric"):
+            out[name] = []   # a lake generated before lakehouse tables (numerical joins) existed
             continue
         with open(base / f"{name}.csv", newline="", encoding="utf-8") as fh:
             out[name] = [_typed(r) for r in csv.DictReader(fh)]

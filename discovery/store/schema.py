@@ -115,6 +115,20 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("char_counts", pa.list_(pa.int64())),   # their occurrence counts
         ("hll", pa.binary()),             # HyperLogLog registers of its distinct normalised values (zlib)
     ]),
+    "numeric_sets": pa.schema([          # per lake table: its column groups for the numerical join
+        ("table_id", pa.int64()),
+        ("content_hash", pa.string()),
+        ("set_no", pa.int32()),           # the group's number within its table; -1: the table has none (done marker)
+        ("kind", pa.string()),            # number | coordinates | vector | none
+        ("ordinals", pa.list_(pa.int32())),   # member columns ((latitude, longitude) for coordinates)
+        ("names", pa.list_(pa.string())),
+        ("dim", pa.int32()),
+        ("size", pa.int64()),             # distinct values kept
+        ("total", pa.int64()),            # distinct values before the cap ([numjoin] max_values)
+        ("spread", pa.float64()),         # range / bounding-box diagonal, in the group's units
+        ("unit", pa.string()),            # metres (coordinates) | column units (numbers) | vector units (lists)
+        ("values", pa.list_(pa.float64())),   # the distinct values, row-major (size x dim)
+    ]),
     "models": pa.schema([
         ("name", pa.string()),            # e.g. encoder.hash, encoder.join, xash, centroids
         ("version", pa.string()),

@@ -274,7 +274,9 @@ def prune_arrays(warehouse, retained: list) -> list[str]:
     root = os.path.join(warehouse.root, ARRAYS_DIR)
     if is_remote(warehouse.root) or not os.path.isdir(root):
         return []
-    keep = {arrays_name(s.versions) for s in retained}
+    from ..numjoin.arrays import numeric_arrays_name
+
+    keep = {arrays_name(s.versions) for s in retained} | {numeric_arrays_name(s.versions) for s in retained}
     removed = []
     for name in sorted(os.listdir(root)):
         if name.startswith(".") or name in keep:

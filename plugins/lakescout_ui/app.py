@@ -66,10 +66,12 @@ def _render(request: Request, user, search: dict | None = None, status: int = 20
     return HTMLResponse(page, status_code=status)
 
 
-def _search_params(kind: str, k: int, method: str, column: str, key: str) -> dict:
+def _search_params(kind: str, k: int, method: str, column: str, key: str, tau: float | None = None) -> dict:
     """Form fields -> parameters of the search of ``kind`` (only those its method accepts)."""
     accepted = search_parameters(kind)
     params: dict = {}
+    if tau is not None and "tau" in accepted:
+        params["tau"] = tau
     for name in ("k", "top_k"):
         if name in accepted:
             params[name] = k
@@ -85,11 +87,15 @@ def _search_params(kind: str, k: int, method: str, column: str, key: str) -> dic
 
 def _form(fields: dict[str, str]) -> dict:
     """The search form's fields, with the page's defaults for those not sent; raises BatchError for a bad ``k``."""
-    form = {name: fields.get(name, "") for name in ("kind", "table", "method", "column", "key")}
+    form = {name: fields.get(name, "") for name in ("kind", "table", "method", "column", "key", "tau")}
     try:
         form["k"] = int(fields.get("k") or 10)
     except ValueError:
         raise BatchError(f"k must be a whole number, got {fields['k']!r}") from None
+    try:
+        form["tau_value"] = float(form["tau"]) if form["tau"].strip() else None
+    except ValueError:
+        raise BatchError(f"tau must be a number, got {form['tau']!r}") from None
     return form
 
 
@@ -107,7 +113,7 @@ def _answer(request: Request, user, form: dict, upload_path: str | None) -> HTML
             query = form["table"].strip()
         else:
             raise BatchError("pick a lake table or upload a table file (CSV, TSV, JSON Lines, compressed or not)")
-        params = _search_params(kind, form["k"], form["method"], form["column"], form["key"])
+        params = _search_params(kind, form["k"], form["method"], form["column"], form["key"], form["tau_value"])
         spec = {"name": f"ui:{user.get_name()}", "queries": [{"id": "search", "kind": kind, "query": query, **params}]}
         summary = run_batch(_warehouse(), spec, batch_id=f"ui-{uuid.uuid4().hex[:12]}", served=True, uploads=uploads)
         rows = batch_results(_warehouse(), summary["batch_id"]).to_pylist()

@@ -1,0 +1,109 @@
+"""Numerical join query arrays: each family's :class:`~.index.NumericIndex` as ``.npy`` files, versioned with
+``numeric_sets``.
+
+The refresh writes them when it publishes a snapshot (:func:`write_numeric_arrays`, before the snapshot row) into
+``<warehouse>/query_arrays/numeric-v<FORMAT>-ns<v>/<family>/``, v the Delta version of ``numeric_sets`` the snapshot
+pins: the indexes follow from that version alone (the build is seeded), so snapshots pinning it share the folder.
+Each family folder holds :meth:`NumericIndex.to_arrays`'s arrays and ``sets.json`` (what each set id is); the
+folder's ``meta.json``, written last, lists the families and marks it complete.  A query process maps the arrays
+(:func:`open_numeric`) and rebuilds the index without computing a distance (:meth:`NumericIndex.from_arrays`).
+
+A warehouse on object storage, or a snapshot without the folder, gets the same indexes built in memory from its
+``numeric_sets`` rows (:func:`build_numeric`): same rows, same seed, same index.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from ..storage import is_remote
+from .index import NumericIndex
+from .stage import Family, families
+
+FORMAT = 1
+ARRAYS_DIR = "query_arrays"
+
+
+def numeric_arrays_name(versions: dict) -> str | None:
+    v = versions.get("numeric_sets")
+    return None if v is None else f"numeric-v{FORMAT}-ns{int(v)}"
+
+
+def _rows(warehouse, versions: dict):
+    return warehouse.read("numeric_sets", versions["numeric_sets"],
+                          columns=["table_id", "set_no", "kind", "names", "ordinals", "spread", "total", "dim",
+                                   "values"])
+
+
+def build_numeric(warehouse, versions: dict) -> dict[str, tuple[NumericIndex, dict]]:
+    """Every family's index and set descriptions, built in memory from the pinned ``numeric_sets`` rows."""
+    return {name: (fam.build(), fam.sets) for name, fam in families(_rows(warehouse, versions)).items()}
+
+
+def _save_family(folder: str, fam: Family) -> dict:
+    os.makedirs(folder)
+    index = fam.build()
+    for key, value in index.to_arrays().items():
+        np.save(os.path.join(folder, f"{key}.npy"), np.asarray(value), allow_pickle=False)
+    with open(os.path.join(folder, "sets.json"), "w") as fh:
+        json.dump(fam.sets, fh)
+    return {"metric": fam.metric, "sets": len(fam.values), "values": int(sum(len(v) for v in fam.values)),
+            "bytes": index.nbytes}
+
+
+def write_numeric_arrays(warehouse, versions: dict) -> str | None:
+    """Write the snapshot's numerical join arrays unless they exist (local warehouses); returns the folder."""
+    name = numeric_arrays_name(versions)
+    if name is None or is_remote(warehouse.root):
+        return None
+    path = os.path.join(os.path.abspath(warehouse.root), ARRAYS_DIR, name)
+    if os.path.exists(os.path.join(path, "meta.json")):
+        return path
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{name}.", dir=os.path.dirname(path))
+    try:
+        meta = {name_: _save_family(os.path.join(tmp, name_), fam)
+                for name_, fam in families(_rows(warehouse, versions)).items()}
+        with open(os.path.join(tmp, "meta.json"), "w") as fh:
+            json.dump({"format": FORMAT, "numeric_sets": int(versions["numeric_sets"]), "families": meta}, fh)
+        os.chmod(tmp, 0o755)
+        try:
+            os.rename(tmp, path)
+        except OSError:
+            if not os.path.exists(os.path.join(path, "meta.json")):
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return path
+
+
+def _load(path: str):
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except ValueError:  # 0-d and empty arrays cannot be mapped
+        return np.load(path, allow_pickle=False)
+
+
+def open_numeric(warehouse, versions: dict) -> dict[str, tuple[NumericIndex, dict]] | None:
+    """The stored families of the snapshot pinning ``versions``, mapped, or None when it has none."""
+    name = numeric_arrays_name(versions)
+    if name is None or is_remote(warehouse.root):
+        return None
+    path = os.path.join(os.path.abspath(warehouse.root), ARRAYS_DIR, name)
+    meta_path = os.path.join(path, "meta.json")
+    if not os.path.exists(meta_path):
+        return None
+    with open(meta_path) as fh:
+        meta = json.load(fh)
+    out = {}
+    for fam in meta["families"]:
+        folder = os.path.join(path, fam)
+        arrays = {f[:-4]: _load(os.path.join(folder, f)) for f in os.listdir(folder) if f.endswith(".npy")}
+        with open(os.path.join(folder, "sets.json")) as fh:
+            sets = json.load(fh)
+        out[fam] = (NumericIndex.from_arrays(arrays), sets)
+    return out

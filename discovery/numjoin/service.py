@@ -1,0 +1,225 @@
+"""Numerical joinable-column search against a snapshot, in the result shape of the semantic join.
+
+``lakescout join --column price`` / ``--column lat,lng`` / ``Lakescout.join`` reach :func:`numeric_join_search`
+when the query column is numbers, a latitude / longitude pair or a fixed-length numeric list
+(:func:`join_target` decides, and checks the parameters of either join against the column).  The query's group is
+read by the rules the ``numeric`` stage used on the lake (:func:`.columns.query_group`), searched with
+:meth:`~.index.NumericIndex.search` in its family's index (mapped from the snapshot's query arrays, else built from
+``numeric_sets``), and reported with joinability (matched distinct query values / distinct query values; f_all:
+matched pairs / distinct query values) and matched pairs (query value, lake value, distance in the column's units).
+
+``tau`` is in the data's units (metres for coordinates, the column's units for numbers, the vectors' units or
+radians); ``tau_share`` instead gives it as a fraction of the query group's spread.  ``exact`` compares every pair
+(:func:`.baselines.brute_force`): the same answer, for checking.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..join.search import METHODS as TEXT_METHODS
+from ..query import QueryError, QueryTable
+from ..store import Snapshot, result_names
+from ..store.cache import INDEXES, deep_nbytes
+from .arrays import build_numeric, open_numeric
+from .baselines import brute_force
+from .columns import KIND_METRICS, coordinate_pairs, parse_vector_column, query_group
+from .search import METHODS as SEARCH_METHODS
+from .stage import family_name
+
+METHODS = SEARCH_METHODS + ("exact",)
+#: Parameters only the numerical join takes.
+NUMERIC_ONLY = ("tau_share", "similarity", "metric")
+EVIDENCE_PAIRS = 5
+_TEXT_KINDS = ("string", "date", "datetime")
+
+
+@dataclass
+class JoinTarget:
+    numeric: bool
+    ordinals: list[int]
+
+
+def _error(param: str, message: str):
+    from ..params import ParameterError
+
+    return ParameterError(param, message)
+
+
+def joinable_columns(table: QueryTable) -> str:
+    """The query's columns a join can take, for messages: text and number columns, vector columns, coordinate
+    pairs."""
+    kinds = table.kinds()
+    out = [n for n, k in zip(table.names, kinds) if k in _TEXT_KINDS + ("int", "float")]
+    out += [f"{table.names[a]},{table.names[b]}" for a, b in coordinate_pairs(table.names)
+            if kinds[a] in ("int", "float") and kinds[b] in ("int", "float")]
+    return ", ".join(out) or "none"
+
+
+def join_target(params: dict, table: QueryTable) -> JoinTarget:
+    """Which join ``params["column"]`` of ``table`` takes, with the parameters checked against it.
+
+    A name that is not a column but splits at commas into two columns names a coordinate pair.  A number column,
+    a coordinate pair or a column of numeric lists goes to the numerical join; text (and dates) to the semantic
+    join; anything else is refused with the columns that can be joined.
+    """
+    from ..params import comma_hint
+
+    column = params["column"]
+    try:
+        ordinals = [table.ordinal(column)]
+    except QueryError as exc:
+        parts = [p.strip() for p in column.split(",")]
+        if len(parts) < 2:
+            raise _error("column", str(exc) + comma_hint(column, table)) from None
+        if len(parts) != 2:
+            raise _error("column", f"column {column!r}: a numerical join takes one column, or a latitude and a "
+                                   "longitude column (LAT,LNG)") from None
+        try:
+            ordinals = [table.ordinal(p) for p in parts]
+        except QueryError as inner:
+            raise _error("column", str(inner)) from None
+        if ordinals[0] == ordinals[1]:
+            raise _error("column", f"column {column!r} names one column twice; give LAT,LNG")
+        kinds = table.kinds()
+        if any(kinds[i] not in ("int", "float") for i in ordinals):
+            raise _error("column", f"query {table.label!r} has no column {column!r}, and its parts are not a "
+                                   f"latitude and a longitude column (columns that can be joined: "
+                                   f"{joinable_columns(table)})")
+    kinds = table.kinds()
+    if len(ordinals) == 1:
+        kind = kinds[ordinals[0]]
+        name = table.names[ordinals[0]]
+        if kind == "empty":
+            raise QueryError(f"column {name!r} of query {table.label!r} is empty")
+        numeric = kind in ("int", "float") or (kind == "string"
+                                               and parse_vector_column(table.columns[ordinals[0]]) is not None)
+        if not numeric and kind not in _TEXT_KINDS:
+            raise QueryError(f"column {name!r} of query {table.label!r} is {kind}, neither text nor numbers: "
+                             f"columns that can be joined: {joinable_columns(table)}")
+    else:
+        numeric = True
+    method = params.get("method")
+    tau = params.get("tau")
+    if numeric:
+        if method is not None and method not in METHODS:
+            raise _error("method", f"method {method!r} is a semantic-join method; the numerical join takes "
+                                   f"{', '.join(METHODS)}")
+    else:
+        given = [p for p in NUMERIC_ONLY if params.get(p) is not None]
+        if given:
+            raise _error(given[0], f"{given[0]} is a parameter of the numerical join; column "
+                                   f"{table.names[ordinals[0]]!r} is text")
+        if method is not None and method not in TEXT_METHODS:
+            raise _error("method", f"method {method!r} is a numerical-join method; the semantic join takes "
+                                   f"{', '.join(TEXT_METHODS)}")
+        if tau is not None and not 0 < tau < 1:
+            raise _error("tau", f"tau must be in (0, 1) for a text column (a fraction of the maximum distance), "
+                                f"got {tau}")
+    if tau is not None and params.get("tau_share") is not None:
+        raise _error("tau", "give tau (in the column's units) or tau_share (a fraction of its spread), not both")
+    return JoinTarget(numeric, ordinals)
+
+
+class LoadedNumeric:
+    """A snapshot's numerical join families: ``{family: (index, sets)}``."""
+
+    def __init__(self, snapshot: Snapshot):
+        versions = snapshot.versions
+        if "numeric_sets" not in versions:
+            self.families = {}
+        else:
+            self.families = open_numeric(snapshot.warehouse, versions) or build_numeric(snapshot.warehouse,
+                                                                                      versions)
+
+    @property
+    def nbytes(self) -> int:
+        return deep_nbytes([ix.to_arrays() for ix, _ in self.families.values()])
+
+
+def loaded_numeric(snapshot: Snapshot) -> LoadedNumeric:
+    return INDEXES.get(("numjoin", snapshot.warehouse.root, snapshot.snapshot_id), lambda: LoadedNumeric(snapshot))
+
+
+def set_values(ix, set_id: int) -> np.ndarray:
+    """The values of set ``set_id`` of ``ix`` as indexed (its rows in order)."""
+    g = ix.groups
+    a, b = int(g.set_start[set_id]), int(g.set_start[set_id + 1])
+    lo, hi = int(g.start[a]), int(g.start[b])
+    rows, vals = np.asarray(g.member_row[lo:hi]), np.asarray(ix.values[lo:hi])
+    return vals[np.argsort(rows, kind="stable")]
+
+
+def _shown(v: np.ndarray):
+    return float(v[0]) if v.shape[0] == 1 else [float(x) for x in v]
+
+
+def numeric_join_search(snapshot: Snapshot, q: QueryTable, ordinals: list[int], tau: float | None = None,
+                        tau_share: float | None = None, T: float | None = None, top_k: int | None = None,
+                        similarity: str = "hit", method: str = "pexeso", metric: str | None = None) -> dict:
+    """Lake column groups joinable with the query's group at distance ``tau``, in ``lakescout join --json``'s shape
+    (each result also names its ``kind``; distances are in ``stats["units"]``)."""
+    from ..config import load_config
+
+    cfg = load_config().numjoin
+    if (top_k is None) == (T is None):
+        raise ValueError("give either top_k or T, not " + ("both" if T is not None else "neither"))
+    group = query_group(q.names, q.columns, ordinals, cfg.max_values)
+    label = ",".join(q.names[i] for i in ordinals)
+    if isinstance(group, str):
+        raise QueryError(f"query {q.label!r}: {group}; columns that can be joined: {joinable_columns(q)}")
+    label = group.label  # a coordinate pair as (latitude, longitude), whichever order it was named in
+    metrics = KIND_METRICS[group.kind]
+    if metric is not None and metric not in metrics:
+        raise _error("metric", f"metric {metric!r} does not apply to {group.kind} column {label!r} "
+                               f"(metrics: {', '.join(metrics)})")
+    metric = metric or metrics[0]
+    values = group.values
+    spread = group.spread
+    if metric == "angular":
+        values = values[np.einsum("ij,ij->i", values, values) > 0]
+        spread = math.pi
+    if not values.shape[0]:
+        raise QueryError(f"column {label!r} of query {q.label!r} has no values")
+    if tau is None:
+        tau = (tau_share * spread if tau_share is not None
+               else cfg.tau_metres if group.kind == "coordinates" else cfg.tau_share * spread)
+    started = time.perf_counter()
+    loaded = loaded_numeric(snapshot)
+    family = family_name(metric, group.dim)
+    ix, sets = loaded.families.get(family, (None, None))
+    results, stats = [], {}
+    if ix is not None:
+        own = sum(1 for t in sets["table_id"] if t == q.table_id) if q.table_id is not None else 0
+        k = None if top_k is None else top_k + own
+        if method == "exact":
+            found = brute_force([set_values(ix, s) for s in range(ix.n_sets)], values, tau, metric, T=T, k=k,
+                                similarity=similarity)
+        else:
+            found = ix.search(values, tau, T=T, k=k, similarity=similarity, method=method, exact_scores=True)
+        chosen = [s for s in found.sets if sets["table_id"][s.set_id] != q.table_id]
+        chosen = chosen if top_k is None else chosen[:top_k]
+        paths, _ = result_names(snapshot, [sets["table_id"][s.set_id] for s in chosen])
+        for s in chosen:
+            order = np.lexsort((s.pairs[:, 0], s.pairs[:, 2]))[:EVIDENCE_PAIRS]
+            pairs = [[_shown(s.query_values[i]), _shown(s.lake_values[i]), float(s.pairs[i, 2])] for i in order]
+            tid = sets["table_id"][s.set_id]
+            results.append({"rank": len(results) + 1, "table_id": tid, "path": paths.get(tid),
+                            "column": ",".join(sets["names"][s.set_id]), "kind": sets["kind"][s.set_id],
+                            "joinability": s.score / values.shape[0], "matched": s.score, "matches": pairs})
+        stats = {k_: v for k_, v in found.stats.items() if isinstance(v, (int, float, str))}
+        stats["distance_computations"] = int(sum(found.stats.get("distances", {}).values())) \
+            if isinstance(found.stats.get("distances"), dict) else int(found.stats.get("distance_computations", 0))
+    stats.update(query_values=int(values.shape[0]), query_values_total=group.total,
+                 query_values_capped=group.total > values.shape[0] and metric != "angular",
+                 tau_distance=float(tau), units=group.units(metric), spread=float(spread),
+                 seconds=time.perf_counter() - started)
+    return {"snapshot_id": snapshot.snapshot_id, "query": q.label, "column": label, "join": "numeric",
+            "kind": group.kind, "metric": metric, "method": method, "tau": float(tau), "tau_share": tau_share,
+            "T": T, "top_k": top_k, "similarity": similarity, "results": results, "stats": stats}
+
+
+__all__ = ["METHODS", "JoinTarget", "join_target", "numeric_join_search", "set_values"]

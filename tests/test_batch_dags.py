@@ -88,10 +88,10 @@ def test_query_batch_dag_runs_a_large_batch_on_spark(env, tmp_path):
         strip(batch_results(env["warehouse"], "dag-spark-reference"))
 
     before = (wh.version("query_results"), wh.version("query_batches"))
-    bad = [*queries[:3], {"kind": "nary", "query": env["query"], "key": ["country", "no_such_column"]}]
+    bad = [*queries[:3], {"id": "bad", "kind": "nary", "query": env["query"], "key": ["country", "no_such_column"]}]
     proc = _dags_test(spark_env, "query_batch", {"queries": bad})
     out = proc.stdout + proc.stderr
-    assert "query 3 (id 'q4'): field 'key'" in out and "no_such_column" in out, out[-4000:]
+    assert "query 3 (id 'bad'): field 'key'" in out and "no_such_column" in out, out[-4000:]
     assert "failed" in out.lower()
     assert (wh.version("query_results"), wh.version("query_batches")) == before
 

@@ -111,12 +111,12 @@ def main(argv: list[str] | None = None) -> int:
             summary, wall, cpu = run_cli(["batch", "--warehouse", warehouse, "--spec", spec, "--batch-id",
                                           batch_id, *extra], env)
             runs[mode] = {"batch_id": batch_id, "wall_s": wall, "cpu_s": cpu, "batch_s": summary["seconds"],
-                          "qps": n / wall, "results": summary["results"],
-                          "spark_tasks": summary.get("spark_tasks")}
+                          "qps": n / wall, "results": summary["results"], "tasks": summary.get("spark_tasks")}
         identical = result_rows(warehouse, runs["process"]["batch_id"]) == result_rows(warehouse,
                                                                                          runs["spark"]["batch_id"])
         rows.append({"queries": n, **{f"{m}_{k}": v for m, r in runs.items() for k, v in r.items()
-                                      if k not in ("batch_id", "results")},
+                                      if k not in ("batch_id", "results", "tasks")},
+                     "spark_tasks": runs["spark"]["tasks"],
                      "results": runs["process"]["results"],
                      "ratio_qps": runs["spark"]["qps"] / runs["process"]["qps"],
                      "ratio_batch": runs["process"]["batch_s"] / runs["spark"]["batch_s"],

@@ -18,10 +18,13 @@ One open per process.  A share opens its snapshot through the process-wide index
 (:data:`discovery.store.cache.INDEXES`), so a Spark Python worker that runs several tasks of a batch (workers are
 reused) loads the snapshot and its union, join and n-ary indexes once.
 
-When Spark pays.  ``[batch] spark_min_queries`` (default 200) is the smallest batch sent to Spark.  On the sample
-lake a union query takes about 25-60 ms in a warm process, while a Spark run costs a fixed 10-15 s (spark-submit and
-the JVM, about 0.1 CPU s per task, each Python worker loading the indexes again); at 2 cores Spark overtakes one
-process after a few hundred queries (``benchmarks/batches.py``).
+When Spark pays.  ``[batch] spark_min_queries`` (default 500) is the smallest batch sent to Spark.  A Spark run
+pays a fixed cost before its first answer: the application and its JVM, Python workers that start and import this
+package, and each worker opening the snapshot's indexes.  ``benchmarks/batches.py`` (union queries on the sample
+lake, k 10, a 2-core machine shared with other work) measured that cost at about 40-60 s wall there, against about
+0.12 s a query in one process: ``lakescout batch --master local[2]`` had 0.48x the throughput of one process at 250
+queries, 1.63x at 1,000 and 1.11x at 2,500 (the load of the machine changed between runs), with identical rows each
+time.  Below a few hundred queries, one process answers first.
 """
 from __future__ import annotations
 

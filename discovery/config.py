@@ -59,11 +59,13 @@ class BatchConfig:
     A batch of at least ``spark_min_queries`` queries, given a Spark master (``lakescout batch --master``, the DAG's
     Spark connection), is split over Spark tasks (``spark_jobs.query_batch``); a smaller one runs in the process
     that was asked, because a Spark run pays a fixed cost the queries must earn back: starting the application
-    (about 10 s of ``spark-submit`` and JVM start), about 0.1 CPU s per task, and each executor process opening the
-    snapshot's indexes once more.  See ``discovery.batch_share`` for the figure behind the default.
+    (``spark-submit`` and the JVM), starting and importing each Python worker, each worker opening the snapshot's
+    indexes once more, and about 0.1 CPU s per task.  500 is where local[2] overtook one process on the sample lake
+    (``benchmarks/batches.py``, union, k 10): 0.48x the throughput at 250 queries, 1.63x at 1,000; see
+    :mod:`discovery.batch_share`.  A cluster with more cores earns the fixed cost back sooner.
     """
 
-    spark_min_queries: int = 200
+    spark_min_queries: int = 500
 
 
 @dataclass(frozen=True)

@@ -121,8 +121,9 @@ def test_served_batch_reads_the_s3_lake(lakes):
 
 
 def test_a_spark_batch_on_the_s3_warehouse_records_the_in_process_rows(lakes, spark):
-    """The session's Spark started before the S3 settings existed: its tasks reach the bucket with the settings the
-    batch ships them (as the refresh stages'), and record what the in-process run records."""
+    """A batch on the S3 warehouse answered in the session's Spark tasks records what the in-process run records.
+    (The tasks get the driver's S3 settings from the share they unpickle, as the refresh stages' do; that step is
+    tested in ``test_batch_spark``, since this session's reused Python workers already hold them.)"""
     from discovery.batch import batch_results, run_batch
     from spark_jobs.query_batch import run_batch_spark
 

@@ -33,6 +33,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import storage
@@ -107,25 +108,35 @@ def _pinned(q: BatchQuery, config: Config) -> BatchQuery:
     return BatchQuery(q.index, q.id, q.kind, q.query, params)
 
 
-def _driver_only(snap: Snapshot, q: BatchQuery, served: bool, uploads: dict) -> bool:
+def _lake_paths(snap: Snapshot, batch: BatchSpec) -> set[str]:
+    """The query names of ``batch`` that are catalogued lake paths of tables not deleted (one pass over the
+    catalog, however many queries)."""
+    names = sorted({q.query for q in batch.queries if isinstance(q.query, str) and not q.query.isdigit()})
+    if not names:
+        return set()
+    catalog = snap.cached("catalog", CATALOG_COLUMNS)
+    hit = catalog.filter(pc.is_in(catalog["path"], value_set=pa.array(names, pa.string())))
+    return {p for p, s in zip(hit.column("path").to_pylist(), hit.column("status").to_pylist()) if s != "deleted"}
+
+
+def _driver_only(q: BatchQuery, served: bool, uploads: dict, lake_paths: set[str]) -> bool:
     """Whether only the driver can read ``q``'s table: an upload, or (unserved) a name that is neither a table id
     nor a catalogued lake path, i.e. a file of the machine the batch was started on."""
     if isinstance(q.query, str) and q.query in uploads:
         return True
     if served or isinstance(q.query, int) or q.query.isdigit():
         return False
-    catalog = snap.cached("catalog", CATALOG_COLUMNS)
-    hit = catalog.filter(pc.equal(catalog["path"], q.query))
-    return hit.num_rows == 0 or hit.column("status")[0].as_py() == "deleted"
+    return q.query not in lake_paths
 
 
 def plan_share(snap: Snapshot, batch: BatchSpec, batch_id: str, now: datetime, config: Config,
                served: bool = False, uploads: dict | None = None) -> BatchShare:
     """The :class:`BatchShare` of a batch, built on the driver."""
     uploads = dict(uploads or {})
+    lake_paths = set() if served else _lake_paths(snap, batch)
     resolved = {}
     for q in batch.queries:
-        if _driver_only(snap, q, served, uploads):
+        if _driver_only(q, served, uploads, lake_paths):
             try:
                 resolved[q.index] = check_query_table(snap, q, served, uploads)
             except BatchError as exc:

@@ -6,6 +6,12 @@ so a query names a lake table (table id or catalogued lake path) and any other p
 ``validate`` task checks every query before anything runs and fails naming the query and the field; ``run`` answers
 the queries from one snapshot and writes all result rows to ``query_results`` in one commit (the DAG run id is the
 batch id, so a retried task never records a batch twice).  The summary goes to the task log and to XCom.
+
+A batch of at least ``[batch] spark_min_queries`` queries runs on Spark, on the master of the ``spark_conn_id``
+connection (``spark_default``, as the refresh stages; empty: always in the task): ``run`` drives a Spark application
+whose tasks answer the queries (``spark_jobs.query_batch``), with the same answers, commit and failures.  For such a
+batch ``validate`` checks the spec and the snapshot only, and the Spark tasks check each query, all before anything
+is written, rather than one worker reading every query table twice.
 """
 from __future__ import annotations
 
@@ -34,6 +40,17 @@ QUERY_SCHEMA = {
 }
 
 
+def _spark_master(conn_id: str) -> str:
+    """The master URL of Spark connection ``conn_id``, read as ``SparkSubmitOperator`` reads it (host, and port when
+    set); executors run ``LAKESCOUT_PYSPARK_PYTHON`` when set, as the refresh stages' do."""
+    from airflow.sdk import BaseHook
+
+    conn = BaseHook.get_connection(conn_id)
+    if os.environ.get("LAKESCOUT_PYSPARK_PYTHON"):
+        os.environ["PYSPARK_PYTHON"] = os.environ["LAKESCOUT_PYSPARK_PYTHON"]
+    return f"{conn.host}:{conn.port}" if conn.port else conn.host
+
+
 @dag(
     dag_id="query_batch",
     description="Run a batch of Lakescout searches on a snapshot; results to the query_results Delta table",
@@ -48,32 +65,52 @@ QUERY_SCHEMA = {
         "name": Param("batch", type="string", description="Label of the batch"),
         "warehouse": Param(WAREHOUSE, type="string", description="Warehouse folder or URI of the Delta index"),
         "aws_conn_id": Param("", type="string", description=storage.AIRFLOW_CONN_HELP),
+        "spark_conn_id": Param("spark_default", type="string",
+                               description="Spark connection whose master answers a batch of at least [batch] "
+                                           "spark_min_queries queries (empty: always in the task)"),
     },
     tags=["lakescout"],
 )
 def query_batch():
     @task
     def validate(params=None) -> dict:
-        """Check every query against the snapshot; a bad one fails the run before anything is written."""
-        from discovery.batch import validate_batch
+        """Check every query against the snapshot (a Spark batch: the spec and the snapshot); a bad one fails the run
+        before anything is written."""
+        from discovery.batch import batch_snapshot, parse_spec, validate_batch
+        from discovery.config import load_config
         from discovery.locations import check_location
 
         storage.use_airflow_connection(params)
         spec = {"name": params["name"], "snapshot_id": params["snapshot_id"], "queries": params["queries"]}
-        batch, snap = validate_batch(check_location("warehouse", params["warehouse"], WAREHOUSE), spec, served=True)
-        log.info("batch %r: %d queries valid against snapshot %d", batch.name, len(batch.queries), snap.snapshot_id)
-        return {"spec": batch.to_dict(), "snapshot_id": snap.snapshot_id}
+        warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
+        batch = parse_spec(spec)
+        spark = bool(params.get("spark_conn_id")) and len(batch.queries) >= load_config().batch.spark_min_queries
+        if spark:
+            snap = batch_snapshot(warehouse, batch)
+        else:
+            batch, snap = validate_batch(warehouse, batch, served=True)
+        log.info("batch %r: %d queries %s snapshot %d%s", batch.name, len(batch.queries),
+                 "on" if spark else "valid against", snap.snapshot_id, ", to run on Spark" if spark else "")
+        return {"spec": batch.to_dict(), "snapshot_id": snap.snapshot_id, "spark": spark}
 
     @task
     def run(checked: dict, params=None, run_id=None) -> dict:
-        """Answer every query and record the batch in one commit; the summary is the XCom value."""
+        """Answer every query (in this task, or on Spark) and record the batch in one commit; the summary is the XCom
+        value."""
         from discovery.batch import run_batch
         from discovery.locations import check_location
 
         storage.use_airflow_connection(params)
-        summary = run_batch(check_location("warehouse", params["warehouse"], WAREHOUSE), checked["spec"],
-                            batch_id=f"dag-{run_id}",
-                            snapshot_id=checked["snapshot_id"], served=True)
+        warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
+        kwargs = {"batch_id": f"dag-{run_id}", "snapshot_id": checked["snapshot_id"], "served": True}
+        if checked.get("spark"):
+            from spark_jobs.query_batch import run_batch_on_master
+
+            master = _spark_master(params["spark_conn_id"])
+            log.info("batch runs on Spark master %s", master)
+            summary = run_batch_on_master(master, warehouse, checked["spec"], **kwargs)
+        else:
+            summary = run_batch(warehouse, checked["spec"], **kwargs)
         log.info("batch summary: %s", json.dumps(summary, default=str))
         return summary
 

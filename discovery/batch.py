@@ -203,20 +203,36 @@ def validate_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSp
     """
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     batch = spec if isinstance(spec, BatchSpec) else parse_spec(spec)
+    snap = batch_snapshot(wh, batch, snapshot_id)
+    for q in batch.queries:
+        check_query_table(snap, q, served, uploads or {})
+    return batch, snap
+
+
+def batch_snapshot(warehouse: Warehouse | str, batch: BatchSpec, snapshot_id: int | None = None) -> Snapshot:
+    """The snapshot a batch runs on: ``snapshot_id``, else the spec's, else the latest; :class:`BatchError` when
+    there is no such snapshot."""
+    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     sid = snapshot_id if snapshot_id is not None else batch.snapshot_id
     try:
-        snap = load_snapshot(wh, None if sid is None else check_id("snapshot_id", sid))
+        return load_snapshot(wh, None if sid is None else check_id("snapshot_id", sid))
     except (WarehouseError, ParameterError) as exc:
         raise BatchError(f"field 'snapshot_id': {exc}") from None
-    for q in batch.queries:
-        try:
-            table = _resolve(snap, q, served, uploads or {})
-        except QueryError as exc:
-            raise BatchError(f"{q.label()}: field 'query': {exc}") from None
-        if table.num_rows == 0:
-            raise BatchError(f"{q.label()}: field 'query': the query table {q.query!r} has no rows")
-        _check_params(q, table)
-    return batch, snap
+
+
+def check_query_table(snap: Snapshot, q: BatchQuery, served: bool, uploads: Mapping[str, str],
+                      table: QueryTable | None = None) -> QueryTable:
+    """The checks :func:`validate_batch` makes of one query (its table resolvable and not empty, its parameters and
+    the columns they name); returns the resolved table or raises :class:`BatchError`.  ``table`` is the query
+    already resolved elsewhere (a Spark batch resolves the driver's own files on the driver)."""
+    try:
+        table = table if table is not None else _resolve(snap, q, served, uploads)
+    except QueryError as exc:
+        raise BatchError(f"{q.label()}: field 'query': {exc}") from None
+    if table.num_rows == 0:
+        raise BatchError(f"{q.label()}: field 'query': the query table {q.query!r} has no rows")
+    _check_params(q, table)
+    return table
 
 
 # -- running and recording -------------------------------------------------------------------------------------------
@@ -266,20 +282,47 @@ def recorded_batch(warehouse: Warehouse | str, batch_id: str) -> dict | None:
     return json.loads(t.column("summary")[0].as_py())
 
 
-def run_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSpec, batch_id: str | None = None,
-              snapshot_id: int | None = None, standing: bool = False, served: bool = False,
-              uploads: Mapping[str, str] | None = None) -> dict:
-    """Validate, run every query, record the results in one commit and return the summary.
+def answer_query(ls: Lakescout, q: BatchQuery, batch_id: str, now: datetime, served: bool = False,
+                 uploads: Mapping[str, str] | None = None, table: QueryTable | None = None
+                 ) -> tuple[list[dict], dict]:
+    """(``query_results`` rows, summary entry) of one checked query answered by ``ls``, its table resolved again
+    (or ``table``); :class:`BatchError` when it can no longer be read or the search refuses it."""
+    try:
+        table = table if table is not None else _resolve(ls.snapshot, q, served, uploads or {})
+        answer = getattr(ls, KINDS[q.kind].method)(table, **q.params)
+    except (QueryError, ValueError) as exc:
+        raise BatchError(f"{q.label()}: {exc}") from None
+    mine = result_rows(batch_id, q, ls.snapshot_id, answer, now)
+    entry = {"id": q.id, "kind": q.kind, "query": str(q.query), "results": len(mine),
+             "top": [{k: r[k] for k in ("rank", "table_id", "path", "column", "score")} for r in mine[:3]],
+             "stats": answer.get("stats", {})}
+    return mine, entry
 
-    ``batch_id`` makes the run idempotent: a batch already recorded returns its stored summary, and a retry after the
-    results were committed does not commit them twice.  ``served`` and ``uploads`` as in :func:`validate_batch`;
-    each search gets the table resolved under those rules.
-    """
+
+def new_batch_id() -> str:
+    return f"batch-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{new_attempt_token()[:6]}"
+
+
+def open_batch(warehouse: Warehouse | str, batch_id: str | None) -> tuple[Warehouse, str, dict | None]:
+    """(warehouse, batch id, the stored summary when that batch is already recorded, else None)."""
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     wh.require()
     wh.ensure()
-    batch_id = batch_id or f"batch-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{new_attempt_token()[:6]}"
-    done = recorded_batch(wh, batch_id)
+    batch_id = batch_id or new_batch_id()
+    return wh, batch_id, recorded_batch(wh, batch_id)
+
+
+def run_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSpec, batch_id: str | None = None,
+              snapshot_id: int | None = None, standing: bool = False, served: bool = False,
+              uploads: Mapping[str, str] | None = None) -> dict:
+    """Validate, run every query in this process, record the results in one commit and return the summary.
+
+    ``batch_id`` makes the run idempotent: a batch already recorded returns its stored summary, and a retry after the
+    results were committed does not commit them twice.  ``served`` and ``uploads`` as in :func:`validate_batch`;
+    each search gets the table resolved under those rules.  A large batch may run on Spark instead
+    (``spark_jobs.query_batch``), with the same checks, answers and record.
+    """
+    wh, batch_id, done = open_batch(warehouse, batch_id)
     if done is not None:
         return done
     batch, snap = validate_batch(wh, spec, snapshot_id, served, uploads)
@@ -288,16 +331,18 @@ def run_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSpec, b
     now = datetime.now(timezone.utc)
     rows, per_query = [], []
     for q in batch.queries:
-        try:
-            answer = getattr(ls, KINDS[q.kind].method)(_resolve(snap, q, served, uploads or {}), **q.params)
-        except (QueryError, ValueError) as exc:
-            raise BatchError(f"{q.label()}: {exc}") from None
-        mine = result_rows(batch_id, q, snap.snapshot_id, answer, now)
+        mine, entry = answer_query(ls, q, batch_id, now, served, uploads)
         rows.extend(mine)
-        per_query.append({"id": q.id, "kind": q.kind, "query": str(q.query), "results": len(mine),
-                          "top": [{k: r[k] for k in ("rank", "table_id", "path", "column", "score")}
-                                  for r in mine[:3]],
-                          "stats": answer.get("stats", {})})
+        per_query.append(entry)
+    return record_batch(wh, batch, snap, batch_id, rows, per_query, started, now, standing)
+
+
+def record_batch(wh: Warehouse, batch: BatchSpec, snap: Snapshot, batch_id: str, rows: list[dict],
+                 per_query: list[dict], started: float, now: datetime, standing: bool = False,
+                 spark_tasks: int | None = None) -> dict:
+    """Commit a batch's result rows to ``query_results`` (one commit, skipped when a run of the same batch id got
+    there first) and its summary to ``query_batches``; returns the summary (with ``spark_tasks`` when the queries
+    were answered in that many Spark tasks)."""
     attempt = new_attempt_token()
     if rows and not _has_rows(wh, "query_results", "batch_id", batch_id):
         wh.append_rows("query_results", pa.Table.from_pylist(rows, schema=SCHEMAS["query_results"]),
@@ -305,6 +350,8 @@ def run_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSpec, b
     seconds = time.time() - started
     summary = {"batch_id": batch_id, "name": batch.name, "snapshot_id": snap.snapshot_id, "standing": standing,
                "queries": per_query, "results": len(rows), "seconds": round(seconds, 3)}
+    if spark_tasks is not None:
+        summary["spark_tasks"] = spark_tasks
     record = {"batch_id": batch_id, "name": batch.name, "standing": standing, "snapshot_id": snap.snapshot_id,
               "queries": len(batch.queries), "results": len(rows), "seconds": seconds,
               "spec": json_dumps(batch.to_dict()), "summary": json_dumps(summary), "created_at": now}

@@ -1,8 +1,8 @@
 """Configuration: defaults in code, overridden by a TOML file.
 
 The file is ``$LAKESCOUT_CONFIG`` when set, else ``lakescout.toml`` in the working directory when present.  Sections
-mirror the dataclasses below (``[limits]``, ``[profile]``, ``[spark]``, ``[refresh]``); unknown keys are an error so a
-typo never silently falls back to a default.
+mirror the dataclasses below (``[limits]``, ``[profile]``, ``[spark]``, ``[refresh]``, ``[batch]``, ...); unknown
+keys are an error so a typo never silently falls back to a default.
 """
 from __future__ import annotations
 
@@ -50,6 +50,22 @@ class ProfileConfig:
 class SparkConfig:
     master: str = "local[*]"
     tables_per_task: int = 16      # lake tables per output file and held by a task at once (a task takes up to 4)
+
+
+@dataclass(frozen=True)
+class BatchConfig:
+    """Query batches (``lakescout batch``, the ``query_batch`` DAG): when one runs on Spark rather than in process.
+
+    A batch of at least ``spark_min_queries`` queries, given a Spark master (``lakescout batch --master``, the DAG's
+    Spark connection), is split over Spark tasks (``spark_jobs.query_batch``); a smaller one runs in the process
+    that was asked, because a Spark run pays a fixed cost the queries must earn back: starting the application
+    (``spark-submit`` and the JVM), starting and importing each Python worker, each worker opening the snapshot's
+    indexes once more, and about 0.1 CPU s per task.  500 is where local[2] overtook one process on the sample lake
+    (``benchmarks/batches.py``, union, k 10): 0.48x the throughput at 250 queries, 1.63x at 1,000; see
+    :mod:`discovery.batch_share`.  A cluster with more cores earns the fixed cost back sooner.
+    """
+
+    spark_min_queries: int = 500
 
 
 @dataclass(frozen=True)
@@ -224,6 +240,7 @@ class Config:
     profile: ProfileConfig = field(default_factory=ProfileConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     refresh: RefreshConfig = field(default_factory=RefreshConfig)
+    batch: BatchConfig = field(default_factory=BatchConfig)
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
     xash: XashConfig = field(default_factory=XashConfig)
     embed: EmbedConfig = field(default_factory=EmbedConfig)

@@ -29,9 +29,9 @@ from spark_jobs.progress import StageProgress
 
 
 
-def spark_session(app_name: str):
-    """The active session, or a new one on the master spark-submit was given, else ``LAKESCOUT_SPARK_MASTER`` or
-    local[*].
+def spark_session(app_name: str, master: str | None = None):
+    """The active session, or a new one on the master spark-submit was given, else ``master``,
+    ``LAKESCOUT_SPARK_MASTER`` or local[*].
 
     Under spark-submit (which hands its JVM to Python through ``PYSPARK_GATEWAY_PORT``) the master and every
     ``--conf`` live in that JVM and are only visible once the context exists, so the builder must not name a master:
@@ -53,7 +53,7 @@ def spark_session(app_name: str):
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.ui.showConsoleProgress", "false"))
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
-        master = os.environ.get("LAKESCOUT_SPARK_MASTER", "local[*]")
+        master = master or os.environ.get("LAKESCOUT_SPARK_MASTER", "local[*]")
         builder = builder.master(master)
         if master.startswith("local"):
             builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")

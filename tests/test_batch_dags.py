@@ -61,6 +61,41 @@ def test_query_batch_dag_fails_on_a_bad_query_before_writing(env):
     assert Warehouse(env["warehouse"]).read("query_results").num_rows == before
 
 
+def test_query_batch_dag_runs_a_large_batch_on_spark(env, tmp_path):
+    """With ``[batch] spark_min_queries`` reached, ``run`` answers on the master of ``spark_default`` (local[2]):
+    the rows of the in-process run, one commit; a failing query fails the run naming it, and records nothing."""
+    from discovery.batch import batch_results, run_batch
+
+    config = tmp_path / "lakescout.toml"
+    config.write_text(open(os.environ["LAKESCOUT_CONFIG"]).read() + "\n[batch]\nspark_min_queries = 3\n")
+    spark_env = {**env, "env": {**env["env"], "LAKESCOUT_CONFIG": str(config)}}
+    queries = [{"id": f"q{k}", "kind": "nary", "query": env["query"], "key": env["key"], "k": k} for k in (2, 3, 4)]
+    queries.append({"id": "exhaustive", "kind": "nary", "query": env["query"], "key": env["key"], "k": 4,
+                    "method": "exhaustive"})
+    wh = Warehouse(env["warehouse"])
+    version = wh.version("query_results")
+    proc = _dags_test(spark_env, "query_batch", {"name": "dag-spark", "queries": queries})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert "batch runs on Spark master local[2]" in out, out[-4000:]
+    assert wh.version("query_results") == version + 1
+    mine = [b for b in wh.read("query_batches").to_pylist() if b["name"] == "dag-spark"]
+    assert len(mine) == 1 and json.loads(mine[0]["summary"])["spark_tasks"] >= 1
+    run_batch(env["warehouse"], queries, batch_id="dag-spark-reference", served=True)
+    strip = lambda t: [{k: v for k, v in r.items() if k not in ("batch_id", "created_at")}  # noqa: E731
+                       for r in t.to_pylist()]
+    assert strip(batch_results(env["warehouse"], mine[0]["batch_id"])) == \
+        strip(batch_results(env["warehouse"], "dag-spark-reference"))
+
+    before = (wh.version("query_results"), wh.version("query_batches"))
+    bad = [*queries[:3], {"id": "bad", "kind": "nary", "query": env["query"], "key": ["country", "no_such_column"]}]
+    proc = _dags_test(spark_env, "query_batch", {"queries": bad})
+    out = proc.stdout + proc.stderr
+    assert "query 3 (id 'bad'): field 'key'" in out and "no_such_column" in out, out[-4000:]
+    assert "failed" in out.lower()
+    assert (wh.version("query_results"), wh.version("query_batches")) == before
+
+
 def test_standing_queries_dag_records_the_diff_then_maintenance_keeps_it_queryable(env):
     save_standing(env["warehouse"], "stores", [{"kind": "nary", "query": env["query"], "key": env["key"], "k": 6}])
     proc = _dags_test(env, "standing_queries")

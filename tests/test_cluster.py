@@ -125,6 +125,43 @@ def test_cluster_is_a_master_and_two_one_core_workers_in_their_own_jvms(cluster)
     assert sum(b"org.apache.spark.deploy.worker.Worker" in c for c in commands) == 2
 
 
+def test_cli_batch_on_the_cluster_records_the_in_process_rows(cluster, indexed_lake, tmp_path):
+    """``lakescout batch --master spark://...``: a batch past ``[batch] spark_min_queries`` is answered by tasks on
+    both workers, whose Python workers each open the snapshot, and records the rows of the in-process run."""
+    import shutil
+
+    import pyarrow.compute as pc
+
+    from discovery.batch import batch_results, run_batch
+
+    lake, reference = indexed_lake
+    warehouse = str(tmp_path / "wh")
+    shutil.copytree(reference, warehouse)
+    catalog = load_snapshot(Warehouse(warehouse)).read("catalog", columns=["table_id", "status"])
+    ids = sorted(catalog.filter(pc.equal(catalog["status"], "ok")).column("table_id").to_pylist())
+    queries = [{"id": f"u{i}", "kind": "union", "query": ids[i * 7 % len(ids)], "k": 5} for i in range(64)]
+    for kind, args, params in QUERIES:
+        named = {"union": {}, "join": {"column": args[-1]}, "nary": {"key": args[-1]}}[kind]
+        queries.append({"id": kind, "kind": kind, "query": args[0], **named, **params})
+    spec = tmp_path / "batch.json"
+    spec.write_text(json.dumps({"queries": queries}))
+    config = tmp_path / "lakescout.toml"
+    config.write_text(Path(os.environ["LAKESCOUT_CONFIG"]).read_text() + "\n[batch]\nspark_min_queries = 8\n")
+    env = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), LAKESCOUT_CONFIG=str(config))
+    proc = subprocess.run([os.path.join(BIN, "lakescout"), "batch", "--warehouse", warehouse, "--spec", str(spec),
+                           "--batch-id", "on-cluster", "--master", cluster["master"], "--json"],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert json.loads(proc.stdout)["spark_tasks"] >= 2
+    assert _workers_that_ran(cluster, "lakescout-query-batch") == {"worker-1", "worker-2"}
+    run_batch(warehouse, queries, batch_id="in-process")
+    strip = lambda t: [{k: v for k, v in r.items() if k not in ("batch_id", "created_at")}  # noqa: E731
+                       for r in t.to_pylist()]
+    rows = strip(batch_results(warehouse, "on-cluster"))
+    assert {r["query_id"] for r in rows} == {q["id"] for q in queries}
+    assert rows == strip(batch_results(warehouse, "in-process"))
+
+
 def test_cli_refresh_on_the_cluster_equals_the_local_build(cluster, indexed_lake, tmp_path):
     lake, reference = indexed_lake
     warehouse = str(tmp_path / "wh")

@@ -120,6 +120,25 @@ def test_served_batch_reads_the_s3_lake(lakes):
     assert summary["queries"][0]["top"] == local["queries"][0]["top"]
 
 
+def test_a_spark_batch_on_the_s3_warehouse_records_the_in_process_rows(lakes, spark):
+    """A batch on the S3 warehouse answered in the session's Spark tasks records what the in-process run records.
+    (The tasks get the driver's S3 settings from the share they unpickle, as the refresh stages' do; that step is
+    tested in ``test_batch_spark``, since this session's reused Python workers already hold them.)"""
+    from discovery.batch import batch_results, run_batch
+    from spark_jobs.query_batch import run_batch_spark
+
+    _, _, _, wh_uri = lakes
+    spec = {"queries": [{"id": "u", "kind": "union", "query": UNION_QUERY, "k": 4},
+                        {"id": "j", "kind": "join", "query": JOIN_QUERY, "column": JOIN_COLUMN, "top_k": 4},
+                        {"id": "n", "kind": "nary", "query": NARY_QUERY, "key": NARY_KEY, "k": 3}]}
+    summary = run_batch_spark(spark, wh_uri, spec, batch_id="s3-spark", served=True)
+    run_batch(wh_uri, spec, batch_id="s3-here", served=True)
+    strip = lambda t: [{k: v for k, v in r.items() if k not in ("batch_id", "created_at")}  # noqa: E731
+                       for r in t.to_pylist()]
+    assert summary["spark_tasks"] >= 1 and summary["results"] > 0
+    assert strip(batch_results(wh_uri, "s3-spark")) == strip(batch_results(wh_uri, "s3-here"))
+
+
 def test_incremental_refresh_on_s3_processes_exactly_the_changes(lakes, spark, s3_server):
     from deltalake import write_deltalake
 

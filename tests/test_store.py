@@ -12,7 +12,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
 from discovery.store import (SCHEMAS, DataFile, Warehouse, WarehouseError, candidate_files, cleanup_orphans,
-                             drop_table_ids, load_snapshot, read_rows, write_data_file)
+                             drop_table_ids, load_snapshot, new_attempt_token, read_rows, write_data_file)
 from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store.files import data_file_name, parse_data_file_name
 
@@ -203,6 +203,25 @@ def test_candidate_files_and_read_rows_equal_brute_force(tmp_path):
         assert got.sort_by(key).equals(want.sort_by(key))
     assert candidate_files(files, np.array([], np.int64)) == []
     assert read_rows(uri, SCHEMAS["columns"], files, [10_000], ["table_id"]).num_rows == 0
+
+
+@pytest.mark.parametrize("value", ["short", "x" * 40, "dag-manual__2026-11-26T02:18:19.580705+00:00",
+                                   "y" * 31 + "\U0010FFFF" * 3, "z" * 31 + "\ud7ff" + "a"])
+def test_a_filtered_read_finds_rows_of_long_string_values(tmp_path, value):
+    """String statistics are cut to 32 characters but stay bounds: a filter on a long value (a DAG run's batch id)
+    still finds its rows, and a value just past the bound none."""
+    from datetime import datetime, timezone
+
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.ensure()
+    row = {"batch_id": value, "query_id": "q", "snapshot_id": 1, "kind": "union", "rank": 1, "table_id": 1,
+           "path": "p", "column": None, "score": 1.0, "evidence": "{}", "created_at": datetime.now(timezone.utc)}
+    for v in (value, value + "~"):
+        wh.append_rows("query_results", pa.Table.from_pylist([{**row, "batch_id": v}], schema=SCHEMAS["query_results"]),
+                       refresh_id=1, stage="query_batch", attempt=new_attempt_token(), once=False)
+    for v in (value, value + "~"):
+        assert wh.read("query_results", filter=pc.field("batch_id") == v).column("batch_id").to_pylist() == [v]
+    assert wh.read("query_results", filter=pc.field("batch_id") == value + "~~").num_rows == 0
 
 
 def test_snapshots_pin_versions(tmp_path):

@@ -68,6 +68,29 @@ def _json_scalar(value):
     return value.isoformat().replace("+00:00", "Z")
 
 
+#: Longest string kept in file statistics, as Delta writers truncate theirs.
+STRING_STAT_CHARS = 32
+
+
+def _string_bounds(lo: str, hi: str) -> tuple[str | None, str | None]:
+    """Bounds of at most :data:`STRING_STAT_CHARS` characters around [lo, hi]: a prefix of ``lo`` (no greater
+    than it) and a prefix of ``hi`` whose last character is raised by one (greater than every string it begins).
+
+    A column must not go without bounds: delta-rs' dataset prunes every file that lacks statistics for a column a
+    filter names, so the rows of a long value (a DAG run's batch id) would vanish from every filtered read.
+    (None, None) when no short upper bound exists (the prefix is all U+10FFFF)."""
+    n = STRING_STAT_CHARS
+    if len(hi) > n:
+        prefix = hi[:n]
+        while prefix and ord(prefix[-1]) == 0x10FFFF:
+            prefix = prefix[:-1]
+        if not prefix:
+            return None, None
+        code = ord(prefix[-1]) + 1
+        hi = prefix[:-1] + chr(0xE000 if 0xD800 <= code <= 0xDFFF else code)
+    return lo[:n], hi
+
+
 def file_stats(table: pa.Table) -> str:
     """Delta ``stats`` JSON (numRecords, minValues, maxValues, nullCount) for the primitive columns."""
     mins, maxs, nulls = {}, {}, {}
@@ -79,8 +102,8 @@ def file_stats(table: pa.Table) -> str:
             mm = pc.min_max(col)
             lo, hi = mm["min"].as_py(), mm["max"].as_py()
             if pa.types.is_string(col.type):
-                # Delta truncates string stats; keep them short and still correct bounds.
-                if len(lo) > 32 or len(hi) > 32:
+                lo, hi = _string_bounds(lo, hi)
+                if lo is None:
                     continue
             if isinstance(lo, float) and (lo != lo or hi != hi):
                 continue

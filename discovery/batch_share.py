@@ -1,0 +1,193 @@
+"""A query batch split into shares: each process answers its share of the queries from a snapshot it opens once.
+
+This is what a Spark task of ``spark_jobs.query_batch`` runs; the driver plans the shares (:func:`plan_shares`),
+hands every task the same :class:`BatchShare` and merges what they answer (:func:`merge_outcomes`) into the rows
+and summary :func:`discovery.batch.record_batch` commits, as the in-process :func:`discovery.batch.run_batch` does.
+
+Equal answers.  A share checks each query exactly as :func:`discovery.batch.validate_batch` does and answers it with
+the same :class:`~discovery.api.Lakescout` method and :func:`~discovery.batch.result_rows`, all rows stamped with the
+driver's batch id and time.  What a process would otherwise take from its own surroundings is fixed on the driver:
+the join defaults of the configuration (an executor may have none), the object-storage settings (``AWS_*``,
+``PYICEBERG_*``, applied when the share is unpickled, as :class:`~discovery.refresh.StageContext` does), absolute
+warehouse paths, and the tables only the driver can read (a served batch's uploads, the files an unserved batch
+names outside the lake), resolved and checked there and shipped with the share.  The batch then fails as in process:
+no row is written, and the error is that of the first query (in batch order) that fails its checks, else of the
+first whose search fails.
+
+One open per process.  A share opens its snapshot through the process-wide index cache
+(:data:`discovery.store.cache.INDEXES`), so a Spark Python worker that runs several tasks of a batch (workers are
+reused) loads the snapshot and its union, join and n-ary indexes once.
+
+When Spark pays.  ``[batch] spark_min_queries`` (default 500) is the smallest batch sent to Spark.  A Spark run
+pays a fixed cost before its first answer: the application and its JVM, Python workers that start and import this
+package, and each worker opening the snapshot's indexes.  ``benchmarks/batches.py`` (union queries on the sample
+lake, k 10, a 2-core machine shared with other work) measured that cost at about 40-60 s wall there, against about
+0.12 s a query in one process: ``lakescout batch --master local[2]`` had 0.48x the throughput of one process at 250
+queries, 1.63x at 1,000 and 1.11x at 2,500 (the load of the machine changed between runs), with identical rows each
+time.  Below a few hundred queries, one process answers first.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import storage
+from .api import Lakescout
+from .batch import BatchError, BatchQuery, BatchSpec, answer_query, check_query_table
+from .config import Config
+from .store import Snapshot
+from .store.cache import INDEXES
+from .store.snapshot import CATALOG_COLUMNS
+
+#: Fewest queries a task answers: a Spark task costs about 0.1 CPU s of scheduling and Python round trip, a few
+#: union queries' worth.
+MIN_QUERIES_PER_TASK = 8
+#: Tasks per core, so that every core has work and the last tasks even out (as the refresh stages cut theirs).
+TASKS_PER_CORE = 4
+
+
+@dataclass(frozen=True)
+class BatchShare:
+    """What every task of one batch gets: the snapshot, the queries (join defaults pinned), the batch id and time,
+    the tables resolved on the driver (or the error their checks raised) and the driver's storage settings."""
+
+    warehouse: str
+    snapshot_id: int
+    batch_id: str
+    now: datetime
+    queries: tuple[BatchQuery, ...]
+    served: bool = False
+    resolved: dict = field(default_factory=dict)     # query index -> QueryTable, or the BatchError message
+    storage_env: dict = field(default_factory=storage.client_env)
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickled in a task: the driver's object-storage settings become the process's environment before
+        anything opens the warehouse or the lake."""
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+        os.environ.update(self.storage_env)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One query's answer in a share: its result rows and summary entry, or the error that stops the batch
+    (``checked`` False when the query failed its checks, True when its search failed after them)."""
+
+    index: int
+    rows: tuple = ()
+    entry: dict | None = None
+    error: str | None = None
+    checked: bool = True
+
+
+def task_count(n_queries: int, cores: int) -> int:
+    """Tasks a batch of ``n_queries`` is cut into: at most :data:`TASKS_PER_CORE` per core, each of at least
+    :data:`MIN_QUERIES_PER_TASK` queries."""
+    return max(1, min(math.ceil(n_queries / MIN_QUERIES_PER_TASK), max(cores, 1) * TASKS_PER_CORE))
+
+
+def task_range(task: int, n_tasks: int, n_queries: int) -> range:
+    """The query indexes of task ``task``: contiguous, sizes differing by at most one."""
+    return range(task * n_queries // n_tasks, (task + 1) * n_queries // n_tasks)
+
+
+def _pinned(q: BatchQuery, config: Config) -> BatchQuery:
+    """``q`` with the defaults :meth:`Lakescout.join` would take from this process's configuration written in."""
+    if q.kind != "join":
+        return q
+    params = dict(q.params)
+    if params.get("tau") is None:
+        params["tau"] = config.join.tau
+    if params.get("top_k") is None and params.get("T") is None:
+        params["top_k"] = config.join.top_k
+    return BatchQuery(q.index, q.id, q.kind, q.query, params)
+
+
+def _lake_paths(snap: Snapshot, batch: BatchSpec) -> set[str]:
+    """The query names of ``batch`` that are catalogued lake paths of tables not deleted (one pass over the
+    catalog, however many queries)."""
+    names = sorted({q.query for q in batch.queries if isinstance(q.query, str) and not q.query.isdigit()})
+    if not names:
+        return set()
+    catalog = snap.cached("catalog", CATALOG_COLUMNS)
+    hit = catalog.filter(pc.is_in(catalog["path"], value_set=pa.array(names, pa.string())))
+    return {p for p, s in zip(hit.column("path").to_pylist(), hit.column("status").to_pylist()) if s != "deleted"}
+
+
+def _driver_only(q: BatchQuery, served: bool, uploads: dict, lake_paths: set[str]) -> bool:
+    """Whether only the driver can read ``q``'s table: an upload, or (unserved) a name that is neither a table id
+    nor a catalogued lake path, i.e. a file of the machine the batch was started on."""
+    if isinstance(q.query, str) and q.query in uploads:
+        return True
+    if served or isinstance(q.query, int) or q.query.isdigit():
+        return False
+    return q.query not in lake_paths
+
+
+def plan_share(snap: Snapshot, batch: BatchSpec, batch_id: str, now: datetime, config: Config,
+               served: bool = False, uploads: dict | None = None) -> BatchShare:
+    """The :class:`BatchShare` of a batch, built on the driver."""
+    uploads = dict(uploads or {})
+    lake_paths = set() if served else _lake_paths(snap, batch)
+    resolved = {}
+    for q in batch.queries:
+        if _driver_only(q, served, uploads, lake_paths):
+            try:
+                resolved[q.index] = check_query_table(snap, q, served, uploads)
+            except BatchError as exc:
+                resolved[q.index] = str(exc)
+    root = snap.warehouse.root
+    root = root if "://" in root else os.path.abspath(root)
+    return BatchShare(root, snap.snapshot_id, batch_id, now, tuple(_pinned(q, config) for q in batch.queries),
+                      served, resolved)
+
+
+def opened(warehouse: str, snapshot_id: int) -> Lakescout:
+    """The snapshot opened once per process (the indexes it loads are cached by the same cache)."""
+    return INDEXES.get(("batch-snapshot", warehouse, snapshot_id), lambda: Lakescout(warehouse, snapshot_id))
+
+
+def answer_share(share: BatchShare, indexes: range) -> list[Outcome]:
+    """Check and answer the queries ``indexes`` of ``share``."""
+    ls = opened(share.warehouse, share.snapshot_id)
+    out = []
+    for i in indexes:
+        q = share.queries[i]
+        given = share.resolved.get(i)
+        if isinstance(given, str):
+            out.append(Outcome(i, error=given, checked=False))
+            continue
+        try:
+            table = check_query_table(ls.snapshot, q, share.served, {}, table=given)
+        except BatchError as exc:
+            out.append(Outcome(i, error=str(exc), checked=False))
+            continue
+        try:
+            rows, entry = answer_query(ls, q, share.batch_id, share.now, share.served, table=table)
+        except BatchError as exc:
+            out.append(Outcome(i, error=str(exc), checked=True))
+            continue
+        out.append(Outcome(i, tuple(rows), entry))
+    return out
+
+
+def merge_outcomes(batch: BatchSpec, outcomes: list[Outcome]) -> tuple[list[dict], list[dict]]:
+    """(result rows, summary entries) in batch order, or the :class:`BatchError` the in-process run would raise:
+    that of the first query failing its checks (which run before any search there), else of the first failing
+    search."""
+    by_index = {o.index: o for o in outcomes}
+    missing = [q.index for q in batch.queries if q.index not in by_index]
+    if missing:
+        raise RuntimeError(f"query batch: no answer came back for queries {missing[:10]}")
+    ordered = [by_index[q.index] for q in batch.queries]
+    for checked in (False, True):
+        failed = next((o for o in ordered if o.error is not None and o.checked == checked), None)
+        if failed is not None:
+            raise BatchError(failed.error)
+    rows = [r for o in ordered for r in o.rows]
+    return rows, [o.entry for o in ordered]

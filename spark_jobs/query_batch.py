@@ -1,0 +1,105 @@
+"""A query batch on Spark: the queries cut into tasks, each answered on an executor, the batch committed here.
+
+The driver checks the spec's structure and pins the snapshot (:func:`discovery.batch.batch_snapshot`), plans one
+:class:`~discovery.batch_share.BatchShare` (broadcast once) and runs one task per contiguous slice of queries
+(``mapInArrow`` over a range, as the refresh stages fan out).  Each task checks and answers its queries from the
+snapshot its Python worker opened once (:mod:`discovery.batch_share`) and sends back their result rows: a query's
+``k`` rows and its summary entry, small next to the indexes that stay on the executors.  The driver then records
+the batch exactly as the in-process run does (:func:`discovery.batch.record_batch`): one ``query_results`` commit
+through the warehouse's one write path, skipped when a run of the same batch id already committed, so a retried
+batch (or a task Spark re-ran) never records twice and nothing is written when any query fails.
+
+Entry points: :func:`run_batch_spark` (a session in hand: tests, benchmarks), :func:`run_batch_on_master` (the
+``query_batch`` DAG, master from its Spark connection) and ``spark-submit spark_jobs/query_batch.py`` (what
+``lakescout batch --master`` runs), which prints ``LAKESCOUT_RESULT {summary}`` or ``{"refused": message}``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import sys
+import time
+from collections.abc import Mapping
+from datetime import datetime, timezone
+
+import pyarrow as pa
+
+from discovery.batch import (BatchError, BatchSpec, batch_snapshot, open_batch, parse_spec, record_batch)
+from discovery.batch_share import answer_share, merge_outcomes, plan_share, task_count, task_range
+from discovery.config import Config, load_config
+from discovery.query import QueryError
+from discovery.store import WarehouseError
+from spark_jobs.common import spark_session
+
+
+def run_batch_spark(spark, warehouse: str, spec: dict | list | str | BatchSpec, batch_id: str | None = None,
+                    snapshot_id: int | None = None, standing: bool = False, served: bool = False,
+                    uploads: Mapping[str, str] | None = None, config: Config | None = None) -> dict:
+    """:func:`discovery.batch.run_batch` with the queries answered in Spark tasks: the same checks, result rows,
+    commit and summary (``seconds`` apart, and ``spark_tasks``: how many tasks answered)."""
+    wh, batch_id, done = open_batch(warehouse, batch_id)
+    if done is not None:
+        return done
+    batch = spec if isinstance(spec, BatchSpec) else parse_spec(spec)
+    snap = batch_snapshot(wh, batch, snapshot_id)
+    started = time.time()
+    now = datetime.now(timezone.utc)
+    share = plan_share(snap, batch, batch_id, now, config or load_config(), served, uploads)
+    n = len(batch.queries)
+    n_tasks = task_count(n, int(spark.sparkContext.defaultParallelism))
+    shared = spark.sparkContext.broadcast(share)
+
+    def run(batches):
+        for chunk in batches:
+            for task in chunk.column(0).to_pylist():
+                outcomes = answer_share(shared.value, task_range(task, n_tasks, n))
+                yield pa.RecordBatch.from_pylist([{"payload": pickle.dumps(outcomes)}])
+
+    try:
+        collected = spark.range(0, n_tasks, numPartitions=n_tasks).mapInArrow(run, "payload binary").collect()
+    finally:
+        shared.unpersist()
+    outcomes = [o for r in collected for o in pickle.loads(r["payload"])]
+    rows, per_query = merge_outcomes(batch, outcomes)
+    return record_batch(wh, batch, snap, batch_id, rows, per_query, started, now, standing, n_tasks)
+
+
+def run_batch_on_master(master: str, warehouse: str, spec, **kwargs) -> dict:
+    """:func:`run_batch_spark` in a session on ``master`` started for it (and stopped after), unless this process
+    already runs one."""
+    from pyspark.sql import SparkSession
+
+    had = SparkSession.getActiveSession() is not None
+    spark = spark_session("lakescout-query-batch", master=master)
+    try:
+        return run_batch_spark(spark, warehouse, spec, **kwargs)
+    finally:
+        if not had:
+            spark.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="spark_jobs.query_batch", description="Run a Lakescout query batch on Spark")
+    p.add_argument("--warehouse", required=True)
+    p.add_argument("--spec", required=True, help="JSON file of the batch")
+    p.add_argument("--batch-id", required=True)
+    p.add_argument("--snapshot", type=int, default=None)
+    p.add_argument("--config", default=None, help="TOML configuration file")
+    args = p.parse_args(argv)
+    try:
+        with open(args.spec, encoding="utf-8") as fh:
+            spec = fh.read()
+        spark = spark_session("lakescout-query-batch")
+        spark.sparkContext.setLogLevel("ERROR")
+        out = run_batch_spark(spark, args.warehouse, spec, batch_id=args.batch_id, snapshot_id=args.snapshot,
+                              config=load_config(args.config))
+    except (BatchError, QueryError, WarehouseError) as exc:
+        print("LAKESCOUT_RESULT " + json.dumps({"refused": str(exc)}))
+        return 2
+    print("LAKESCOUT_RESULT " + json.dumps(out, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,7 +6,8 @@ differences do not matter: positives are a value and its realistic variations (:
 the lake's own values that an independent lexical scorer finds to be two spellings of one entity (:mod:`.mined`);
 negatives are the other values of the batch (InfoNCE), among them near duplicates that share a column and so name
 different entities (:func:`.mined.mine_negatives`).  The result puts true matches within tau and unrelated
-values far away.  Names written "last, first" are turned around before hashing (:func:`.canonical.reorder_names`),
+values far away.  Dates, years and numeric spans written in cells get one canonical form first (:mod:`.spans`,
+``spans`` in the config).  Names written "last, first" are turned around before hashing (:func:`.canonical.reorder_names`),
 so "Obama, Barack" and "Barack Obama" share every feature.
 
 Architecture: punctuation that spellings disagree on is dropped (:func:`strip_punctuation`), then hashed word tokens

@@ -36,7 +36,8 @@ table first 39 of 50 both ways (45 of 50 among left tables); every-pair F1 0.479
 different entities ("tom elliott" of two qualifiers) now match.  Search over the 50 title columns: PEXESO's distance
 computations 2.2M -> 7.8M, exact's 1.34G -> 2.04G; PEXESO 4.6x-6.0x exact in CPU time over the two passes of the
 run (7.3x-7.5x before), identical answers.  Across tau, best-match F1 rises at 2 % (0.333 -> 0.445) and 4 %, and
-falls slightly at 6 % (0.631 -> 0.619).  The sample lake grows by 1.4 % (24,877 -> 25,224 vectors) and its planted joins rank as before.
+falls slightly at 6 % (0.631 -> 0.619).  The sample lake grows by 1.4 % (24,877 -> 25,224 vectors) and its planted
+joins rank as before.
 """
 from __future__ import annotations
 

@@ -108,6 +108,7 @@ class EmbedConfig:
     header_dim: int = 128               # dimensions of the column name's channel
     join_min_distinct: int = 10         # a string column with this many distinct values is a join candidate
     join_max_values: int = 10_000       # value vectors kept per join-candidate column (columns that hit it are reported)
+    join_segments: int = 3              # segment vectors per value besides the whole cell (discovery.segments; 0: none)
     join_steps: int = 1500              # upper bound on join encoder training steps
     join_epochs: float = 10.0           # ... and on passes over the sampled training values
     join_train_values: int = 200_000    # distinct values sampled for join encoder training

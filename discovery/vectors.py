@@ -14,7 +14,9 @@ indexed.
   too few tables to train one.
 * Value vectors: for join candidates (string columns with at least ``join_min_distinct`` distinct values), the
   ``join`` encoder over at most ``join_max_values`` distinct values (the same priority sample: the most frequent
-  values first, ties broken by a stable hash), each with its frequency.
+  values first, ties broken by a stable hash), each with its frequency; then over each value's segments, at most
+  ``join_segments`` of them (:mod:`.segments`), each row carrying its value (segment 0 is the whole value).  A query
+  column is cut with the snapshot's own setting, so its segments are what its lake twin's were.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from .encoders.columns import ColumnProfile, priority_sample, profile_column
 from .encoders.stored import COLUMN_MODEL, JOIN_MODEL, SET_MODEL, TABLE_MODEL, payload, stored_encoder
 from .lake import LakeFileError, infer_type, read_lake_table
 from .query import QueryError, QueryTable
+from .segments import value_segments
 from .store import SCHEMAS, Snapshot, WarehouseError
 from .store.cache import INDEXES
 
@@ -41,6 +44,7 @@ class EmbedSpec:
     type_agreement: float
     join_min_distinct: int
     join_max_values: int
+    join_segments: int = 0      # what a spec stored before segments existed means
 
 
 @dataclass(frozen=True)
@@ -57,15 +61,24 @@ class EncoderRefs:
         """What ``table_vectors.encoder_version`` holds: the table encoder, or the column encoder for the mean."""
         return self.table or self.column
 
+    @property
+    def value_vector_version(self) -> str | None:
+        """What ``value_vectors.encoder_version`` holds: the join encoder, and the bound on segments when there are
+        any, so that rows encoded under another bound are stale and re-encoded (and the pivots refitted)."""
+        if self.join is None or not self.spec.join_segments:
+            return self.join
+        return f"{self.join}+segments-{self.spec.join_segments}"
+
     def to_params(self) -> dict:
         return {"column": self.column, "table": self.table, "join": self.join,
                 "spec": {"type_agreement": self.spec.type_agreement,
                          "join_min_distinct": self.spec.join_min_distinct,
-                         "join_max_values": self.spec.join_max_values}}
+                         "join_max_values": self.spec.join_max_values, "join_segments": self.spec.join_segments}}
 
     @classmethod
     def from_params(cls, params: dict) -> "EncoderRefs":
-        return cls(params["column"], params["table"], params["join"], EmbedSpec(**params["spec"]))
+        return cls(params["column"], params["table"], params["join"], EmbedSpec(**params["spec"]))  # no segments:
+        # a spec stored before they existed
 
 
 @dataclass(frozen=True)
@@ -92,13 +105,21 @@ def load_encoders(warehouse_root: str, refs: EncoderRefs) -> LakeEncoders:
 
 @dataclass
 class ColumnValues:
-    """Value vectors of one column: distinct normalised values, their frequencies and vectors."""
+    """Value vectors of one column: distinct normalised values, their frequencies, and the vectors of the values
+    (the first ``len(values)`` rows, in value order) followed by those of their segments."""
 
     ordinal: int
     values: list[str]
-    frequency: np.ndarray   # int64
-    vectors: np.ndarray     # (n, join dim) float32
+    frequency: np.ndarray   # int64, per value
+    vectors: np.ndarray     # (rows, join dim) float32
     distinct: int           # distinct values of the column; more than len(values) when the cap was hit
+    value_of: np.ndarray | None = None   # int64 per row: the value it belongs to (None: one row per value)
+    segment: np.ndarray | None = None    # int32 per row: 0 for the whole value, k for its k-th segment
+
+    def __post_init__(self):
+        if self.value_of is None:
+            self.value_of = np.arange(len(self.values), dtype=np.int64)
+            self.segment = np.zeros(len(self.values), dtype=np.int32)
 
     @property
     def capped(self) -> bool:
@@ -117,12 +138,17 @@ def is_join_candidate(kind: str, profile: ColumnProfile, spec: EmbedSpec) -> boo
     return kind == "string" and len(profile.values) >= spec.join_min_distinct
 
 
-def column_values(join: Encoder, profile: ColumnProfile, ordinal: int, max_values: int) -> ColumnValues:
-    """Value vectors of at most ``max_values`` distinct values (priority sample, ascending value order)."""
+def column_values(join: Encoder, profile: ColumnProfile, ordinal: int, max_values: int,
+                  max_segments: int = 0) -> ColumnValues:
+    """Value vectors of at most ``max_values`` distinct values (priority sample, ascending value order), then of
+    their segments, at most ``max_segments`` a value (:func:`.segments.value_segments`)."""
     chosen = priority_sample(profile.values, profile.counts, max_values)
     values = [profile.values[i] for i in chosen]
-    return ColumnValues(ordinal, values, profile.counts[chosen].astype(np.int64), join.encode_values(values),
-                        len(profile.values))
+    owner, number, segs = value_segments(values, max_segments)
+    n = len(values)
+    return ColumnValues(ordinal, values, profile.counts[chosen].astype(np.int64), join.encode_values(values + segs),
+                        len(profile.values), np.r_[np.arange(n, dtype=np.int64), owner],
+                        np.r_[np.zeros(n, dtype=np.int32), number].astype(np.int32))
 
 
 def embed_table(encoders: LakeEncoders, columns: list[pa.Array], names: list[str],
@@ -141,7 +167,7 @@ def embed_table(encoders: LakeEncoders, columns: list[pa.Array], names: list[str
                                        header=None if headers is None else headers[j])
     values = []
     if with_values and encoders.join is not None:
-        values = [column_values(encoders.join, prof, j, spec.join_max_values)
+        values = [column_values(encoders.join, prof, j, spec.join_max_values, spec.join_segments)
                   for j, (kind, prof) in enumerate(zip(kinds, profiles)) if is_join_candidate(kind, prof, spec)]
     return TableEmbedding(kinds, vectors, encoders.table.encode_table(vectors), values)
 
@@ -196,14 +222,15 @@ def embed_batch(work: pa.Table, ctx, refs: EncoderRefs) -> tuple[dict[str, pa.Ta
             c["encoder_version"].append(refs.table_vector_version)
             vecs["table_vectors"].append(emb.table_vector[None, :])
         for cv in emb.values:
-            n = len(cv.values)
+            n = len(cv.value_of)
             c = cols["value_vectors"]
             c["table_id"] += [tid] * n
             c["content_hash"] += [digest] * n
             c["ordinal"] += [cv.ordinal] * n
-            c["value"] += cv.values
-            c["frequency"] += cv.frequency.tolist()
-            c["encoder_version"] += [refs.join] * n
+            c["value"] += [cv.values[i] for i in cv.value_of.tolist()]
+            c["segment"] += cv.segment.tolist()
+            c["frequency"] += cv.frequency[cv.value_of].tolist()
+            c["encoder_version"] += [refs.value_vector_version] * n
             vecs["value_vectors"].append(cv.vectors)
             if cv.capped:
                 counts["capped_columns"] += 1
@@ -262,4 +289,5 @@ def query_value_vectors(snapshot: Snapshot, query: QueryTable, column: str | int
     else:
         ordinal = query.ordinal(column)
     cap = encoders.refs.spec.join_max_values if max_values is None else max_values
-    return column_values(encoders.join, profile_column(query.columns[ordinal]), ordinal, cap)
+    return column_values(encoders.join, profile_column(query.columns[ordinal]), ordinal, cap,
+                         encoders.refs.spec.join_segments)

@@ -55,7 +55,7 @@ def choose_encoders(spark, ctx: StageContext, ok: pa.Table) -> tuple[EncoderRefs
     """Train what needs training (Spark tasks), store new model versions, return the versions to encode with."""
     wh, cfg, rid = ctx.store, ctx.config.embed, ctx.refresh_id
     agreement = ctx.config.profile.type_agreement
-    spec = EmbedSpec(agreement, cfg.join_min_distinct, cfg.join_max_values)
+    spec = EmbedSpec(agreement, cfg.join_min_distinct, cfg.join_max_values, cfg.join_segments)
     if wh.committed("models", STAGE, rid):
         return EncoderRefs.from_params(latest_row(wh, SET_MODEL).params), ["encoders chosen by an earlier attempt"]
     column = column_encoder(cfg)
@@ -154,7 +154,7 @@ def plan_outputs(ctx: StageContext, catalog: pa.Table, refs: EncoderRefs):
     ok_ids = ok.column("table_id").to_numpy()
     present = {name: _ids(ctx, name) for name in OUTPUTS}
     expected = {"column_vectors": refs.column, "table_vectors": refs.table_vector_version,
-                "value_vectors": refs.join}
+                "value_vectors": refs.value_vector_version}
     stale = {name: bool(t.num_rows) and (expected[name] is None or bool(
         pc.any(pc.not_equal(t["encoder_version"], expected[name])).as_py())) for name, t in present.items()}
     done = present["column_vectors"].group_by(["table_id", "content_hash"]).aggregate([])

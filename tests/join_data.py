@@ -33,8 +33,10 @@ def query_from(rng, entities, size, dim_noise=0.05):
     return unit(entities[picked] + rng.normal(size=(size, entities.shape[1])) * dim_noise / np.sqrt(entities.shape[1]))
 
 
-def brute_force(lake, column_ids, query, tau_fraction, T, metric="euclidean"):
-    """Reference answer in float64, independent of the package: {column id: matched query vectors}."""
+def brute_force(lake, column_ids, query, tau_fraction, T, metric="euclidean", value_of=None):
+    """Reference answer in float64, independent of the package: {column id: matched query values}; ``value_of``
+    names the value of each query vector (default: one value each), and a value matches when any of its vectors does."""
+    value_of = np.arange(query.shape[0]) if value_of is None else np.asarray(value_of)
     lake = lake.astype(np.float64)
     query = query.astype(np.float64)
     if metric == "angular":
@@ -47,10 +49,10 @@ def brute_force(lake, column_ids, query, tau_fraction, T, metric="euclidean"):
         dist = np.sqrt(((query[:, None, :] - lake[None, :, :]) ** 2).sum(-1))
         tau = tau_fraction * 2.0
     hit = dist <= tau
-    need = max(1, int(np.ceil(round(T * query.shape[0], 9))))
+    need = max(1, int(np.ceil(round(T * np.unique(value_of).size, 9))))
     out = {}
     for c in np.unique(column_ids):
-        n = int(hit[:, column_ids == c].any(axis=1).sum())
+        n = int(np.unique(value_of[hit[:, column_ids == c].any(axis=1)]).size)
         if n >= need:
             out[int(c)] = n
     return out
@@ -61,9 +63,10 @@ def top_k_reference(answer, k):
     return dict(ranked[:k])
 
 
-def stored_rows(lake: np.ndarray, keys: np.ndarray, pivots: np.ndarray, levels: int = 3):
+def stored_rows(lake: np.ndarray, keys: np.ndarray, pivots: np.ndarray, levels: int = 3, values=None, segment=None):
     """(pivot model, ``value_vectors`` rows, ``pivot_mappings`` rows) of a lake of vectors with column keys, as the
-    pivots stage stores them: what the service builds its index from (``index_from_rows``)."""
+    pivots stage stores them: what the service builds its index from (``index_from_rows``).  ``values`` and
+    ``segment`` name each row's value and segment number (default: a value of its own, segment 0)."""
     from discovery.join import GridSpec
     from discovery.join.pivots import map_to_pivots
     from discovery.join.stage import COLUMN_KEY_BASE, PivotModel, mapping_rows
@@ -73,6 +76,7 @@ def stored_rows(lake: np.ndarray, keys: np.ndarray, pivots: np.ndarray, levels: 
     vv = pa.table({"table_id": pa.array(keys // COLUMN_KEY_BASE, pa.int64()),
                    "content_hash": pa.array(["h"] * len(keys)),
                    "ordinal": pa.array(keys % COLUMN_KEY_BASE, pa.int32()),
-                   "value": pa.array([f"v{i:05d}" for i in range(len(keys))]),
-                   "vector": pa.array([v.tolist() for v in lake], pa.list_(pa.float32()))})
+                   "value": pa.array(values if values is not None else [f"v{i:05d}" for i in range(len(keys))]),
+                   "vector": pa.array([v.tolist() for v in lake], pa.list_(pa.float32())),
+                   "segment": pa.array(np.zeros(len(keys)) if segment is None else segment, pa.int32())})
     return model, vv, mapping_rows(vv, model)

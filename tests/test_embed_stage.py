@@ -86,7 +86,8 @@ def _rows(snapshot) -> dict[str, dict]:
     for name in OUTPUTS:
         rows = {}
         for r in snapshot.read(name).to_pylist():
-            key = (path[r.pop("table_id")], r.get("ordinal"), r.get("value"))
+            key = (path[r.pop("table_id")], r.get("ordinal"), r.get("value")) + (
+                (r["segment"],) if "segment" in r else ())
             assert key not in rows, f"duplicate row {key} in {name}"
             rows[key] = r
         out[name] = rows
@@ -102,8 +103,8 @@ def _reference(snapshot, lake: str, config) -> dict[str, dict]:
     ctx = StageContext(snapshot.warehouse.root, lake, 0, "reference", False, config)
     tables, _, _ = embed_batch(ok, ctx, snapshot_encoders(snapshot).refs)
     path = dict(zip(cat.column("table_id").to_pylist(), cat.column("path").to_pylist()))
-    return {name: {(path[r.pop("table_id")], r.get("ordinal"), r.get("value")): r for r in t.to_pylist()}
-            for name, t in tables.items()}
+    return {name: {(path[r.pop("table_id")], r.get("ordinal"), r.get("value")) + (
+        (r["segment"],) if "segment" in r else ()): r for r in t.to_pylist()} for name, t in tables.items()}
 
 
 def _capped_columns(lake: str, snapshot, config) -> int:
@@ -167,11 +168,12 @@ def test_stage_vectors_equal_query_vectors_and_incremental_equals_full(spark, la
         for cv in emb.values:
             candidates += 1
             got = query_value_vectors(snap, q, q.names[cv.ordinal])
-            keys = [(r["path"], cv.ordinal, v) for v in got.values]
-            assert all(rows["value_vectors"][k]["frequency"] == f for k, f in zip(keys, got.frequency.tolist()))
+            keys = [(r["path"], cv.ordinal, got.values[i], k) for i, k in zip(got.value_of.tolist(),
+                                                                               got.segment.tolist())]
+            assert all(rows["value_vectors"][k]["frequency"] == got.frequency[i] for k, i in zip(keys, got.value_of))
             vecs = np.array([rows["value_vectors"][k]["vector"] for k in keys], dtype=np.float32)
             assert vecs.tobytes() == got.vectors.tobytes()
-        n_values = sum(len(cv.values) for cv in emb.values)
+        n_values = sum(len(cv.value_of) for cv in emb.values)
         assert sum(1 for k in rows["value_vectors"] if k[0] == r["path"]) == n_values
     assert candidates > 0
 
@@ -217,8 +219,9 @@ def test_encoder_change_rebuilds_every_vector(spark, lake, tmp_path):
     n_ok = snap.counts["tables_ok"]
     assert run["tables_processed"] == n_ok and "rebuilt in full: value_vectors" in run["message"]
     rows = _rows(snap)
-    assert {r["encoder_version"] for r in rows["value_vectors"].values()} == {after.join}
-    assert max(sum(1 for k in rows["value_vectors"] if k[:2] == key[:2]) for key in rows["value_vectors"]) <= 25
+    assert {r["encoder_version"] for r in rows["value_vectors"].values()} == {after.value_vector_version}
+    assert max(sum(1 for k in rows["value_vectors"] if k[:2] == key[:2] and k[3] == 0)
+               for key in rows["value_vectors"]) <= 25
     assert rows == _reference(snap, lake, changed)
     # A full rebuild retrains the trained encoders; the deterministic training gives the same versions back.
     full = _refresh(spark, root, lake, changed, full=True)

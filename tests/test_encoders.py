@@ -16,6 +16,7 @@ from discovery.encoders.columns import numeric_features, parse_numbers, priority
 from discovery.encoders.deterministic import matmul, segment_sum
 from discovery.encoders.mined import mine_negatives, mine_pairs
 from discovery.encoders.ngrams import extract_features, stable_uniform
+from discovery.encoders.spans import canonicalize_span_values
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,6 +62,37 @@ def test_canonicalisation_of_dates_and_abbreviations():
     assert out[5] == "12 main street"
     assert out[6] == "acme manufacturing company and sons"
     assert out[7] is None and out[8] == "long march"
+
+
+@pytest.mark.parametrize("written, canonical", [
+    ("Jul 1 1801; Jul 1 1804", "1801-07-01 - 1804-07-01"),            # a term as two cells
+    ("July 1 1801; \u2013; June 30 1804", "1801-07-01 - 1804-06-30"),  # a dash cell between them
+    ("January 20 2015 - January 15 2019", "2015-01-20 - 2019-01-15"),
+    ("(2000 - 2015)", "(2000 - 2015)"),
+    ("(2000\u20132015)", "(2000 - 2015)"),
+    ("2000 to 2015", "2000 - 2015"),
+    ("George Clinton (1777 \u2013 1795)", "george clinton (1777 - 1795)"),
+    ("George Washington; February 22 1732 \u2013 December 14 1799; (aged 67);",
+     "george washington; 1732-02-22 - 1799-12-14; (aged 67);"),
+    ("1861\u201365", "1861 - 1865"),                                 # a two-digit end after an en dash
+    ("2015 \u2014 present", "2015 - present"),
+    ("July 1801", "1801-07"),
+    ("10\u201320 km", "10 - 20 km"), ("1.5 to 2", "1.5 - 2"),
+    # left alone: a month, a date, a score or code, two listed years, an end before the start
+    ("2010-12", "2010-12"), ("2021-03-05", "2021-03-05"), ("10-20", "10-20"), ("555-1234", "555-1234"),
+    ("1801; 1804", "1801; 1804"), ("2019\u201312", "2019 - 12"),
+])
+def test_dates_and_spans_in_cells_get_one_canonical_form(written, canonical):
+    from discovery.encoders.hash_encoder import prepare_strings
+    out = prepare_strings([written], True, spans=True)
+    assert out == [canonical]
+    assert canonicalize_span_values(out) == out, "the rules are a fixed point"
+    assert prepare_strings([written], True) == prepare_strings([written], True, spans=False)  # other encoders
+
+
+def test_span_rules_do_not_cross_values():
+    values = ["1801", "- 1804", None, "jul 1 1801", "jul 1 1804"]
+    assert canonicalize_span_values(values) == values
 
 
 def test_last_first_names_are_reordered_and_qualifiers_kept():

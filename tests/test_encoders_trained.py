@@ -284,6 +284,26 @@ def test_join_encoder_gives_last_first_names_the_vector_of_first_last(join_encod
     assert qualified.tobytes() != enc.encode_values(["Plumstead Manor Ground"]).tobytes()
 
 
+def test_join_encoder_encodes_spans_written_differently_alike(join_encoder):
+    _, enc = join_encoder
+    one = enc.encode_values(["Jul 1 1801; Jul 1 1804", "January 20 2015 \u2013 January 15 2019", "(2000\u20132015)"])
+    other = enc.encode_values(["July 1 1801; \u2013; July 1 1804", "2015-01-20 - 2019-01-15", "(2000 to 2015)"])
+    assert one.tobytes() == other.tobytes()
+
+
+def test_join_encoder_stored_before_span_rules_encodes_without_them(join_encoder):
+    import dataclasses
+    _, enc = join_encoder
+    config, arrays = enc._state()
+    del config["join"]["spans"]
+    config["column"] = dataclasses.asdict(enc.column)
+    old = type(enc).from_state(config, arrays)
+    assert old.config.spans is False
+    assert old.encode_values(["July 1801 to 1804"]).tobytes() != enc.encode_values(["July 1801 to 1804"]).tobytes()
+    assert old.encode_values(["1801-07-01 - 1804-07-01"]).tobytes() == enc.encode_values(
+        ["1801-07-01 - 1804-07-01"]).tobytes()
+
+
 def test_hard_negatives_push_near_duplicates_of_one_column_apart():
     """Values one column holds side by side ("kalomi rute 1993 season", "kalomi rute 1994 season") are different
     entities; with same-column hard negatives (``hard_share``) training pushes them further apart than in-batch

@@ -123,12 +123,12 @@ def _reference(ls, query: str, column: str):
     a function (tau, T) -> {column key: matched}, and the number of query values."""
     snap = ls.snapshot
     q = resolve_query(snap, query)
-    qvec = query_value_vectors(snap, q, q.ordinal(column)).vectors
+    qv = query_value_vectors(snap, q, q.ordinal(column))
     vv = snap.read("value_vectors", columns=["table_id", "ordinal", "vector"])
     lake = np.asarray(vv.column("vector").to_pylist(), dtype=np.float32)
     keys = vv.column("table_id").to_numpy() * COLUMN_KEY_BASE + vv.column("ordinal").to_numpy()
     own = keys // COLUMN_KEY_BASE != (q.table_id if q.table_id is not None else -1)
-    return (lambda tau, T: brute_force(lake[own], keys[own], qvec, tau, T)), len(qvec)
+    return (lambda tau, T: brute_force(lake[own], keys[own], qv.vectors, tau, T, value_of=qv.value_of)), len(qv.values)
 
 
 def test_the_random_lake_is_split_as_asked(lakes):

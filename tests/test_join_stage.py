@@ -8,6 +8,9 @@ import subprocess
 import sys
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 import pytest
 
 import discovery
@@ -21,7 +24,12 @@ from discovery.query import resolve_query
 pytestmark = pytest.mark.spark
 
 
-def _brute_force(snap, qvec: np.ndarray, tau: float, T: float, exclude: int | None) -> dict[tuple[int, int], int]:
+def _brute_force(snap, qvec: np.ndarray, tau: float, T: float, exclude: int | None,
+                 value_of: np.ndarray | None = None) -> dict[tuple[int, int], int]:
+    """Matched query values per lake column, over every stored vector (whole values and segments): a query value
+    matches when any of its vectors (``value_of`` names the value of each) lies within tau of a vector of the column."""
+    value_of = np.arange(len(qvec)) if value_of is None else np.asarray(value_of)
+    n_values = np.unique(value_of).size
     vv = snap.read("value_vectors", columns=["table_id", "ordinal", "vector"])
     mat = np.asarray(vv.column("vector").to_pylist(), dtype=np.float64)
     keys = vv.column("table_id").to_numpy() * COLUMN_KEY_BASE + vv.column("ordinal").to_numpy()
@@ -33,12 +41,12 @@ def _brute_force(snap, qvec: np.ndarray, tau: float, T: float, exclude: int | No
     for i, j in zip(*np.nonzero(np.abs(approx - radius * radius) <= 1e-9)):
         hit[i, j] = np.sqrt(((q[i] - mat[j]) ** 2).sum()) <= radius
     out = {}
-    need = int(np.ceil(T * len(qvec) - 1e-9))
+    need = int(np.ceil(T * n_values - 1e-9))
     for key in np.unique(keys):
         t, o = divmod(int(key), COLUMN_KEY_BASE)
         if t == exclude:
             continue
-        n = int(hit[:, keys == key].any(axis=1).sum())
+        n = int(np.unique(value_of[hit[:, keys == key].any(axis=1)]).size)
         if n >= max(need, 1):
             out[(t, o)] = n
     return out
@@ -48,7 +56,7 @@ def test_mappings_are_the_pivot_distances_of_every_value_vector(indexed_lake):
     _, wh = indexed_lake
     snap = load_snapshot(Warehouse(wh))
     model = PivotModel.from_stored(snapshot_model(snap, MODEL))
-    keys = ["table_id", "ordinal", "value"]
+    keys = ["table_id", "ordinal", "value", "segment"]
     vv = snap.read("value_vectors", columns=keys + ["vector"]).sort_by([(k, "ascending") for k in keys])
     pm = snap.read("pivot_mappings").sort_by([(k, "ascending") for k in keys])
     assert vv.num_rows == pm.num_rows > 0
@@ -67,19 +75,66 @@ def test_join_search_equals_brute_force(indexed_lake, tau, T):
     ordinal = _ordinals(ls)
     for q in load_ground_truth(lake)["join"][:3]:
         query = resolve_query(ls.snapshot, q["query_table"])
-        qvec = query_value_vectors(ls.snapshot, query, q["query_column"]).vectors
-        expected = _brute_force(ls.snapshot, qvec, tau, T, query.table_id)
+        qv = query_value_vectors(ls.snapshot, query, q["query_column"])
+        qvec = qv.vectors
+        expected = _brute_force(ls.snapshot, qvec, tau, T, query.table_id, qv.value_of)
         for method in ("pexeso", "pexeso-h", "exact"):
             out = ls.join(q["query_table"], q["query_column"], tau=tau, T=T, method=method)
             got = {(r["table_id"], ordinal[r["table_id"], r["column"]]): r["matched"] for r in out["results"]}
             assert got == expected, (method, q["query_table"])
             assert all(d <= tau * 2.0 + 1e-9 for r in out["results"] for _, _, d in r["matches"])
-        best = sorted(_brute_force(ls.snapshot, qvec, tau, 0.0, query.table_id).items(),
+        best = sorted(_brute_force(ls.snapshot, qvec, tau, 0.0, query.table_id, qv.value_of).items(),
                       key=lambda kv: (-kv[1], kv[0][0] * COLUMN_KEY_BASE + kv[0][1]))[:3]
         for method in ("pexeso", "pexeso-h", "exact"):
             top = ls.join(q["query_table"], q["query_column"], tau=tau, top_k=3, method=method)
             ranked = [((r["table_id"], ordinal[r["table_id"], r["column"]]), r["matched"]) for r in top["results"]]
             assert ranked == best, method
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_join_of_randomly_segmented_cells_equals_brute_force_over_segments(indexed_lake, tmp_path, seed):
+    """Query cells glued at random from lake values, noise words and the delimiters of :mod:`discovery.segments`,
+    searched through the served path: every method equals brute force over the same whole and segment vectors, and
+    joinability counts the query's values."""
+    lake, wh = indexed_lake
+    ls = discovery.open(wh)
+    ordinal = _ordinals(ls)
+    rng = np.random.default_rng(seed)
+    stored = ls.snapshot.read("value_vectors", columns=["table_id", "ordinal", "value", "segment"])
+    stored = stored.filter(pc.equal(stored.column("segment"), 0))
+    keys = stored.column("table_id").to_numpy() * COLUMN_KEY_BASE + stored.column("ordinal").to_numpy()
+    biggest = np.bincount(np.unique(keys, return_inverse=True)[1]).argmax()
+    values = np.asarray(stored.column("value").to_pylist(), dtype=object)
+    pool = sorted(set(values[keys == np.unique(keys)[biggest]]))  # one column's values, so that it joins
+    others = sorted(set(values.tolist()) - set(pool))
+    words = ["alpha", "north field", "(aged 67)", "44°21′n 68°13′w", "jul 1 1801", "smith, john", "new jersey"]
+    cells = set()
+    while len(cells) < min(60, len(pool)):
+        parts = [pool[int(rng.integers(len(pool)))]]
+        parts += [others[int(i)] for i in rng.choice(len(others), size=int(rng.integers(0, 2)))]
+        parts += [words[int(i)] for i in rng.choice(len(words), size=int(rng.integers(0, 2)))]
+        rng.shuffle(parts)
+        glue = [str(rng.choice(["; ", " | ", " / ", " - ", " (", ", "])) for _ in parts[1:]]
+        cells.add("".join(p + g for p, g in zip(parts, glue + [""])))
+    path = tmp_path / "glued.csv"
+    pa_csv.write_csv(pa.table({"cell": sorted(cells)}), str(path))
+    qv = query_value_vectors(ls.snapshot, resolve_query(ls.snapshot, str(path)), "cell")
+    assert len(qv.value_of) > len(qv.values) == len(cells), "the cells were cut into segments"
+    for tau, T in ((0.06, 0.0), (0.15, 0.1)):
+        expected = _brute_force(ls.snapshot, qv.vectors, tau, T, None, qv.value_of)
+        assert expected, "some glued cell matches"
+        best = sorted(_brute_force(ls.snapshot, qv.vectors, tau, 0.0, None, qv.value_of).items(),
+                      key=lambda kv: (-kv[1], kv[0][0] * COLUMN_KEY_BASE + kv[0][1]))[:5]
+        for method in ("pexeso", "pexeso-h", "exact"):
+            out = ls.join(str(path), "cell", tau=tau, T=T, method=method)
+            got = {(r["table_id"], ordinal[r["table_id"], r["column"]]): r["matched"] for r in out["results"]}
+            assert got == expected, (method, tau)
+            assert out["stats"]["query_values"] == len(cells)
+            assert all(r["joinability"] == r["matched"] / len(cells) for r in out["results"])
+            assert all(a in qv.values for r in out["results"] for a, _, _ in r["matches"])
+            top = ls.join(str(path), "cell", tau=tau, top_k=5, method=method)
+            ranked = [((r["table_id"], ordinal[r["table_id"], r["column"]]), r["matched"]) for r in top["results"]]
+            assert ranked == best, (method, tau)
 
 
 def _ordinals(ls) -> dict[tuple[int, str], int]:

@@ -101,7 +101,8 @@ def test_reads_counts_and_versions_from_the_log_equal_the_rows(tmp_path):
                          "ordinal": pa.array([0] * n, pa.int32()), "value": pa.array([f"v{i}" for i in ids]),
                          "partition": pa.array([0] * n, pa.int32()), "cell": pa.array([7] * n, pa.int64()),
                          "distances": pa.array([[0.5]] * n, pa.list_(pa.float32())),
-                         "model_version": pa.array([version] * n)}).select(schema.names).cast(schema)
+                         "model_version": pa.array([version] * n),
+                         "segment": pa.array([0] * n, pa.int32())}).select(schema.names).cast(schema)
 
     a = write_data_file(uri, rows([1, 2], "pivots-a"), 1, "pivots", "x")
     wh.commit("pivot_mappings", [a], [], refresh_id=1, stage="pivots", attempt="x")

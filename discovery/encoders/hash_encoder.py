@@ -19,6 +19,7 @@ from .base import ColumnConfig, Encoder
 from .canonical import canonicalize_array
 from .deterministic import unit
 from .ngrams import extract_features, splitmix64
+from .spans import canonicalize_span_values
 
 _CHUNK = 4096
 
@@ -36,14 +37,17 @@ class HashEncoderConfig:
     canonicalize: bool = True
 
 
-def prepare_strings(values: list[str] | pa.Array | pa.ChunkedArray, canonicalize: bool) -> list[str]:
-    """Project-wide normalisation, then the encoders' canonicalisation; nulls become empty strings."""
+def prepare_strings(values: list[str] | pa.Array | pa.ChunkedArray, canonicalize: bool,
+                    spans: bool = False) -> list[str]:
+    """Project-wide normalisation, then the encoders' canonicalisation (with ``spans``, also the dates and spans of
+    :mod:`.spans`); nulls become empty strings.  Build and query paths both encode through here."""
     arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(
         [None if v is None else str(v) for v in values], type=pa.string())
     out = normalize_array(arr)
     if canonicalize:
         out = canonicalize_array(out)
-    return out.fill_null("").to_pylist()
+    strings = out.fill_null("").to_pylist()
+    return canonicalize_span_values(strings) if canonicalize and spans else strings
 
 
 class HashEncoder(Encoder):

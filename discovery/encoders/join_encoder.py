@@ -6,7 +6,8 @@ differences do not matter: positives are a value and its realistic variations (:
 the lake's own values that an independent lexical scorer finds to be two spellings of one entity (:mod:`.mined`);
 negatives are the other values of the batch (InfoNCE), among them near duplicates that share a column and so name
 different entities (:func:`.mined.mine_negatives`).  The result puts true matches within tau and unrelated
-values far away.  Names written "last, first" are turned around before hashing (:func:`.canonical.reorder_names`),
+values far away.  Dates, years and numeric spans written in cells get one canonical form first (:mod:`.spans`,
+``spans`` in the config).  Names written "last, first" are turned around before hashing (:func:`.canonical.reorder_names`),
 so "Obama, Barack" and "Barack Obama" share every feature.
 
 Architecture: punctuation that spellings disagree on is dropped (:func:`strip_punctuation`), then hashed word tokens
@@ -124,6 +125,7 @@ class JoinEncoderConfig:
     ngram_sizes: tuple[int, ...] = (2, 3, 4)
     word_weight: float = 2.0
     canonicalize: bool = True
+    spans: bool = True
     reorder_names: bool = True
     steps: int = 1000
     batch_size: int = 512
@@ -162,10 +164,11 @@ class JoinEncoder(Encoder):
         cfg = dict(config["join"])
         cfg["ngram_sizes"] = tuple(cfg["ngram_sizes"])
         cfg.setdefault("reorder_names", False)  # models stored before the rule existed encode without it
+        cfg.setdefault("spans", False)  # likewise the span rules of :mod:`.spans`
         return cls(JoinEncoderConfig(**cfg), arrays, ColumnConfig(**config["column"]))
 
     def encode_values(self, values: list[str] | pa.Array) -> np.ndarray:
-        strings = prepare_strings(values, self.config.canonicalize)
+        strings = prepare_strings(values, self.config.canonicalize, self.config.spans)
         out = np.zeros((len(strings), self.dim), dtype=np.float32)
         for start in range(0, len(strings), _CHUNK):
             block = strings[start:start + _CHUNK]
@@ -248,7 +251,7 @@ def train_join_encoder(values: list[str], config: JoinEncoderConfig = JoinEncode
 
     from .mined import mine_pairs, word_matrix  # scipy.sparse: training only, kept off the query path
 
-    spelled = prepare_strings(values, config.canonicalize)
+    spelled = prepare_strings(values, config.canonicalize, config.spans)
     prepared = sorted({s for s in spelled if s})
     if len(prepared) < 2:
         raise ValueError("train_join_encoder needs at least two distinct non-null values")
@@ -298,8 +301,8 @@ def train_join_encoder(values: list[str], config: JoinEncoderConfig = JoinEncode
                 one, other = (prepared[int(x)] for x in (mined[k] if rng.random() < 0.5 else mined[k][::-1]))
                 left.append(one)
                 right.append(vary(rng, other, vocabulary, 1) if rng.random() < 0.3 else other)
-            left = prepare_strings(left, config.canonicalize)
-            right = prepare_strings(right, config.canonicalize)
+            left = prepare_strings(left, config.canonicalize, config.spans)
+            right = prepare_strings(right, config.canonicalize, config.spans)
             a, b = encode(left), encode(right)
             logits = a @ b.T / config.temperature
             loss = 0.5 * (F.cross_entropy(logits, labels) + F.cross_entropy(logits.T, labels))

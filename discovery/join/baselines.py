@@ -1,6 +1,6 @@
 """The two baselines every PEXESO answer is compared with: PEXESO-H and blocked BLAS brute force.
 
-Both count, per column, the query vectors with at least one match, decide every pair with the same exact match
+Both count, per column, the query values with at least one matching vector, decide every pair with the same exact match
 predicate as PEXESO, and return a :class:`~.verification.Verified`.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .verification import Verified, group_by_query
 
 
 @njit(cache=True)
-def _verify_naive(nq, n_cols, col, mq, mlo, mhi, cq, cleaf, leaf_start, vectors, q_vectors, tau_sq, need,
+def _verify_naive(nq, qval, n_cols, col, mq, mlo, mhi, cq, cleaf, leaf_start, vectors, q_vectors, tau_sq, need,
                   stop_on_accept):
     matched = np.zeros(n_cols, dtype=np.int64)
     stopped = np.zeros(n_cols, dtype=np.bool_)
@@ -28,10 +28,11 @@ def _verify_naive(nq, n_cols, col, mq, mlo, mhi, cq, cleaf, leaf_start, vectors,
     w_key = np.empty(n_keys, dtype=np.int64)
     w_x = np.empty(n_keys, dtype=np.int64)
     w_sq = np.empty(n_keys, dtype=np.float64)
+    w_q = np.empty(n_keys, dtype=np.int64)
     n_w = 0
     distances = 0
-    m_ptr, m_order = group_by_query(mq, nq)
-    c_ptr, c_order = group_by_query(cq, nq)
+    m_ptr, m_order = group_by_query(qval[mq], nq)  # by query value: its vectors (segments) share one key
+    c_ptr, c_order = group_by_query(qval[cq], nq)
     for q in range(nq):
         for i in range(m_ptr[q], m_ptr[q + 1]):
             p = m_order[i]
@@ -40,25 +41,26 @@ def _verify_naive(nq, n_cols, col, mq, mlo, mhi, cq, cleaf, leaf_start, vectors,
                 if hit[c] != q:
                     hit[c] = q
                     matched[c] += 1
-                    w_key[n_w], w_x[n_w], w_sq[n_w] = c * nq + q, x, np.nan
+                    w_key[n_w], w_x[n_w], w_sq[n_w], w_q[n_w] = c * nq + q, x, np.nan, mq[p]
                     n_w += 1
         for i in range(c_ptr[q], c_ptr[q + 1]):
             leaf = cleaf[c_order[i]]
+            v = cq[c_order[i]]
             for x in range(leaf_start[leaf], leaf_start[leaf + 1]):
                 c = col[x]
                 if stopped[c] or hit[c] == q:
                     continue
                 touched[c] = True
                 distances += 1
-                sq = squared_within(vectors, x, q_vectors, q, tau_sq)
+                sq = squared_within(vectors, x, q_vectors, v, tau_sq)
                 if sq <= tau_sq:
                     hit[c] = q
                     matched[c] += 1
-                    w_key[n_w], w_x[n_w], w_sq[n_w] = c * nq + q, x, sq
+                    w_key[n_w], w_x[n_w], w_sq[n_w], w_q[n_w] = c * nq + q, x, sq, v
                     n_w += 1
                     if stop_on_accept and matched[c] >= need:
                         stopped[c] = True
-    return matched, stopped, w_key[:n_w], w_x[:n_w], w_sq[:n_w], distances, touched.sum()
+    return matched, stopped, w_key[:n_w], w_x[:n_w], w_sq[:n_w], w_q[:n_w], distances, touched.sum()
 
 
 def verify_pexeso_h(index, query, blocked: BlockingResult, need: int, top_k, stop_on_accept: bool, pred) -> Verified:
@@ -70,13 +72,14 @@ def verify_pexeso_h(index, query, blocked: BlockingResult, need: int, top_k, sto
     and a column's later candidates for an already matched query vector are skipped.
     """
     stop = bool(stop_on_accept and top_k is None)
-    matched, stopped, wk, wx, wsq, distances, touched = _verify_naive(
-        query.n, index.n_columns, index.col, blocked.match_q, blocked.match_lo, blocked.match_hi, blocked.cand_q,
+    matched, stopped, wk, wx, wsq, wq, distances, touched = _verify_naive(
+        query.n, query.value, index.n_columns, index.col,
+        blocked.match_q, blocked.match_lo, blocked.match_hi, blocked.cand_q,
         blocked.cand_leaf, index.leaf_start, index.vectors, query.vectors, pred.tau_sq, int(need), stop)
     stats = {"distance_computations": int(distances), "columns_verified": int(touched),
              "early_accepts": int((stopped & (matched < query.n)).sum()), "early_rejects": 0,
              "rejected_without_verification": 0}
-    return Verified(matched, ~stopped, wk, wx, wsq, stats)
+    return Verified(matched, ~stopped, wk, wx, wsq, stats, wq)
 
 
 def _first_per_key(keys: np.ndarray, *values):
@@ -92,10 +95,12 @@ def verify_exact(index, query, need: int, top_k, stop_on_accept: bool, pred, blo
     size with one float32 GEMM each.  Kept in numpy on purpose: a GEMM is what BLAS does best, so this is the
     strongest brute force, the fair baseline for speed ratios.
     """
-    nq = query.n
+    nq = query.n  # query values; a value's vectors (its segments) are taken together, and any of them matches
+    by_value = np.argsort(query.value, kind="stable")
+    value_ptr = np.searchsorted(query.value[by_value], np.arange(nq + 1))
     n_cols = index.n_columns
     tally = ColumnTally(np.zeros(n_cols), np.full(n_cols, nq), need, top_k, stop_on_accept)
-    keys, xs, sqs = [], [], []
+    keys, xs, sqs, qs = [], [], [], []
     stats = {"distance_computations": 0}
     touched = np.zeros(n_cols, dtype=bool)
     done, round_no = 0, 0
@@ -106,7 +111,8 @@ def verify_exact(index, query, need: int, top_k, stop_on_accept: bool, pred, blo
         touched |= live
         width = int(tally.budget(round_no)[live].min())
         upto = min(nq, done + width)
-        qv, qsq = query.vectors[done:upto], query.sq_norms[done:upto]
+        pos = by_value[value_ptr[done]:value_ptr[upto]]
+        qv, qsq = query.vectors[pos], query.sq_norms[pos]
         rows = np.flatnonzero(live[index.col])
         hits_x, hits_q, hits_sq = [], [], []
         for s in range(0, rows.size, block_rows):
@@ -114,21 +120,22 @@ def verify_exact(index, query, need: int, top_k, stop_on_accept: bool, pred, blo
             fast = index.sq_norms[r][:, None] + qsq[None, :] - 2.0 * (index.vectors[r] @ qv.T)
             cand = np.flatnonzero((fast <= pred.tau_sq + pred.band).ravel())
             if cand.size:
-                ri, qi = np.divmod(cand, upto - done)
-                match, sq = pred.decide(fast.ravel()[cand], r[ri], qi + done, index.vectors, query.vectors)
+                ri, qi = np.divmod(cand, pos.size)
+                match, sq = pred.decide(fast.ravel()[cand], r[ri], pos[qi], index.vectors, query.vectors)
                 hits_x.append(r[ri[match]])
-                hits_q.append(qi[match] + done)
+                hits_q.append(pos[qi[match]])
                 hits_sq.append(sq[match])
-        stats["distance_computations"] += int(rows.size) * (upto - done)
+        stats["distance_computations"] += int(rows.size) * pos.size
         chunk_cols = np.flatnonzero(live)
         if hits_x:
             hx, hq, hsq = np.concatenate(hits_x), np.concatenate(hits_q), np.concatenate(hits_sq)
-            uk, ux, usq = _first_per_key(index.col[hx] * nq + hq, hx, hsq)
+            uk, ux, usq, uq = _first_per_key(index.col[hx] * nq + query.value[hq], hx, hsq, hq)
         else:
-            uk, ux, usq = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+            uk, ux, usq, uq = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64)
         keys.append(uk)
         xs.append(ux)
         sqs.append(usq)
+        qs.append(uq)
         matched_cols = uk // nq
         per_col = np.bincount(matched_cols, minlength=n_cols)
         misses = (upto - done) - per_col[chunk_cols]
@@ -139,4 +146,5 @@ def verify_exact(index, query, need: int, top_k, stop_on_accept: bool, pred, blo
     wk = np.concatenate(keys) if keys else np.zeros(0, np.int64)
     wx = np.concatenate(xs) if xs else np.zeros(0, np.int64)
     wsq = np.concatenate(sqs) if sqs else np.zeros(0)
-    return Verified(tally.matched, ~(tally.rejected | tally.stopped), wk, wx, wsq, stats)
+    wq = np.concatenate(qs) if qs else np.zeros(0, np.int64)
+    return Verified(tally.matched, ~(tally.rejected | tally.stopped), wk, wx, wsq, stats, wq)

@@ -27,7 +27,7 @@ from .grid import GridSpec
 from .search import JoinableColumn, JoinIndex, JoinResult
 
 _LN2 = float(np.log(2.0))
-_PER_QUERY = ("query_vectors", "required_matches")
+_PER_QUERY = ("query_vectors", "query_values", "required_matches")
 
 
 def column_histograms(mapped: np.ndarray, column_ids: np.ndarray, grid: GridSpec, level: int = 2):
@@ -222,13 +222,14 @@ def settle(cost: np.ndarray, sizes: np.ndarray, assign: np.ndarray, cap: float) 
 
 def search_partitions(loaders: Iterable[Callable[[], JoinIndex | None]], query_vectors, tau: float = 0.06,
                       T: float = 0.6, method: str = "pexeso", top_k: int | None = None,
-                      exact_joinability: bool = True) -> JoinResult:
+                      exact_joinability: bool = True, value_ids=None) -> JoinResult:
     """Search one partition at a time (only one index in memory) and merge; a loader returns None for a partition
     that holds no vectors.
 
     Threshold search: the union of the partitions' answers (columns never span partitions).  Top-k (``T`` not
     applied): each partition's exact top-k, merged; the running k-th best count is passed on as a floor, so later
     partitions prune with the threshold already reached (the k-size buffer of top-k search carried across partitions).
+    ``value_ids``: the query value of each query vector (see :meth:`JoinIndex.search`).
     """
     merged: list[JoinableColumn] = []
     stats: dict = {"partitions": 0}
@@ -237,7 +238,8 @@ def search_partitions(loaders: Iterable[Callable[[], JoinIndex | None]], query_v
         index = load()
         if index is None:
             continue
-        result = index.search(query_vectors, tau, T, method, top_k, exact_joinability, min_matches=floor)
+        result = index.search(query_vectors, tau, T, method, top_k, exact_joinability, min_matches=floor,
+                              value_ids=value_ids)
         del index
         stats["partitions"] += 1
         for key, value in result.stats.items():

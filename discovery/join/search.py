@@ -5,7 +5,12 @@ fraction of the maximum distance; the joinability of a lake column S is the frac
 having a match in S.  Threshold search returns every column whose joinability is >= T; top-k search (PEXESO's top-k
 joinable column search) returns the k columns of highest joinability among those with any match, and takes no T.
 Query vectors are taken as the query column's distinct values (one vector per distinct value), so |Q| is the number
-of rows of ``query_vectors``.
+of rows of ``query_vectors``; or, with ``value_ids``, a value is given as several vectors (its whole cell and its
+segments, :mod:`discovery.segments`): it matches S when any of its vectors matches a vector of S, and |Q| counts
+values.  Lake values are stored the same way, each segment vector one more row of its column, so column counting
+needs no change there.  Blocking and the lemmas run per vector as before; verification keys are (column, query
+value), a key's postings are the candidate runs of all its vectors, and the key ends at its first match: the answer is
+brute force over the same vectors, as ``tests/test_join_segments.py`` checks on random segmentations.
 
 Exactness with stored mappings.  The lake's pivot distances may be given in float32 (as ``pivot_mappings`` stores
 them); the index keeps exactly those numbers (widened to float64 without change), builds its cell boxes from them,
@@ -139,7 +144,10 @@ class JoinIndex:
                    + self.hierarchy.nbytes)
 
     # search ---------------------------------------------------------------------------------------------------
-    def _query(self, query_vectors):
+    def _query(self, query_vectors, value_ids=None):
+        """The query sorted by leaf cell.  ``n`` counts the query's *values* (the keys of match counting) and ``value``
+        names the value of each sorted vector; ``orig`` maps a value back to the caller's numbering.  Without
+        ``value_ids`` every vector is a value of its own, numbered by its sorted position."""
         q = prepare_vectors(query_vectors, self.metric)
         if q.shape[0] == 0:
             raise ValueError("the query column has no vectors")
@@ -151,30 +159,42 @@ class JoinIndex:
         vectors = np.ascontiguousarray(q[order])
         chord = to_chord(mapped[order], self.metric)
         slack = mapping_slack(self.storage_eps, max(self.mapped_max, float(np.abs(mapped).max())), q.shape[1])
-        return SimpleNamespace(n=q.shape[0], vectors=vectors, sq_norms=squared_norms(vectors),
-                               mapped=np.ascontiguousarray(chord, dtype=np.float64), orig=order, cells=cells[order],
+        if value_ids is None:
+            n, value, orig = q.shape[0], np.arange(q.shape[0], dtype=np.int64), order
+        else:
+            value_ids = np.asarray(value_ids, dtype=np.int64).reshape(-1)
+            if value_ids.size != q.shape[0]:
+                raise ValueError("value_ids must name the value of every query vector")
+            orig, value = np.unique(value_ids[order], return_inverse=True)  # values numbered 0..n-1, keys of counting
+            n, value = orig.size, value.astype(np.int64)
+        return SimpleNamespace(n=n, n_vectors=q.shape[0], value=value, vectors=vectors, sq_norms=squared_norms(vectors),
+                               mapped=np.ascontiguousarray(chord, dtype=np.float64), orig=orig, cells=cells[order],
                                slack=slack)
 
     def search(self, query_vectors, tau: float = 0.06, T: float = 0.6, method: str = "pexeso",
-               top_k: int | None = None, exact_joinability: bool = True, min_matches: int = 1) -> JoinResult:
+               top_k: int | None = None, exact_joinability: bool = True, min_matches: int = 1,
+               value_ids=None) -> JoinResult:
         """Joinable columns for the query column, ranked by joinability (ties by column id).
 
         ``tau``: distance threshold as a fraction of the maximum distance.  Threshold search (``top_k`` None): every
         column with joinability >= ``T`` (a fraction of |Q|).  Top-k search: the ``top_k`` columns of highest
         joinability among those with a match; ``T`` is not applied.  ``min_matches``: a floor on the match count (used
-        to carry a top-k threshold across partitions).
+        to carry a top-k threshold across partitions).  ``value_ids``: the query value of each query vector, when a
+        value is given as several vectors (its segments, :mod:`discovery.segments`): a value matches a column when any
+        of its vectors does, and joinability counts values (|Q| is the number of distinct ids); result pairs then name
+        query values by these ids.
         """
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
         if top_k is not None and top_k < 1:
             raise ValueError("top_k must be >= 1")
-        query = self._query(query_vectors)
+        query = self._query(query_vectors, value_ids)
         need = max(required_matches(T if top_k is None else 0.0, query.n), int(min_matches))
         tau_c = chord_threshold(tau, self.metric)
         max_sq = float(max(self.sq_norms.max(), query.sq_norms.max()))
         pred = MatchPredicate(tau_c, self.vectors.shape[1], max_sq)
         stop = not exact_joinability
-        stats = {"method": method, "query_vectors": query.n, "required_matches": need,
+        stats = {"method": method, "query_vectors": query.n_vectors, "query_values": query.n, "required_matches": need,
                  "lake_vectors": int(self.vectors.shape[0]), "lake_columns": self.n_columns}
         if method == "exact":
             verified = verify_exact(self, query, need, top_k, stop, pred)
@@ -201,13 +221,13 @@ class JoinIndex:
         if top_k is not None:
             cols = cols[:top_k]
         nq = query.n
-        wk, wx, wsq = verified.witness_key, verified.witness_x, verified.witness_sq.copy()
+        wk, wx, wq, wsq = verified.witness_key, verified.witness_x, verified.witness_q, verified.witness_sq.copy()
         keep = np.isin(wk // nq, cols)
-        wk, wx, wsq = wk[keep], wx[keep], wsq[keep]
+        wk, wx, wq, wsq = wk[keep], wx[keep], wq[keep], wsq[keep]
         missing = np.flatnonzero(np.isnan(wsq))
         stats["evidence_distances"] = int(missing.size)
         if missing.size:  # pairs proved by a lemma: measure them for the evidence only
-            wsq[missing] = canonical_squared(self.vectors[wx[missing]], query.vectors[wk[missing] % nq])
+            wsq[missing] = canonical_squared(self.vectors[wx[missing]], query.vectors[wq[missing]])
         dist = from_chord(np.sqrt(np.maximum(wsq, 0.0)), self.metric)
         by_col = np.argsort(wk // nq, kind="stable")
         wk, wx, dist = wk[by_col], wx[by_col], dist[by_col]

@@ -12,6 +12,11 @@ resident set then follows the partition, not the decoded files in flight (``benc
 string is kept: the evidence pairs of the results name index rows, and only those rows' strings are read, after the
 search.
 
+A query value is given as its whole-cell vector and its segments' (:mod:`discovery.segments`), as the lake's values
+are stored: a value matches a lake value when any vector of one lies within tau of any of the other, and joinability
+counts query values.  A lake row names its value (segments carry their value's string), so the evidence shows whole
+values.
+
 Two searches: top-k (``top_k``) returns the k columns of highest joinability among those with any match, as PEXESO's
 top-k search does; threshold search (``T``, when no ``top_k`` is given) returns every column whose joinability
 reaches T.
@@ -140,7 +145,8 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T
     held: list[int] = []
     found = search_partitions((lambda p=p: loaded.partition(p, first_rows, held)
                                for p in range(loaded.model.n_partitions)),
-                              qv.vectors, tau, 0.0 if T is None else T, method, None if top_k is None else top_k + own)
+                              qv.vectors, tau, 0.0 if T is None else T, method, None if top_k is None else top_k + own,
+                              value_ids=qv.value_of)
     if loaded.kept != kept:  # the one-partition index was built: the cache re-measures what this entry holds now
         INDEXES.put(_cache_key(snapshot), loaded)
     columns = [c for c in found.columns if int(c.column_id) // COLUMN_KEY_BASE != q.table_id]

@@ -33,7 +33,7 @@ from .search import JoinIndex
 MODEL = "pivots"
 COLUMN_KEY_BASE = 65536
 #: What identifies a value-vector row in ``value_vectors`` and ``pivot_mappings`` alike.
-ROW_KEYS = ["table_id", "ordinal", "value"]
+ROW_KEYS = ["table_id", "ordinal", "value", "segment"]
 _LN2 = float(np.log(2.0))
 #: Sample vectors per partition-histogram bin the histogram level is chosen for (:func:`fit_pivot_model`).
 HIST_FILL = 10
@@ -184,7 +184,7 @@ def stored_mapping(vectors: np.ndarray, model: PivotModel) -> tuple[np.ndarray, 
 
 
 def mapping_rows(vv: pa.Table, model: PivotModel, placed: dict[int, int] | None = None) -> pa.Table:
-    """``pivot_mappings`` rows of ``value_vectors`` rows (table_id, content_hash, ordinal, value, vector).
+    """``pivot_mappings`` rows of ``value_vectors`` rows (table_id, content_hash, ordinal, value, segment, vector).
 
     ``placed``: column key -> partition decided by the stage on the whole lake's sizes
     (:func:`.partitioning.settle`); other columns go where the model's prices send them."""
@@ -203,6 +203,7 @@ def mapping_rows(vv: pa.Table, model: PivotModel, placed: dict[int, int] | None 
         "distances": pa.ListArray.from_arrays(np.arange(0, mapped.size + 1, mapped.shape[1], dtype=np.int32),
                                               pa.array(mapped.ravel(), pa.float32())),
         "cell": pa.array(cells, pa.int64()), "partition": pa.array(partition, pa.int32()),
+        "segment": vv.column("segment") if "segment" in vv.column_names else pa.nulls(vv.num_rows, pa.int32()),
     }, schema=SCHEMAS["pivot_mappings"])
 
 
@@ -213,7 +214,8 @@ def mapping_batch(work: pa.Table, ctx, model: PivotModel, files: pa.Table,
     rather than each reading the ``models`` table and the Delta log, whose sizes grow with the lake (which made the
     stage's cost grow with tasks x files)."""
     vv = read_rows(Warehouse(ctx.warehouse).table_uri("value_vectors"), SCHEMAS["value_vectors"], files,
-                   work.column("table_id").to_pylist(), ["table_id", "content_hash", "ordinal", "value", "vector"])
+                   work.column("table_id").to_pylist(),
+                   ["table_id", "content_hash", "ordinal", "value", "segment", "vector"])
     return mapping_rows(vv, model, placed), {"tables_processed": work.num_rows, "vectors": vv.num_rows}
 
 

@@ -52,10 +52,11 @@ class Verified:
 
     matched: np.ndarray
     exact: np.ndarray
-    witness_key: np.ndarray    # column index * |Q| + sorted query position
+    witness_key: np.ndarray    # column index * |Q| + query value (the sorted position when values are vectors)
     witness_x: np.ndarray      # sorted lake vector position
     witness_sq: np.ndarray     # squared chord, NaN when proved by a lemma without computing it
     stats: dict = field(default_factory=dict)
+    witness_q: np.ndarray | None = None   # sorted query vector position of each witness (a value may have several)
 
 
 @njit(cache=True)
@@ -94,16 +95,19 @@ def _offer(buffer, filled, value):
 
 
 @njit(cache=True)
-def _verify(nq, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf_run_start, mapped, vectors,
+def _verify(nq, qval, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf_run_start, mapped, vectors,
             q_mapped, q_vectors, tau_hi, tau_lo, tau_sq, need, top_k, stop_on_accept):
     # Buffers are sized exactly up front and never rebound inside a loop (see ``blocking._descend``).
+    # ``nq`` counts query values, the keys' unit; ``qval`` names the value of each query vector (its segments share
+    # it), so pairs are grouped by value and a key is proved by any of its value's vectors.
     m_rlo = np.searchsorted(run_start, mlo)
     m_rhi = np.searchsorted(run_start, mhi)
-    m_ptr, m_order = group_by_query(mq, nq)
-    c_ptr, c_order = group_by_query(cq, nq)
+    m_ptr, m_order = group_by_query(qval[mq], nq)
+    c_ptr, c_order = group_by_query(qval[cq], nq)
     # witnesses of the keys the lemmas prove (at most one per matching run), then of the keys verification proves
     m_key = np.empty(min(n_cols * nq, np.sum(m_rhi - m_rlo)), dtype=np.int64)
     m_x = np.empty(m_key.shape[0], dtype=np.int64)
+    m_q = np.empty(m_key.shape[0], dtype=np.int64)
     n_m = 0
     # --- 1. match map, upper bounds and posting counts from the blocked pairs, per query vector -----------------
     matched = np.zeros(n_cols, dtype=np.int64)
@@ -121,7 +125,7 @@ def _verify(nq, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf
                     seen[c] = q
                     matched[c] += 1
                     upper[c] += 1
-                    m_key[n_m], m_x[n_m] = c * nq + q, run_start[r]
+                    m_key[n_m], m_x[n_m], m_q[n_m] = c * nq + q, run_start[r], mq[p]
                     n_m += 1
         for i in range(c_ptr[q], c_ptr[q + 1]):
             leaf = cleaf[c_order[i]]
@@ -148,13 +152,14 @@ def _verify(nq, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf
         elif matched[c] < upper[c] and not (stop_on_accept and matched[c] >= need):
             live[c] = True
     # --- 2. the candidate walk again: the live columns' postings written in column order -------------------------
-    # A posting is (query vector, run, same cell), stored by value so that a column's document is read
+    # A posting is (query value, query vector, run, same cell), stored by value so that a column's document is read
     # sequentially; columns that are not live get no postings at all.  A key verification proves is one of the
     # ``upper - matched`` keys of its column left unproved, which bounds its witnesses.
     col_ptr = np.zeros(n_cols + 1, dtype=np.int64)
     for c in range(n_cols):
         col_ptr[c + 1] = col_ptr[c] + (n_runs[c] if live[c] else 0)
     fill = col_ptr[:-1].copy()
+    post_key = np.empty(col_ptr[n_cols], dtype=np.int32)
     post_q = np.empty(col_ptr[n_cols], dtype=np.int32)
     post_run = np.empty(col_ptr[n_cols], dtype=np.int32)
     post_same = np.empty(col_ptr[n_cols], dtype=np.bool_)
@@ -162,6 +167,7 @@ def _verify(nq, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf
     w_key = np.empty(n_keys, dtype=np.int64)
     w_x = np.empty(n_keys, dtype=np.int64)
     w_sq = np.empty(n_keys, dtype=np.float64)
+    w_q = np.empty(n_keys, dtype=np.int64)
     n_w = 0
     j = 0
     proved[:] = -1
@@ -176,7 +182,7 @@ def _verify(nq, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf
                 c = run_col[r]
                 if live[c] and proved[c] != q:
                     f = fill[c]
-                    post_q[f], post_run[f], post_same[f] = q, r, csame[p]
+                    post_key[f], post_q[f], post_run[f], post_same[f] = q, cq[p], r, csame[p]
                     fill[c] = f + 1
     # --- 3. document-at-a-time verification -----------------------------------------------------------------
     order = np.flatnonzero(live)
@@ -201,15 +207,15 @@ def _verify(nq, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf
             stats[6] += 1
             continue
         stats[3] += 1
-        # the column's document: its keys (query vectors), each a group of postings, in verification order
+        # the column's document: its keys (query values), each a group of postings, in verification order
         n_k = 0
         a = col_ptr[c]
         while a < col_ptr[c + 1]:
-            q = post_q[a]
+            q = post_key[a]
             b = a
             vecs = 0
             same = False
-            while b < col_ptr[c + 1] and post_q[b] == q:
+            while b < col_ptr[c + 1] and post_key[b] == q:
                 run = post_run[b]
                 vecs += run_start[run + 1] - run_start[run]
                 same |= post_same[b]
@@ -220,26 +226,27 @@ def _verify(nq, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf
             a = b
         for k in np.argsort(key_rank[:n_k], kind="mergesort"):
             a, b = key_a[k], key_b[k]
-            q = post_q[a]
+            q = post_key[a]
             stats[7] += 1
-            found_x, found_sq = -1, np.nan
+            found_x, found_q, found_sq = -1, -1, np.nan
             for same_first in (True, False):
                 for i in range(a, b):
                     if post_same[i] != same_first:
                         continue
                     run = post_run[i]
+                    v = post_q[i]
                     for x in range(run_start[run], run_start[run + 1]):
-                        if points_apart(mapped, x, q_mapped, q, tau_hi):
+                        if points_apart(mapped, x, q_mapped, v, tau_hi):
                             stats[1] += 1
                             continue
-                        if boxes_within(mapped, x, q_mapped, q, tau_lo):
+                        if boxes_within(mapped, x, q_mapped, v, tau_lo):
                             stats[2] += 1
-                            found_x = x
+                            found_x, found_q = x, v
                             break
                         stats[0] += 1
-                        sq = squared_within(vectors, x, q_vectors, q, tau_sq)
+                        sq = squared_within(vectors, x, q_vectors, v, tau_sq)
                         if sq <= tau_sq:
-                            found_x, found_sq = x, sq
+                            found_x, found_q, found_sq = x, v, sq
                             break
                     if found_x >= 0:
                         break
@@ -247,7 +254,7 @@ def _verify(nq, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf
                     break
             if found_x >= 0:
                 matched[c] += 1
-                w_key[n_w], w_x[n_w], w_sq[n_w] = c * nq + q, found_x, found_sq
+                w_key[n_w], w_x[n_w], w_sq[n_w], w_q[n_w] = c * nq + q, found_x, found_sq, found_q
                 n_w += 1
                 if matched[c] == need and matched[c] < upper[c]:
                     stats[4] += 1
@@ -267,16 +274,17 @@ def _verify(nq, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf
     keys = np.concatenate((m_key[:n_m], w_key[:n_w]))
     xs = np.concatenate((m_x[:n_m], w_x[:n_w]))
     sqs = np.concatenate((np.full(n_m, np.nan), w_sq[:n_w]))
-    return matched, exact, keys, xs, sqs, stats
+    qs = np.concatenate((m_q[:n_m], w_q[:n_w]))
+    return matched, exact, keys, xs, sqs, qs, stats
 
 
 def verify_pexeso(index, query, blocked: BlockingResult, need: int, top_k, stop_on_accept: bool, pred) -> Verified:
     """Algorithm 2 with Lemma 7 for the blocked pairs; threshold search or top-k (``top_k`` not None)."""
-    if max(query.n, index.run_col.size) >= 2 ** 31:  # postings hold both as int32, half the bytes of int64
+    if max(query.n_vectors, index.run_col.size) >= 2 ** 31:  # postings hold both as int32, half the bytes of int64
         raise ValueError("a join index partition or a query column of 2**31 or more runs or vectors; lower "
                          "[join] memory_budget_mb so that the index is split into smaller partitions")
-    matched, exact, wk, wx, wsq, s = _verify(
-        query.n, index.n_columns, blocked.match_q, blocked.match_lo, blocked.match_hi, blocked.cand_q,
+    matched, exact, wk, wx, wsq, wq, s = _verify(
+        query.n, query.value, index.n_columns, blocked.match_q, blocked.match_lo, blocked.match_hi, blocked.cand_q,
         blocked.cand_leaf, blocked.cand_same, index.run_start, index.run_col, index.leaf_run_start, index.mapped,
         index.vectors, query.mapped, query.vectors, pred.tau + query.slack, pred.tau - query.slack, pred.tau_sq,
         int(need), int(top_k or 0),
@@ -284,4 +292,4 @@ def verify_pexeso(index, query, blocked: BlockingResult, need: int, top_k, stop_
     stats = {"distance_computations": int(s[0]), "lemma1_filtered": int(s[1]), "lemma2_matched": int(s[2]),
              "columns_verified": int(s[3]), "early_accepts": int(s[4]), "early_rejects": int(s[5]),
              "rejected_without_verification": int(s[6]), "keys_verified": int(s[7])}
-    return Verified(matched, exact, wk, wx, wsq, stats)
+    return Verified(matched, exact, wk, wx, wsq, stats, wq)

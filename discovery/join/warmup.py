@@ -38,6 +38,7 @@ def _lake(rng: np.random.Generator) -> pa.Table:
         "table_id": table_id, "content_hash": pa.array(["warmup"] * n), "ordinal": ordinal,
         "value": pa.array([f"v{i}" for i in range(n)]),
         "vector": pa.ListArray.from_arrays(np.arange(0, x.size + 1, _DIM, dtype=np.int32), pa.array(x.ravel())),
+        "segment": pa.array(np.zeros(n, dtype=np.int32)),
     })
 
 

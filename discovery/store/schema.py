@@ -65,6 +65,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("frequency", pa.int64()),
         ("encoder_version", pa.string()),
         ("vector", VEC),
+        ("segment", pa.int32()),          # 0: the whole value; k: its k-th segment (discovery.segments)
     ]),
     "centroids": pa.schema([
         ("model_version", pa.string()),
@@ -95,6 +96,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("distances", VEC),
         ("cell", pa.int64()),
         ("partition", pa.int32()),
+        ("segment", pa.int32()),          # as in value_vectors
     ]),
     "xash_postings": pa.schema([
         ("value", pa.string()),

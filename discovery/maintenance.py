@@ -46,7 +46,7 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake.transaction import CommitProperties
+from deltalake.transaction import CommitProperties, PostCommitHookProperties
 
 from .batch import pinned_snapshots
 from .config import MaintenanceConfig, SparkConfig
@@ -87,6 +87,11 @@ def retain_snapshots(wh: Warehouse, keep_last: int, pinned: set[int] = frozenset
                        attempt=new_attempt_token(), replace_paths=current, once=False)
     return Retention(sorted(keep), removed, sorted(set(ids) & set(pinned) & keep))
 
+
+#: Compaction and vacuum write no interval checkpoint: tombstones leave the table state at the first checkpoint after
+#: their commit (:func:`discovery.store.warehouse.table_properties`), and vacuum finds the files to delete by them, so
+#: the checkpoint waits for the end of the run.
+NO_CHECKPOINT = PostCommitHookProperties(create_checkpoint=False)
 
 #: Smallest compaction target of a per-lake-table index table: below it, files are so cheap to rewrite that more of
 #: them would only cost file opens.
@@ -139,10 +144,11 @@ def compact_table(wh: Warehouse, name: str, cap_bytes: int, min_small_files: int
     props = CommitProperties(custom_metadata={"lakescout.stage": "maintenance"})
     if "table_id" in SCHEMAS[name].names:
         metrics = dt.optimize.z_order(["table_id"], target_size=target, max_concurrent_tasks=2,
-                                      commit_properties=props)
+                                      commit_properties=props, post_commithook_properties=NO_CHECKPOINT)
         out["action"] = "zorder(table_id)"
     else:
-        metrics = dt.optimize.compact(target_size=target, max_concurrent_tasks=2, commit_properties=props)
+        metrics = dt.optimize.compact(target_size=target, max_concurrent_tasks=2, commit_properties=props,
+                                      post_commithook_properties=NO_CHECKPOINT)
         out["action"] = "compact"
     out["files_added"], out["files_removed"] = metrics.get("numFilesAdded"), metrics.get("numFilesRemoved")
     out["files_after"] = wh.files(name).num_rows
@@ -160,7 +166,7 @@ def keep_versions(wh: Warehouse, name: str, retained: list) -> list[int]:
 def vacuum_table(wh: Warehouse, name: str, versions: list[int]) -> list[str]:
     """Delete the tombstoned files of ``name`` that none of ``versions`` references."""
     return wh.table(name).vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False,
-                                 keep_versions=versions,
+                                 keep_versions=versions, post_commithook_properties=NO_CHECKPOINT,
                                  commit_properties=CommitProperties(custom_metadata={"lakescout.stage": "maintenance"}))
 
 

@@ -21,12 +21,17 @@ Order matters and is fixed by :func:`run_maintenance`:
    from ``v_min`` to the current one is passed to delta-rs as ``keep_versions``, so only files removed at or before
    ``v_min`` (needed by no retained snapshot) are deleted, and time travel to any retained snapshot still works.
    Bookkeeping tables keep their current version.  Vacuum runs in its non-``full`` mode: it deletes only files the
-   log tombstoned, never untracked files a running writer has not committed yet.
+   log tombstoned, never untracked files a running writer has not committed yet.  Tombstones leave the table state
+   at the first checkpoint after their commit (:func:`discovery.store.warehouse.table_properties` says why that is
+   safe), so compaction and vacuum write no checkpoint of their own and vacuum reads compaction's removes from the
+   JSON log; a file whose tombstone a checkpoint dropped before any vacuum (one a refresh replaced) is deleted by
+   the orphan cleanup instead, once no retained version references it.
 4. **Orphans.**  Data files no retained version references, older than the grace period, are deleted
    (:mod:`discovery.store.orphans`).  Then every table gets a checkpoint at its new version: compaction's commit
    lists a remove for each file it merged (one per query batch since the last run), which an open would otherwise
    replay from the JSON log until the next interval checkpoint: after 1,000 batches, a cold read of
-   ``query_results`` took 111 ms without that checkpoint and 71 ms with it (``benchmarks/commits.py``).
+   ``query_results`` took 111 ms without that checkpoint and 71 ms with it (``benchmarks/commits.py``).  The
+   checkpoint lists the live files only, none of the removes.
 5. **Model files and query arrays.**  The plain-file copies of encoder versions and the union query arrays
    (:mod:`discovery.union.arrays`) that no retained snapshot uses are deleted (:func:`prune_model_files`,
    :func:`~discovery.union.arrays.prune_arrays`).

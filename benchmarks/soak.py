@@ -318,24 +318,36 @@ def folder_bytes(root: str) -> int:
 
 
 # -- faults and maintenance ------------------------------------------------------------------------------------------
-def expire_lease(wh_root: str) -> bool:
-    """Age the current lease record past its ttl, as if its (killed) holder had been gone that long; True when
-    there was a held one."""
+def expire_lease(wh_root: str) -> dict | None:
+    """Age the current lease record past its ttl, as if its (killed) holder had been gone that long; returns the
+    record when it was held."""
     folder = os.path.join(wh_root, "lease")
-    if not os.path.isdir(folder):
-        return False
-    names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+    names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) if os.path.isdir(folder) else []
     if not names:
-        return False
+        return None
     path = os.path.join(folder, names[-1])
     with open(path) as fh:
         record = json.load(fh)
     if record.get("state") != "held":
-        return False
+        return None
     record["heartbeat"] = time.time() - record["ttl"] - 60
     with open(path, "w") as fh:
         json.dump(record, fh)
-    return True
+    return record
+
+
+def killed_at(wh_root: str, lease: dict | None) -> str:
+    """Where a killed refresh was: before it took the lease, or after its last stage recorded as done."""
+    from discovery.store import Warehouse
+
+    if lease is None or lease.get("purpose") != "refresh":
+        return "before the lease"
+    if not lease.get("refresh_id"):
+        return "starting"
+    runs = Warehouse(wh_root).read("refresh_runs").to_pylist()
+    done = [r["stage"] for r in sorted(runs, key=lambda r: r["finished_at"])
+            if r["refresh_id"] == lease["refresh_id"] and r["status"] == "ok"]
+    return f"after {done[-1]}" if done else "in the first stage"
 
 
 def killed_refresh(lake: str, wh_root: str, config: str, delay: float, search) -> dict:
@@ -422,7 +434,7 @@ def soak(work: str, cycles: int, seed: int = 0, kill_share: float = 0.35, max_ki
     editor = Editor(lake, rng)
     queries = Queries(os.path.join(work, "queries"), rng)
     report = {"cycles": 0, "refreshes": 0, "refresh_attempts_killed": 0, "kill_attempts_ended_first": 0,
-              "maintenance_runs": 0, "log_files_expired": 0, "searches": 0, "search_failures": [],
+              "killed_at": {}, "maintenance_runs": 0, "log_files_expired": 0, "searches": 0, "search_failures": [],
               "mismatches": [], "missing_files": [], "size_ratio_after_maintenance": [], "seed": seed}
     for target in (faulted, twin):
         out = refresh(spark, target, lake, config_path=config)
@@ -437,7 +449,9 @@ def soak(work: str, cycles: int, seed: int = 0, kill_share: float = 0.35, max_ki
             report["refresh_attempts_killed" if run["killed"] else "kill_attempts_ended_first"] += 1
             report["searches"] += run["ran"]
             report["search_failures"] += [f"cycle {cycle}: {f}" for f in run["failed"]]
-            expire_lease(faulted)
+            where = killed_at(faulted, expire_lease(faulted))
+            if run["killed"]:
+                report["killed_at"][where] = report["killed_at"].get(where, 0) + 1
         for target in (faulted, twin):
             out = refresh(spark, target, lake, config_path=config)
             if not out.get("published"):

@@ -7,8 +7,8 @@ and renamed, new Delta versions, added partitions, and a table that becomes unre
 readable again a cycle later.  Three warehouses index it:
 
 * **faulted**: a share of its refreshes run as ``lakescout refresh`` subprocesses killed with SIGKILL (the whole
-  process group: CLI, spark-submit, JVM and Python workers) after a random delay, so inside Spark tasks, between
-  stages or during a commit; the next refresh takes over the dead one's lease once its heartbeat has expired (the
+  process group: CLI, spark-submit, JVM and Python workers) a random delay after it took the warehouse lease (a
+  tenth of them after their start, while Spark starts), so inside Spark tasks, between stages or during a commit; the next refresh takes over the dead one's lease once its heartbeat has expired (the
   soak ages the lease record rather than wait ``LEASE_SECONDS``).  Every cycle ends with a refresh that completes
   (in-process, sharing the soak's Spark session).  Every ``--maintain-every`` cycles maintenance runs (snapshot
   retention, compaction, vacuum, orphan cleanup, checkpoints), then log entries older than every retained version
@@ -350,9 +350,16 @@ def killed_at(wh_root: str, lease: dict | None) -> str:
     return f"after {done[-1]}" if done else "in the first stage"
 
 
-def killed_refresh(lake: str, wh_root: str, config: str, delay: float, search) -> dict:
-    """``lakescout refresh`` in a process group of its own, SIGKILLed after ``delay`` seconds (unless it ended
-    first), with ``search`` called in a loop meanwhile."""
+def _lease_generations(wh_root: str) -> int:
+    folder = os.path.join(wh_root, "lease")
+    return len([n for n in os.listdir(folder) if n.endswith(".json")]) if os.path.isdir(folder) else 0
+
+
+def killed_refresh(lake: str, wh_root: str, config: str, delay: float, search, after_lease: bool = True) -> dict:
+    """``lakescout refresh`` in a process group of its own, SIGKILLed ``delay`` seconds after it took the
+    warehouse lease (``after_lease``) or after its start (unless it ended first), with ``search`` called in a loop
+    meanwhile."""
+    generations = _lease_generations(wh_root)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), LAKESCOUT_CONFIG=config,
                PYSPARK_PYTHON=sys.executable)
     cmd = [sys.executable, "-m", "discovery.cli", "refresh", "--lake", lake, "--warehouse", wh_root,
@@ -374,6 +381,11 @@ def killed_refresh(lake: str, wh_root: str, config: str, delay: float, search) -
     thread = threading.Thread(target=loop, daemon=True)
     thread.start()
     try:
+        if after_lease:  # the delay runs from when the refresh holds the lease: Spark's start takes a while
+            while _lease_generations(wh_root) <= generations:
+                if proc.poll() is not None:
+                    break
+                time.sleep(0.1)
         proc.wait(timeout=delay)
         killed = False
     except subprocess.TimeoutExpired:
@@ -409,7 +421,7 @@ def expire_logs(wh_root: str, log_retention_seconds: float, window_seconds: floa
 
 
 # -- the run ---------------------------------------------------------------------------------------------------------
-def soak(work: str, cycles: int, seed: int = 0, kill_share: float = 0.35, max_kill_delay: float = 45.0,
+def soak(work: str, cycles: int, seed: int = 0, kill_share: float = 0.35, max_kill_delay: float = 25.0,
          maintain_every: int = 3, fresh_every: int = 1, retention_days: float = 0.002, grace_hours: float = 0.005,
          spark=None, log=print, on_cycle=None) -> dict:
     """Run ``cycles`` soak cycles under ``work`` (a scratch folder); returns the report (see module doc).
@@ -444,8 +456,9 @@ def soak(work: str, cycles: int, seed: int = 0, kill_share: float = 0.35, max_ki
         edits = editor.cycle()
         unreadable = set(editor.broken)
         if rng.random() < kill_share:
-            delay = rng.uniform(1.0, max_kill_delay)
-            run = killed_refresh(lake, faulted, config, delay, lambda: queries.nary(_open(faulted)))
+            after_lease = rng.random() < 0.9  # a tenth of the kills land while Spark starts
+            delay = rng.uniform(0.0, max_kill_delay)
+            run = killed_refresh(lake, faulted, config, delay, lambda: queries.nary(_open(faulted)), after_lease)
             report["refresh_attempts_killed" if run["killed"] else "kill_attempts_ended_first"] += 1
             report["searches"] += run["ran"]
             report["search_failures"] += [f"cycle {cycle}: {f}" for f in run["failed"]]
@@ -504,7 +517,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cycles", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--kill-share", type=float, default=0.35, help="share of cycles that start a refresh to kill")
-    p.add_argument("--max-kill-delay", type=float, default=45.0, help="seconds; the kill comes uniformly before it")
+    p.add_argument("--max-kill-delay", type=float, default=25.0,
+                   help="seconds after the refresh took the lease; the kill comes uniformly before it")
     p.add_argument("--maintain-every", type=int, default=3)
     p.add_argument("--fresh-every", type=int, default=1)
     p.add_argument("--work", default=None, help="scratch folder (default: a temporary one, removed at the end)")

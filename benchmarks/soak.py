@@ -351,8 +351,10 @@ def killed_at(wh_root: str, lease: dict | None) -> str:
 
 
 def _lease_generations(wh_root: str) -> int:
+    """The lease's highest generation (0 before the first): it grows by one with every run that takes the lease."""
     folder = os.path.join(wh_root, "lease")
-    return len([n for n in os.listdir(folder) if n.endswith(".json")]) if os.path.isdir(folder) else 0
+    names = [n[:-5] for n in os.listdir(folder) if n.endswith(".json")] if os.path.isdir(folder) else []
+    return max((int(n) for n in names if n.isdigit()), default=0)
 
 
 def killed_refresh(lake: str, wh_root: str, config: str, delay: float, search, after_lease: bool = True) -> dict:

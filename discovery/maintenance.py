@@ -21,12 +21,17 @@ Order matters and is fixed by :func:`run_maintenance`:
    from ``v_min`` to the current one is passed to delta-rs as ``keep_versions``, so only files removed at or before
    ``v_min`` (needed by no retained snapshot) are deleted, and time travel to any retained snapshot still works.
    Bookkeeping tables keep their current version.  Vacuum runs in its non-``full`` mode: it deletes only files the
-   log tombstoned, never untracked files a running writer has not committed yet.
+   log tombstoned, never untracked files a running writer has not committed yet.  Tombstones leave the table state
+   at the first checkpoint after their commit (:func:`discovery.store.warehouse.table_properties` says why that is
+   safe), so compaction and vacuum write no checkpoint of their own and vacuum reads compaction's removes from the
+   JSON log; a file whose tombstone a checkpoint dropped before any vacuum (one a refresh replaced) is deleted by
+   the orphan cleanup instead, once no retained version references it.
 4. **Orphans.**  Data files no retained version references, older than the grace period, are deleted
    (:mod:`discovery.store.orphans`).  Then every table gets a checkpoint at its new version: compaction's commit
    lists a remove for each file it merged (one per query batch since the last run), which an open would otherwise
    replay from the JSON log until the next interval checkpoint: after 1,000 batches, a cold read of
-   ``query_results`` took 111 ms without that checkpoint and 71 ms with it (``benchmarks/commits.py``).
+   ``query_results`` took 111 ms without that checkpoint and 71 ms with it (``benchmarks/commits.py``).  The
+   checkpoint lists the live files only, none of the removes.
 5. **Model files and query arrays.**  The plain-file copies of encoder versions and the union query arrays
    (:mod:`discovery.union.arrays`) that no retained snapshot uses are deleted (:func:`prune_model_files`,
    :func:`~discovery.union.arrays.prune_arrays`).
@@ -46,7 +51,7 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake.transaction import CommitProperties
+from deltalake.transaction import CommitProperties, PostCommitHookProperties
 
 from .batch import pinned_snapshots
 from .config import MaintenanceConfig, SparkConfig
@@ -87,6 +92,11 @@ def retain_snapshots(wh: Warehouse, keep_last: int, pinned: set[int] = frozenset
                        attempt=new_attempt_token(), replace_paths=current, once=False)
     return Retention(sorted(keep), removed, sorted(set(ids) & set(pinned) & keep))
 
+
+#: Compaction and vacuum write no interval checkpoint: tombstones leave the table state at the first checkpoint after
+#: their commit (:func:`discovery.store.warehouse.table_properties`), and vacuum finds the files to delete by them, so
+#: the checkpoint waits for the end of the run.
+NO_CHECKPOINT = PostCommitHookProperties(create_checkpoint=False)
 
 #: Smallest compaction target of a per-lake-table index table: below it, files are so cheap to rewrite that more of
 #: them would only cost file opens.
@@ -139,10 +149,11 @@ def compact_table(wh: Warehouse, name: str, cap_bytes: int, min_small_files: int
     props = CommitProperties(custom_metadata={"lakescout.stage": "maintenance"})
     if "table_id" in SCHEMAS[name].names:
         metrics = dt.optimize.z_order(["table_id"], target_size=target, max_concurrent_tasks=2,
-                                      commit_properties=props)
+                                      commit_properties=props, post_commithook_properties=NO_CHECKPOINT)
         out["action"] = "zorder(table_id)"
     else:
-        metrics = dt.optimize.compact(target_size=target, max_concurrent_tasks=2, commit_properties=props)
+        metrics = dt.optimize.compact(target_size=target, max_concurrent_tasks=2, commit_properties=props,
+                                      post_commithook_properties=NO_CHECKPOINT)
         out["action"] = "compact"
     out["files_added"], out["files_removed"] = metrics.get("numFilesAdded"), metrics.get("numFilesRemoved")
     out["files_after"] = wh.files(name).num_rows
@@ -160,7 +171,7 @@ def keep_versions(wh: Warehouse, name: str, retained: list) -> list[int]:
 def vacuum_table(wh: Warehouse, name: str, versions: list[int]) -> list[str]:
     """Delete the tombstoned files of ``name`` that none of ``versions`` references."""
     return wh.table(name).vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False,
-                                 keep_versions=versions,
+                                 keep_versions=versions, post_commithook_properties=NO_CHECKPOINT,
                                  commit_properties=CommitProperties(custom_metadata={"lakescout.stage": "maintenance"}))
 
 

@@ -208,3 +208,38 @@ def test_maintenance_deletes_the_model_files_no_retained_snapshot_uses(warehouse
     # The retained snapshot still uses the rest: a second run deletes nothing.
     assert run_maintenance(warehouse, MaintenanceConfig(keep_snapshots=1))[
         "model_files_removed"] == []
+
+
+def test_checkpoint_after_compaction_lists_no_tombstone_and_vacuum_deleted_the_merged_files(tmp_path):
+    """Compaction's removes leave the table state at maintenance's closing checkpoint, so an open after thousands of
+    query batches reads a checkpoint of the compacted files only; vacuum saw those removes first and deleted the
+    merged files, also when compaction's commit lands on a checkpoint interval."""
+    import pyarrow.parquet as pq
+    from datetime import datetime, timezone
+
+    from discovery.store import new_attempt_token
+    from discovery.store.warehouse import CHECKPOINT_INTERVAL
+
+    wh = Warehouse(str(tmp_path / "wh"))
+    publish_snapshot(wh.root, begin_refresh(wh.root), "/lake")
+    now = datetime.now(timezone.utc)
+    version = wh.version("query_results")
+    # end one commit short of a checkpoint interval, so compaction's own commit lands on it
+    appends = (CHECKPOINT_INTERVAL - 1 - version) % CHECKPOINT_INTERVAL + CHECKPOINT_INTERVAL
+    for i in range(appends):
+        rows = pa.Table.from_pylist([{"batch_id": f"b{i}", "query_id": "q", "snapshot_id": 1, "kind": "nary",
+                                      "rank": 1, "table_id": 1, "path": "t.csv", "column": None, "score": 1.0,
+                                      "evidence": "{}", "created_at": now}], schema=SCHEMAS["query_results"])
+        wh.append_rows("query_results", rows, refresh_id=1, stage="query_batch", attempt=new_attempt_token(),
+                       once=False)
+    assert (wh.version("query_results") + 1) % CHECKPOINT_INTERVAL == 0
+    report = run_maintenance(wh, MaintenanceConfig(min_small_files=4))
+    entry = next(t for t in report["tables"] if t["table"] == "query_results")
+    assert entry["action"] != "none" and entry["vacuumed_files"] == entry["files_removed"] == appends
+    assert _data_files(wh, "query_results") == set(wh.files("query_results").column("path").to_pylist())
+    log = os.path.join(wh.table_uri("query_results"), "_delta_log")
+    last = sorted(n for n in os.listdir(log) if n.endswith(".checkpoint.parquet"))[-1]
+    assert int(last.split(".")[0]) == wh.version("query_results")
+    checkpoint = pq.read_table(os.path.join(log, last))
+    assert checkpoint.column("remove").drop_null().to_pylist() == []
+    assert wh.count_rows("query_results") == appends

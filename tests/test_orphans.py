@@ -117,6 +117,7 @@ def test_tables_carry_the_log_retention_and_checkpoint_interval(tmp_path):
     config = DeltaTable(wh.table_uri("query_results")).metadata().configuration
     assert config["delta.checkpointInterval"] == str(CHECKPOINT_INTERVAL)
     assert config["delta.logRetentionDuration"] == "interval 720 hours"
+    assert config["delta.deletedFileRetentionDuration"] == "interval 0 hours"    # tombstones: see table_properties
     wh.upgrade(log_retention_days=60)
     assert DeltaTable(wh.table_uri("catalog")).metadata().configuration["delta.logRetentionDuration"] == \
         "interval 1440 hours"

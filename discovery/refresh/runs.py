@@ -13,7 +13,6 @@ from ..store import INDEX_TABLES, SCHEMAS, Warehouse, new_attempt_token
 from ..store.lease import Lease, release_refresh
 from ..store.orphans import cleanup_warehouse
 from ..store.warehouse import json_dumps
-from ..numjoin.arrays import write_numeric_arrays
 from ..union.arrays import write_arrays
 from .context import StageReport
 from .progress import mark_published
@@ -106,6 +105,8 @@ def publish_snapshot(warehouse: str, refresh_id: int, lake: str) -> dict:
         # Before the snapshot row, so a published snapshot finds its query arrays.  A refresh that stopped short of
         # the centroids stage (a partial rebuild) has no partitions to lay them out by: queries build them instead.
         write_arrays(wh, versions)
+    from ..numjoin.arrays import write_numeric_arrays  # here: a query that reads refresh runs needs no numba
+
     write_numeric_arrays(wh, versions)
     last_id = pc.max(existing["snapshot_id"]).as_py() if existing.num_rows else 0
     snapshot_id = (last_id or 0) + 1

@@ -30,11 +30,12 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-# numba's cache, so that the first join or union query need not compile its kernels; numba keys the cache on the
-# kernels' source files, so it is filled again whenever one of them changes.
-$(WARM): $(STAMP) $(wildcard discovery/join/*.py) $(wildcard discovery/union/*.py)
+# numba's cache, so that the first join, numerical join or union query need not compile its kernels; numba keys the
+# cache on the kernels' source files, so it is filled again whenever one of them changes.
+$(WARM): $(STAMP) $(wildcard discovery/join/*.py) $(wildcard discovery/union/*.py) $(wildcard discovery/numjoin/*.py)
 	$(BIN)/python -m discovery.join.warmup
 	$(BIN)/python -m discovery.union.warmup
+	$(BIN)/python -m discovery.numjoin.warmup
 	touch $(WARM)
 
 sample-lake: venv

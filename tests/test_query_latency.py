@@ -23,7 +23,10 @@ QUERIES = {
     "join": ["--query", "partners/vendor_master.csv", "--column", "Vendor"],
     "union": ["--query", "finance/registers/firms.tsv", "-k", "5"],
     "nary": ["--query", "retail/stores/store_locations_q1.csv", "--key", "country,city"],
+    "numjoin": ["--query", "geo/weather_stations.csv", "--column", "lat,lng"],
 }
+#: The CLI command of each kind of query (a numerical join is a ``lakescout join`` on a numeric column).
+COMMANDS = {"join": "join", "union": "union", "nary": "nary", "numjoin": "join"}
 #: Runs one CLI query in a fresh interpreter; prints the answer, the modules it imported and numba's compilations.
 CHILD = """
 import io, json, os, sys
@@ -50,7 +53,7 @@ os._exit(0)  # as the console script leaves (discovery.cli.entry): no interprete
 
 
 def _run(kind: str, warehouse: str, env: dict | None = None) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, kind, "--warehouse", warehouse, *QUERIES[kind]],
+    done = subprocess.run([sys.executable, "-c", CHILD, COMMANDS[kind], "--warehouse", warehouse, *QUERIES[kind]],
                           capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, **(env or {})))
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
@@ -79,7 +82,7 @@ def test_a_cli_query_imports_no_training_or_spark_stack(warehouse, kind):
     loaded = set(got["modules"])
     for heavy in ("torch", "pyspark", "sklearn", "sentence_transformers", "airflow"):
         assert heavy not in loaded, f"a {kind} query imported {heavy}"
-    if kind != "join":  # only the join search runs numba kernels
+    if kind not in ("join", "numjoin"):  # only the join searches run numba kernels
         assert "numba" not in loaded
     if kind == "union":  # the sample lake's assignment problems are small enough to solve without scipy
         assert "scipy.optimize" not in loaded
@@ -170,3 +173,16 @@ def test_small_assignments_are_solved_exactly_without_scipy():
         r, c = linear_sum_assignment(np.where(ok, sims + bonus, 0.0), maximize=True)
         keep = ok[r, c]
         assert (len(got.pairs), got.score) == (int(keep.sum()), float(sims[r[keep], c[keep]].sum()))
+
+
+def test_numerical_join_warm_up_leaves_nothing_to_compile(warehouse, tmp_path):
+    """``make venv`` runs ``discovery.numjoin.warmup``: the first coordinate join after it compiles no kernel (it
+    maps the published arrays read-only, a type of its own to numba) and answers as a cold cache does."""
+    cold = _run("numjoin", warehouse, {"NUMBA_CACHE_DIR": str(tmp_path / "cold")})
+    assert cold["compiles"], "an empty numba cache should make the first numerical join compile its kernels"
+    warmed = {"NUMBA_CACHE_DIR": str(tmp_path / "warmed")}
+    subprocess.run([sys.executable, "-m", "discovery.numjoin.warmup"], check=True, cwd=ROOT, capture_output=True,
+                   env=dict(os.environ, **warmed))
+    after = _run("numjoin", warehouse, warmed)
+    assert after["compiles"] == [], f"the warm-up missed {after['compiles']}"
+    assert after["answer"]["results"] and _ranking(after["answer"]) == _ranking(cold["answer"])

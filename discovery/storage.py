@@ -201,3 +201,14 @@ def check(uri: str, what: str) -> None:
 def delta_uri(uri: str) -> str:
     """The URI delta-rs takes: ``s3a://`` is spelled ``s3://``."""
     return "s3://" + uri.split("://", 1)[1] if scheme(uri) == "s3a" else uri
+
+
+def publish_folder(tmp: str, path: str) -> None:
+    """Rename a complete local folder (its ``meta.json`` written last) into place at ``path``; a folder another
+    writer put there first is as good, since both were built from the same pinned versions."""
+    os.chmod(tmp, 0o755)
+    try:
+        os.rename(tmp, path)
+    except OSError:
+        if not os.path.exists(os.path.join(path, "meta.json")):
+            raise

@@ -20,7 +20,7 @@ import tempfile
 
 import numpy as np
 
-from ..storage import is_remote
+from ..storage import is_remote, publish_folder
 from .index import NumericIndex
 from .stage import Family, families
 
@@ -70,12 +70,7 @@ def write_numeric_arrays(warehouse, versions: dict) -> str | None:
                 for name_, fam in families(_rows(warehouse, versions)).items()}
         with open(os.path.join(tmp, "meta.json"), "w") as fh:
             json.dump({"format": FORMAT, "numeric_sets": int(versions["numeric_sets"]), "families": meta}, fh)
-        os.chmod(tmp, 0o755)
-        try:
-            os.rename(tmp, path)
-        except OSError:
-            if not os.path.exists(os.path.join(path, "meta.json")):
-                raise
+        publish_folder(tmp, path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return path

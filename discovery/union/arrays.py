@@ -37,7 +37,7 @@ import uuid
 
 import numpy as np
 
-from ..storage import filesystem, is_remote, join
+from ..storage import filesystem, is_remote, join, publish_folder
 from .matching import unit_rows
 from .quantised import encode, fit_steps
 
@@ -144,7 +144,7 @@ def write_arrays(warehouse, versions: dict) -> str:
         tmp = tempfile.mkdtemp(prefix=f".{name}.", dir=parent)
         try:
             build_arrays(warehouse, versions, tmp)
-            _publish_folder(tmp, path)
+            publish_folder(tmp, path)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return target
@@ -153,16 +153,6 @@ def write_arrays(warehouse, versions: dict) -> str:
         for file in [f"{f}.npy" for f in FILES] + ["meta.json"]:  # meta.json last: it marks the folder complete
             fs.put_file(os.path.join(tmp, file), f"{path}/{file}")
     return target
-
-
-def _publish_folder(tmp: str, path: str) -> None:
-    """Rename a complete folder into place; a folder another writer put there first is as good."""
-    os.chmod(tmp, 0o755)
-    try:
-        os.rename(tmp, path)
-    except OSError:
-        if not os.path.exists(os.path.join(path, "meta.json")):
-            raise
 
 
 def load_arrays(folder: str) -> dict:
@@ -260,7 +250,7 @@ def open_arrays(warehouse, versions: dict) -> dict[str, np.ndarray] | None:
     try:
         for file in [f"{f}.npy" for f in FILES] + ["meta.json"]:
             fs.get_file(f"{path}/{file}", os.path.join(tmp, file))
-        _publish_folder(tmp, local)
+        publish_folder(tmp, local)
     except OSError:
         return None
     finally:

@@ -76,7 +76,7 @@ def write_numeric_arrays(warehouse, versions: dict) -> str | None:
     return path
 
 
-def _load(path: str):
+def load_array(path: str):
     try:
         return np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError:  # 0-d and empty arrays cannot be mapped
@@ -97,7 +97,7 @@ def open_numeric(warehouse, versions: dict) -> dict[str, tuple[NumericIndex, dic
     out = {}
     for fam in meta["families"]:
         folder = os.path.join(path, fam)
-        arrays = {f[:-4]: _load(os.path.join(folder, f)) for f in os.listdir(folder) if f.endswith(".npy")}
+        arrays = {f[:-4]: load_array(os.path.join(folder, f)) for f in os.listdir(folder) if f.endswith(".npy")}
         with open(os.path.join(folder, "sets.json")) as fh:
             sets = json.load(fh)
         out[fam] = (NumericIndex.from_arrays(arrays), sets)

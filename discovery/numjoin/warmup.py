@@ -18,7 +18,7 @@ import tempfile
 
 import numpy as np
 
-from .arrays import _load
+from .arrays import load_array
 from .baselines import brute_force
 from .index import NumericIndex
 from .search import METHODS
@@ -40,7 +40,7 @@ def _mapped(index: NumericIndex, folder: str) -> NumericIndex:
     """``index`` saved and mapped back as a published snapshot's query maps it."""
     for key, value in index.to_arrays().items():
         np.save(os.path.join(folder, f"{key}.npy"), np.asarray(value), allow_pickle=False)
-    return NumericIndex.from_arrays({key: _load(os.path.join(folder, f"{key}.npy"))
+    return NumericIndex.from_arrays({key: load_array(os.path.join(folder, f"{key}.npy"))
                                      for key in index.to_arrays()})
 
 

@@ -208,9 +208,11 @@ def plot_union_quality_vs_k(plt, out: str, record: bool = False) -> str:
                 ax.set_xticks([1, 5, 10, 15, 20][: 1 + sum(x <= lake["k"] for x in (5, 10, 15, 20))])
             if j == 0:
                 ax.set_ylabel(measure)
+        if any(lake["methods"][method].get("direct") for _, method in lines):
+            axes[0][j].plot([], [], "o", color="grey", markerfacecolor="none",
+                            label="own top-k answer where it differs")
         axes[0][j].legend(fontsize=6.5, loc="lower left")
-    fig.suptitle("Union search quality against k (hollow: the method's own top-k answer where it differs)",
-                 fontsize=10)
+    fig.suptitle("Union search quality against k", fontsize=11)
     fig.text(0.01, 0.01, source, fontsize=6, color="grey")
     return _save(plt, fig, out, "union_quality_vs_k.png")
 

@@ -339,7 +339,7 @@ def sweep_lake(spec: dict, workdir: Path, k: int, weights: list[float], taus: li
 def quality(lakes: list[str], workdir: Path, k: int, at: list[int], rebuild: bool) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     out = [quality_lake(spec, workdir, k, at, rebuild) for spec in _lakes(lakes, workdir)]
-    return {"k": k, "at": sorted({k, *(c for c in at if 0 < c < k)}), "tau": DEFAULT_TAU,
+    return {"k": k, "cutoffs": sorted({k, *(c for c in at if 0 < c < k)}), "tau": DEFAULT_TAU,
             "defaults": {"phi_c": DEFAULT_PHI_C, "phi_ref": DEFAULT_PHI_REF_PER_K * k, "phi_r": k}, "lakes": out}
 
 

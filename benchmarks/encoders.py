@@ -78,11 +78,21 @@ def infer_kind(column: list[str | None]) -> str:
     return "float" if np.isfinite(parse_numbers(cells)).mean() >= 0.9 else "string"
 
 
-def metrics(ranked: list[str], truth: set[str]) -> tuple[float, float, float]:
-    """TACTUS §6.1: MAP@k = (1/k) sum_i P@i, P@k, R@k."""
-    hits = np.array([t in truth for t in ranked[:K]], dtype=float)
-    p_at = np.cumsum(hits) / np.arange(1, K + 1)
-    return float(p_at.mean()), float(hits.sum() / K), float(hits.sum() / max(len(truth), 1))
+def metric_curves(ranked: list[str], truth: set[str], k: int = K) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """TACTUS §6.1 at every cut-off i = 1..k of one ranked answer: MAP@i = (1/i) sum_{j<=i} P@j, P@i and R@i, three
+    arrays of length k.  An answer shorter than k counts its missing places as misses, as a refused query does."""
+    hits = np.zeros(k)
+    hits[:min(len(ranked), k)] = [t in truth for t in ranked[:k]]
+    at = np.arange(1, k + 1)
+    found = np.cumsum(hits)
+    p_at = found / at
+    return np.cumsum(p_at) / at, p_at, found / max(len(truth), 1)
+
+
+def metrics(ranked: list[str], truth: set[str], k: int = K) -> tuple[float, float, float]:
+    """TACTUS §6.1: MAP@k = (1/k) sum_{i<=k} P@i, P@k, R@k (the last cut-off of :func:`metric_curves`)."""
+    map_at, p_at, r_at = metric_curves(ranked, truth, k)
+    return float(map_at[-1]), float(p_at[-1]), float(r_at[-1])
 
 
 def bipartite_score(q: np.ndarray, t: np.ndarray) -> float:

@@ -14,13 +14,20 @@ are never read by the benchmark.  Lakes and ground truths:
   table per subgroup), so the ground truth is: the tables of a folder are unionable with each other.  The query of
   each folder with at least two CSVs is its first file by path (45 queries); the truth is the folder's other files.
 
-For every method (``exact``, the default ``pgtus++``, ``pgtus``, ``pgtus++-approx``, ``tactus`` with the table
-encoder the refresh trained and stored): MAP@10 / P@10 / R@10 (TACTUS §6.1, ``benchmarks.encoders.metrics``; a
-refused query counts as a miss), recall@10 against ``exact``, and mean query latency (index loaded once beforehand;
-each query file read once untimed, then queried by every method in a rotating order) with its ratio to ``exact``
-measured in the same run.  The TF-IDF baseline ranks the lake's tables by the cosine of mean table vectors, each
-column a TF-IDF vector of the words of its name plus 5 distinct values (TACTUS priority sample); its cells come from
-``discovery.query.resolve_query`` on the same snapshot (the product's reader), computed in the same run.
+For every method (``exact``, the default ``pgtus++``, ``pgtus``, ``pgtus++-approx``, ``tactus`` with the table encoder
+the refresh trained and stored) and every i = 1..k: MAP@i / P@i / R@i (TACTUS §6.1,
+``benchmarks.encoders.metric_curves``; a refused query counts as a miss) of the first i results of its top-k answer.
+Each method is also queried at each ``--at`` cut-off below k (default 1, 5, 10) for its own top-i answer: those
+answers give the figures at i, recall@i against ``exact``'s top-i, mean query latency (index loaded once beforehand;
+each query file read once untimed, then queried by every method at every cut-off in a rotating order) with its ratio
+to ``exact`` measured in the same run, and the number of queries whose top-i answer is not the first i of the top-k.
+For ``exact``, ``pgtus`` and ``pgtus++`` that number is 0 by construction (score descending, ties by table id, a total
+order), so their curve is their top-i answers at every i; ``pgtus++-approx`` (phi_ref = 3k) and ``tactus`` (pool of 3k
+tables) search a pool that grows with k, so between the cut-offs their curve is the prefix of the top-k answer, not
+what a top-i query returns.  The TF-IDF baseline (one ranking, cut at i) ranks the lake's tables by the cosine of mean
+table vectors, each column a TF-IDF vector of the words of its name plus 5 distinct values (TACTUS priority sample);
+its cells come from ``discovery.query.resolve_query`` on the same snapshot (the product's reader), computed in the
+same run.
 
 Scale (generated, no shared data): clustered column vectors, 50 queries drawn from the same model.  For every method
 and parameter setting: recall@k against ``exact`` (the exhaustive Definition 5 ranking), mean latency and its ratio to
@@ -40,7 +47,7 @@ BLAS runs single-threaded (set before numpy loads) so that latencies compare alg
 Prints tables and writes benchmarks/results/union_quality.json (``union_quality_<lakes>.json`` for a subset of lakes),
 union_sweep.json and union_scale.json (``union_scale_tau<tau>.json`` for another --tau).
 Usage: python benchmarks/union.py [--part all|quality|scale] [--lakes ugen sample 538] [--workdir DIR] [--rebuild]
-       [--tables 100000] [--queries 50] [--k 10] [--tau 0.4] [--no-starmie]
+       [--tables 100000] [--queries 50] [--k 10] [--at 1 5 10] [--tau 0.4] [--no-starmie]
 """
 from __future__ import annotations
 
@@ -63,7 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import discovery  # noqa: E402
 from benchmarks.common import print_table, shared_path, write_result  # noqa: E402
-from benchmarks.encoders import metrics, ugen_layout  # noqa: E402
+from benchmarks.encoders import metric_curves, metrics, ugen_layout  # noqa: E402
 from discovery.config import load_config  # noqa: E402
 from discovery.encoders.columns import priority_sample, profile_column  # noqa: E402
 from discovery.encoders.stored import column_encoder  # noqa: E402
@@ -197,15 +204,18 @@ def tfidf_rankings(ls, lake_queries: list, k: int) -> list[list[str]]:
     return ranked
 
 
-def quality_lake(spec: dict, workdir: Path, k: int, rebuild: bool) -> dict:
+def quality_lake(spec: dict, workdir: Path, k: int, at: list[int], rebuild: bool) -> dict:
+    """Every method's answers at ``k`` give MAP@i / P@i / R@i for i = 1..k (their first i results); each method is also
+    queried at every ``at`` below ``k`` for its own top-i answer, timed, and compared with that prefix."""
     warehouse = workdir / ("warehouse_" + re.sub(r"\W+", "_", spec["name"]).strip("_"))
     refresh_s = _warehouse(spec["lake"], warehouse, rebuild)
     ls = discovery.open(str(warehouse))
     queries, truth, key = spec["queries"], spec["truth"], spec["key"]
+    cutoffs = [k] + sorted({c for c in at if 0 < c < k})
     ls.union(queries[0][0], k=k)  # loads the index (and builds nothing else) before anything is timed
     ls.union(queries[0][0], k=k, method="tactus")
-    found: dict[str, list[list[str] | None]] = {m: [] for m in METHODS}
-    latency: dict[str, list[float]] = {m: [] for m in METHODS}
+    found: dict[tuple[str, int], list[list[str] | None]] = {(m, c): [] for m in METHODS for c in cutoffs}
+    latency: dict[tuple[str, int], list[float]] = {(m, c): [] for m in METHODS for c in cutoffs}
     refused = 0
     for qi, (q, _) in enumerate(queries):
         # the first reader of a query file pays for reading it from disk: read it once untimed, rotate the order
@@ -213,34 +223,41 @@ def quality_lake(spec: dict, workdir: Path, k: int, rebuild: bool) -> dict:
             resolve_query(ls.snapshot, q)
         except QueryError:
             pass
-        for m in METHODS[qi % len(METHODS):] + METHODS[:qi % len(METHODS)]:
-            t0 = time.perf_counter()
-            try:
-                res = ls.union(q, k=k, method=m)
-            except QueryError:
-                found[m].append(None)
-                refused += m == "exact"
-                continue
-            latency[m].append(time.perf_counter() - t0)
-            found[m].append([key(r["path"]) for r in res["results"]])
+        for c in cutoffs:
+            for m in METHODS[qi % len(METHODS):] + METHODS[:qi % len(METHODS)]:
+                t0 = time.perf_counter()
+                try:
+                    res = ls.union(q, k=c, method=m)
+                except QueryError:
+                    found[m, c].append(None)
+                    refused += m == "exact" and c == k
+                    continue
+                latency[m, c].append(time.perf_counter() - t0)
+                found[m, c].append([key(r["path"]) for r in res["results"]])
     t0 = time.perf_counter()
     tfidf = [[key(p) for p in r] for r in tfidf_rankings(ls, queries, k)]
     tfidf_s = time.perf_counter() - t0
     rows = []
-    exact_ms = 1000 * float(np.mean(latency["exact"]))
     for m in METHODS + ("tf-idf",):
-        lists = tfidf if m == "tf-idf" else found[m]
-        scores, recalls = [], []
-        for (_, label), got, ex in zip(queries, lists, found["exact"]):
-            ranked = (got or []) + [""] * (k - len(got or []))
-            scores.append(metrics(ranked, truth.get(label, set())))
-            if ex and got is not None:
-                recalls.append(len(set(got) & set(ex)) / len(ex))
-        mean = np.mean(scores, axis=0)
-        ms = 1000 * float(np.mean(latency[m])) if m in latency else None
-        rows.append({"lake": spec["name"], "method": m, "MAP@10": float(mean[0]), "P@10": float(mean[1]),
-                     "R@10": float(mean[2]), "recall_vs_exact": float(np.mean(recalls)) if recalls else None,
-                     "latency_ms": ms, "time_vs_exact": ms / exact_ms if ms else None})
+        answers = tfidf if m == "tf-idf" else found[m, k]
+        curves = np.mean([metric_curves(got or [], truth.get(label, set()), k)
+                          for (_, label), got in zip(queries, answers)], axis=0)
+        row = {"lake": spec["name"], "method": m, "k": k, "MAP@k": [float(x) for x in curves[0]],
+               "P@k": [float(x) for x in curves[1]], "R@k": [float(x) for x in curves[2]], "at": {}}
+        for c in cutoffs:
+            direct = [g and g[:c] for g in answers] if m == "tf-idf" or c == k else found[m, c]
+            scores = [metrics(got or [], truth.get(label, set()), c) for (_, label), got in zip(queries, direct)]
+            recalls = [len(set(got) & set(ex)) / len(ex) for got, ex in zip(direct, found["exact", c])
+                       if ex and got is not None]
+            mean = np.mean(scores, axis=0)
+            ms = 1000 * float(np.mean(latency[m, c])) if (m, c) in latency else None
+            exact_ms = 1000 * float(np.mean(latency["exact", c]))
+            row["at"][c] = {"MAP": float(mean[0]), "P": float(mean[1]), "R": float(mean[2]),
+                            "recall_vs_exact": float(np.mean(recalls)) if recalls else None, "latency_ms": ms,
+                            "time_vs_exact": ms / exact_ms if ms else None,
+                            "differs_from_prefix": None if m == "tf-idf" or c == k else
+                            sum((g or [])[:c] != (d or []) for g, d in zip(answers, direct))}
+        rows.append(row)
     snap = ls.snapshot
     embedded, excludes = [], []
     for q, _ in queries:
@@ -250,18 +267,31 @@ def quality_lake(spec: dict, workdir: Path, k: int, rebuild: bool) -> dict:
             continue
         embedded.append(embed_query(snap, resolved).column_vectors)
         excludes.append(resolved.table_id)
-    geo = geometry(loaded_index(snap).index, embedded, excludes, DEFAULT_TAU, k)
+    geo_k = max(c for c in cutoffs if c <= max(at, default=k))
+    geo = geometry(loaded_index(snap).index, embedded, excludes, DEFAULT_TAU, geo_k)
     print(f"\n{spec['name']}: {snap.read('catalog', columns=['status']).num_rows} catalogued files, "
           f"{len(queries)} queries ({refused} refused), k={k}, tau={DEFAULT_TAU}; refresh "
           + (f"{refresh_s:.0f} s" if refresh_s is not None else "reused") + f"; TF-IDF baseline {tfidf_s:.1f} s")
-    print_table(rows, ["method", "MAP@10", "P@10", "R@10", "recall_vs_exact", "latency_ms", "time_vs_exact"])
+    for c in sorted(cutoffs):
+        print(f"\nat k={c}" + (" (each method's own top-k answer; differs = queries whose answer is not the first "
+                                f"{c} of the top-{k})" if c < k else ""))
+        print_table([{"method": r["method"], f"MAP@{c}": r["at"][c]["MAP"], f"P@{c}": r["at"][c]["P"],
+                      f"R@{c}": r["at"][c]["R"], **{a: r["at"][c][a] for a in ("recall_vs_exact", "latency_ms",
+                                                                                 "time_vs_exact")},
+                      "differs": r["at"][c]["differs_from_prefix"]} for r in rows],
+                    ["method", f"MAP@{c}", f"P@{c}", f"R@{c}", "recall_vs_exact", "latency_ms", "time_vs_exact",
+                     "differs"])
+    print(f"\nMAP@i from the top-{k} answers")
+    print_table([{"method": r["method"], **{str(i + 1): v for i, v in enumerate(r["MAP@k"])}} for r in rows],
+                ["method"] + [str(i) for i in range(1, k + 1)])
     print_geometry(spec["name"], geo, DEFAULT_TAU)
     return {"lake": spec["name"], "warehouse": str(warehouse), "queries": len(queries), "refused": refused,
-            "refresh_seconds": refresh_s, "tfidf_seconds": tfidf_s, "results": rows, "geometry": geo}
+            "refresh_seconds": refresh_s, "tfidf_seconds": tfidf_s, "geometry_k": geo_k, "results": rows,
+            "geometry": geo}
 
 
 def sweep_lake(spec: dict, workdir: Path, k: int, weights: list[float], taus: list[float]) -> list[dict]:
-    """``exact``'s MAP@10 / P@10 / R@10 for each header weight and tau, on the lake's refreshed warehouse.
+    """``exact``'s MAP@k / P@k / R@k for each header weight and tau, on the lake's refreshed warehouse.
 
     A refresh per weight would rebuild every index stage, so each weight re-encodes the snapshot's tables with the
     embed stage's own code (``resolve_query`` reads them, ``embed_table`` encodes them with a column encoder of that
@@ -298,19 +328,19 @@ def sweep_lake(spec: dict, workdir: Path, k: int, weights: list[float], taus: li
                     keep = np.array([lake[i][0] != t.table_id for i in ex.tables], dtype=bool)
                     tabs, sc = ex.tables[keep], ex.scores[keep]
                     ranked = [spec["key"](lake[i][1]) for i in tabs[np.lexsort((tabs, -sc))[:k]]]
-                scores.append(metrics(ranked + [""] * (k - len(ranked)), spec["truth"].get(label, set())))
+                scores.append(metrics(ranked, spec["truth"].get(label, set()), k))
             mean = np.mean(scores, axis=0)
-            rows.append({"lake": spec["name"], "header_weight": w, "tau": tau, "MAP@10": float(mean[0]),
-                         "P@10": float(mean[1]), "R@10": float(mean[2])})
+            rows.append({"lake": spec["name"], "header_weight": w, "tau": tau, f"MAP@{k}": float(mean[0]),
+                         f"P@{k}": float(mean[1]), f"R@{k}": float(mean[2])})
             print_table(rows[-1:], list(rows[-1]))
     return rows
 
 
-def quality(lakes: list[str], workdir: Path, k: int, rebuild: bool) -> dict:
+def quality(lakes: list[str], workdir: Path, k: int, at: list[int], rebuild: bool) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
-    out = [quality_lake(spec, workdir, k, rebuild) for spec in _lakes(lakes, workdir)]
-    return {"k": k, "tau": DEFAULT_TAU, "defaults": {"phi_c": DEFAULT_PHI_C, "phi_ref": DEFAULT_PHI_REF_PER_K * k,
-                                                     "phi_r": k}, "lakes": out}
+    out = [quality_lake(spec, workdir, k, at, rebuild) for spec in _lakes(lakes, workdir)]
+    return {"k": k, "cutoffs": sorted({k, *(c for c in at if 0 < c < k)}), "tau": DEFAULT_TAU,
+            "defaults": {"phi_c": DEFAULT_PHI_C, "phi_ref": DEFAULT_PHI_REF_PER_K * k, "phi_r": k}, "lakes": out}
 
 
 # geometry -----------------------------------------------------------------------------------------------------------
@@ -471,6 +501,8 @@ def main() -> None:
     ap.add_argument("--tables", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--at", type=int, nargs="*", default=[1, 5, 10],
+                    help="quality: the k below --k at which each method is also queried for its own top-k")
     ap.add_argument("--dim", type=int, default=64)
     ap.add_argument("--tau", type=float, default=DEFAULT_TAU, help="tau of the scale part")
     ap.add_argument("--no-starmie", action="store_true", help="skip Starmie (its HNSW over all columns is slow)")
@@ -483,7 +515,7 @@ def main() -> None:
         return
     if args.part in ("all", "quality"):
         name = "union_quality" if len(args.lakes) == 3 else "union_quality_" + "_".join(args.lakes)
-        write_result(name, quality(args.lakes, Path(args.workdir), args.k, args.rebuild))
+        write_result(name, quality(args.lakes, Path(args.workdir), args.k, args.at, args.rebuild))
     if args.part in ("all", "scale"):
         name = "union_scale" if args.tau == DEFAULT_TAU else f"union_scale_tau{args.tau:g}"
         write_result(name, scale(args.tables, args.queries, args.k, args.dim, not args.no_starmie, args.tau))

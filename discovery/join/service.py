@@ -30,9 +30,11 @@ is joinability's.  A top-k search asks for k + 1 columns; when the (k+1)-th lies
 again, exactly, for the columns matching at least (k-th count - s), at most k + :data:`CONTEXT_POOL`, so that the
 k-th column's whole group competes for the last places: the reported set is then the exact top-k except within the
 k-th column's group, whose members all lie within the margin of the k-th score.  Context is computed for the
-columns of groups of more than one member that start among the first k (the only ones whose order it can change);
-other results carry ``context_score`` None, as do all results of a query with no other column that can be evidence
-(none, or only a row number: :class:`.context.QueryContext`), which keep joinability's order at no extra cost.
+columns of groups of more than one member that start among the first k, the only ones whose order it can change (a
+threshold search: among its first :data:`CONTEXT_POOL`, so that one returning thousands of columns reads a bounded
+number of tables); other results carry ``context_score`` None, as do all results of a query with no other column
+that can be evidence (none, or only a row number: :class:`.context.QueryContext`), which keep joinability's order at
+no extra cost.
 """
 from __future__ import annotations
 
@@ -217,14 +219,16 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T
 def _order_by_context(snapshot: Snapshot, query: QueryContext, qv, columns: list, slack: int, top_k: int | None,
                       first_rows: dict[int, int], stats: dict) -> tuple[list, dict]:
     """``columns`` (sorted by matches, then column id) reordered within their context groups, and the context of
-    each column whose group decided anything: the groups of more than one column that start within the first k."""
+    each column whose group decided anything: the groups of more than one column that start within the first k
+    (:data:`CONTEXT_POOL` for a threshold search)."""
     matches = [c.matches for c in columns]
     groups = context_groups(matches, slack)
     size, start = {}, {}
     for i, g in enumerate(groups):
         size[g] = size.get(g, 0) + 1
         start.setdefault(g, i)
-    need = [i for i, g in enumerate(groups) if size[g] > 1 and (top_k is None or start[g] < top_k)]
+    first = top_k if top_k is not None else CONTEXT_POOL  # a threshold search orders its first 50 results' groups
+    need = [i for i, g in enumerate(groups) if size[g] > 1 and start[g] < first]
     stats.update(context_columns=len(need), context_tables=0)
     if not need or "xash_postings" not in snapshot.versions:
         return columns, {}

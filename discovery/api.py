@@ -99,6 +99,7 @@ class Lakescout:
         from .join.service import join_search
 
         checked["tau"] = cfg.join.tau if checked.get("tau") is None else checked["tau"]
+        checked["context_margin"] = cfg.join.context_margin
         for name in ("tau_share", "similarity", "metric"):
             checked.pop(name, None)
         return join_search(self.snapshot, table, **checked)

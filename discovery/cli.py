@@ -187,12 +187,20 @@ def cmd_join(args) -> int:
           f"tau {out['tau']} (distance {st['tau_distance']:.3f})  "
           + (f"top-{out['top_k']}" if out["T"] is None else f"T {out['T']}"))
     rows = [{"rank": r["rank"], "joinability": f"{r['joinability']:.2f}", "table_id": r["table_id"],
-             "path": r["path"], "column": r["column"],
+             "path": r["path"], "column": r["column"], "context": _context(r),
              "matches": "; ".join(f"{a} ~ {b} ({d:.3f})" for a, b, d in r["matches"][:3])} for r in out["results"]]
-    print(_table(rows, ["rank", "joinability", "table_id", "path", "column", "matches"]))
+    print(_table(rows, ["rank", "joinability", "table_id", "path", "column", "context", "matches"]))
     print(f"\n{st['query_values']} distinct query values; {st.get('distance_computations', 0)} distance computations"
           f", {st['seconds'] * 1000:.0f} ms")
     return 0
+
+
+def _context(r: dict) -> str:
+    """A join result's context score and evidence (``2.75 Year ~ year; rows 0.75 (Year ~ year)``): what lifted it
+    above results of (nearly) the same joinability; nothing where context decided no order."""
+    if r.get("context_score") is None:
+        return ""
+    return f"{r['context_score']:.2f} {r.get('context') or '(none)'}"
 
 
 def _value(v) -> str:

@@ -80,3 +80,29 @@ def stored_rows(lake: np.ndarray, keys: np.ndarray, pivots: np.ndarray, levels: 
                    "vector": pa.array([v.tolist() for v in lake], pa.list_(pa.float32())),
                    "segment": pa.array(np.zeros(len(keys)) if segment is None else segment, pa.int32())})
     return model, vv, mapping_rows(vv, model)
+
+
+def check_context_order(matches, slack: int) -> None:
+    """The order rule of context (:mod:`discovery.join.service`): no result ranks above one whose count exceeds its
+    own by more than ``slack`` matches."""
+    for i, a in enumerate(matches):
+        assert all(b - a <= slack for b in matches[i + 1:]), (matches, slack)
+
+
+def check_context_top_k(answer, expected: dict, k: int, slack: int) -> None:
+    """A served top-k ``answer`` [(column key, matched)] in rank order against brute force ``expected``
+    {column key: matched, every column with a match}: the counts exact; the exact top-k set except within ``slack``
+    of the k-th count, where context may choose among the columns; the order rule kept."""
+    got = dict(answer)
+    assert len(got) == len(answer) == min(k, len(expected))
+    assert all(expected.get(key) == m for key, m in answer), (answer, expected)
+    if answer:
+        kth = sorted(expected.values(), reverse=True)[len(answer) - 1]
+        assert all(key in got for key, m in expected.items() if m > kth + slack), (answer, expected, slack)
+        assert all(m >= kth - slack for _, m in answer)
+    check_context_order([m for _, m in answer], slack)
+
+
+def context_slack(result: dict) -> int:
+    """The slack, in matches, the served join ordered ``result`` with (0 where context ordered nothing)."""
+    return int(result["stats"].get("context_slack", 0))

@@ -22,7 +22,7 @@ from discovery.query import resolve_query
 from discovery.store import snapshot_model
 from spark_jobs.pivot_mappings import REBALANCES
 from discovery.vectors import query_value_vectors
-from join_data import brute_force
+from join_data import brute_force, check_context_order, check_context_top_k, context_slack
 
 pytestmark = pytest.mark.spark
 
@@ -162,25 +162,29 @@ def test_every_method_equals_brute_force_and_the_one_partition_build(lakes, part
             for method in METHODS:
                 got = ls.join(query, column, tau=tau, T=T, method=method)
                 assert dict(_answer(ls, got)) == want, (query, column, tau, T, method)
-                ranks = [(-m, k) for k, m in _answer(ls, got)]
-                assert ranks == sorted(ranks)
+                check_context_order([m for _, m in _answer(ls, got)], context_slack(got))
                 if parts > 1:
-                    assert _answer(ls, got) == _answer(single, single.join(query, column, tau=tau, T=T, method=method))
+                    # the same columns and counts; the order within the context margin may differ, as the lake
+                    # value that witnesses a query value's match (the row link of context) may differ by partition
+                    assert sorted(_answer(ls, got)) == sorted(_answer(single, single.join(query, column, tau=tau,
+                                                                                         T=T, method=method)))
                     assert got["stats"]["partitions"] >= min(parts, 3)
                     assert 0 < got["stats"]["held_bytes_max"] <= lakes[("budget", parts)]
                 assert all(d <= tau * 2.0 + 1e-6 for r in got["results"] for _, _, d in r["matches"])
         for tau, k in TOP_K:
-            want = sorted(expected(tau, 0.0).items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+            want = expected(tau, 0.0)
             for method in METHODS:
                 got = ls.join(query, column, tau=tau, top_k=k, method=method)
-                assert _answer(ls, got) == want, (query, column, tau, k, method)
+                check_context_top_k(_answer(ls, got), want, k, context_slack(got))
                 if parts > 1:
-                    assert _answer(single, single.join(query, column, tau=tau, top_k=k, method=method)) == want
+                    alone = single.join(query, column, tau=tau, top_k=k, method=method)
+                    check_context_top_k(_answer(single, alone), want, k, context_slack(alone))
     assert nonempty >= 10
 
 
 def test_top_k_returns_the_k_most_joinable_columns(lakes):
-    """A user asking for 5 gets 5 when 5 columns share a match, whatever their joinability; ties rank by column id."""
+    """A user asking for 5 gets 5 when 5 columns share a match, whatever their joinability; the exact top-k but
+    within the context margin of the k-th count."""
     ls = discovery.open(lakes[5])
     search, n_query = _reference(ls, lakes["query"], "company")
     expected = search(load_config().join.tau, 0.0)  # the calls below take the default tau
@@ -189,7 +193,7 @@ def test_top_k_returns_the_k_most_joinable_columns(lakes):
     for method in METHODS:
         out = ls.join(lakes["query"], "company", top_k=5, method=method)
         assert out["T"] is None and out["top_k"] == 5
-        assert _answer(ls, out) == sorted(expected.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+        check_context_top_k(_answer(ls, out), expected, 5, context_slack(out))
     default = ls.join(lakes["query"], "company")
-    assert default["top_k"] == 10 and _answer(ls, default) == sorted(
-        expected.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
+    assert default["top_k"] == 10
+    check_context_top_k(_answer(ls, default), expected, 10, context_slack(default))

@@ -222,18 +222,19 @@ def settle(cost: np.ndarray, sizes: np.ndarray, assign: np.ndarray, cap: float) 
 
 def search_partitions(loaders: Iterable[Callable[[], JoinIndex | None]], query_vectors, tau: float = 0.06,
                       T: float = 0.6, method: str = "pexeso", top_k: int | None = None,
-                      exact_joinability: bool = True, value_ids=None) -> JoinResult:
+                      exact_joinability: bool = True, value_ids=None, min_matches: int = 1) -> JoinResult:
     """Search one partition at a time (only one index in memory) and merge; a loader returns None for a partition
     that holds no vectors.
 
     Threshold search: the union of the partitions' answers (columns never span partitions).  Top-k (``T`` not
     applied): each partition's exact top-k, merged; the running k-th best count is passed on as a floor, so later
     partitions prune with the threshold already reached (the k-size buffer of top-k search carried across partitions).
-    ``value_ids``: the query value of each query vector (see :meth:`JoinIndex.search`).
+    ``value_ids``: the query value of each query vector (see :meth:`JoinIndex.search`).  ``min_matches``: a floor on
+    the match count from the start (a top-k among the columns matching at least that many query values).
     """
     merged: list[JoinableColumn] = []
     stats: dict = {"partitions": 0}
-    floor = 1
+    floor = max(1, int(min_matches))
     for load in loaders:
         index = load()
         if index is None:
@@ -250,6 +251,6 @@ def search_partitions(loaders: Iterable[Callable[[], JoinIndex | None]], query_v
         if top_k is not None:
             merged = merged[:top_k]
             if len(merged) == top_k:
-                floor = merged[-1].matches
+                floor = max(floor, merged[-1].matches)
     stats["method"] = method
     return JoinResult(merged, stats)

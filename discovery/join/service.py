@@ -20,6 +20,21 @@ values.
 Two searches: top-k (``top_k``) returns the k columns of highest joinability among those with any match, as PEXESO's
 top-k search does; threshold search (``T``, when no ``top_k`` is given) returns every column whose joinability
 reaches T.
+
+The order rule (context breaks ties, :mod:`.context`).  Joinability is the score, exact, and stays in the result.
+With ``[join] context_margin`` = m, results sorted by joinability (then column id) fall into groups: a group starts at
+its highest count h and holds the following results whose count is at least h - s, where s = floor(m |Q|) matches.
+Within a group results are ordered by ``context_score`` (then as before); groups keep their order, so a result never
+passes one whose joinability exceeds its own by more than m, and with distinct counts farther apart than m the order
+is joinability's.  A top-k search asks for k + 1 columns; when the (k+1)-th lies within s of the k-th, it searches
+again, exactly, for the columns matching at least (k-th count - s), at most k + :data:`CONTEXT_POOL`, so that the
+k-th column's whole group competes for the last places: the reported set is then the exact top-k except within the
+k-th column's group, whose members all lie within the margin of the k-th score.  Context is computed for the
+columns of groups of more than one member that start among the first k, the only ones whose order it can change (a
+threshold search: among its first :data:`CONTEXT_POOL`, so that one returning thousands of columns reads a bounded
+number of tables); other results carry ``context_score`` None, as do all results of a query with no other column
+that can be evidence (none, or only a row number: :class:`.context.QueryContext`), which keep joinability's order at
+no extra cost.
 """
 from __future__ import annotations
 
@@ -33,6 +48,7 @@ from ..query import QueryError, resolve_query
 from ..store import Snapshot, result_names, snapshot_model
 from ..store.cache import INDEXES, deep_nbytes
 from ..vectors import query_value_vectors
+from .context import QueryContext, context_groups, context_order, read_postings, table_context
 from .metric import max_distance
 from .search import METHODS, JoinIndex
 from .partitioning import search_partitions
@@ -41,6 +57,8 @@ from .stage import (COLUMN_KEY_BASE, MODEL, ROW_KEYS, PivotModel, column_first_r
 
 #: Matched value pairs reported per result column as evidence.
 EVIDENCE_PAIRS = 5
+#: Columns beyond k a top-k search gathers when the k-th column's context group runs past it.
+CONTEXT_POOL = 50
 
 
 class LoadedJoinIndex:
@@ -109,12 +127,16 @@ def loaded_index(snapshot: Snapshot) -> LoadedJoinIndex:
 
 
 def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T: float | None = None,
-                top_k: int | None = None, method: str = "pexeso") -> dict:
+                top_k: int | None = None, method: str = "pexeso", context_margin: float | None = None) -> dict:
     """Lake columns joinable with ``query``'s ``column``, in the JSON shape of ``lakescout join --json``.
 
     Exactly one of ``top_k`` (the k columns of highest joinability, any match counting) and ``T`` (every column whose
-    joinability reaches T).
+    joinability reaches T).  ``context_margin`` (``[join] context_margin``; None: joinability and column id alone):
+    results whose joinability ties or lies within the margin are ordered by context (the module docstring's rule),
+    and every result carries ``context_score`` and ``context``.
     """
+    if context_margin is not None and not 0 <= context_margin < 1:
+        raise ValueError(f"context_margin must be a fraction of the query values in [0, 1), got {context_margin}")
     if method not in METHODS:
         raise ValueError(f"unknown join method {method!r}; expected one of {', '.join(METHODS)}")
     if not 0 < tau < 1:
@@ -143,13 +165,31 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T
     own = len(q.names) if q.table_id is not None else 0  # the query's own columns may rank, and are then dropped
     first_rows: dict[int, int] = {}
     held: list[int] = []
-    found = search_partitions((lambda p=p: loaded.partition(p, first_rows, held)
-                               for p in range(loaded.model.n_partitions)),
-                              qv.vectors, tau, 0.0 if T is None else T, method, None if top_k is None else top_k + own,
-                              value_ids=qv.value_of)
+
+    def search(k: int | None, floor: int = 1):
+        found = search_partitions((lambda p=p: loaded.partition(p, first_rows, held)
+                                   for p in range(loaded.model.n_partitions)),
+                                  qv.vectors, tau, 0.0 if T is None else T, method, k, value_ids=qv.value_of,
+                                  min_matches=floor)
+        return found, [c for c in found.columns if int(c.column_id) // COLUMN_KEY_BASE != q.table_id]
+
+    query_context = QueryContext(q.names, q.columns, ordinal) if context_margin is not None else None
+    with_context = query_context is not None and bool(query_context.others)  # else no table can have context
+    # one more than asked: whether the k-th column's context group runs past it (the order rule above)
+    found, columns = search(None if top_k is None else top_k + own + with_context)
     if loaded.kept != kept:  # the one-partition index was built: the cache re-measures what this entry holds now
         INDEXES.put(_cache_key(snapshot), loaded)
-    columns = [c for c in found.columns if int(c.column_id) // COLUMN_KEY_BASE != q.table_id]
+    context = {}
+    if with_context:
+        slack = int(np.floor(context_margin * len(qv.values) + 1e-9))
+        if top_k is not None and len(columns) > top_k and columns[top_k].matches >= columns[top_k - 1].matches - slack:
+            floor = columns[top_k - 1].matches - slack
+            pool_k = top_k + own + CONTEXT_POOL
+            found, columns = search(pool_k, floor)
+            found.stats.update(context_searches=2, context_pool_capped=int(len(found.columns) == pool_k))
+        columns, context = _order_by_context(snapshot, query_context, qv, columns, slack, top_k, first_rows,
+                                             found.stats)
+        found.stats.update(context_margin=context_margin, context_slack=slack)
     if top_k is not None:
         columns = columns[:top_k]
     evidence = {int(c.column_id): sorted(c.pairs.tolist(), key=lambda x: x[2])[:EVIDENCE_PAIRS] for c in columns}
@@ -164,9 +204,56 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T
         results.append({"rank": len(results) + 1, "table_id": table_id, "path": paths.get(table_id),
                         "column": names.get((table_id, lake_ordinal), str(lake_ordinal)),
                         "joinability": col.joinability, "matched": col.matches, "matches": pairs})
+        if query_context is not None:
+            ctx = context.get(key)
+            results[-1].update(context_score=None if ctx is None else ctx.score,
+                               context="" if ctx is None else ctx.text())
     stats = {k: v for k, v in found.stats.items() if isinstance(v, (int, float, str))}
     stats.update(held_bytes_max=max(held, default=0), loaded_bytes=sum(held))
     stats.update(query_values=len(qv.values), query_values_capped=qv.capped,
                  tau_distance=tau * max_distance(loaded.model.metric), seconds=time.perf_counter() - started)
     return {"snapshot_id": snapshot.snapshot_id, "query": q.label, "column": q.names[ordinal], "method": method,
             "tau": tau, "T": T, "top_k": top_k, "results": results, "stats": stats}
+
+
+def _order_by_context(snapshot: Snapshot, query: QueryContext, qv, columns: list, slack: int, top_k: int | None,
+                      first_rows: dict[int, int], stats: dict) -> tuple[list, dict]:
+    """``columns`` (sorted by matches, then column id) reordered within their context groups, and the context of
+    each column whose group decided anything: the groups of more than one column that start within the first k
+    (:data:`CONTEXT_POOL` for a threshold search)."""
+    matches = [c.matches for c in columns]
+    groups = context_groups(matches, slack)
+    size, start = {}, {}
+    for i, g in enumerate(groups):
+        size[g] = size.get(g, 0) + 1
+        start.setdefault(g, i)
+    first = top_k if top_k is not None else CONTEXT_POOL  # a threshold search orders its first 50 results' groups
+    need = [i for i, g in enumerate(groups) if size[g] > 1 and start[g] < first]
+    stats.update(context_columns=len(need), context_tables=0)
+    if not need or "xash_postings" not in snapshot.versions:
+        return columns, {}
+    started = time.perf_counter()
+    keys = [int(columns[i].column_id) for i in need]
+    witness = {key: [(int(a), int(b) - first_rows[key]) for a, b, _ in columns[i].pairs.tolist()]
+               for key, i in zip(keys, need)}
+    strings = values_at(lambda flt: snapshot.read("value_vectors", columns=ROW_KEYS, filter=flt),
+                        {key: [b for _, b in pairs] for key, pairs in witness.items()})
+    links = {key: {qv.values[a]: strings[(key, b)] for a, b in pairs} for key, pairs in witness.items()}
+    tables = sorted({key // COLUMN_KEY_BASE for key in keys})
+    postings = read_postings(lambda cols, flt: snapshot.scan("xash_postings", columns=cols, filter=flt), tables)
+    postings = postings.sort_by("table_id")
+    bounds = np.searchsorted(postings.column("table_id").to_numpy(), [tables, np.add(tables, 1)])
+    at = {t: (int(a), int(b)) for t, a, b in zip(tables, bounds[0], bounds[1])}
+    _, names = result_names(snapshot, tables)
+    query.add_values([v for link in links.values() for v in link.values()])
+    context = {}
+    for key in keys:
+        table_id, lake_ordinal = divmod(key, COLUMN_KEY_BASE)
+        a, b = at[table_id]
+        context[key] = table_context(query, postings.slice(a, b - a), lake_ordinal, links[key],
+                                     {o: n for (t, o), n in names.items() if t == table_id})
+    scores = [context.get(int(c.column_id)) for c in columns]
+    order = context_order(matches, [None if s is None else s.score for s in scores], slack)
+    stats.update(context_tables=len(tables), context_postings=postings.num_rows,
+                 context_seconds=time.perf_counter() - started)
+    return [columns[i] for i in order], context

@@ -126,5 +126,8 @@ def evidence_text(evidence: str, limit: int = 160) -> str:
         value = json.loads(evidence or "{}")
     except json.JSONDecodeError:
         return evidence[:limit]
-    text = "; ".join(f"{k}: {json.dumps(v, separators=(',', ':'))}" for k, v in value.items())
+    # a semantic-join result ordered by context leads with what lifted it (discovery.join.context), then its matches
+    context, score = value.pop("context", None), value.pop("context_score", None)
+    lead = [f"context {score:.2f}: {context}"] if context and score is not None else []
+    text = "; ".join(lead + [f"{k}: {json.dumps(v, separators=(',', ':'))}" for k, v in value.items()])
     return text if len(text) <= limit else text[: limit - 1] + "…"

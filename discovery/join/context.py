@@ -1,0 +1,201 @@
+"""Context of a semantic-join answer: does the lake table also join the query's *other* columns?
+
+A low-cardinality key (a ``Party`` column of ``democrat``, ``republican``, ``federalist``) matches a dozen lake
+columns with the same joinability; the right one belongs to the table that shares the query's other columns too (the
+same office holders, the same years).  That is the evidence of context-aware join discovery (DeepJoin's use of the
+table around a column; "context" in join discovery generally): a second column that joins, and values shared across
+the rows.  Two cheap, explainable measures, both over values normalised as every index and query normalises them
+(:func:`discovery.normalize.normalize_array`, the strings ``xash_postings`` holds):
+
+* **column pairs** -- for each other query column, the lake column (not the matched one) holding the largest share of
+  its distinct values; the pair counts when that containment reaches :data:`MIN_CONTAINMENT` and at least
+  :data:`MIN_SHARED` values are shared.  A row-number column (the integers 0..n-1 or 1..n, one a row) is no
+  evidence: every table numbered from 0 shares it, and it is left out on the query side.
+* **rows** -- the share of the query rows whose key value matched for which a lake row holding the matched value (the
+  search's witness of that query value) also holds, in another column, the query row's value of another column.
+  A query value within tau of several lake values links through the one the search found first; which one that is
+  can depend on the index's layout (its partitions), so the order within the margin can differ between two builds of
+  one lake, while joinability and the results outside the margin cannot.
+
+``context_score = rows + sum of the counted pairs' containments``: 0 without context; a table sharing two more columns
+and agreeing on every row scores 3.  The score orders results only where joinability leaves them tied or within the
+margin (:func:`context_order`); joinability stays the score.
+
+Reads: the ``xash_postings`` rows of the candidate tables only (every non-null normalised cell, with its column and
+row), their first :data:`MAX_ROWS` rows each (a filter the files' statistics prune on), as the rest of discovery
+reads bounded parts of the index; no lake file is opened at query time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..normalize import normalize_array
+
+#: A column pair is context when the lake column holds this share of the query column's distinct values ...
+MIN_CONTAINMENT = 0.5
+#: ... and at least this many of them (one shared value is a coincidence).
+MIN_SHARED = 2
+#: Rows of a candidate table read for its context (the postings' row numbers below it).
+MAX_ROWS = 20_000
+
+
+@dataclass
+class Context:
+    """The context of one lake table for one query: the score and the evidence behind it."""
+
+    score: float = 0.0
+    pairs: list[tuple[str, str, float]] = field(default_factory=list)  # (query column, lake column, containment)
+    rows: float = 0.0                  # share of linked query rows agreeing with a matched lake row on another column
+    row_pairs: list[tuple[str, str, int]] = field(default_factory=list)  # (query column, lake column, rows agreeing)
+
+    def text(self) -> str:
+        """One line: ``Year ~ year, Office ~ office; rows 0.95 (Year ~ year)``; empty without context."""
+        parts = []
+        if self.pairs:
+            parts.append(", ".join(f"{q} ~ {c}" for q, c, _ in self.pairs))
+        if self.rows > 0:
+            best = ", ".join(f"{q} ~ {c}" for q, c, _ in self.row_pairs[:2])
+            parts.append(f"rows {self.rows:.2f}" + (f" ({best})" if best else ""))
+        return "; ".join(parts)
+
+
+def is_row_number(codes: np.ndarray, values: list[str]) -> bool:
+    """True for a column of row numbers: a value on every row, each a distinct integer, exactly 0..n-1 or 1..n
+    (``codes`` the non-null cells' codes, ``values`` their strings)."""
+    n = len(values)
+    if n < 2 or np.unique(codes).size != n:
+        return False
+    try:
+        ints = np.array([int(v) for v in values], dtype=np.int64)
+    except ValueError:
+        return False
+    lo = int(ints.min())
+    return lo in (0, 1) and int(ints.max()) == lo + n - 1
+
+
+class QueryContext:
+    """The query side, prepared once per search: every other column's normalised cells as codes of one vocabulary
+    (``others``: the columns that can be evidence; none, and no table has context), and each row's link (the lake
+    value its key value matched, as a code) for each candidate column."""
+
+    def __init__(self, names: list[str], columns: list[pa.Array], key: int):
+        self.names = names
+        self.key = key
+        arrays = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
+        normalised = {j: normalize_array(a) for j, a in enumerate(arrays)}
+        self.key_values = normalised[key]
+        others = {j: pc.drop_null(v) for j, v in normalised.items() if j != key}
+        self.vocab = pc.unique(pa.concat_arrays([v.cast(pa.string()) for v in others.values()]
+                                                or [pa.array([], pa.string())]))
+        self.codes = {j: self.code(normalised[j]) for j in others}
+        self.others = [j for j, v in others.items()
+                       if len(v) and not is_row_number(self.codes[j][self.codes[j] >= 0], v.to_pylist())]
+        self.distinct = {j: np.unique(self.codes[j][self.codes[j] >= 0]) for j in self.others}
+
+    @property
+    def n_vocab(self) -> int:
+        return len(self.vocab)
+
+    def add_values(self, values: list[str]) -> None:
+        """Extend the vocabulary with lake values (the witnesses of the key's matches); existing codes stay."""
+        new = pa.array(sorted(set(values)), pa.string())
+        new = new.filter(pc.invert(pc.is_in(new, value_set=self.vocab)))
+        if len(new):
+            self.vocab = pa.concat_arrays([self.vocab, new])
+
+    def code(self, values) -> np.ndarray:
+        """Codes of normalised strings in the query's vocabulary; -1 for null or a value the query does not hold."""
+        idx = pc.index_in(values.cast(pa.string()), value_set=self.vocab)
+        return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+    def links(self, link: dict[str, str]) -> np.ndarray:
+        """Per query row, the code of the lake value its key value matched (``link``: query value -> lake value),
+        -1 for a row whose key found no match."""
+        keys = list(link)
+        if not keys:
+            return np.full(len(self.key_values), -1, dtype=np.int64)
+        at = pc.index_in(self.key_values, value_set=pa.array(keys, pa.string())).fill_null(-1)
+        at = at.to_numpy(zero_copy_only=False).astype(np.int64)
+        target = self.code(pa.array([link[k] for k in keys], pa.string()))
+        return np.where(at >= 0, target[np.maximum(at, 0)], -1)
+
+
+def read_postings(read, table_ids: list[int], max_rows: int = MAX_ROWS) -> pa.Table:
+    """``xash_postings`` rows (table_id, column, row, value) of ``table_ids``, their first ``max_rows`` rows."""
+    if not table_ids:
+        return pa.table({"table_id": pa.array([], pa.int64()), "column": pa.array([], pa.int32()),
+                         "row": pa.array([], pa.int64()), "value": pa.array([], pa.string())})
+    flt = pc.field("table_id").isin(pa.array(sorted(set(table_ids)), pa.int64())) & (pc.field("row") < max_rows)
+    return read(["table_id", "column", "row", "value"], flt)
+
+
+def table_context(query: QueryContext, postings: pa.Table, lake_column: int, link: dict[str, str],
+                  lake_names: dict[int, str]) -> Context:
+    """The context of one lake table: ``postings`` its ``xash_postings`` rows, ``lake_column`` the ordinal of the
+    column the search matched, ``link`` each matched query value's witness lake value."""
+    if not query.others or postings.num_rows == 0:
+        return Context()
+    col = postings.column("column").to_numpy().astype(np.int64)
+    row = postings.column("row").to_numpy().astype(np.int64)
+    code = query.code(postings.column("value"))
+    n_rows = int(row.max()) + 1
+    key_of_row = np.full(n_rows, -1, dtype=np.int64)
+    at_key = col == lake_column
+    key_of_row[row[at_key]] = code[at_key]
+    keep = ~at_key & (code >= 0)
+    col, row, code = col[keep], row[keep], code[keep]
+    lake_cols = np.unique(col)
+    V = query.n_vocab
+    # column pairs: the lake column holding most of each other query column's distinct values
+    pairs = []
+    distinct_of = {int(c): np.unique(code[col == c]) for c in lake_cols}
+    for j in query.others:
+        dj = query.distinct[j]
+        best = max(((int(np.isin(dj, d, assume_unique=True).sum()), c) for c, d in distinct_of.items()),
+                   default=(0, -1))
+        if best[0] >= MIN_SHARED and best[0] / dj.size >= MIN_CONTAINMENT:
+            pairs.append((query.names[j], lake_names.get(best[1], str(best[1])), best[0] / dj.size))
+    # rows: (matched key value, other value) of a query row found in one lake row
+    linked = query.links(link)
+    has_link = linked >= 0
+    agree_any = np.zeros(linked.size, dtype=bool)
+    row_pairs = []
+    lake_key = key_of_row[row]
+    for c in lake_cols:
+        sel = (col == c) & (lake_key >= 0)
+        held = np.unique(lake_key[sel] * V + code[sel])
+        for j in query.others:
+            qc = query.codes[j]
+            ok = has_link & (qc >= 0)
+            agree = np.zeros(linked.size, dtype=bool)
+            agree[ok] = np.isin(linked[ok] * V + qc[ok], held)
+            if agree.any():
+                row_pairs.append((query.names[j], lake_names.get(int(c), str(c)), int(agree.sum())))
+                agree_any |= agree
+    rows = float(agree_any.sum() / has_link.sum()) if has_link.any() else 0.0
+    row_pairs.sort(key=lambda p: -p[2])
+    score = rows + sum(s for _, _, s in pairs)
+    return Context(round(score, 6), pairs, round(rows, 6), row_pairs)
+
+
+def context_groups(matches: list[int], slack: int) -> list[int]:
+    """Group number of each result, results sorted by joinability (matches descending): a group starts at its
+    highest count, its head, and holds the following results whose count is within ``slack`` of the head's."""
+    groups, head, g = [], None, -1
+    for m in matches:
+        if head is None or head - m > slack:
+            head, g = m, g + 1
+        groups.append(g)
+    return groups
+
+
+def context_order(matches: list[int], scores: list[float | None], slack: int) -> list[int]:
+    """The order of results sorted by (matches descending, column id): within each group of
+    :func:`context_groups`, context score descending, then as before.  A result never passes one whose count exceeds
+    its own by more than ``slack``: such two results lie in different groups, and groups keep their order."""
+    groups = context_groups(matches, slack)
+    return sorted(range(len(matches)), key=lambda i: (groups[i], -(scores[i] or 0.0), i))

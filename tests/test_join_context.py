@@ -1,0 +1,161 @@
+"""Context breaks ties in the semantic join: the order rule on random inputs (joinability order kept beyond the
+margin), and a lake where a ``Party`` column ties across tables and the table sharing the query's other columns is
+lifted to first, through ``discovery.open(...).join`` and the CLI, with its evidence; the page shows it."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import discovery
+from discovery.join.context import QueryContext, context_groups, context_order, is_row_number, table_context
+from discovery.join.service import join_search
+
+PARTIES = ["Democratic", "Republican", "Federalist", "Whig", "Democratic-Republican", "National Republican",
+           "Anti-Masonic", "Free Soil", "Know Nothing", "Constitutional Union", "Progressive", "Populist"]
+OFFICES = ["President", "Vice President", "Secretary of State", "Treasury Secretary", "Attorney General"]
+
+
+# -- the order rule -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(40))
+def test_context_reorders_only_within_the_margin(seed):
+    """Random counts and context scores: the result is a permutation; a result never passes one whose count exceeds
+    its own by more than the slack; with slack 0 only ties move; without scores nothing moves."""
+    rng = np.random.default_rng(seed)
+    n, slack = int(rng.integers(1, 40)), int(rng.integers(0, 4))
+    matches = sorted(rng.integers(1, 30, n).tolist(), reverse=True)
+    scores = [None if rng.random() < 0.2 else float(rng.random() * 3) for _ in range(n)]
+    order = context_order(matches, scores, slack)
+    assert sorted(order) == list(range(n))
+    for a in range(n):
+        for b in range(a + 1, n):  # order[a] ranks above order[b]
+            assert matches[order[b]] - matches[order[a]] <= slack
+    groups = context_groups(matches, slack)
+    assert [groups[i] for i in order] == sorted(groups)  # groups keep their order
+    assert context_order(matches, [None] * n, slack) == list(range(n))
+    ties = context_order(matches, scores, 0)
+    assert [matches[i] for i in ties] == matches
+
+
+def test_row_numbers_are_no_evidence():
+    assert is_row_number(np.arange(5), ["0", "1", "2", "3", "4"])
+    assert is_row_number(np.arange(3), ["1", "2", "3"])
+    assert not is_row_number(np.arange(3), ["1789", "1790", "1791"])
+    assert not is_row_number(np.array([0, 0, 1]), ["0", "0", "1"])
+    assert not is_row_number(np.arange(3), ["a", "b", "c"])
+
+
+def test_table_context_counts_column_pairs_and_agreeing_rows():
+    """Query (Name, Party, Year); lake rows of (party, year, name): Year ~ year and Name ~ name join; a query row
+    agrees when the lake row holding its matched party also holds its year or name."""
+    q = QueryContext(["Name", "Party", "Year"], [pa.array(["ann", "bob", "cy", "dee"]),
+                                                 pa.array(["Whig", "Whig", "Free Soil", "Whig"]),
+                                                 pa.array(["1800", "1804", "1808", "1900"])], key=1)
+    q.add_values(["whig", "free soil"])
+    lake = [("whig", "1800", "ann"), ("whig", "1804", "bob"), ("free soil", "1808", "zed"), ("whig", "1812", "eve")]
+    cells = [(c, r, v) for r, row in enumerate(lake) for c, v in enumerate(row)]
+    postings = pa.table({"table_id": [7] * len(cells), "column": pa.array([c for c, _, _ in cells], pa.int32()),
+                         "row": [r for _, r, _ in cells], "value": [v for _, _, v in cells]})
+    ctx = table_context(q, postings, 0, {"whig": "whig", "free soil": "free soil"}, {0: "party", 1: "year", 2: "name"})
+    assert [(a, b) for a, b, _ in ctx.pairs] == [("Name", "name"), ("Year", "year")]
+    assert ctx.pairs[0][2] == 0.5 and ctx.pairs[1][2] == 0.75
+    assert ctx.rows == 0.75  # ann, bob, cy agree (on year); dee's year 1900 is no whig row's
+    assert ctx.score == pytest.approx(0.5 + 0.75 + 0.75)
+    assert ctx.text().startswith("Name ~ name, Year ~ year; rows 0.75 (Year ~ year")
+
+
+# -- a lake where Party ties ----------------------------------------------------------------------------------------
+def _write(path, header, rows):
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def _party_lake(root: str) -> str:
+    """Five tables with a Party column holding all 12 parties (joinability 1 for each), named so that the right one
+    (``z_officeholders.csv``, the query's rows among others) has the highest table id; the query file outside."""
+    rng = np.random.default_rng(5)
+    lake = os.path.join(root, "lake")
+    os.makedirs(lake)
+    people = [f"Holder {chr(65 + i // 26)}{chr(65 + i % 26)}son" for i in range(80)]
+    holders = [(people[i], PARTIES[i % len(PARTIES)], str(1789 + 4 * i), OFFICES[i % len(OFFICES)]) for i in range(60)]
+    _write(os.path.join(lake, "z_officeholders.csv"), ["Name", "Party", "Year", "Office"], holders)
+    _write(os.path.join(lake, "a_senators.csv"), ["Senator", "Party", "State"],
+           [(people[(i * 7) % 80] + " Jr", PARTIES[i % 12], f"State {i % 15}") for i in range(48)])
+    _write(os.path.join(lake, "b_governors.csv"), ["Governor", "Party", "Term start"],
+           [(f"Gov {i}", PARTIES[i % 12], str(1900 + int(rng.integers(0, 100)))) for i in range(36)])
+    _write(os.path.join(lake, "c_parties.csv"), ["Party", "Founded", "Ideology"],
+           [(p, str(1790 + 10 * i), f"ideology {i}") for i, p in enumerate(PARTIES)])
+    _write(os.path.join(lake, "d_mayors.csv"), ["Mayor", "City", "Party"],
+           [(f"Mayor {i}", f"City {i % 20}", PARTIES[(i * 5) % 12]) for i in range(40)])
+    query = os.path.join(root, "query.csv")
+    picked = [holders[i] for i in range(0, 60, 2)]  # 30 rows, every party
+    _write(query, ["President", "Party", "Year", "Office"], picked)
+    return lake, query
+
+
+@pytest.fixture(scope="module")
+def party_lake(spark, fast_config, tmp_path_factory):
+    from spark_jobs.refresh import refresh
+
+    root = str(tmp_path_factory.mktemp("party"))
+    lake, query = _party_lake(root)
+    wh = os.path.join(root, "warehouse")
+    assert refresh(spark, wh, lake, config_path=fast_config).get("published")
+    return wh, query
+
+
+@pytest.mark.spark
+def test_context_lifts_the_table_that_shares_the_other_columns(party_lake):
+    wh, query = party_lake
+    ls = discovery.open(wh)
+    out = ls.join(query, "Party")
+    first = out["results"][0]
+    assert first["path"] == "z_officeholders.csv" and first["column"] == "Party"
+    tied = [r for r in out["results"] if r["joinability"] == 1.0]
+    assert len(tied) == 5  # every Party column matches every party: joinability ties and stays the score
+    assert first["context_score"] > max(r["context_score"] for r in tied[1:])
+    assert "President ~ Name" in first["context"] and "Year ~ Year" in first["context"]
+    assert "rows 1.00" in first["context"]
+    # the same search without context: the same columns and joinabilities, ties by column id (the right one last)
+    plain = join_search(ls.snapshot, query, "Party", tau=out["tau"], top_k=out["top_k"], context_margin=None)
+    assert [r["path"] for r in plain["results"]][:5] != [r["path"] for r in out["results"]][:5]
+    assert plain["results"][4]["path"] == "z_officeholders.csv"
+    key = lambda r: (r["path"], r["column"], r["matched"], r["joinability"])  # noqa: E731
+    assert sorted(map(key, plain["results"])) == sorted(map(key, out["results"]))
+    assert all("context_score" not in r for r in plain["results"])
+
+
+@pytest.mark.spark
+def test_the_cli_shows_which_context_lifted_a_table(party_lake):
+    wh, query = party_lake
+    exe = os.path.join(os.path.dirname(sys.executable), "lakescout")
+    text = subprocess.run([exe, "join", "--warehouse", wh, "--query", query, "--column", "Party"],
+                          capture_output=True, text=True, timeout=300)
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    header = next(i for i, ln in enumerate(lines) if ln.strip().startswith("rank"))
+    assert "context" in lines[header]
+    assert "z_officeholders.csv" in lines[header + 2] and "President ~ Name" in lines[header + 2]
+    js = subprocess.run([exe, "join", "--warehouse", wh, "--query", query, "--column", "Party", "--json"],
+                        capture_output=True, text=True, timeout=300)
+    first = json.loads(js.stdout)["results"][0]
+    assert first["path"] == "z_officeholders.csv" and first["context_score"] > 0 and "Year ~ Year" in first["context"]
+
+
+def test_the_page_leads_a_join_result_with_its_context():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plugins"))
+    from lakescout_ui.data import evidence_text
+
+    evidence = json.dumps({"matched": 12, "matches": [["whig", "whig", 0.0]] * 5, "context_score": 3.5,
+                           "context": "President ~ Name, Year ~ Year; rows 1.00 (Year ~ Year)"})
+    assert evidence_text(evidence).startswith("context 3.50: President ~ Name, Year ~ Year; rows 1.00")
+    plain = json.dumps({"matched": 12, "context_score": None, "context": ""})
+    assert evidence_text(plain) == "matched: 12"

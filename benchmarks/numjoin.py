@@ -2,8 +2,10 @@
 KD-tree per set (RTREE), on a clustered synthetic lake in the paper's SYN shape and on real coordinates.
 
 Run: ``python benchmarks/numjoin.py [--vectors 300000] [--sets 300] [--dim 20] [--clusters 100] [--sigma 0.05]
-[--queries 5] [--real-only]``.  Prints tables and writes ``benchmarks/results/numjoin.json``.  ``--lake`` instead
-builds lakes with the real refresh (:func:`coordinate_lake`, :func:`build_cost`) and writes ``numjoin_lake.json``.
+[--queries 5] [--real-only] [--out numjoin]``.  Prints tables and writes ``benchmarks/results/<out>.json``.
+``--lake`` instead builds lakes with the real refresh (:func:`coordinate_lake`, :func:`build_cost`) and writes
+``numjoin_lake.json``; ``--build-cost sample,ugen_v1,fivethirtyeight`` only measures the numeric stage's share of
+those lakes' full builds (``numjoin_build_cost.json``).
 
 SYN (§V-A): cluster centers uniform in the unit cube, objects normal around them (``sigma`` per axis); a set draws its
 objects from one to three clusters, its size uniform in ``[0.5, 1.5]`` times the mean.  Queries are sets of the lake
@@ -53,6 +55,19 @@ def syn_lake(n_vectors: int, n_sets: int, dim: int, n_clusters: int, sigma: floa
     return sets
 
 
+def index_sets(ix: NumericIndex) -> list[np.ndarray]:
+    """Each set's vectors as a view of the index's member array (groups are stored set by set; rows within a set
+    are in group order, which changes no method's set ids or scores)."""
+    g = ix.groups
+    return [g.vectors[g.start[g.set_start[s]]:g.start[g.set_start[s + 1]]] for s in range(g.n_sets)]
+
+
+def _peak_rss_gb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20   # Linux: KiB
+
+
 def _cpu() -> float:
     return time.process_time()
 
@@ -92,6 +107,7 @@ def syn(args) -> dict:
     c0 = _cpu()
     ix = NumericIndex.build(sets, "euclidean", seed=args.seed)
     build["pexeso"] = _cpu() - c0
+    sets = index_sets(ix)   # the generated arrays go: every method reads the index's one copy of the lake
     base = {}
     for name in ("pivot-table", "kdtree"):
         c0 = _cpu()
@@ -119,26 +135,33 @@ def syn(args) -> dict:
         got = sorted(ix.search(q, 0.06 * max_d, T=0.6).set_ids.tolist())
         if want != got:
             raise AssertionError("pexeso disagrees with brute force on SYN")
+    print(f"  brute force checked on {args.brute_queries} queries ({_cpu():.0f} CPU s, "
+          f"{time.perf_counter() - t0:.0f} s)", flush=True)
     rows = {"tau_sweep": [], "T_sweep": [], "top_k": []}
+
+    def done(key: str, row: dict) -> None:
+        rows[key].append(row)
+        print(f"  {key} tau {row['tau_pct']:.0f}% T {row['T']} k {row['k']}: results {row['results']:.1f}, pexeso "
+              f"{row['pexeso_ms']:.1f} ms; " + ", ".join(f"vs {m} {row[f'speedup_vs_{m}']:.2f}x" for m in METHODS[1:])
+              + f" ({_cpu():.0f} CPU s, {time.perf_counter() - t0:.0f} s)", flush=True)
+
     for frac in args.tau_sweep:
-        rows["tau_sweep"].append(run_setting(runners, queries, frac * max_d, 0.6) | {"tau_pct": 100 * frac})
-        print(f"  tau {100 * frac:.0f}% done", flush=True)
+        done("tau_sweep", run_setting(runners, queries, frac * max_d, 0.6) | {"tau_pct": 100 * frac})
     for T in args.T_sweep:
-        rows["T_sweep"].append(run_setting(runners, queries, 0.06 * max_d, T) | {"tau_pct": 6.0})
-        print(f"  T {100 * T:.0f}% done", flush=True)
+        done("T_sweep", run_setting(runners, queries, 0.06 * max_d, T) | {"tau_pct": 6.0})
     for k in args.top_k:
-        rows["top_k"].append(run_setting(runners, queries, 0.06 * max_d, None, k) | {"tau_pct": 6.0})
-        print(f"  top-{k} done", flush=True)
+        done("top_k", run_setting(runners, queries, 0.06 * max_d, None, k) | {"tau_pct": 6.0})
     cols = ["tau_pct", "T", "k", "results", "pexeso_ms", "pexeso_dist"] + \
         [f"speedup_vs_{m}" for m in METHODS[1:]] + [f"dist_ratio_{m}" for m in METHODS[1:]]
     for key in rows:
         print(f"\nSYN {key} (per query; speed-up = method CPU time / PEXESO's; dist_ratio = method distances / "
               f"PEXESO's)")
         print_table(rows[key], cols)
+    print(f"\npeak RSS {_peak_rss_gb():.2f} GB, wall {time.perf_counter() - t0:.0f} s")
     return {"vectors": n, "sets": len(sets), "dim": args.dim, "clusters": args.clusters, "sigma": args.sigma,
             "queries": args.queries, "centers": int(ix.centers.shape[0]), "groups": int(ix.groups.n_groups),
             "build_cpu_s": build, "brute_checked_queries": args.brute_queries, "wall_s": time.perf_counter() - t0,
-            **rows}
+            "peak_rss_gb": _peak_rss_gb(), **rows}
 
 
 def real(args) -> dict | None:
@@ -207,21 +230,36 @@ def _arrays_seconds(warehouse: str) -> float:
     return time.perf_counter() - t0
 
 
-def build_cost(args) -> dict:
-    """The numeric stage's share of a full build of the sample lake (every stage, local[2])."""
+#: Lakes ``--build-cost`` can build: the sample lake, or a shared data set's lake folder.
+COST_LAKES = {"sample": None, "ugen_v1": ("ugen_v1", "datalake"), "fivethirtyeight": ("fivethirtyeight",)}
+
+
+def build_cost(name: str = "sample") -> dict | None:
+    """The numeric stage's share of a full build of ``name`` (every stage, local[2]): the sample lake (300 tables,
+    seed 7) or a shared lake (copied first)."""
+    import shutil
     import tempfile
 
     from benchmarks.common import refresh_lake
     from discovery.demo_lake import generate_demo_lake
 
     with tempfile.TemporaryDirectory(prefix="numjoin-cost-") as tmp:
-        generate_demo_lake(os.path.join(tmp, "lake"), seed=7)
-        out, seconds = refresh_lake(os.path.join(tmp, "lake"), os.path.join(tmp, "wh"), "numjoin-build-cost")
+        lake = os.path.join(tmp, "lake")
+        if COST_LAKES[name] is None:
+            generate_demo_lake(lake, seed=7)
+            label = "sample lake (300 tables, seed 7)"
+        else:
+            src = shared_path(*COST_LAKES[name])
+            if src is None:
+                return None
+            shutil.copytree(src, lake)
+            label = name
+        out, seconds = refresh_lake(lake, os.path.join(tmp, "wh"), f"numjoin-build-cost-{name}")
         if not out.get("published"):
-            raise RuntimeError(f"sample lake build failed: {out}")
-        cost = {"lake": "sample lake (300 tables, seed 7)", "refresh_s": round(seconds, 1),
+            raise RuntimeError(f"{name} build failed: {out}")
+        cost = {"lake": label, "refresh_s": round(seconds, 1),
                 **_stage_share(out, _arrays_seconds(os.path.join(tmp, "wh")))}
-    print(f"\nbuild cost on the sample lake: numeric stage {cost['numeric_stage_s']} s + arrays "
+    print(f"\nbuild cost on {label}: numeric stage {cost['numeric_stage_s']} s + arrays "
           f"{cost['numeric_arrays_s']} s = {100 * cost['numeric_share']:.1f}% of the stages "
           f"({sum(cost['stages_s'].values()):.1f} s)")
     print_table([{"stage": k, "seconds": v} for k, v in cost["stages_s"].items()], ["stage", "seconds"])
@@ -312,17 +350,28 @@ def main(argv=None):
     p.add_argument("--T-sweep", type=float, nargs="+", default=[0.2, 0.4, 0.6, 0.8])
     p.add_argument("--top-k", type=int, nargs="*", default=[10])
     p.add_argument("--real-only", action="store_true")
+    p.add_argument("--out", default="numjoin", help="result name: benchmarks/results/<out>.json")
     p.add_argument("--lake", action="store_true",
                    help="only the lakes built by the real refresh: the fivethirtyeight coordinate lake queried "
                         "through the API, and the numeric stage's share of a sample-lake build")
+    p.add_argument("--build-cost", default=None, metavar="LAKE,...",
+                   help=f"only the numeric stage's share of a full build of these lakes ({', '.join(COST_LAKES)})")
     args = p.parse_args(argv)
     if args.lake:
-        write_result("numjoin_lake", {"coordinate_lake": coordinate_lake(args), "build_cost": build_cost(args)})
+        write_result("numjoin_lake", {"coordinate_lake": coordinate_lake(args), "build_cost": build_cost("sample")})
+        return
+    if args.build_cost:
+        names = args.build_cost.split(",")
+        unknown = [n for n in names if n not in COST_LAKES]
+        if unknown:
+            p.error(f"unknown lake {unknown[0]!r} for --build-cost (lakes: {', '.join(COST_LAKES)})")
+        write_result(args.out if args.out != "numjoin" else "numjoin_build_cost",
+                     {"build_cost": {n: build_cost(n) for n in names}})
         return
     out = {"real": real(args)}
     if not args.real_only:
         out["syn"] = syn(args)
-    write_result("numjoin", out)
+    write_result(args.out, out)
 
 
 if __name__ == "__main__":

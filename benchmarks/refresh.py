@@ -58,17 +58,19 @@ def bench_lake(spark, name: str, source: str, fraction: float, work: str, rounds
     t0 = time.perf_counter()
     full = refresh(spark, wh, lake)
     t_full = time.perf_counter() - t0
-    times = []
+    times, changed = [], []
     for round_ in range(rounds):
         changed = _change(lake, fraction, seed=round_)
         t0 = time.perf_counter()
         inc = refresh(spark, wh, lake)
         times.append(time.perf_counter() - t0)
         assert full.get("published") and inc.get("published"), (full, inc)
-    t_inc = statistics.median(times)
+    assert full.get("published"), full
+    t_inc = statistics.median(times) if times else None
     stages = totals(full["stages"])
-    return {"lake": name, "tables": n, "full_s": t_full, "tables_per_s": n / t_full, "changed": len(changed),
-            "incremental_s": t_inc, "incremental_first_s": times[0], "ratio": t_inc / t_full,
+    return {"lake": name, "tables": n, "full_s": t_full, "tables_per_s": n / t_full,
+            "changed": len(changed), "incremental_s": t_inc,
+            "incremental_first_s": times[0] if times else None, "ratio": t_inc / t_full if times else None,
             "stage_s": stages["stage_seconds"], "cpu": stages["cpu"],
             **{f"{s['stage']}_s": s["seconds"] for s in full["stages"]}, "full_stages": full["stages"]}
 
@@ -81,7 +83,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lakes", default="sample,fivethirtyeight")
     p.add_argument("--changed", type=float, default=0.01)
-    p.add_argument("--rounds", type=int, default=3, help="incremental refreshes to take the median of")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="incremental refreshes to take the median of (0: the full build only)")
     p.add_argument("--scale", default=None, metavar="N,N,...",
                    help="instead of --lakes: generated lakes of these table counts, per-stage s/table "
                         "(benchmarks/refresh_scale.py), e.g. 1000,4000,16000")

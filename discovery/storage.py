@@ -7,6 +7,10 @@ Endpoint and credentials come from the standard ``AWS_*`` variables (``AWS_ENDPO
 both read, so one set of variables configures every reader and writer; a DAG can set them from an Airflow
 connection (``dags/connections.py``).
 
+Query arrays (the union's and the numerical join's ``.npy`` folders) are mapped from local files: on object storage
+the refresh uploads a folder (:func:`upload_folder`, ``meta.json`` last) and a query process maps its local copy
+(:func:`cached_folder`).
+
 Commits to Delta tables on S3 use conditional put (``If-None-Match``), which AWS S3, MinIO, R2 and most
 S3-compatible servers honour: two writers racing for one log version cannot both win, so a commit is atomic and a
 lost race is retried, as on a local disk.  A server without conditional put refuses the commit with an error that
@@ -212,3 +216,66 @@ def publish_folder(tmp: str, path: str) -> None:
     except OSError:
         if not os.path.exists(os.path.join(path, "meta.json")):
             raise
+
+
+def upload_folder(local: str, target: str) -> None:
+    """Copy a complete local folder (subfolders too) to the remote ``target``, ``meta.json`` last: it marks the
+    remote folder complete, so a reader that finds it finds every other file."""
+    fs, path = filesystem(target)
+    rels = sorted(os.path.relpath(os.path.join(d, f), local).replace(os.sep, "/")
+                  for d, _, files in os.walk(local) for f in files)
+    for rel in sorted(rels, key=lambda r: r == "meta.json"):
+        fs.put_file(os.path.join(local, *rel.split("/")), f"{path}/{rel}")
+
+
+def cache_root() -> str:
+    """Local folder holding downloaded query arrays of remote warehouses (``$LAKESCOUT_ARRAY_CACHE``)."""
+    return os.environ.get("LAKESCOUT_ARRAY_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "lakescout",
+                                                                    "query_arrays")
+
+
+def _written(info: dict) -> str:
+    """What tells one upload of a file from another at the same path: its ETag and modification time (whatever of
+    them the store reports)."""
+    keys = ("etag", "lastmodified", "last_modified", "mtime", "updated", "generation", "versionid")
+    return repr(sorted((k.lower(), str(v)) for k, v in info.items() if k.lower() in keys))
+
+
+def cached_folder(root: str, target: str, name: str) -> str | None:
+    """A local copy of the remote folder ``target`` (named ``name``, of the warehouse at ``root``), downloaded once
+    into :func:`cache_root`.  The name pins the content within one warehouse, but a warehouse deleted and written
+    again at the same URI reuses names for other content, so the copy is keyed by the warehouse, the name and the
+    upload of the remote ``meta.json`` (one HEAD per call, no GET once copied).  None when the remote folder is not
+    complete (no ``meta.json``) or no local copy can be written; the caller then builds what the folder holds in
+    memory."""
+    import hashlib
+    import shutil
+    import tempfile
+    import uuid
+
+    fs, path = filesystem(target)
+    try:
+        info = fs.info(f"{path}/meta.json")
+    except FileNotFoundError:
+        return None
+    stamp = hashlib.blake2b(_written(info).encode(), digest_size=6).hexdigest()
+    local = os.path.join(cache_root(), hashlib.blake2b(root.encode(), digest_size=8).hexdigest(), f"{name}-{stamp}")
+    if os.path.exists(os.path.join(local, "meta.json")):
+        return local
+    try:
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=f".{name}.{uuid.uuid4().hex[:8]}.", dir=os.path.dirname(local))
+    except OSError:  # no local cache here
+        return None
+    try:
+        rels = sorted(f[len(path) + 1:] for f in fs.find(path))
+        for rel in sorted(rels, key=lambda r: r == "meta.json"):  # meta.json last: it marks the copy complete
+            dest = os.path.join(tmp, *rel.split("/"))
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            fs.get_file(f"{path}/{rel}", dest)
+        publish_folder(tmp, local)
+    except OSError:
+        return None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return local

@@ -39,3 +39,9 @@ def test_brute_force_witnesses_are_first_matches():
         for qi, xi, d in s.pairs:
             dist = np.sqrt(((q[int(qi)] - x) ** 2).sum(axis=1))
             assert int(xi) == np.flatnonzero(dist <= 2.0)[0] and d == dist[int(xi)]
+
+
+def test_brute_force_counts_every_pair():
+    sets, q = integer_lake(5, 2)
+    r = brute_force(sets, q, 2.0, "euclidean", T=0.1)
+    assert r.stats["distances"] == {"object": len(q) * sum(len(x) for x in sets)}

@@ -26,7 +26,9 @@ from discovery.numjoin import brute_force
 from discovery.params import ParameterError
 from discovery.query import QueryError
 from discovery.refresh import StageContext, begin_refresh, publish_snapshot
-from discovery.store import Warehouse, new_attempt_token
+from discovery.numjoin.service import loaded_numeric
+from discovery.numjoin.stage import family_name
+from discovery.store import Warehouse, load_snapshot, new_attempt_token
 
 pytestmark = [pytest.mark.spark]
 
@@ -151,6 +153,11 @@ def test_top_k_equals_brute_force(env, method):
         assert [r["matched"] for r in out["results"]] == ranked[:k]
         assert all(expected[key] == v for key, v in answer(out).items())
         assert [r["rank"] for r in out["results"]] == list(range(1, len(out["results"]) + 1))
+    if method == "exact":   # brute force reports the pairs it compared: every query value with every lake value
+        ix, _ = loaded_numeric(load_snapshot(Warehouse(env["warehouse"]))).families[family_name("absolute", 1)]
+        assert out["stats"]["distance_computations"] == out["stats"]["query_values"] * ix.groups.vectors.shape[0]
+    else:
+        assert 0 < out["stats"]["distance_computations"]
 
 
 def test_tau_share_and_defaults(env):

@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 UNION_QUERY = "finance/registers/firms.tsv"
 JOIN_QUERY, JOIN_COLUMN = "partners/vendor_master.csv", "Vendor"
 NARY_QUERY, NARY_KEY = "retail/stores/store_locations.csv", "country,city"
+NUMERIC_QUERY, NUMERIC_COLUMN = "geo/weather_stations.csv", "lat,lng"
 #: Union-family members laid out as lakehouse tables (the rest stay files).
 RELAID = {"delta": "finance/registers/companies.csv", "hive": "finance/registers/companies.tsv",
           "jsonl": "finance/payables/purchase_orders.csv"}
@@ -36,13 +37,15 @@ def _ground_truth(demo_lake: str, name: str) -> list[dict]:
 
 
 def _pick(demo_lake: str) -> list[str]:
-    """A small lake around the three demo queries: the union query's family, the join pair, the n-ary group, and
-    two broken files."""
+    """A small lake around the demo queries: the union query's family, the join pair, the n-ary group, the planted
+    coordinate join with its distractor, and two broken files."""
     union = [r["lake_table"] for r in _ground_truth(demo_lake, "union")
              if r["query_table"] == UNION_QUERY and r["unionable"] == "1"]
     nary = [r["lake_table"] for r in _ground_truth(demo_lake, "nary") if r["query_table"] == NARY_QUERY]
     broken = [r["path"] for r in _ground_truth(demo_lake, "broken")][:2]
-    picked = {UNION_QUERY, JOIN_QUERY, NARY_QUERY, *RELAID.values(), *union[:6], *nary[:4], *broken}
+    numeric = [r["lake_table"] for r in _ground_truth(demo_lake, "numeric") if r["query_table"] == NUMERIC_QUERY]
+    picked = {UNION_QUERY, JOIN_QUERY, NARY_QUERY, NUMERIC_QUERY, *RELAID.values(), *union[:6], *nary[:4], *broken,
+              *numeric}
     return sorted(p for p in picked if os.path.exists(os.path.join(demo_lake, p)))
 
 
@@ -95,6 +98,34 @@ def test_s3_build_equals_local_build(lakes):
     answers = _answers(wh_uri)
     assert answers == _answers(local_wh)
     assert answers["union"] and answers["join"] and answers["nary"]
+
+
+def test_numerical_join_on_s3_maps_the_published_arrays(lakes, demo_lake, monkeypatch, tmp_path):
+    """The refresh uploads the numerical join arrays (``meta.json`` last); a query process downloads them once into
+    its array cache, maps the copy, and answers as the local build: the planted coordinate join first."""
+    from discovery.numjoin.arrays import ARRAYS_DIR, numeric_arrays_name, open_numeric
+
+    _, local_wh, _, wh_uri = lakes
+    monkeypatch.setenv("LAKESCOUT_ARRAY_CACHE", str(tmp_path / "cache"))
+    snapshot = load_snapshot(Warehouse(wh_uri))
+    name = numeric_arrays_name(snapshot.versions)
+    fs, path = storage.filesystem(f"{wh_uri}/{ARRAYS_DIR}/{name}")
+    assert fs.exists(f"{path}/meta.json") and fs.exists(f"{path}/haversine/sets.json")
+    families = open_numeric(snapshot.warehouse, snapshot.versions)
+    assert "haversine" in families
+    assert os.path.exists(os.path.join(storage.cached_folder(wh_uri, f"{wh_uri}/{ARRAYS_DIR}/{name}", name),
+                                       "haversine", "centers.npy"))
+    assert storage.cached_folder(wh_uri, f"{wh_uri}/{ARRAYS_DIR}/{name}", name).startswith(str(tmp_path / "cache"))
+
+    def strip(result: dict) -> list:
+        return [{k: v for k, v in r.items() if k != "table_id"} for r in result["results"]]
+
+    planted = [r["lake_table"] for r in _ground_truth(demo_lake, "numeric")
+               if r["query_table"] == NUMERIC_QUERY and r["planted"] == "1"]
+    for method in ("pexeso", "exact"):
+        got = discovery.open(wh_uri).join(NUMERIC_QUERY, NUMERIC_COLUMN, method=method)
+        assert strip(got) == strip(discovery.open(local_wh).join(NUMERIC_QUERY, NUMERIC_COLUMN, method=method))
+        assert got["join"] == "numeric" and got["results"][0]["path"] == planted[0]
 
 
 def test_cli_queries_an_s3_warehouse(lakes):

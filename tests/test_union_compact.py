@@ -211,6 +211,32 @@ def test_arrays_of_a_warehouse_on_s3_are_uploaded_then_downloaded_once(s3_server
         assert again.search(query, 5, method, tau=0.5).results == built.search(query, 5, "exact", tau=0.5).results
 
 
+def test_a_warehouse_written_again_at_its_uri_is_not_served_the_old_copy(s3_server, tmp_path, monkeypatch):
+    """Folder names pin content within one warehouse only: a warehouse deleted and built again at the same URI
+    reuses them, so the local copy is keyed by the upload of the remote ``meta.json`` too."""
+    import time
+
+    from discovery import storage
+
+    monkeypatch.setenv("LAKESCOUT_ARRAY_CACHE", str(tmp_path / "cache"))
+    root = s3_server.create_bucket("arrays-again") + "/warehouse"
+    target = f"{root}/query_arrays/union-v1-cv1-cp1"
+    fs, path = storage.filesystem(target)
+    seen = []
+    for build in ("first", "second"):
+        src = tmp_path / build
+        src.mkdir()
+        (src / "codes.npy").write_text(build)
+        (src / "meta.json").write_text("{}")       # the same meta.json both times
+        if fs.exists(path):
+            fs.rm(path, recursive=True)
+            time.sleep(1.1)                         # a new upload time (S3 reports seconds)
+        storage.upload_folder(str(src), target)
+        local = storage.cached_folder(root, target, "union-v1-cv1-cp1")
+        seen.append(open(os.path.join(local, "codes.npy")).read())
+    assert seen == ["first", "second"]
+
+
 def test_maintenance_keeps_the_arrays_of_retained_snapshots_only(tmp_path):
     from types import SimpleNamespace
 

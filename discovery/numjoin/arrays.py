@@ -8,7 +8,9 @@ Each family folder holds :meth:`NumericIndex.to_arrays`'s arrays and ``sets.json
 folder's ``meta.json``, written last, lists the families and marks it complete.  A query process maps the arrays
 (:func:`open_numeric`) and rebuilds the index without computing a distance (:meth:`NumericIndex.from_arrays`).
 
-A warehouse on object storage, or a snapshot without the folder, gets the same indexes built in memory from its
+On object storage the folder is uploaded (``meta.json`` last) and a query process downloads it once into the local
+array cache (:func:`~discovery.storage.cached_folder`, as the union arrays), then maps the copy.  A snapshot without
+the folder (or a process that cannot write the cache) gets the same indexes built in memory from its
 ``numeric_sets`` rows (:func:`build_numeric`): same rows, same seed, same index.
 """
 from __future__ import annotations
@@ -20,7 +22,7 @@ import tempfile
 
 import numpy as np
 
-from ..storage import is_remote, publish_folder
+from ..storage import cached_folder, filesystem, is_remote, join, publish_folder, upload_folder
 from .index import NumericIndex
 from .stage import Family, families
 
@@ -56,24 +58,30 @@ def _save_family(folder: str, fam: Family) -> dict:
 
 
 def write_numeric_arrays(warehouse, versions: dict) -> str | None:
-    """Write the snapshot's numerical join arrays unless they exist (local warehouses); returns the folder."""
+    """Write the snapshot's numerical join arrays unless they exist; returns the folder (local path or URI)."""
     name = numeric_arrays_name(versions)
-    if name is None or is_remote(warehouse.root):
+    if name is None:
         return None
-    path = os.path.join(os.path.abspath(warehouse.root), ARRAYS_DIR, name)
-    if os.path.exists(os.path.join(path, "meta.json")):
-        return path
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{name}.", dir=os.path.dirname(path))
+    target = join(join(warehouse.root, ARRAYS_DIR), name)
+    fs, path = filesystem(target)
+    if fs.exists(f"{path}/meta.json"):
+        return target
+    remote = is_remote(warehouse.root)
+    if not remote:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{name}.", dir=None if remote else os.path.dirname(path))
     try:
         meta = {name_: _save_family(os.path.join(tmp, name_), fam)
                 for name_, fam in families(_rows(warehouse, versions)).items()}
         with open(os.path.join(tmp, "meta.json"), "w") as fh:
             json.dump({"format": FORMAT, "numeric_sets": int(versions["numeric_sets"]), "families": meta}, fh)
-        publish_folder(tmp, path)
+        if remote:
+            upload_folder(tmp, target)
+        else:
+            publish_folder(tmp, path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return path
+    return target
 
 
 def load_array(path: str):
@@ -84,11 +92,17 @@ def load_array(path: str):
 
 
 def open_numeric(warehouse, versions: dict) -> dict[str, tuple[NumericIndex, dict]] | None:
-    """The stored families of the snapshot pinning ``versions``, mapped, or None when it has none."""
+    """The stored families of the snapshot pinning ``versions``, mapped (a remote warehouse's from their local
+    copy), or None when it has none."""
     name = numeric_arrays_name(versions)
-    if name is None or is_remote(warehouse.root):
+    if name is None:
         return None
-    path = os.path.join(os.path.abspath(warehouse.root), ARRAYS_DIR, name)
+    if is_remote(warehouse.root):
+        path = cached_folder(warehouse.root, join(join(warehouse.root, ARRAYS_DIR), name), name)
+        if path is None:
+            return None
+    else:
+        path = os.path.join(os.path.abspath(warehouse.root), ARRAYS_DIR, name)
     meta_path = os.path.join(path, "meta.json")
     if not os.path.exists(meta_path):
         return None

@@ -71,16 +71,18 @@ class NumericIndex:
             raise ValueError("a numeric index needs at least one value")
         dim = dims.pop()
         vectors = np.concatenate([p.reshape(-1, dim) for p in prepared])
-        raw = [raw_rows(s, p.shape[0]) for s, p in zip(sets, prepared)]
-        raw = np.concatenate([r for r in raw if r.shape[0]])
         set_ids = np.repeat(np.arange(len(sets)), [p.shape[0] for p in prepared])
         n_centers = default_center_count(vectors.shape[0]) if n_centers is None else int(n_centers)
         centers = select_centers(vectors, n_centers, seed)
         groups = build_groups(vectors, set_ids, len(sets), centers)
-        # values in member order: member i is row member_row[i] of the set of its group
-        offsets = np.r_[0, np.cumsum([p.shape[0] for p in prepared])]
-        member_set = np.repeat(groups.set_of, groups.size)
-        values = raw[offsets[member_set] + groups.member_row]
+        del vectors
+        if metric.identity:     # the values are their prepared vectors: one array (halves a large lake's index)
+            values = groups.vectors
+        else:                   # values in member order: member i is row member_row[i] of the set of its group
+            raw = np.concatenate([r for r in (raw_rows(s, p.shape[0]) for s, p in zip(sets, prepared)) if r.shape[0]])
+            offsets = np.r_[0, np.cumsum([p.shape[0] for p in prepared])]
+            member_set = np.repeat(groups.set_of, groups.size)
+            values = raw[offsets[member_set] + groups.member_row]
         tree = MVPTree.build(centers, n_pivots, fanout, leaf_size, seed)
         inverted = InvertedIndex.build(groups, centers.shape[0])
         member_piv = chord_pairwise(groups.vectors, tree.pivots)

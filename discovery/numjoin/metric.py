@@ -58,6 +58,11 @@ class Metric:
     def _prepare(self, x: np.ndarray) -> np.ndarray:
         return x
 
+    @property
+    def identity(self) -> bool:
+        """True when the prepared vectors are the values as given (absolute, euclidean): an index keeps one copy."""
+        return type(self)._prepare is Metric._prepare
+
     def to_units(self, chord) -> np.ndarray:
         return np.asarray(chord, dtype=np.float64)
 

@@ -211,8 +211,7 @@ def numeric_join_search(snapshot: Snapshot, q: QueryTable, ordinals: list[int], 
                             "column": ",".join(sets["names"][s.set_id]), "kind": sets["kind"][s.set_id],
                             "joinability": s.score / values.shape[0], "matched": s.score, "matches": pairs})
         stats = {k_: v for k_, v in found.stats.items() if isinstance(v, (int, float, str))}
-        stats["distance_computations"] = int(sum(found.stats.get("distances", {}).values())) \
-            if isinstance(found.stats.get("distances"), dict) else int(found.stats.get("distance_computations", 0))
+        stats["distance_computations"] = int(sum(found.stats["distances"].values()))
     stats.update(query_values=int(values.shape[0]), query_values_total=group.total,
                  query_values_capped=group.total > values.shape[0] and metric != "angular",
                  tau_distance=float(tau), units=group.units(metric), spread=float(spread),

@@ -19,25 +19,24 @@ The writer streams ``column_vectors`` batch by batch into memory-mapped output, 
 of the columns but never their vectors.
 
 Object storage.  Memory-mapping needs a local file, so for an ``s3://`` (or other remote) warehouse the writer
-uploads the folder (``meta.json`` last) and a query process downloads it once into a local cache folder keyed by
-the warehouse and the folder name (``$LAKESCOUT_ARRAY_CACHE``, default ``~/.cache/lakescout/query_arrays``), then maps
-the local copy; the name pins the content, so the cache needs no invalidation.  A snapshot without arrays (a
+uploads the folder (``meta.json`` last, :func:`~discovery.storage.upload_folder`) and a query process downloads it
+once into a local cache folder keyed by the warehouse and the folder name (:func:`~discovery.storage.cached_folder`:
+``$LAKESCOUT_ARRAY_CACHE``, default ``~/.cache/lakescout/query_arrays``), then maps the local copy; the name pins
+the content, so the cache needs no invalidation.  A snapshot without arrays (a
 warehouse written before they existed, or a cache folder that cannot be written) gets the same arrays built in
 memory from its Delta tables (:func:`build_arrays`), as the index was built before.
 """
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
 import tempfile
-import uuid
 
 import numpy as np
 
-from ..storage import filesystem, is_remote, join, publish_folder
+from ..storage import cached_folder, filesystem, is_remote, join, publish_folder, upload_folder
 from .matching import unit_rows
 from .quantised import encode, fit_steps
 
@@ -150,8 +149,7 @@ def write_arrays(warehouse, versions: dict) -> str:
         return target
     with tempfile.TemporaryDirectory(prefix="lakescout-arrays-") as tmp:
         build_arrays(warehouse, versions, tmp)
-        for file in [f"{f}.npy" for f in FILES] + ["meta.json"]:  # meta.json last: it marks the folder complete
-            fs.put_file(os.path.join(tmp, file), f"{path}/{file}")
+        upload_folder(tmp, target)
     return target
 
 
@@ -223,12 +221,6 @@ class StoredRows:
         return self._mapped
 
 
-def cache_root() -> str:
-    """Local folder holding downloaded arrays of remote warehouses."""
-    return os.environ.get("LAKESCOUT_ARRAY_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "lakescout",
-                                                                    ARRAYS_DIR)
-
-
 def open_arrays(warehouse, versions: dict) -> dict[str, np.ndarray] | None:
     """The stored arrays of the snapshot pinning ``versions``, memory-mapped, or None when it has none (or they
     cannot be brought to a local folder)."""
@@ -236,26 +228,8 @@ def open_arrays(warehouse, versions: dict) -> dict[str, np.ndarray] | None:
     if not is_remote(warehouse.root):
         folder = os.path.join(os.path.abspath(warehouse.root), ARRAYS_DIR, name)
         return load_arrays(folder) if os.path.exists(os.path.join(folder, "meta.json")) else None
-    local = os.path.join(cache_root(), hashlib.blake2b(warehouse.root.encode(), digest_size=8).hexdigest(), name)
-    if os.path.exists(os.path.join(local, "meta.json")):
-        return load_arrays(local)
-    fs, path = filesystem(join(join(warehouse.root, ARRAYS_DIR), name))
-    if not fs.exists(f"{path}/meta.json"):
-        return None
-    try:
-        os.makedirs(os.path.dirname(local), exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=f".{name}.{uuid.uuid4().hex[:8]}.", dir=os.path.dirname(local))
-    except OSError:  # no local cache here: the caller builds the arrays in memory
-        return None
-    try:
-        for file in [f"{f}.npy" for f in FILES] + ["meta.json"]:
-            fs.get_file(f"{path}/{file}", os.path.join(tmp, file))
-        publish_folder(tmp, local)
-    except OSError:
-        return None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return load_arrays(local)
+    local = cached_folder(warehouse.root, join(join(warehouse.root, ARRAYS_DIR), name), name)
+    return None if local is None else load_arrays(local)
 
 
 def prune_arrays(warehouse, retained: list) -> list[str]:

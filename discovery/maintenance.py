@@ -32,9 +32,9 @@ Order matters and is fixed by :func:`run_maintenance`:
    replay from the JSON log until the next interval checkpoint: after 1,000 batches, a cold read of
    ``query_results`` took 111 ms without that checkpoint and 71 ms with it (``benchmarks/commits.py``).  The
    checkpoint lists the live files only, none of the removes.
-5. **Model files and query arrays.**  The plain-file copies of encoder versions and the union query arrays
-   (:mod:`discovery.union.arrays`) that no retained snapshot uses are deleted (:func:`prune_model_files`,
-   :func:`~discovery.union.arrays.prune_arrays`).
+5. **Model files and query arrays.**  The plain-file copies of encoder versions and the query arrays of the union
+   and numerical joins (:mod:`discovery.union.arrays`) that no retained snapshot uses are deleted, locally and on
+   object storage (:func:`prune_model_files`, :func:`~discovery.union.arrays.prune_arrays`).
 
 Maintenance and a refresh must not interleave (compaction removes files a refresh may be about to replace), so
 maintenance takes the warehouse lease a refresh takes (:mod:`discovery.store.lease`) and skips while another run

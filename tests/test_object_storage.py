@@ -244,3 +244,26 @@ def test_iceberg_table_on_s3_reads_its_current_snapshot(s3_server, tmp_path):
     parsed = read_lake_table(lake, rel, "iceberg", 0, Limits())
     assert parsed.names == ["city", "population"]
     assert [v.as_py() for v in parsed.columns[0]] == ["Oslo", "Lima", "Pune", "Kiev"]
+
+
+def test_maintenance_prunes_the_query_arrays_of_an_s3_warehouse(s3_server):
+    """Remote array folders no retained snapshot pins (and a half-uploaded one) are deleted; the pinned ones stay."""
+    from types import SimpleNamespace
+
+    from discovery.numjoin.arrays import numeric_arrays_name
+    from discovery.union.arrays import ARRAYS_DIR, arrays_name, prune_arrays
+
+    root = s3_server.create_bucket("prune-bucket") + "/wh"
+    kept = {"column_vectors": 5, "centroid_partitions": 4, "numeric_sets": 7}
+    old = {"column_vectors": 3, "centroid_partitions": 4, "numeric_sets": 6}
+    fs, path = storage.filesystem(f"{root}/{ARRAYS_DIR}")
+    for name in (arrays_name(kept), arrays_name(old), numeric_arrays_name(kept), numeric_arrays_name(old)):
+        fs.pipe_file(f"{path}/{name}/codes.npy", b"x")
+        fs.pipe_file(f"{path}/{name}/meta.json", b"{}")
+    fs.pipe_file(f"{path}/union-half-written/codes.npy", b"x")  # a killed refresh's upload: no meta.json
+    removed = prune_arrays(SimpleNamespace(root=root), [SimpleNamespace(versions=kept)])
+    assert sorted(removed) == sorted([arrays_name(old), numeric_arrays_name(old), "union-half-written"])
+    left = sorted(p.rsplit("/", 1)[-1] for p in fs.ls(path, detail=False, refresh=True))
+    assert left == sorted([arrays_name(kept), numeric_arrays_name(kept)])
+    assert fs.cat_file(f"{path}/{arrays_name(kept)}/codes.npy") == b"x"
+    assert prune_arrays(SimpleNamespace(root=s3_server.create_bucket("empty-bucket") + "/wh"), []) == []

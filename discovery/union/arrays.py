@@ -233,19 +233,43 @@ def open_arrays(warehouse, versions: dict) -> dict[str, np.ndarray] | None:
 
 
 def prune_arrays(warehouse, retained: list) -> list[str]:
-    """Delete the array folders of a local warehouse that no retained snapshot pins; returns their names.  Safe
-    while queries run: a process that maps a deleted file keeps its pages until it unmaps them."""
-    root = os.path.join(warehouse.root, ARRAYS_DIR)
-    if is_remote(warehouse.root) or not os.path.isdir(root):
-        return []
+    """Delete the array folders (union and numerical join) that no retained snapshot pins; returns their names.
+
+    Safe while queries run: a local process that maps a deleted file keeps its pages until it unmaps them, and a
+    process reading a remote warehouse maps its own downloaded copy (a download cut short by the deletion leaves
+    no copy, and the query builds the arrays in memory).  Maintenance holds the warehouse lease, so no refresh is
+    uploading a folder meanwhile; a remote folder without ``meta.json`` is one a killed refresh left half written.
+    """
     from ..numjoin.arrays import numeric_arrays_name
 
     keep = {arrays_name(s.versions) for s in retained} | {numeric_arrays_name(s.versions) for s in retained}
+    if is_remote(warehouse.root):
+        return _prune_remote(join(warehouse.root, ARRAYS_DIR), keep)
+    root = os.path.join(warehouse.root, ARRAYS_DIR)
+    if not os.path.isdir(root):
+        return []
     removed = []
     for name in sorted(os.listdir(root)):
         if name.startswith(".") or name in keep:
             continue
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(os.path.join(root, name))
+            removed.append(name)
+    return removed
+
+
+def _prune_remote(target: str, keep: set[str]) -> list[str]:
+    """:func:`prune_arrays` on object storage: the folders under ``target`` not in ``keep``, deleted."""
+    fs, path = filesystem(target)
+    try:
+        names = sorted(entry.rstrip("/").rsplit("/", 1)[-1] for entry in fs.ls(path, detail=False, refresh=True))
+    except FileNotFoundError:
+        return []
+    removed = []
+    for name in names:
+        if name in keep:
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            fs.rm(f"{path}/{name}", recursive=True)
             removed.append(name)
     return removed

@@ -50,6 +50,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.common import ROOT, write_result  # noqa: E402
+from benchmarks.warehouse_bytes import breakdown, compare  # noqa: E402
 
 #: Settings of the soak's warehouses: encoders trained in seconds, and retention short enough that maintenance
 #: drops snapshots, versions and files within a run of minutes (log retention >= snapshot retention, as required).
@@ -449,7 +450,8 @@ def soak(work: str, cycles: int, seed: int = 0, kill_share: float = 0.35, max_ki
     queries = Queries(os.path.join(work, "queries"), rng)
     report = {"cycles": 0, "refreshes": 0, "refresh_attempts_killed": 0, "kill_attempts_ended_first": 0,
               "killed_at": {}, "maintenance_runs": 0, "log_files_expired": 0, "searches": 0, "search_failures": [],
-              "mismatches": [], "missing_files": [], "size_ratio_after_maintenance": [], "seed": seed}
+              "mismatches": [], "missing_files": [], "size_ratio_after_maintenance": [], "size_breakdown": [],
+              "seed": seed}
     for target in (faulted, twin):
         out = refresh(spark, target, lake, config_path=config)
         assert out.get("published"), out
@@ -493,6 +495,11 @@ def soak(work: str, cycles: int, seed: int = 0, kill_share: float = 0.35, max_ki
             if cycle % maintain_every == 0:
                 report["size_ratio_after_maintenance"].append(
                     round(folder_bytes(faulted) / folder_bytes(fresh), 3))
+                sizes = {"cycle": cycle, "ratio": report["size_ratio_after_maintenance"][-1],
+                         "faulted": breakdown(faulted, mcfg.window_seconds),
+                         "fresh": breakdown(fresh, mcfg.window_seconds)}
+                report["size_breakdown"].append(sizes)
+                log(f"cycle {cycle} bytes: " + compare(sizes["faulted"], sizes["fresh"]))
             shutil.rmtree(fresh, ignore_errors=True)
         missing = missing_files(faulted)
         report["missing_files"] += [f"cycle {cycle}: {m}" for m in missing]
@@ -527,6 +534,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     work = args.work or tempfile.mkdtemp(prefix="lakescout-soak-")
+    os.makedirs(work, exist_ok=True)
     try:
         report = soak(work, args.cycles, args.seed, args.kill_share, args.max_kill_delay, args.maintain_every,
                       args.fresh_every, log=lambda s: print(s, flush=True),
@@ -535,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
     summary = {k: (len(v) if isinstance(v, list) and k in ("mismatches", "missing_files", "search_failures") else v)
-               for k, v in report.items()}
+               for k, v in report.items() if k != "size_breakdown"}
     print(json.dumps(summary, indent=1))
     for line in report["mismatches"][:20] + report["missing_files"][:20] + report["search_failures"][:20]:
         print(" ", line)

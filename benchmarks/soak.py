@@ -24,7 +24,8 @@ readable again a cycle later.  Three warehouses index it:
 
 Every retained snapshot of the faulted warehouse must read with no missing file.  The report counts cycles,
 refreshes killed, mismatches, missing files, searches and their failures, and the faulted warehouse's size after
-maintenance against a fresh build's.
+maintenance against a fresh build's, with both broken down by what keeps their bytes (latest version, retained
+snapshots, retention window, garbage, Delta logs, query arrays: :mod:`benchmarks.warehouse_bytes`).
 
     python benchmarks/soak.py [--cycles 200] [--seed 0] [--kill-share 0.35]
 """

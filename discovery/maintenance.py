@@ -146,7 +146,12 @@ def packing_target(files: pa.Table, target_bytes: int) -> int:
     full target each compaction rewrote the join encoder's payload (93 MB in the soak, about 100 MB in a deployment)
     together with them.  The retained snapshots pin the version before the compaction, so both copies stayed until
     the last of them was dropped: 96 of the 97 MB that the soak's warehouse held above a fresh build's (1.48x),
-    whenever ``models`` had gathered enough small files (``benchmarks/soak.py``)."""
+    whenever ``models`` had gathered enough small files (``benchmarks/soak.py``).
+
+    A payload under half the target is small by this measure and is still merged with the rows (the soak's 2.7 MB
+    table encoder, kept twice at every maintenance: 1.3% of its warehouse).  ``compact()`` takes one size as both
+    the cut-off of the files it rewrites and the size of the files it writes, so sparing such a payload too would
+    take a merge of chosen files of Lakescout's own."""
     sizes = np.asarray(files["size_bytes"], dtype=np.int64)
     large = sizes[sizes >= target_bytes // 2]
     return int(min(target_bytes, large.min() - 1)) if len(large) else int(target_bytes)

@@ -411,26 +411,35 @@ def killed_refresh(lake: str, wh_root: str, config: str, delay: float, search, a
     return {"killed": killed, "returncode": proc.returncode, **searches}
 
 
+#: A Delta log file of one version: its commit, checkpoint (single or multi-part) or checksum.
+LOG_FILE = re.compile(r"^(\d{20})\.(json|crc|checkpoint\.(?:\d+\.\d+\.)?parquet)$")
+
+
 def expire_logs(wh_root: str, log_retention_seconds: float, window_seconds: float) -> int:
-    """Age the Delta log entries of versions older than every retained one past the log retention and let
-    delta-rs expire them (``cleanup_metadata``, which keeps everything from the last checkpoint at or before the
-    cut); returns the log files removed."""
-    from discovery.store import Warehouse
+    """Age the Delta log files (commits, checkpoints, checksums) of every table's versions older than every retained
+    one past the log retention, as the weeks of a deployment would, and let delta-rs expire them
+    (``cleanup_metadata``); returns the log files removed.
+
+    Checkpoints age with the commits: delta-rs deletes nothing from the oldest checkpoint that has not expired on,
+    so aging the commits alone stalled the expiry at the first checkpoint written in the run until it was an hour
+    old (the table property's log retention is whole hours) and let every table's log grow until then."""
+    from discovery.store import SCHEMAS, Warehouse
     from discovery.store.orphans import _log, first_retained, pinned_versions
 
     wh = Warehouse(wh_root)
     pins = pinned_versions(wh)
     removed = 0
     old = time.time() - log_retention_seconds - 2 * 3600
-    for name in pins:
+    for name in SCHEMAS:
         _, folder, commits = _log(wh, name)
         first = first_retained(commits, wh.version(name), pins.get(name, ()), time.time() - window_seconds)
-        for v in commits:
-            if v < first:
-                os.utime(os.path.join(folder, f"{v:020d}.json"), (old, old))
-        before = len(os.listdir(folder))
+        names = os.listdir(folder)
+        for f in names:
+            m = LOG_FILE.match(f)
+            if m and int(m[1]) < first:
+                os.utime(os.path.join(folder, f), (old, old))
         wh.table(name).cleanup_metadata()
-        removed += before - len(os.listdir(folder))
+        removed += len(names) - len(os.listdir(folder))
     return removed
 
 

@@ -24,13 +24,15 @@ readable again a cycle later.  Three warehouses index it:
 
 Every retained snapshot of the faulted warehouse must read with no missing file.  The report counts cycles,
 refreshes killed, mismatches, missing files, searches and their failures, and the faulted warehouse's size after
-maintenance against a fresh build's.
+maintenance against a fresh build's, with both broken down by what keeps their bytes (latest version, retained
+snapshots, retention window, garbage, Delta logs, query arrays: :mod:`benchmarks.warehouse_bytes`).
 
     python benchmarks/soak.py [--cycles 200] [--seed 0] [--kill-share 0.35]
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -50,6 +52,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.common import ROOT, write_result  # noqa: E402
+from benchmarks.warehouse_bytes import breakdown, compare  # noqa: E402
 
 #: Settings of the soak's warehouses: encoders trained in seconds, and retention short enough that maintenance
 #: drops snapshots, versions and files within a run of minutes (log retention >= snapshot retention, as required).
@@ -229,9 +232,18 @@ RUN_SUFFIX = re.compile(r"-r\d{6,}")
 TIMING = re.compile(r'\\"seconds\\": [0-9.e+-]+')
 
 
+def _plain(value) -> str:
+    """A value JSON has no form for, as text: bytes by their SHA-256, which compares as the bytes do.  A model's
+    payload (93 MB for the join encoder) spelled out as ``repr`` and searched by the regexes above took 14 s per
+    warehouse and comparison, most of a short soak's checking time."""
+    if isinstance(value, (bytes, bytearray)):
+        return f"sha256:{hashlib.sha256(value).hexdigest()}"
+    return str(value)
+
+
 def _canonical(table: pa.Table, drop: set[str]) -> list[str]:
     keep = [c for c in table.column_names if c not in drop]
-    return sorted(TIMING.sub("", RUN_SUFFIX.sub("-r*", json.dumps(row, sort_keys=True, default=str)))
+    return sorted(TIMING.sub("", RUN_SUFFIX.sub("-r*", json.dumps(row, sort_keys=True, default=_plain)))
                   for row in table.select(keep).to_pylist())
 
 
@@ -399,26 +411,35 @@ def killed_refresh(lake: str, wh_root: str, config: str, delay: float, search, a
     return {"killed": killed, "returncode": proc.returncode, **searches}
 
 
+#: A Delta log file of one version: its commit, checkpoint (single or multi-part) or checksum.
+LOG_FILE = re.compile(r"^(\d{20})\.(json|crc|checkpoint\.(?:\d+\.\d+\.)?parquet)$")
+
+
 def expire_logs(wh_root: str, log_retention_seconds: float, window_seconds: float) -> int:
-    """Age the Delta log entries of versions older than every retained one past the log retention and let
-    delta-rs expire them (``cleanup_metadata``, which keeps everything from the last checkpoint at or before the
-    cut); returns the log files removed."""
-    from discovery.store import Warehouse
+    """Age the Delta log files (commits, checkpoints, checksums) of every table's versions older than every retained
+    one past the log retention, as the weeks of a deployment would, and let delta-rs expire them
+    (``cleanup_metadata``); returns the log files removed.
+
+    Checkpoints age with the commits: delta-rs deletes nothing from the oldest checkpoint that has not expired on,
+    so aging the commits alone stalled the expiry at the first checkpoint written in the run until it was an hour
+    old (the table property's log retention is whole hours) and let every table's log grow until then."""
+    from discovery.store import SCHEMAS, Warehouse
     from discovery.store.orphans import _log, first_retained, pinned_versions
 
     wh = Warehouse(wh_root)
     pins = pinned_versions(wh)
     removed = 0
     old = time.time() - log_retention_seconds - 2 * 3600
-    for name in pins:
+    for name in SCHEMAS:
         _, folder, commits = _log(wh, name)
         first = first_retained(commits, wh.version(name), pins.get(name, ()), time.time() - window_seconds)
-        for v in commits:
-            if v < first:
-                os.utime(os.path.join(folder, f"{v:020d}.json"), (old, old))
-        before = len(os.listdir(folder))
+        names = os.listdir(folder)
+        for f in names:
+            m = LOG_FILE.match(f)
+            if m and int(m[1]) < first:
+                os.utime(os.path.join(folder, f), (old, old))
         wh.table(name).cleanup_metadata()
-        removed += before - len(os.listdir(folder))
+        removed += len(names) - len(os.listdir(folder))
     return removed
 
 
@@ -449,7 +470,8 @@ def soak(work: str, cycles: int, seed: int = 0, kill_share: float = 0.35, max_ki
     queries = Queries(os.path.join(work, "queries"), rng)
     report = {"cycles": 0, "refreshes": 0, "refresh_attempts_killed": 0, "kill_attempts_ended_first": 0,
               "killed_at": {}, "maintenance_runs": 0, "log_files_expired": 0, "searches": 0, "search_failures": [],
-              "mismatches": [], "missing_files": [], "size_ratio_after_maintenance": [], "seed": seed}
+              "mismatches": [], "missing_files": [], "size_ratio_after_maintenance": [], "size_breakdown": [],
+              "seed": seed}
     for target in (faulted, twin):
         out = refresh(spark, target, lake, config_path=config)
         assert out.get("published"), out
@@ -493,6 +515,11 @@ def soak(work: str, cycles: int, seed: int = 0, kill_share: float = 0.35, max_ki
             if cycle % maintain_every == 0:
                 report["size_ratio_after_maintenance"].append(
                     round(folder_bytes(faulted) / folder_bytes(fresh), 3))
+                sizes = {"cycle": cycle, "ratio": report["size_ratio_after_maintenance"][-1],
+                         "faulted": breakdown(faulted, mcfg.window_seconds),
+                         "fresh": breakdown(fresh, mcfg.window_seconds)}
+                report["size_breakdown"].append(sizes)
+                log(f"cycle {cycle} bytes: " + compare(sizes["faulted"], sizes["fresh"]))
             shutil.rmtree(fresh, ignore_errors=True)
         missing = missing_files(faulted)
         report["missing_files"] += [f"cycle {cycle}: {m}" for m in missing]
@@ -527,6 +554,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     work = args.work or tempfile.mkdtemp(prefix="lakescout-soak-")
+    os.makedirs(work, exist_ok=True)
     try:
         report = soak(work, args.cycles, args.seed, args.kill_share, args.max_kill_delay, args.maintain_every,
                       args.fresh_every, log=lambda s: print(s, flush=True),
@@ -535,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
     summary = {k: (len(v) if isinstance(v, list) and k in ("mismatches", "missing_files", "search_failures") else v)
-               for k, v in report.items()}
+               for k, v in report.items() if k != "size_breakdown"}
     print(json.dumps(summary, indent=1))
     for line in report["mismatches"][:20] + report["missing_files"][:20] + report["search_failures"][:20]:
         print(" ", line)

@@ -243,3 +243,32 @@ def test_checkpoint_after_compaction_lists_no_tombstone_and_vacuum_deleted_the_m
     checkpoint = pq.read_table(os.path.join(log, last))
     assert checkpoint.column("remove").drop_null().to_pylist() == []
     assert wh.count_rows("query_results") == appends
+
+
+def test_compaction_merges_small_model_rows_and_leaves_an_encoder_payload_alone(warehouse):
+    """``models`` gathers a few small rows per refresh beside an encoder's large payload.  Compaction merges the
+    small files only: rewriting the payload with them left two copies of it on disk, the retained snapshots pinning
+    the old one (the soak's warehouse at 1.48x a fresh build's)."""
+    from discovery.encoders.stored import SET_MODEL
+    from discovery.store import save_model
+
+    spec = {"type_agreement": 0.8, "join_min_distinct": 2, "join_max_values": 100}
+    payload = np.random.default_rng(4).bytes(400 << 10)  # incompressible: a file above half the 512 KB target
+    for i in range(6):
+        refresh_id = begin_refresh(warehouse.root)
+        save_model(warehouse, SET_MODEL, f"set-{i}", {"column": "col-1", "table": "table-1", "join": "join-1",
+                                                      "spec": spec}, payload if i == 0 else b"x",
+                   refresh_id=refresh_id, attempt="t1")
+        publish_snapshot(warehouse.root, refresh_id, "/lake")
+    big = max(warehouse.files("models").to_pylist(), key=lambda f: f["size_bytes"])
+    assert big["size_bytes"] > 256 << 10
+    cfg = MaintenanceConfig(keep_snapshots=3, target_file_bytes=512 << 10, min_small_files=4)
+    report = run_maintenance(warehouse, cfg)
+    entry = next(t for t in report["tables"] if t["table"] == "models")
+    assert entry["action"] == "compact" and entry["files_after"] == 2, entry
+    assert big["path"] in warehouse.files("models").column("path").to_pylist()
+    on_disk = sum(os.path.getsize(os.path.join(warehouse.table_uri("models"), f)) for f in _data_files(warehouse,
+                                                                                                       "models"))
+    assert on_disk < 1.2 * big["size_bytes"]
+    # every retained snapshot still reads the model rows it had
+    assert [s.read("models").num_rows for s in list_snapshots(warehouse)] == [4, 5, 6]

@@ -18,6 +18,12 @@ def test_soak_cycles_agree_with_the_twin_and_a_fresh_build(spark, tmp_path):
     assert report["missing_files"] == []
     assert report["search_failures"] == []
     assert report["searches"] > 0
+    # the goal: the warehouse after maintenance within 1.5x a fresh build; each byte counted once
+    (sizes,) = report["size_breakdown"]
+    assert sizes["ratio"] <= 1.5
+    for side in ("faulted", "fresh"):
+        categories = sizes[side]["categories"]
+        assert min(categories.values()) >= 0 and sum(categories.values()) == sizes[side]["total"]
 
 
 def test_lake_edits_are_seeded(tmp_path):

@@ -1,22 +1,26 @@
 """Semantic-join latency on a 1M-vector lake through the user's path: top-10 of a 2,000-value column, PEXESO and exact.
 
 Run: ``python benchmarks/join_latency.py [--tables 250] [--values 2000] [--queries 10] [--workdir DIR]
-[--warehouse DIR]``.
+[--warehouse DIR] [--default-config]``.
 
 The lake is ``benchmarks/join_memory.py``'s: ``--tables`` tables of two string columns of ``--values`` distinct made-up
-names each (``2 x tables x values`` value vectors, 1M by default), refreshed once with the real pipeline and the
-default configuration (one partition).  One process opens it with ``discovery.open(...)`` and asks
+names each (``2 x tables x values`` value vectors, 1M by default), refreshed once with the real pipeline
+(``join_memory.refresh``, one partition) and that script's configuration, whose join encoder trains 30 steps (quick to
+build, badly separated value vectors: the worst case for verification); ``--default-config`` refreshes it with the
+project's default configuration instead (up to ``[embed] join_steps`` within ``train_seconds``), what a user's refresh
+builds.  The build is printed before the queries: the join encoder's steps trained and planned, the cost model's |P|, m
+and partitions, and the refresh's stage seconds.  One process opens it with ``discovery.open(...)`` and asks
 ``join(table, column, top_k=10)`` of ``--queries`` query columns (``name`` and ``partner`` of tables spread over the
 lake), each with ``pexeso`` and then ``exact``; the first query also loads the index, which is then kept in the
-process's index cache, so it is reported apart and the medians are over the others.  Per query: process CPU seconds
-and wall seconds of each method, and the seconds of the phases the search reports (query encoding, index load,
-blocking and verification counts); the run checks that both methods return the same columns with the same match
-counts.  The machine's load average is printed with the figures: on a shared machine the CPU seconds are the
-comparable figure.
+process's index cache, so it is reported apart and the medians are over the others.  Per query: process CPU seconds and
+wall seconds of each method, and the seconds of the phases the search reports (query encoding, index load, blocking and
+verification counts); the run checks that both methods return the same columns with the same match counts.  The
+machine's load average is printed with the figures: on a shared machine the CPU seconds are the comparable figure.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -27,7 +31,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.common import print_table, write_result  # noqa: E402
-from benchmarks.join_memory import refresh, write_lake  # noqa: E402
+from benchmarks.join_memory import _model, refresh, write_lake  # noqa: E402
 
 METHODS = ("pexeso", "exact")
 STATS = ("candidate_pairs", "candidate_vectors", "lemma1_filtered", "distance_computations", "keys_verified",
@@ -43,6 +47,29 @@ def timed_join(ls, table: str, column: str, method: str, top_k: int) -> dict:
             "stats": {k: out["stats"].get(k) for k in STATS + ("query_values", "held_bytes_max")}}
 
 
+def build_info(warehouse: str) -> dict:
+    """What the refresh built: the join encoder's steps (trained, planned, seconds), the pivot model (|P|, m,
+    partitions, how chosen) and the seconds of each stage of the snapshot's refresh (from ``refresh_runs``)."""
+    import pyarrow.compute as pc
+
+    import discovery
+    from discovery.encoders.stored import JOIN_MODEL
+
+    snap = discovery.open(warehouse).snapshot
+    version = snap.models[JOIN_MODEL]
+    enc = [r for r in snap.read("models", columns=["name", "version", "params"],
+                                filter=pc.field("name") == JOIN_MODEL).to_pylist() if r["version"] == version]
+    params = json.loads(enc[0]["params"])
+    model, n_vectors = _model(warehouse)
+    runs = snap.warehouse.read("refresh_runs").to_pylist()
+    last = max(r["refresh_id"] for r in runs)
+    keys = ("steps", "planned_steps", "seconds", "step_seconds", "values")
+    stages = {r["stage"]: r["seconds"] for r in runs if r["refresh_id"] == last and r["stage"] != "lease"}
+    return {"join_encoder": {k: params.get(k) for k in keys}, "value_vectors": n_vectors,
+            "n_pivots": len(model.pivots), "levels": model.grid.levels, "partitions": model.n_partitions,
+            "chosen_by": model.choice.get("by"), "stage_seconds": stages}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tables", type=int, default=250)
@@ -51,6 +78,8 @@ def main(argv=None) -> int:
     ap.add_argument("--top-k", type=int, default=10)
     ap.add_argument("--workdir", default=None, help="keep the lake and warehouse here (reused when present)")
     ap.add_argument("--warehouse", default=None, help="an already refreshed warehouse of that lake")
+    ap.add_argument("--default-config", action="store_true",
+                    help="refresh with the project's default configuration, not join_memory.py's 30-step encoder")
     args = ap.parse_args(argv)
 
     import discovery
@@ -58,12 +87,19 @@ def main(argv=None) -> int:
     work = args.workdir or tempfile.mkdtemp(prefix="lakescout-join-latency-")
     os.makedirs(work, exist_ok=True)
     lake = os.path.join(work, f"lake_{args.tables}x{args.values}")
-    warehouse = args.warehouse or os.path.join(work, f"wh_one_{args.tables}x{args.values}")
+    warehouse = args.warehouse or os.path.join(work, f"wh_{'default' if args.default_config else 'one'}_"
+                                                     f"{args.tables}x{args.values}")
     refresh_seconds = None
     if not os.path.isdir(warehouse):
         if not os.path.isdir(lake):
             write_lake(lake, args.tables, args.values)
-        refresh_seconds = refresh(lake, warehouse, None, work)
+        refresh_seconds = refresh(lake, warehouse, None, work, default_config=args.default_config)
+    build = build_info(warehouse)
+    enc = build["join_encoder"]
+    print(f"build: refresh {refresh_seconds or 0:.0f} s (0: reused), stages {build['stage_seconds']}; join encoder "
+          f"{enc['steps']} of {enc['planned_steps']} steps in {enc['seconds']} s; {build['value_vectors']} value "
+          f"vectors, |P| = {build['n_pivots']}, m = {build['levels']} ({build['chosen_by']}), "
+          f"{build['partitions']} partition(s)", flush=True)
     ls = discovery.open(warehouse)
     n = args.queries + 1
     step = max(1, args.tables // n)
@@ -88,7 +124,8 @@ def main(argv=None) -> int:
           f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     write_result("join_latency", {"tables": args.tables, "values_per_column": args.values, "top_k": args.top_k,
                                   "queries": rows, "medians_after_first": medians, "answers_identical": all(same),
-                                  "load_average": load, "refresh_seconds": refresh_seconds, "warehouse": warehouse})
+                                  "load_average": load, "refresh_seconds": refresh_seconds, "warehouse": warehouse,
+                                  "default_config": args.default_config, "build": build})
     return 0 if all(same) else 1
 
 

@@ -69,10 +69,15 @@ def write_lake(root: str, tables: int, values: int, seed: int = 0) -> None:
             w.writerows(zip(a, b, range(values)))
 
 
-def refresh(lake: str, warehouse: str, budget_mb: float | None, workdir: str) -> float:
-    config = os.path.join(workdir, f"budget_{budget_mb}.toml")
+def refresh(lake: str, warehouse: str, budget_mb: float | None, workdir: str, default_config: bool = False) -> float:
+    """Seconds of ``lakescout refresh`` of ``lake`` into ``warehouse`` with :data:`CONFIG` (a 30-step join encoder,
+    quick to build), or with ``default_config`` the project's defaults; ``budget_mb`` sets ``[join] memory_budget_mb``.
+    The configuration is always passed as a file (empty for the defaults), so neither ``$LAKESCOUT_CONFIG`` nor a
+    ``lakescout.toml`` in the working folder can change it."""
+    config = os.path.join(workdir, f"{'default' if default_config else 'budget'}_{budget_mb}.toml")
     with open(config, "w") as fh:
-        fh.write(CONFIG + (f"\n[join]\nmemory_budget_mb = {budget_mb!r}\n" if budget_mb is not None else ""))
+        fh.write(("" if default_config else CONFIG)
+                 + (f"\n[join]\nmemory_budget_mb = {budget_mb!r}\n" if budget_mb is not None else ""))
     started = time.perf_counter()
     subprocess.run([os.path.join(ROOT, ".venv", "bin", "lakescout"), "refresh", "--lake", lake, "--warehouse",
                     warehouse, "--config", config], check=True, stdout=subprocess.DEVNULL)

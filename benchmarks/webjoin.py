@@ -14,8 +14,9 @@ give them:
   (``NewJersey``, ``SaltLakeCity``) and plain;
 * party columns repeated across many tables: the candidates of every election 1789-2020 (25 parties), the same
   candidacies in a second table with other cell shapes, a table of the parties, and twelve ``ballot_access_NN``
-  tables that pair state abbreviations with parties and years (recombinations of the typed vocabularies, not facts; six hold every
-  party, so their party columns tie with the right one on joinability).
+  tables that pair state abbreviations with parties and years (recombinations of the typed vocabularies, not facts):
+  six hold every party, so their party columns tie with the right one on joinability, and two of those six take
+  their years from the election years, so that a second column of theirs also joins the query's.
 
 Vice presidents beside presidents, and capitals beside states (Jackson, Lincoln, Madison), are the similar-looking
 distractors.  Each query is a (table, column); its right answers are known by construction (:func:`right_answers`):
@@ -44,6 +45,7 @@ import argparse
 import csv
 import os
 import random
+import re
 import resource
 import shutil
 import subprocess
@@ -55,6 +57,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.common import ROOT, print_table, write_result  # noqa: E402
+from benchmarks.join_latency import build_info  # noqa: E402
 from benchmarks.webjoin_facts import ELECTIONS, PARTIES, PRESIDENTS, STATES, VICE_PRESIDENTS, rows  # noqa: E402
 
 TOP_K = 5
@@ -62,7 +65,6 @@ TOP_K = 5
 MIN_DISTINCT = 10
 #: Parties, as kinds whose right answer is decided by the rows of the table, not by the values.
 ROW_KINDS = ("party",)
-SEGMENTS_OFF = "[embed]\njoin_segments = 0\n"
 ORDINALS = {1: "st", 2: "nd", 3: "rd"}
 
 
@@ -104,8 +106,8 @@ def generate_lake(seed: int = 0) -> list[dict]:
     vps = rows(VICE_PRESIDENTS)
     states = rows(STATES)
     parties = [p for p, _ in rows(PARTIES)]
-    cands = [(year, *c.split(":"), "won" if i == 0 else "lost")
-             for year, *cs in rows(ELECTIONS) for i, c in enumerate(cs)]
+    el = rows(ELECTIONS)
+    cands = [(year, *c.split(":"), "won" if i == 0 else "lost") for year, *cs in el for i, c in enumerate(cs)]
     t = []
 
     order = _shuffled(range(len(pres)), rng)
@@ -146,7 +148,6 @@ def generate_lake(seed: int = 0) -> list[dict]:
         _col("Nominee", [_last_first(c[1]) for c in kept], "person", [c[1] for c in kept]),
         _col("Party", [c[2] for c in kept], "party"),
         _col("Outcome", ["elected" if c[3] == "won" else "defeated" for c in kept])]})
-    el = rows(ELECTIONS)
     t.append({"name": "elections", "rows_of": "elections", "columns": [
         _col("Year", [e[0] for e in el]),
         _col("Winner", [f"{w.split(':')[0]} ({w.split(':')[1]})" for _, w, *_ in el], "person",
@@ -155,9 +156,11 @@ def generate_lake(seed: int = 0) -> list[dict]:
              "person", [o[0].split(":")[0] if o else "" for _, _, *o in el])]})
     t.append({"name": "parties", "rows_of": "parties", "columns": [
         _col("Party", parties, "party"), _col("Founded", [f for _, f in rows(PARTIES)])]})
+    years = [e[0] for e in el]
     for k in range(12):
         chosen = parties if k % 2 == 0 else rng.sample(parties, 12 + k % 5)
-        ballot = [(s[1], party, str(rng.randint(1789, 2020))) for party in chosen for s in rng.sample(states, 2)]
+        since = (lambda: rng.choice(years)) if k in (0, 2) else (lambda: str(rng.randint(1789, 2020)))
+        ballot = [(s[1], party, since()) for party in chosen for s in rng.sample(states, 2)]
         ballot = _shuffled(ballot, rng)
         t.append({"name": f"ballot_access_{k + 1:02d}", "rows_of": f"ballot_{k + 1:02d}", "columns": [
             _col("State", [b[0] for b in ballot]), _col("Party", [b[1] for b in ballot], "party"),
@@ -259,6 +262,13 @@ def refresh(lake: str, warehouse: str, config_text: str, workdir: str, master: s
             "max_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
 
 
+def segments_off(config_text: str) -> str:
+    """``config_text`` with ``[embed] join_segments = 0`` (added under its ``[embed]`` table when it has one)."""
+    if re.search(r"^\[embed\]\s*$", config_text, re.MULTILINE):
+        return re.sub(r"^\[embed\]\s*$", "[embed]\njoin_segments = 0", config_text, count=1, flags=re.MULTILINE)
+    return config_text + "\n[embed]\njoin_segments = 0\n"
+
+
 def _published(warehouse: str) -> bool:
     from discovery.store import Warehouse, list_snapshots
 
@@ -293,7 +303,8 @@ def score(warehouse: str, tables: list[dict], mode: str, method: str = "pexeso")
                     "right_joinability": max((r["joinability"] for r in res["results"]
                                               if (r["path"].removesuffix(".csv"), r["column"]) in right),
                                              default=0.0),
-                    "context_lifted": sum(1 for r in res["results"] if r.get("context")),
+                    "context": [[r["path"], r["column"], r.get("context_score"), r.get("context")]
+                                for r in res["results"]],
                     "answer": answer})
     return out
 
@@ -331,12 +342,18 @@ def main(argv=None) -> int:
     load_before = _load()
     if not _published(wh):
         builds["default"] = refresh(lake, wh, config_text, workdir, args.master, "default")
-    if not _published(wh0):
+    done = os.path.join(workdir, "segments0.done")  # the copy is published before its own refresh: a marker
+    if not os.path.exists(done):
         shutil.rmtree(wh0, ignore_errors=True)
         shutil.copytree(wh, wh0)
-        builds["segments0"] = refresh(lake, wh0, config_text + "\n" + SEGMENTS_OFF, workdir, args.master,
-                                      "segments0")
-    print(f"lake: {len(tables)} tables, {len(QUERIES)} queries; builds: {builds}; load {load_before}")
+        builds["segments0"] = refresh(lake, wh0, segments_off(config_text), workdir, args.master, "segments0")
+        open(done, "w").close()
+    built = {name: build_info(w) for name, w in (("default", wh), ("segments0", wh0))}
+    print(f"lake: {len(tables)} tables, {len(QUERIES)} queries; refresh seconds and peak RSS: {builds}; "
+          f"load {load_before}")
+    for name, info in built.items():
+        print(f"{name}: join encoder {info['join_encoder']}, {info['value_vectors']} value vectors, "
+              f"|P| = {info['n_pivots']}, m = {info['levels']}, stages {info['stage_seconds']}")
 
     saved = os.environ.pop("LAKESCOUT_CONFIG", None)
     runs = {"defaults": score(wh, tables, "defaults"),
@@ -362,8 +379,14 @@ def main(argv=None) -> int:
     print("\n(recall@5 / rank of the first right column)\n")
     summary = _summary(runs)
     print_table(summary, ["shape", "queries", *runs])
+    for q in runs["defaults"]:
+        if q["shape"].startswith("party"):
+            print(f"\n{q['query']} top-{TOP_K} with defaults (table, column, matched, context score, context):")
+            for (t, c, m), (_, _, score_, text) in zip(q["answer"], q["context"]):
+                print(f"  {t}.{c}  {m}  {score_}  {text}")
     print(f"\npexeso and exact identical answers: {identical}; load average {_load()}")
-    write_result("webjoin", {"workdir": workdir, "config": config_text, "builds": builds, "summary": summary,
+    write_result("webjoin", {"workdir": workdir, "config": config_text, "builds": builds, "built": built,
+                             "summary": summary,
                              "runs": runs, "exact_identical": identical, "load_average": _load(),
                              "load_before": load_before})
     return 0

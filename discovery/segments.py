@@ -33,6 +33,8 @@ whole value is dropped as before, so ``newjersey`` gets the segment ``new jersey
 ``New Jersey``.  A value is stored once, normalised, however its cells spell it: it is split when one of its
 spellings in the column has a glued word, with the smallest split text when several do (:func:`glued_spellings`), so
 the segments are a function of the column's set of cells, whatever their order.
+On ``benchmarks/webjoin.py`` the split lifts the right columns of the two glued query columns (states, capitals) from
+45 and 44 to 50 and 49 matched values of 50 (``SantaFe`` stays whole); value vectors grow by 18 (2,075 -> 2,093).
 
 A value with no delimiter and no glued word has no segments: its one vector is its whole-cell vector, as before.
 

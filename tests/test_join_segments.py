@@ -145,3 +145,20 @@ def test_stored_segment_rows_index_like_any_vector_and_name_their_value():
         for v, row, d in c.pairs:
             lake_row = rows[int(row)]
             assert np.isclose(np.linalg.norm(query[value_of == int(v)] - x[lake_row], axis=1), d, atol=1e-5).any()
+
+
+def test_a_glued_lake_cell_gets_the_vector_of_its_split_spelling():
+    """The embed stage and the query path cut through :func:`discovery.vectors.column_values`, which hands it the
+    cells as written: ``NewJersey`` gets a segment vector equal to the whole-value vector of ``New Jersey``."""
+    from discovery.encoders.columns import profile_column
+    from discovery.encoders.hash_encoder import HashEncoder
+    from discovery.vectors import column_values
+
+    enc = HashEncoder()
+    cells = pa.array(["NewJersey", "Maine", "NewJersey", "SanFrancisco (city)"])
+    cv = column_values(enc, profile_column(cells), 0, 100, MAX_SEGMENTS, cells)
+    assert cv.values == ["maine", "newjersey", "sanfrancisco (city)"]
+    assert cv.value_of.tolist() == [0, 1, 2, 1, 2] and cv.segment.tolist() == [0, 0, 0, 1, 1]
+    query = column_values(enc, profile_column(pa.array(["New Jersey", "San Francisco"])), 0, 100, MAX_SEGMENTS)
+    assert np.allclose(cv.vectors[3], query.vectors[0]) and np.allclose(cv.vectors[4], query.vectors[1])
+    assert column_values(enc, profile_column(cells), 0, 100, 0, cells).vectors.shape[0] == 3   # the bound holds

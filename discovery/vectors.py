@@ -15,7 +15,8 @@ indexed.
 * Value vectors: for join candidates (string columns with at least ``join_min_distinct`` distinct values), the
   ``join`` encoder over at most ``join_max_values`` distinct values (the same priority sample: the most frequent
   values first, ties broken by a stable hash), each with its frequency; then over each value's segments, at most
-  ``join_segments`` of them (:mod:`.segments`), each row carrying its value (segment 0 is the whole value).  A query
+  ``join_segments`` of them (:mod:`.segments`, glued words split on the cells as written), each row carrying its
+  value (segment 0 is the whole value).  A query
   column is cut with the snapshot's own setting, so its segments are what its lake twin's were.
 """
 from __future__ import annotations
@@ -30,7 +31,7 @@ from .encoders.columns import ColumnProfile, priority_sample, profile_column
 from .encoders.stored import COLUMN_MODEL, JOIN_MODEL, SET_MODEL, TABLE_MODEL, payload, stored_encoder
 from .lake import LakeFileError, infer_type, read_lake_table
 from .query import QueryError, QueryTable
-from .segments import value_segments
+from .segments import RULE, glued_spellings, value_segments
 from .store import SCHEMAS, Snapshot, WarehouseError
 from .store.cache import INDEXES
 
@@ -63,11 +64,12 @@ class EncoderRefs:
 
     @property
     def value_vector_version(self) -> str | None:
-        """What ``value_vectors.encoder_version`` holds: the join encoder, and the bound on segments when there are
-        any, so that rows encoded under another bound are stale and re-encoded (and the pivots refitted)."""
+        """What ``value_vectors.encoder_version`` holds: the join encoder, and the bound on segments and the
+        segment rule's version when there are any, so that rows encoded under another bound or rule are stale and
+        re-encoded (and the pivots refitted)."""
         if self.join is None or not self.spec.join_segments:
             return self.join
-        return f"{self.join}+segments-{self.spec.join_segments}"
+        return f"{self.join}+segments-{self.spec.join_segments}-rule{RULE}"
 
     def to_params(self) -> dict:
         return {"column": self.column, "table": self.table, "join": self.join,
@@ -139,12 +141,14 @@ def is_join_candidate(kind: str, profile: ColumnProfile, spec: EmbedSpec) -> boo
 
 
 def column_values(join: Encoder, profile: ColumnProfile, ordinal: int, max_values: int,
-                  max_segments: int = 0) -> ColumnValues:
+                  max_segments: int = 0, cells: pa.Array | None = None) -> ColumnValues:
     """Value vectors of at most ``max_values`` distinct values (priority sample, ascending value order), then of
-    their segments, at most ``max_segments`` a value (:func:`.segments.value_segments`)."""
+    their segments, at most ``max_segments`` a value (:func:`.segments.value_segments`); ``cells``, the column as
+    written, lets glued words be split (:func:`.segments.glued_spellings`)."""
     chosen = priority_sample(profile.values, profile.counts, max_values)
     values = [profile.values[i] for i in chosen]
-    owner, number, segs = value_segments(values, max_segments)
+    splits = glued_spellings(cells, values) if max_segments > 0 and cells is not None else None
+    owner, number, segs = value_segments(values, max_segments, splits)
     n = len(values)
     return ColumnValues(ordinal, values, profile.counts[chosen].astype(np.int64), join.encode_values(values + segs),
                         len(profile.values), np.r_[np.arange(n, dtype=np.int64), owner],
@@ -167,7 +171,7 @@ def embed_table(encoders: LakeEncoders, columns: list[pa.Array], names: list[str
                                        header=None if headers is None else headers[j])
     values = []
     if with_values and encoders.join is not None:
-        values = [column_values(encoders.join, prof, j, spec.join_max_values, spec.join_segments)
+        values = [column_values(encoders.join, prof, j, spec.join_max_values, spec.join_segments, columns[j])
                   for j, (kind, prof) in enumerate(zip(kinds, profiles)) if is_join_candidate(kind, prof, spec)]
     return TableEmbedding(kinds, vectors, encoders.table.encode_table(vectors), values)
 
@@ -289,5 +293,5 @@ def query_value_vectors(snapshot: Snapshot, query: QueryTable, column: str | int
     else:
         ordinal = query.ordinal(column)
     cap = encoders.refs.spec.join_max_values if max_values is None else max_values
-    return column_values(encoders.join, profile_column(query.columns[ordinal]), ordinal, cap,
-                         encoders.refs.spec.join_segments)
+    cells = query.columns[ordinal]
+    return column_values(encoders.join, profile_column(cells), ordinal, cap, encoders.refs.spec.join_segments, cells)

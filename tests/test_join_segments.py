@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from discovery.join import JoinIndex, select_pivots
 from discovery.join.stage import COLUMN_KEY_BASE, index_from_rows
 from discovery.normalize import normalize_values
-from discovery.segments import MAX_SEGMENTS, segments_of, value_segments
+from discovery.segments import MAX_SEGMENTS, glued_spellings, segments_of, unglue, value_segments
 
 from join_data import stored_rows
 
@@ -28,6 +29,38 @@ from join_data import stored_rows
 def test_segments_follow_the_stated_rule(cell, segments):
     assert MAX_SEGMENTS == 3
     assert segments_of(normalize_values([cell])[0]) == segments
+
+
+@pytest.mark.parametrize("cell, split", [
+    ("NewJersey", "New Jersey"), ("SanFrancisco", "San Francisco"), ("NewJerseyCity", "New Jersey City"),
+    ("S\u00e3oPaulo", "S\u00e3o Paulo"), ("NewJersey; 40\u00b0N", "New Jersey; 40\u00b0N"),
+    ("Maine and NewYork", "Maine and New York"),
+    ("USA", "USA"), ("USAToday", "USAToday"), ("NewJerseyUSA", "NewJerseyUSA"),    # an all-caps part
+    ("McDonald", "McDonald"), ("DeSoto", "DeSoto"), ("LaSalle", "LaSalle"),        # a short capitalised part
+    ("MacArthur", "MacArthur"), ("iPhone", "iPhone"), ("New Jersey", "New Jersey"), ("newjersey", "newjersey"),
+])
+def test_glued_words_split_by_the_stated_rule(cell, split):
+    assert unglue(cell) == split
+
+
+def test_glued_words_are_split_before_case_folding_then_cut():
+    cells = pa.array(["NewJersey", "Maine", "NewYork; 43\u00b0N 75\u00b0W", "McDonald", None, "SanFrancisco (city)"])
+    values = normalize_values(cells.to_pylist()[:4] + cells.to_pylist()[5:])
+    splits = glued_spellings(cells, values)
+    assert splits == ["new jersey", None, "new york; 43\u00b0n 75\u00b0w", None, "san francisco (city)"]
+    assert [segments_of(v, MAX_SEGMENTS, s) for v, s in zip(values, splits)] == [
+        ["new jersey"], [], ["new york"], [], ["san francisco"]]
+    owner, number, strings = value_segments(values, 1, splits)
+    assert owner.tolist() == [0, 2, 4] and number.tolist() == [1, 1, 1]
+    assert value_segments(values, 0, splits)[2] == []                       # the bound holds for glued words too
+
+
+def test_the_split_of_a_value_is_a_function_of_its_spellings_not_their_order():
+    spellings = ["NEWJERSEY", "NewJersey", "Newjersey", "NewJersey"]
+    for order in (spellings, spellings[::-1], spellings[1:] + spellings[:1]):
+        assert glued_spellings(pa.array(order), ["newjersey"]) == ["new jersey"]
+    assert glued_spellings(pa.array(["NEWJERSEY", "Newjersey"]), ["newjersey"]) == [None]
+    assert glued_spellings(pa.array([1, 2], pa.int64()), ["1"]) == [None]
 
 
 def test_value_segments_name_their_value():
@@ -112,3 +145,20 @@ def test_stored_segment_rows_index_like_any_vector_and_name_their_value():
         for v, row, d in c.pairs:
             lake_row = rows[int(row)]
             assert np.isclose(np.linalg.norm(query[value_of == int(v)] - x[lake_row], axis=1), d, atol=1e-5).any()
+
+
+def test_a_glued_lake_cell_gets_the_vector_of_its_split_spelling():
+    """The embed stage and the query path cut through :func:`discovery.vectors.column_values`, which hands it the
+    cells as written: ``NewJersey`` gets a segment vector equal to the whole-value vector of ``New Jersey``."""
+    from discovery.encoders.columns import profile_column
+    from discovery.encoders.hash_encoder import HashEncoder
+    from discovery.vectors import column_values
+
+    enc = HashEncoder()
+    cells = pa.array(["NewJersey", "Maine", "NewJersey", "SanFrancisco (city)"])
+    cv = column_values(enc, profile_column(cells), 0, 100, MAX_SEGMENTS, cells)
+    assert cv.values == ["maine", "newjersey", "sanfrancisco (city)"]
+    assert cv.value_of.tolist() == [0, 1, 2, 1, 2] and cv.segment.tolist() == [0, 0, 0, 1, 1]
+    query = column_values(enc, profile_column(pa.array(["New Jersey", "San Francisco"])), 0, 100, MAX_SEGMENTS)
+    assert np.allclose(cv.vectors[3], query.vectors[0]) and np.allclose(cv.vectors[4], query.vectors[1])
+    assert column_values(enc, profile_column(cells), 0, 100, 0, cells).vectors.shape[0] == 3   # the bound holds

@@ -35,7 +35,7 @@ from benchmarks.join_memory import _model, refresh, write_lake  # noqa: E402
 
 METHODS = ("pexeso", "exact")
 STATS = ("candidate_pairs", "candidate_vectors", "lemma1_filtered", "distance_computations", "keys_verified",
-         "columns_verified", "early_rejects")
+         "columns_verified", "early_rejects", "context_columns", "context_seconds")
 
 
 def timed_join(ls, table: str, column: str, method: str, top_k: int) -> dict:

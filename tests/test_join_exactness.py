@@ -1,10 +1,12 @@
-"""PEXESO, PEXESO-H and brute force return exactly the brute-force answer: threshold, top-k, both metrics."""
+"""PEXESO, PEXESO-H and brute force return exactly the brute-force answer: threshold, top-k (also with a slack, across
+partitions), both metrics."""
 import numpy as np
 import pytest
 
 from discovery.join import JoinIndex, map_to_pivots, select_pivots
 from discovery.join.grid import GridSpec
-from join_data import brute_force, clustered_lake, query_from, top_k_reference, uniform_lake
+from discovery.join.partitioning import search_partitions
+from join_data import brute_force, clustered_lake, query_from, top_k_reference, uniform_lake, unit
 
 METHODS = ("pexeso", "pexeso-h", "exact")
 SETTINGS = [(0.02, 0.2), (0.06, 0.6), (0.1, 0.4), (0.2, 0.8), (0.3, 0.3), (0.45, 0.6), (0.1, 0.0)]
@@ -50,6 +52,49 @@ def test_top_k_equals_brute_force(seed):
                 for method in METHODS:
                     got = index.search(q, tau, T, method=method, top_k=k)
                     assert got.joinabilities() == top_k_reference(full, k), (method, tau, T, k)
+
+
+def _shared_entity_lake(rng, n_entities=120, n_cols=70, dim=16):
+    """Columns of exact copies of entity vectors at least 0.45 apart: with tau 0.2 (a fraction 0.1 of the maximum
+    distance 2) a query value matches a column iff they hold the same entity, and no distance lies near tau, so the
+    reference counts are set intersections."""
+    entities = unit(rng.normal(size=(n_entities, dim)))
+    gap = np.linalg.norm(entities[:, None, :].astype(np.float64) - entities[None, :, :], axis=-1)
+    assert gap[np.triu_indices(n_entities, 1)].min() > 0.45
+    picks = [rng.choice(n_entities, int(rng.integers(5, 60)), replace=False) for _ in range(n_cols)]
+    ids = np.concatenate([np.full(p.size, 5 * c + 3) for c, p in enumerate(picks)])
+    query = rng.choice(n_entities, 50, replace=False)
+    counts = {5 * c + 3: int(np.intersect1d(p, query).size) for c, p in enumerate(picks)}
+    return entities[np.concatenate(picks)], ids, entities[query], {c: m for c, m in counts.items() if m}
+
+
+def _widened(counts: dict, k: int, slack: int, pool: int) -> list:
+    """The top-k with a slack by definition: ranked by (count descending, column id), the first k and every column
+    within ``slack`` of the k-th count, at most ``pool``."""
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    if len(ranked) >= k:
+        ranked = [(c, m) for c, m in ranked if m >= ranked[k - 1][1] - slack]
+    return ranked[:pool]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_top_k_with_slack_returns_the_widened_set_exactly(seed):
+    """One top-k search with a slack (the context margin's) returns exactly the top-k and every column within the
+    slack of the k-th count, at most the pool: every method, and partition by partition with the floor carried."""
+    rng = np.random.default_rng(seed)
+    lake, ids, query, counts = _shared_entity_lake(rng)
+    pivots = select_pivots(lake, 3, seed=seed)
+    index = JoinIndex.build(lake, ids, pivots, levels=3)
+    grid = GridSpec.fit(map_to_pivots(lake, pivots), 3)
+    parts = [np.flatnonzero(ids % 3 == p) for p in range(3)]
+    for k, slack, pool in [(1, 0, 1), (3, 0, 3), (3, 2, 53), (5, 4, 8), (10, 3, 60), (10, 50, 12), (1, 6, 70)]:
+        want = _widened(counts, k, slack, pool)
+        for method in METHODS:
+            got = index.search(query, 0.1, 0.0, method=method, top_k=k, slack=slack, pool=pool)
+            assert list(got.joinabilities().items()) == want, (method, k, slack, pool)
+            merged = search_partitions((lambda s=s: JoinIndex.build(lake[s], ids[s], pivots, grid=grid) for s in parts),
+                                       query, 0.1, 0.0, method, k, slack=slack, pool=pool)
+            assert list(merged.joinabilities().items()) == want, (method, k, slack, pool)
 
 
 @pytest.mark.parametrize("seed", range(4))

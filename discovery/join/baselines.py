@@ -10,7 +10,7 @@ from numba import njit
 
 from .blocking import BlockingResult
 from .metric import squared_within
-from .tally import ColumnTally
+from .tally import ColumnTally, TopK
 from .verification import Verified, group_by_query
 
 
@@ -63,7 +63,8 @@ def _verify_naive(nq, qval, n_cols, col, mq, mlo, mhi, cq, cleaf, leaf_start, ve
     return matched, stopped, w_key[:n_w], w_x[:n_w], w_sq[:n_w], w_q[:n_w], distances, touched.sum()
 
 
-def verify_pexeso_h(index, query, blocked: BlockingResult, need: int, top_k, stop_on_accept: bool, pred) -> Verified:
+def verify_pexeso_h(index, query, blocked: BlockingResult, need: int, top: TopK | None, stop_on_accept: bool,
+                    pred) -> Verified:
     """PEXESO-H: the same blocking, then every vector of every candidate cell is compared with its query vector.
 
     No inverted index: no posting lists, no per-column document order, no Lemma 7; vectors of matching cells are
@@ -71,7 +72,7 @@ def verify_pexeso_h(index, query, blocked: BlockingResult, need: int, top_k, sto
     reaches T it is skipped (threshold search without exact joinabilities).  Query vectors are processed in order
     and a column's later candidates for an already matched query vector are skipped.
     """
-    stop = bool(stop_on_accept and top_k is None)
+    stop = bool(stop_on_accept and top is None)
     matched, stopped, wk, wx, wsq, wq, distances, touched = _verify_naive(
         query.n, query.value, index.n_columns, index.col,
         blocked.match_q, blocked.match_lo, blocked.match_hi, blocked.cand_q,
@@ -87,7 +88,8 @@ def _first_per_key(keys: np.ndarray, *values):
     return (uk,) + tuple(v[first] for v in values)
 
 
-def verify_exact(index, query, need: int, top_k, stop_on_accept: bool, pred, block_rows: int = 32768) -> Verified:
+def verify_exact(index, query, need: int, top: TopK | None, stop_on_accept: bool, pred,
+                 block_rows: int = 32768) -> Verified:
     """Blocked BLAS brute force with the same early termination (accept at T, Lemma 7 reject, top-k threshold).
 
     Query vectors are taken in chunks sized by :meth:`ColumnTally.budget` (the least count that could decide a
@@ -99,7 +101,7 @@ def verify_exact(index, query, need: int, top_k, stop_on_accept: bool, pred, blo
     by_value = np.argsort(query.value, kind="stable")
     value_ptr = np.searchsorted(query.value[by_value], np.arange(nq + 1))
     n_cols = index.n_columns
-    tally = ColumnTally(np.zeros(n_cols), np.full(n_cols, nq), need, top_k, stop_on_accept)
+    tally = ColumnTally(np.zeros(n_cols), np.full(n_cols, nq), need, top, stop_on_accept)
     keys, xs, sqs, qs = [], [], [], []
     stats = {"distance_computations": 0}
     touched = np.zeros(n_cols, dtype=bool)

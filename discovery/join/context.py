@@ -134,14 +134,17 @@ def read_postings(read, table_ids: list[int], max_rows: int = MAX_ROWS) -> pa.Ta
 
 
 def table_context(query: QueryContext, postings: pa.Table, lake_column: int, link: dict[str, str],
-                  lake_names: dict[int, str]) -> Context:
+                  lake_names: dict[int, str], codes: np.ndarray | None = None) -> Context:
     """The context of one lake table: ``postings`` its ``xash_postings`` rows, ``lake_column`` the ordinal of the
-    column the search matched, ``link`` each matched query value's witness lake value."""
+    column the search matched, ``link`` each matched query value's witness lake value.  ``codes``: the postings'
+    values already coded (:meth:`QueryContext.code`) by a caller holding many tables' postings, which codes them in
+    one call: each call hashes the whole vocabulary, and once per table that was a third of a query's context time
+    (61 tables on the 1M-vector lake of ``benchmarks/join_latency.py``)."""
     if not query.others or postings.num_rows == 0:
         return Context()
     col = postings.column("column").to_numpy().astype(np.int64)
     row = postings.column("row").to_numpy().astype(np.int64)
-    code = query.code(postings.column("value"))
+    code = query.code(postings.column("value")) if codes is None else codes
     n_rows = int(row.max()) + 1
     key_of_row = np.full(n_rows, -1, dtype=np.int64)
     at_key = col == lake_column

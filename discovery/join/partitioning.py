@@ -25,6 +25,7 @@ import numpy as np
 
 from .grid import GridSpec
 from .search import JoinableColumn, JoinIndex, JoinResult
+from .tally import TopK
 
 _LN2 = float(np.log(2.0))
 _PER_QUERY = ("query_vectors", "query_values", "required_matches")
@@ -222,25 +223,30 @@ def settle(cost: np.ndarray, sizes: np.ndarray, assign: np.ndarray, cap: float) 
 
 def search_partitions(loaders: Iterable[Callable[[], JoinIndex | None]], query_vectors, tau: float = 0.06,
                       T: float = 0.6, method: str = "pexeso", top_k: int | None = None,
-                      exact_joinability: bool = True, value_ids=None, min_matches: int = 1) -> JoinResult:
+                      exact_joinability: bool = True, value_ids=None, min_matches: int = 1, slack: int = 0,
+                      pool: int | None = None) -> JoinResult:
     """Search one partition at a time (only one index in memory) and merge; a loader returns None for a partition
     that holds no vectors.
 
     Threshold search: the union of the partitions' answers (columns never span partitions).  Top-k (``T`` not
     applied): each partition's exact top-k, merged; the running k-th best count is passed on as a floor, so later
     partitions prune with the threshold already reached (the k-size buffer of top-k search carried across partitions).
-    ``value_ids``: the query value of each query vector (see :meth:`JoinIndex.search`).  ``min_matches``: a floor on
-    the match count from the start (a top-k among the columns matching at least that many query values).
+    With ``slack`` and ``pool`` (:class:`.tally.TopK`) each partition returns its widened set and the floor carried is
+    the merged answer's (k-th - slack, or the pool-th): a partition's k-th count is at most the lake's, so no column of
+    the lake's widened set is lost.  ``value_ids``: the query value of each query vector (see
+    :meth:`JoinIndex.search`).  ``min_matches``: a floor on the match count from the start (a top-k among the columns
+    matching at least that many query values).
     """
     merged: list[JoinableColumn] = []
     stats: dict = {"partitions": 0}
     floor = max(1, int(min_matches))
+    top = None if top_k is None else TopK(top_k, slack, pool)
     for load in loaders:
         index = load()
         if index is None:
             continue
         result = index.search(query_vectors, tau, T, method, top_k, exact_joinability, min_matches=floor,
-                              value_ids=value_ids)
+                              value_ids=value_ids, slack=slack, pool=pool)
         del index
         stats["partitions"] += 1
         for key, value in result.stats.items():
@@ -248,9 +254,9 @@ def search_partitions(loaders: Iterable[Callable[[], JoinIndex | None]], query_v
                 stats[key] = stats.get(key, 0) + int(value)
         merged.extend(result.columns)
         merged.sort(key=lambda c: (-c.matches, c.column_id))
-        if top_k is not None:
-            merged = merged[:top_k]
-            if len(merged) == top_k:
-                floor = max(floor, merged[-1].matches)
+        if top is not None:
+            ranked = [c.matches for c in merged]
+            merged = merged[:top.cut(ranked)]
+            floor = max(floor, top.floor(ranked))
     stats["method"] = method
     return JoinResult(merged, stats)

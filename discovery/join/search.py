@@ -36,7 +36,7 @@ from .grid import CellHierarchy, GridSpec
 from .metric import (MatchPredicate, canonical_squared, check_metric, chord_threshold, from_chord, mapping_slack,
                      prepare_vectors, squared_norms, to_chord)
 from .pivots import map_to_pivots
-from .tally import required_matches
+from .tally import TopK, required_matches
 from .verification import verify_pexeso
 
 METHODS = ("pexeso", "pexeso-h", "exact")
@@ -173,21 +173,23 @@ class JoinIndex:
 
     def search(self, query_vectors, tau: float = 0.06, T: float = 0.6, method: str = "pexeso",
                top_k: int | None = None, exact_joinability: bool = True, min_matches: int = 1,
-               value_ids=None) -> JoinResult:
+               value_ids=None, slack: int = 0, pool: int | None = None) -> JoinResult:
         """Joinable columns for the query column, ranked by joinability (ties by column id).
 
         ``tau``: distance threshold as a fraction of the maximum distance.  Threshold search (``top_k`` None): every
         column with joinability >= ``T`` (a fraction of |Q|).  Top-k search: the ``top_k`` columns of highest
-        joinability among those with a match; ``T`` is not applied.  ``min_matches``: a floor on the match count (used
-        to carry a top-k threshold across partitions).  ``value_ids``: the query value of each query vector, when a
-        value is given as several vectors (its segments, :mod:`discovery.segments`): a value matches a column when any
-        of its vectors does, and joinability counts values (|Q| is the number of distinct ids); result pairs then name
-        query values by these ids.
+        joinability among those with a match; ``T`` is not applied; with ``slack`` (matches) also every column whose
+        count lies within ``slack`` of the k-th, at most ``pool`` columns in all (:class:`.tally.TopK`).
+        ``min_matches``: a floor on the match count (used to carry a top-k threshold across partitions).
+        ``value_ids``: the query value of each query vector, when a value is given as several vectors (its segments,
+        :mod:`discovery.segments`): a value matches a column when any of its vectors does, and joinability counts
+        values (|Q| is the number of distinct ids); result pairs then name query values by these ids.
         """
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
         if top_k is not None and top_k < 1:
             raise ValueError("top_k must be >= 1")
+        top = None if top_k is None else TopK(top_k, slack, pool)
         query = self._query(query_vectors, value_ids)
         need = max(required_matches(T if top_k is None else 0.0, query.n), int(min_matches))
         tau_c = chord_threshold(tau, self.metric)
@@ -197,7 +199,7 @@ class JoinIndex:
         stats = {"method": method, "query_vectors": query.n_vectors, "query_values": query.n, "required_matches": need,
                  "lake_vectors": int(self.vectors.shape[0]), "lake_columns": self.n_columns}
         if method == "exact":
-            verified = verify_exact(self, query, need, top_k, stop, pred)
+            verified = verify_exact(self, query, need, top, stop, pred)
         else:
             qh = CellHierarchy(query.cells, query.mapped, self.grid.n_pivots, self.grid.levels)
             blocked = block(qh, query.mapped, self.hierarchy, tau_c, query.slack)
@@ -207,19 +209,19 @@ class JoinIndex:
             stats["candidate_runs"] = int((self.leaf_run_start[blocked.cand_leaf + 1]
                                            - self.leaf_run_start[blocked.cand_leaf]).sum())
             verify = verify_pexeso if method == "pexeso" else verify_pexeso_h
-            verified = verify(self, query, blocked, need, top_k, stop, pred)
+            verified = verify(self, query, blocked, need, top, stop, pred)
         stats.update(verified.stats)
-        return JoinResult(self._results(query, verified, need, top_k, stats), stats)
+        return JoinResult(self._results(query, verified, need, top, stats), stats)
 
-    def _results(self, query, verified, need: int, top_k, stats) -> list[JoinableColumn]:
+    def _results(self, query, verified, need: int, top: TopK | None, stats) -> list[JoinableColumn]:
         matched = verified.matched
         ok = matched >= need
-        if top_k is not None:
+        if top is not None:
             ok &= verified.exact
         cols = np.flatnonzero(ok)
         cols = cols[np.lexsort((self.column_values[cols], -matched[cols]))]
-        if top_k is not None:
-            cols = cols[:top_k]
+        if top is not None:
+            cols = cols[:top.cut(matched[cols])]
         nq = query.n
         wk, wx, wq, wsq = verified.witness_key, verified.witness_x, verified.witness_q, verified.witness_sq.copy()
         keep = np.isin(wk // nq, cols)

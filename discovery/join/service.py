@@ -26,15 +26,15 @@ With ``[join] context_margin`` = m, results sorted by joinability (then column i
 its highest count h and holds the following results whose count is at least h - s, where s = floor(m |Q|) matches.
 Within a group results are ordered by ``context_score`` (then as before); groups keep their order, so a result never
 passes one whose joinability exceeds its own by more than m, and with distinct counts farther apart than m the order
-is joinability's.  A top-k search asks for k + 1 columns; when the (k+1)-th lies within s of the k-th, it searches
-again, exactly, for the columns matching at least (k-th count - s), at most k + :data:`CONTEXT_POOL`, so that the
-k-th column's whole group competes for the last places: the reported set is then the exact top-k except within the
-k-th column's group, whose members all lie within the margin of the k-th score.  Context is computed for the
-columns of groups of more than one member that start among the first k, the only ones whose order it can change (a
-threshold search: among its first :data:`CONTEXT_POOL`, so that one returning thousands of columns reads a bounded
-number of tables); other results carry ``context_score`` None, as do all results of a query with no other column
-that can be evidence (none, or only a row number: :class:`.context.QueryContext`), which keep joinability's order at
-no extra cost.
+is joinability's.  A top-k search returns, in one search, the exact top-k and every column matching at least (k-th
+count - s), at most k + :data:`CONTEXT_POOL` (:class:`.tally.TopK`: its pruning threshold is the running k-th count
+minus s, so Lemma 7 rejects no column of that set), so that the k-th column's whole group competes for the last
+places: the reported set is then the exact top-k except within the k-th column's group, whose members all lie within
+the margin of the k-th score.  Context is computed for the columns of groups of more than one member that start
+among the first k, the only ones whose order it can change (a threshold search: among its first :data:`CONTEXT_POOL`,
+so that one returning thousands of columns reads a bounded number of tables); other results carry ``context_score``
+None, as do all results of a query with no other column that can be evidence (none, or only a row number:
+:class:`.context.QueryContext`), which keep joinability's order at no extra cost.
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ from .stage import (COLUMN_KEY_BASE, MODEL, ROW_KEYS, PivotModel, column_first_r
 
 #: Matched value pairs reported per result column as evidence.
 EVIDENCE_PAIRS = 5
-#: Columns beyond k a top-k search gathers when the k-th column's context group runs past it.
+#: Columns beyond k a top-k search gathers at most when the k-th column's context group runs past it.
 CONTEXT_POOL = 50
 
 
@@ -166,27 +166,26 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T
     first_rows: dict[int, int] = {}
     held: list[int] = []
 
-    def search(k: int | None, floor: int = 1):
-        found = search_partitions((lambda p=p: loaded.partition(p, first_rows, held)
-                                   for p in range(loaded.model.n_partitions)),
-                                  qv.vectors, tau, 0.0 if T is None else T, method, k, value_ids=qv.value_of,
-                                  min_matches=floor)
-        return found, [c for c in found.columns if int(c.column_id) // COLUMN_KEY_BASE != q.table_id]
-
     query_context = QueryContext(q.names, q.columns, ordinal) if context_margin is not None else None
     with_context = query_context is not None and bool(query_context.others)  # else no table can have context
-    # one more than asked: whether the k-th column's context group runs past it (the order rule above)
-    found, columns = search(None if top_k is None else top_k + own + with_context)
+    slack = int(np.floor(context_margin * len(qv.values) + 1e-9)) if with_context else 0
+    k = None if top_k is None else top_k + own
+    pool = None if k is None else k + CONTEXT_POOL * with_context
+    found = search_partitions((lambda p=p: loaded.partition(p, first_rows, held)
+                               for p in range(loaded.model.n_partitions)),
+                              qv.vectors, tau, 0.0 if T is None else T, method, k, value_ids=qv.value_of,
+                              slack=slack, pool=pool)
     if loaded.kept != kept:  # the one-partition index was built: the cache re-measures what this entry holds now
         INDEXES.put(_cache_key(snapshot), loaded)
+    columns = [c for c in found.columns if int(c.column_id) // COLUMN_KEY_BASE != q.table_id]
     context = {}
     if with_context:
-        slack = int(np.floor(context_margin * len(qv.values) + 1e-9))
-        if top_k is not None and len(columns) > top_k and columns[top_k].matches >= columns[top_k - 1].matches - slack:
+        if top_k is not None and len(columns) >= top_k:
+            # the search widened by the (k + own)-th count, at most the k-th of the lake's other columns
             floor = columns[top_k - 1].matches - slack
-            pool_k = top_k + own + CONTEXT_POOL
-            found, columns = search(pool_k, floor)
-            found.stats.update(context_searches=2, context_pool_capped=int(len(found.columns) == pool_k))
+            pool_size = sum(c.matches >= floor for c in found.columns)
+            columns = [c for c in columns if c.matches >= floor]
+            found.stats.update(context_pool_capped=int(pool_size == pool))
         columns, context = _order_by_context(snapshot, query_context, qv, columns, slack, top_k, first_rows,
                                              found.stats)
         found.stats.update(context_margin=context_margin, context_slack=slack)
@@ -246,12 +245,13 @@ def _order_by_context(snapshot: Snapshot, query: QueryContext, qv, columns: list
     at = {t: (int(a), int(b)) for t, a, b in zip(tables, bounds[0], bounds[1])}
     _, names = result_names(snapshot, tables)
     query.add_values([v for link in links.values() for v in link.values()])
+    codes = query.code(postings.column("value"))  # every table's postings in one call: one hash of the vocabulary
     context = {}
     for key in keys:
         table_id, lake_ordinal = divmod(key, COLUMN_KEY_BASE)
         a, b = at[table_id]
         context[key] = table_context(query, postings.slice(a, b - a), lake_ordinal, links[key],
-                                     {o: n for (t, o), n in names.items() if t == table_id})
+                                     {o: n for (t, o), n in names.items() if t == table_id}, codes[a:b])
     scores = [context.get(int(c.column_id)) for c in columns]
     order = context_order(matches, [None if s is None else s.score for s in scores], slack)
     stats.update(context_tables=len(tables), context_postings=postings.num_rows,

@@ -11,10 +11,52 @@ match, i.e. |Q| minus the query vectors known to match nothing in c (the mismatc
   bound of its column's joinability, so the k-th largest ``matched`` is a lower bound of the final k-th score and
   can replace ``need`` in Lemma 7 while it rises.  Rejection is strict (``upper < threshold``), so ties with the k-th
   column are always resolved exactly and the final order can break them by column id.
+* Top-k with a slack (:class:`TopK`): the answer also holds every column within ``slack`` matches of the k-th, at
+  most ``pool`` columns in all.  The threshold is then the larger of (k-th lower bound - slack) and the pool-th lower
+  bound: a column is rejected only when its upper bound is below one of them, so below the final k-th count minus
+  the slack or below the final pool-th count, and no column of the widened answer is ever rejected.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+
+@dataclass(frozen=True)
+class TopK:
+    """What a top-k search keeps: the ``k`` most joinable columns and every column whose count lies within ``slack``
+    of the k-th (the columns the context order lets compete for the last places, :mod:`.service`), at most ``pool``
+    (default ``k``) columns in all, by (count descending, column id).  ``slack`` 0 and ``pool`` k: the plain top-k."""
+
+    k: int
+    slack: int = 0
+    pool: int | None = None
+
+    def __post_init__(self):
+        if self.k < 1 or self.slack < 0:
+            raise ValueError(f"top-k needs k >= 1 and slack >= 0, got k {self.k}, slack {self.slack}")
+        if self.pool is None:
+            object.__setattr__(self, "pool", self.k)
+        if self.pool < self.k:
+            raise ValueError(f"the pool of a top-k search holds at least k columns, got {self.pool} < {self.k}")
+
+    def floor(self, ranked) -> int:
+        """The least count a column can have and be kept, from counts ``ranked`` in descending order, each a lower
+        bound of its column's final count (0 while too few are known)."""
+        thr = 0
+        if len(ranked) >= self.k:
+            thr = int(ranked[self.k - 1]) - self.slack
+        if len(ranked) >= self.pool:
+            thr = max(thr, int(ranked[self.pool - 1]))
+        return thr
+
+    def cut(self, ranked) -> int:
+        """How many of the exact counts ``ranked`` (descending, ties by column id) the answer keeps."""
+        n = min(len(ranked), self.pool)
+        if n >= self.k:
+            n = int(np.searchsorted(-np.asarray(ranked[:n]), -(int(ranked[self.k - 1]) - self.slack), side="right"))
+        return n
 
 
 def required_matches(T: float, n_query: int) -> int:
@@ -25,13 +67,13 @@ def required_matches(T: float, n_query: int) -> int:
 
 
 class ColumnTally:
-    def __init__(self, matched: np.ndarray, upper: np.ndarray, need: int, top_k: int | None,
+    def __init__(self, matched: np.ndarray, upper: np.ndarray, need: int, top: TopK | None,
                  stop_on_accept: bool, can_reject: bool = True):
         self.matched = np.asarray(matched, dtype=np.int64).copy()
         self.upper = np.asarray(upper, dtype=np.int64).copy()
         self.need = int(need)
-        self.top_k = top_k
-        self.stop_on_accept = stop_on_accept and top_k is None
+        self.top = top
+        self.stop_on_accept = stop_on_accept and top is None
         self.can_reject = can_reject
         self.rejected = np.zeros(self.matched.size, dtype=bool)
         self.accepted = np.zeros(self.matched.size, dtype=bool)
@@ -41,10 +83,10 @@ class ColumnTally:
         self._update(first=True)
 
     def threshold(self) -> int:
-        if self.top_k is None or self.matched.size < self.top_k:
+        if self.top is None:
             return self.need
-        kth = int(np.partition(self.matched, self.matched.size - self.top_k)[self.matched.size - self.top_k])
-        return max(self.need, kth)
+        best = np.sort(self.matched)[::-1][:self.top.pool]
+        return max(self.need, self.top.floor(best))
 
     def _update(self, first: bool = False):
         if self.can_reject:
@@ -84,5 +126,5 @@ class ColumnTally:
         """
         thr = self.threshold()
         to_reject = self.upper - thr + 1
-        to_accept = np.where(self.accepted | (self.top_k is not None), to_reject, self.need - self.matched)
+        to_accept = np.where(self.accepted | (self.top is not None), to_reject, self.need - self.matched)
         return np.maximum(np.minimum(to_accept, to_reject), 1 << min(round_no, 40))

@@ -32,7 +32,10 @@ cell, column), so a posting is a *run* of contiguous vectors of one column.  A (
 Top-k (PEXESO 2 §II-B): columns are verified in decreasing order of their upper bound; the k-size buffer holds
 exact counts of completed columns, and the threshold - the larger of T, the k-th best count at the start (every
 count is a lower bound) and the k-th best completed count - only rises.  Rejection is strict, so a column that could
-tie with the k-th is verified, and ties are broken by column id afterwards.
+tie with the k-th is verified, and ties are broken by column id afterwards.  With a slack (:class:`.tally.TopK`, the
+columns within the context margin of the k-th) the buffer holds the pool's size and the threshold is the larger of
+(k-th best - slack) and the pool-th best (:func:`_floor`): both are lower bounds of what a kept column reaches, so
+Lemma 7 still rejects only columns outside the answer, and one search returns the widened set exactly.
 """
 from __future__ import annotations
 
@@ -44,6 +47,7 @@ from numba import njit
 from .blocking import BlockingResult
 from .lemmas import boxes_within, points_apart
 from .metric import squared_within
+from .tally import TopK
 
 
 @dataclass
@@ -76,8 +80,15 @@ def group_by_query(q, nq):
 
 
 @njit(cache=True)
-def _kth_largest(values, k):
-    return np.sort(values)[values.shape[0] - k]
+def _floor(ranked, filled, top_k, slack, pool):
+    """:meth:`.tally.TopK.floor` compiled: the least count a kept column can have, from the ``filled`` first counts of
+    ``ranked`` (descending lower bounds)."""
+    thr = 0
+    if filled >= top_k:
+        thr = ranked[top_k - 1] - slack
+    if filled >= pool:
+        thr = max(thr, ranked[pool - 1])
+    return thr
 
 
 @njit(cache=True)
@@ -96,7 +107,7 @@ def _offer(buffer, filled, value):
 
 @njit(cache=True)
 def _verify(nq, qval, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf_run_start, mapped, vectors,
-            q_mapped, q_vectors, tau_hi, tau_lo, tau_sq, need, top_k, stop_on_accept):
+            q_mapped, q_vectors, tau_hi, tau_lo, tau_sq, need, top_k, slack, pool, stop_on_accept):
     # Buffers are sized exactly up front and never rebound inside a loop (see ``blocking._descend``).
     # ``nq`` counts query values, the keys' unit; ``qval`` names the value of each query vector (its segments share
     # it), so pairs are grouped by value and a key is proved by any of its value's vectors.
@@ -139,8 +150,9 @@ def _verify(nq, qval, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col
                 n_runs[c] += 1
     # --- Lemma 7 before any distance: the threshold and the columns left to verify ------------------------------
     thr = need
-    if top_k > 0 and n_cols >= top_k:
-        thr = max(thr, _kth_largest(matched, top_k))
+    if top_k > 0:
+        best = np.sort(matched)[::-1][:pool]
+        thr = max(thr, _floor(best, best.shape[0], top_k, slack, pool))
     rejected = np.zeros(n_cols, dtype=np.bool_)
     live = np.zeros(n_cols, dtype=np.bool_)
     stats = np.zeros(8, dtype=np.int64)  # dist, L1, L2, columns verified, accepts, rejects, unverified, keys
@@ -186,15 +198,14 @@ def _verify(nq, qval, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col
                     fill[c] = f + 1
     # --- 3. document-at-a-time verification -----------------------------------------------------------------
     order = np.flatnonzero(live)
-    buffer = np.zeros(max(top_k, 1), dtype=np.int64)
+    buffer = np.zeros(max(pool, 1), dtype=np.int64)
     filled = 0
     if top_k > 0:
         order = order[np.argsort(-upper[order], kind="mergesort")]
         for c in range(n_cols):
             if not rejected[c] and not live[c] and upper[c] > 0:
                 filled = _offer(buffer, filled, matched[c])
-        if filled == top_k:
-            thr = max(thr, buffer[top_k - 1])
+        thr = max(thr, _floor(buffer, filled, top_k, slack, pool))
     longest = 0
     for c in order:
         longest = max(longest, col_ptr[c + 1] - col_ptr[c])
@@ -268,8 +279,7 @@ def _verify(nq, qval, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col
                 break
         if top_k > 0 and not rejected[c] and matched[c] >= upper[c]:
             filled = _offer(buffer, filled, matched[c])
-            if filled == top_k:
-                thr = max(thr, buffer[top_k - 1])
+            thr = max(thr, _floor(buffer, filled, top_k, slack, pool))
     exact = ~rejected & (matched >= upper)
     keys = np.concatenate((m_key[:n_m], w_key[:n_w]))
     xs = np.concatenate((m_x[:n_m], w_x[:n_w]))
@@ -278,8 +288,9 @@ def _verify(nq, qval, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col
     return matched, exact, keys, xs, sqs, qs, stats
 
 
-def verify_pexeso(index, query, blocked: BlockingResult, need: int, top_k, stop_on_accept: bool, pred) -> Verified:
-    """Algorithm 2 with Lemma 7 for the blocked pairs; threshold search or top-k (``top_k`` not None)."""
+def verify_pexeso(index, query, blocked: BlockingResult, need: int, top: TopK | None, stop_on_accept: bool,
+                  pred) -> Verified:
+    """Algorithm 2 with Lemma 7 for the blocked pairs; threshold search or top-k (``top`` not None)."""
     if max(query.n_vectors, index.run_col.size) >= 2 ** 31:  # postings hold both as int32, half the bytes of int64
         raise ValueError("a join index partition or a query column of 2**31 or more runs or vectors; lower "
                          "[join] memory_budget_mb so that the index is split into smaller partitions")
@@ -287,8 +298,8 @@ def verify_pexeso(index, query, blocked: BlockingResult, need: int, top_k, stop_
         query.n, query.value, index.n_columns, blocked.match_q, blocked.match_lo, blocked.match_hi, blocked.cand_q,
         blocked.cand_leaf, blocked.cand_same, index.run_start, index.run_col, index.leaf_run_start, index.mapped,
         index.vectors, query.mapped, query.vectors, pred.tau + query.slack, pred.tau - query.slack, pred.tau_sq,
-        int(need), int(top_k or 0),
-        bool(stop_on_accept and top_k is None))
+        int(need), top.k if top else 0, top.slack if top else 0, top.pool if top else 1,
+        bool(stop_on_accept and top is None))
     stats = {"distance_computations": int(s[0]), "lemma1_filtered": int(s[1]), "lemma2_matched": int(s[2]),
              "columns_verified": int(s[3]), "early_accepts": int(s[4]), "early_rejects": int(s[5]),
              "rejected_without_verification": int(s[6]), "keys_verified": int(s[7])}

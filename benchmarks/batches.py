@@ -20,8 +20,10 @@ run it would miss the executors' Python workers, which their daemon reaps, so it
 ``seconds`` (from the snapshot being opened to the commit, without process and Spark start), each Spark mode's
 throughput against the in-process run's and, with two cluster sizes, the larger's against the smaller's; whether
 every Spark run recorded the in-process run's ``query_results`` rows; the 1-minute load average sampled every 5 s
-during each run (the machine may be shared); and on a cluster, which workers ran tasks.
-Writes ``benchmarks/results/batches.json``.
+during each run (the machine may be shared); and on a cluster, which workers ran tasks.  ``OMP_NUM_THREADS`` of
+the run is recorded: Spark's Python workers run OpenBLAS with one thread per task core, a process started without
+it with one per CPU, which on a loaded machine costs CPU time that one thread would not (export
+``OMP_NUM_THREADS=1`` to compare like with like).  Writes ``benchmarks/results/batches.json``.
 """
 from __future__ import annotations
 
@@ -217,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         print_table(rows[-1:], columns + (["ratio_workers_qps"] if "ratio_workers_qps" in row else []))
     write_result("batches", {"k": args.k, "method": "pgtus++", "refresh_s": refresh_seconds,
                              "spark": "standalone, one-core workers: " + ", ".join(spark_modes) if args.cluster
-                             else "local[2]", "cpus": os.cpu_count(), "rows": rows})
+                             else "local[2]", "cpus": os.cpu_count(),
+                             "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "rows": rows})
     return 0 if all(r["identical"] for r in rows) else 1
 
 

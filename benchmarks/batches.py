@@ -21,9 +21,9 @@ run it would miss the executors' Python workers, which their daemon reaps, so it
 throughput against the in-process run's and, with two cluster sizes, the larger's against the smaller's; whether
 every Spark run recorded the in-process run's ``query_results`` rows; the 1-minute load average sampled every 5 s
 during each run (the machine may be shared); and on a cluster, which workers ran tasks.  ``OMP_NUM_THREADS`` of
-the run is recorded: Spark's Python workers run OpenBLAS with one thread per task core, a process started without
-it with one per CPU, which on a loaded machine costs CPU time that one thread would not (export
-``OMP_NUM_THREADS=1`` to compare like with like).  Writes ``benchmarks/results/batches.json``.
+the run is recorded: Spark sets it in its Python workers to their executor's cores (one on these workers), so
+OpenBLAS runs one thread there, and one per CPU in a process started without it, which on a loaded machine costs
+CPU time that one thread would not (export ``OMP_NUM_THREADS=1`` to compare like with like).  Writes ``benchmarks/results/batches.json``.
 """
 from __future__ import annotations
 

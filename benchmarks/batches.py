@@ -17,13 +17,15 @@ is then run once per mode and N, each as users run it, in a fresh ``lakescout ba
 
 Reported per N: wall time from spawn to exit, queries per second, the CPU time of the in-process run (of a Spark
 run it would miss the executors' Python workers, which their daemon reaps, so it is not reported), the batch's own
-``seconds`` (from the snapshot being opened to the commit, without process and Spark start), each Spark mode's
+``seconds`` (from the snapshot being opened to the commit: without the process's start, but on Spark with the
+Python workers' start and imports), each Spark mode's
 throughput against the in-process run's and, with two cluster sizes, the larger's against the smaller's; whether
 every Spark run recorded the in-process run's ``query_results`` rows; the 1-minute load average sampled every 5 s
 during each run (the machine may be shared); and on a cluster, which workers ran tasks.  ``OMP_NUM_THREADS`` of
 the run is recorded: Spark sets it in its Python workers to their executor's cores (one on these workers), so
 OpenBLAS runs one thread there, and one per CPU in a process started without it, which on a loaded machine costs
-CPU time that one thread would not (export ``OMP_NUM_THREADS=1`` to compare like with like).  Writes ``benchmarks/results/batches.json``.
+CPU time that one thread would not (export ``OMP_NUM_THREADS=1`` to compare like with like).
+Writes ``benchmarks/results/batches.json``.
 """
 from __future__ import annotations
 

@@ -1,21 +1,30 @@
-"""Query batches in one process against the same batches on Spark local[2]: throughput, ratio, equal answers.
+"""Query batches in one process against the same batches on Spark: throughput, ratios, equal answers.
 
-Run: ``python benchmarks/batches.py [--queries 100 800] [--k 10] [--workdir DIR]``.
+Run: ``python benchmarks/batches.py [--queries 100 800] [--k 10] [--cluster 1 2] [--workdir DIR]``.
 
 The sample lake (``discovery.demo_lake``, seed 7) is written and indexed with the real refresh on local[2] into a
 warehouse under ``--workdir`` (a temporary folder by default; a published warehouse there is reused).  A batch of N
 union queries (the lake's ok tables by id, in id order, repeated as needed; ``k`` results each, the default method)
-is then run twice per N, each as users run it, in a fresh ``lakescout batch`` process:
+is then run once per mode and N, each as users run it, in a fresh ``lakescout batch`` process:
 
 * **process**: ``lakescout batch`` answers every query in its own process;
 * **spark**: ``lakescout batch --master local[2]`` hands the batch to a ``spark-submit`` application whose tasks
-  answer the queries (``[batch] spark_min_queries`` is set to 1 for the run so that every N goes to Spark).
+  answer the queries (``[batch] spark_min_queries`` is set to 1 for the run so that every N goes to Spark);
+* with ``--cluster W [W ...]``, instead of local[2]: **Ww**, the same on a Spark standalone cluster of one master
+  and W one-core workers, each its own JVM on 127.0.0.1, started for the run by ``scripts/spark_cluster.py`` (the
+  starter the cluster tests use) and stopped after it, whatever ends the run.  A worker's one core is what Spark
+  schedules on it (one task at a time), not a CPU limit: on a 2-core machine two workers are the whole machine.
 
-Reported per N: wall time from spawn to exit, queries per second, the CPU time of the in-process run (of the Spark
+Reported per N: wall time from spawn to exit, queries per second, the CPU time of the in-process run (of a Spark
 run it would miss the executors' Python workers, which their daemon reaps, so it is not reported), the batch's own
-``seconds`` (from the snapshot being opened to the commit, without process and Spark
-start), and the ratio of the two throughputs (spark / process), all measured in the same run; and whether both
-batches recorded identical ``query_results`` rows.  The machine may be shared: the load average is recorded.
+``seconds`` (from the snapshot being opened to the commit: without the process's start, but on Spark with the
+Python workers' start and imports), each Spark mode's
+throughput against the in-process run's and, with two cluster sizes, the larger's against the smaller's; whether
+every Spark run recorded the in-process run's ``query_results`` rows; the 1-minute load average sampled every 5 s
+during each run (the machine may be shared); and on a cluster, which workers ran tasks.  ``OMP_NUM_THREADS`` of
+the run is recorded: Spark sets it in its Python workers to their executor's cores (one on these workers), so
+OpenBLAS runs one thread there, and one per CPU in a process started without it, which on a loaded machine costs
+CPU time that one thread would not (export ``OMP_NUM_THREADS=1`` to compare like with like).
 Writes ``benchmarks/results/batches.json``.
 """
 from __future__ import annotations
@@ -24,17 +33,23 @@ import argparse
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
+from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.common import print_table, refresh_lake, write_result
+from benchmarks.common import ROOT, print_table, refresh_lake, write_result
 
 LAKESCOUT = os.path.join(os.path.dirname(sys.executable), "lakescout")
+#: Seconds between two load-average samples during a run.
+LOAD_EVERY = 5.0
 
 
 def build_warehouse(workdir: str) -> tuple[str, float | None]:
@@ -66,17 +81,70 @@ def union_queries(warehouse: str, n: int, k: int) -> list[dict]:
     return [{"id": f"q{i}", "kind": "union", "query": ids[i % len(ids)], "k": k} for i in range(n)]
 
 
-def run_cli(args: list[str], env: dict) -> tuple[dict, float, float]:
-    """(summary, wall seconds, CPU seconds of the process and the processes it waited for)."""
+class LoadSampler:
+    """The 1-minute load average every :data:`LOAD_EVERY` seconds while a run lasts (first sample at its start)."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while True:
+            self.samples.append(os.getloadavg()[0])
+            if self._stop.wait(LOAD_EVERY):
+                return
+
+    def __enter__(self) -> LoadSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> dict:
+        return {"min": min(self.samples), "mean": sum(self.samples) / len(self.samples), "max": max(self.samples)}
+
+
+def run_cli(args: list[str], env: dict) -> tuple[dict, float, float, dict]:
+    """(summary, wall seconds, CPU seconds of the process and the processes it waited for, load during the run)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.run([LAKESCOUT, *args, "--json"], capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - t0
+    with LoadSampler() as load:
+        t0 = time.perf_counter()
+        proc = subprocess.run([LAKESCOUT, *args, "--json"], capture_output=True, text=True, env=env)
+        wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"lakescout {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return json.loads(proc.stdout), wall, cpu
+    return json.loads(proc.stdout), wall, cpu, load.summary()
+
+
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+@contextmanager
+def standalone_cluster(folder: str, workers: int):
+    """A master and ``workers`` one-core workers started by ``scripts/spark_cluster.py`` (free ports), stopped on
+    leaving, also when the run fails or is interrupted (SIGTERM too: the daemons lead their own process groups and
+    would outlive this process)."""
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import spark_cluster
+
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield spark_cluster.up(Path(folder), 0, 0, workers, 1, "2g", 180.0)
+    finally:
+        spark_cluster.stop(Path(folder))
+        signal.signal(signal.SIGTERM, previous)
+
+
+def workers_that_ran(folder: str) -> list[str]:
+    """Worker folders in which an executor ran at least one task (one application per cluster)."""
+    return sorted({log.parts[-4] for log in Path(folder).glob("worker-*/*/*/stderr")
+                  if "Running task" in log.read_text(errors="replace")})
 
 
 def result_rows(warehouse: str, batch_id: str) -> list[dict]:
@@ -86,10 +154,26 @@ def result_rows(warehouse: str, batch_id: str) -> list[dict]:
             for r in batch_results(warehouse, batch_id).to_pylist()]
 
 
+def run_mode(mode: str, master: str | None, n: int, warehouse: str, spec: str, stamp: str, env: dict) -> dict:
+    batch_id = f"bench-{stamp}-{n}-{mode}"
+    extra = ["--master", master] if master else []
+    summary, wall, cpu, load = run_cli(["batch", "--warehouse", warehouse, "--spec", spec, "--batch-id", batch_id,
+                                        *extra], env)
+    run = {"batch_id": batch_id, "wall_s": wall, "batch_s": summary["seconds"], "qps": n / wall,
+           "results": summary["results"], "tasks": summary.get("spark_tasks"), "load": load}
+    if master is None:
+        run["cpu_s"] = cpu
+    print(f"  {mode}: {wall:.1f} s, {n / wall:.2f} queries/s, load {load['min']:.1f}-{load['max']:.1f}", flush=True)
+    return run
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--queries", type=int, nargs="+", default=[100, 800], help="batch sizes N")
     p.add_argument("--k", type=int, default=10)
+    p.add_argument("--cluster", type=int, nargs="+", default=None, metavar="WORKERS",
+                   help="run the Spark batches on a standalone cluster of this many one-core workers (each count in "
+                        "turn, started here on 127.0.0.1) instead of local[2]")
     p.add_argument("--workdir", default=None, help="folder of the sample lake and its warehouse (default: temporary)")
     args = p.parse_args(argv)
     workdir = args.workdir or tempfile.mkdtemp(prefix="lakescout-bench-batches-")
@@ -100,36 +184,45 @@ def main(argv: list[str] | None = None) -> int:
         fh.write("[batch]\nspark_min_queries = 1\n")
     env = dict(os.environ, LAKESCOUT_CONFIG=config, PYSPARK_PYTHON=sys.executable,
                PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    spark_modes = [f"{w}w" for w in args.cluster] if args.cluster else ["spark"]
     stamp = time.strftime("%Y%m%dT%H%M%S")
     rows = []
     for n in args.queries:
         spec = os.path.join(workdir, f"batch-{n}.json")
         with open(spec, "w") as fh:
             json.dump({"name": f"bench-{n}", "queries": union_queries(warehouse, n, args.k)}, fh)
-        runs = {}
-        for mode, extra in (("process", []), ("spark", ["--master", "local[2]"])):
-            batch_id = f"bench-{stamp}-{n}-{mode}"
-            summary, wall, cpu = run_cli(["batch", "--warehouse", warehouse, "--spec", spec, "--batch-id",
-                                          batch_id, *extra], env)
-            runs[mode] = {"batch_id": batch_id, "wall_s": wall, "batch_s": summary["seconds"],
-                          "qps": n / wall, "results": summary["results"], "tasks": summary.get("spark_tasks")}
-            if mode == "process":
-                runs[mode]["cpu_s"] = cpu
-        identical = result_rows(warehouse, runs["process"]["batch_id"]) == result_rows(warehouse,
-                                                                                         runs["spark"]["batch_id"])
-        rows.append({"queries": n, **{f"{m}_{k}": v for m, r in runs.items() for k, v in r.items()
-                                      if k not in ("batch_id", "results", "tasks")},
-                     "spark_tasks": runs["spark"]["tasks"],
-                     "results": runs["process"]["results"],
-                     "ratio_qps": runs["spark"]["qps"] / runs["process"]["qps"],
-                     "ratio_batch": runs["process"]["batch_s"] / runs["spark"]["batch_s"],
-                     "identical": identical, "load": os.getloadavg()[0]})
-        print_table(rows[-1:], ["queries", "process_wall_s", "spark_wall_s", "process_qps", "spark_qps", "ratio_qps",
-                                "process_batch_s", "spark_batch_s", "ratio_batch", "spark_tasks", "identical"])
-    print()
-    print_table(rows, ["queries", "process_wall_s", "process_cpu_s", "spark_wall_s", "process_qps",
-                       "spark_qps", "ratio_qps", "ratio_batch", "spark_tasks", "identical", "load"])
-    write_result("batches", {"k": args.k, "method": "pgtus++", "refresh_s": refresh_seconds, "rows": rows})
+        print(f"N = {n}", flush=True)
+        runs = {"process": run_mode("process", None, n, warehouse, spec, stamp, env)}
+        for mode in spark_modes:
+            if mode == "spark":
+                runs[mode] = run_mode(mode, "local[2]", n, warehouse, spec, stamp, env)
+                continue
+            folder = os.path.join(workdir, f"cluster-{stamp}-{n}-{mode}")
+            with standalone_cluster(folder, int(mode[:-1])) as state:
+                runs[mode] = run_mode(mode, state["master"], n, warehouse, spec, stamp, env)
+            runs[mode]["workers_ran"] = workers_that_ran(folder)
+        reference = result_rows(warehouse, runs["process"]["batch_id"])
+        row = {"queries": n, "results": runs["process"]["results"]}
+        for mode, run in runs.items():
+            row.update({f"{mode}_{k}": v for k, v in run.items() if k not in ("batch_id", "results", "load")})
+            row[f"{mode}_load"] = f"{run['load']['min']:.1f}-{run['load']['max']:.1f}"
+            row[f"{mode}_load_mean"] = run["load"]["mean"]
+        for mode in spark_modes:
+            row[f"{mode}_ratio_qps"] = runs[mode]["qps"] / runs["process"]["qps"]
+            row[f"{mode}_identical"] = result_rows(warehouse, runs[mode]["batch_id"]) == reference
+        if len(spark_modes) == 2 and args.cluster:
+            row["ratio_workers_qps"] = runs[spark_modes[1]]["qps"] / runs[spark_modes[0]]["qps"]
+        row["identical"] = all(row[f"{m}_identical"] for m in spark_modes)
+        rows.append(row)
+        columns = ["queries", "process_wall_s", "process_cpu_s", "process_qps", "process_load"]
+        for mode in spark_modes:
+            columns += [f"{mode}_wall_s", f"{mode}_qps", f"{mode}_ratio_qps", f"{mode}_batch_s", f"{mode}_tasks",
+                        f"{mode}_load", f"{mode}_identical"]
+        print_table(rows[-1:], columns + (["ratio_workers_qps"] if "ratio_workers_qps" in row else []))
+    write_result("batches", {"k": args.k, "method": "pgtus++", "refresh_s": refresh_seconds,
+                             "spark": "standalone, one-core workers: " + ", ".join(spark_modes) if args.cluster
+                             else "local[2]", "cpus": os.cpu_count(),
+                             "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "rows": rows})
     return 0 if all(r["identical"] for r in rows) else 1
 
 

@@ -137,11 +137,15 @@ def prepare(workdir: str, n_tables: int, n_queries: int, dim: int) -> tuple[str,
 
     folder = os.path.join(workdir, f"union-{n_tables}-d{dim}")
     queries = os.path.join(workdir, f"queries-{n_tables}-d{dim}-{n_queries}.npz")
-    if os.path.exists(os.path.join(folder, "meta.json")) and os.path.exists(queries):
-        return folder, queries, 0.0
-    started = time.perf_counter()
     n_domains = max(50, n_tables // 50)
     model = lake_model(dim, n_domains, max(10, n_domains // 5), 16, max_columns=12, seed=0)
+    if not os.path.exists(queries):
+        os.makedirs(workdir, exist_ok=True)
+        qv, qo, _ = draw_tables(model, n_queries, seed=12345)
+        np.savez(queries, **{f"q{i}": qv[qo == i] for i in range(n_queries)})
+    if os.path.exists(os.path.join(folder, "meta.json")):
+        return folder, queries, 0.0
+    started = time.perf_counter()
     os.makedirs(folder, exist_ok=True)
     vectors_path, codes_path = os.path.join(folder, "vectors.npy"), os.path.join(folder, "codes.npy")
     counts, ordinals, maxima = [], [], []
@@ -172,8 +176,6 @@ def prepare(workdir: str, n_tables: int, n_queries: int, dim: int) -> tuple[str,
               "ordinals": np.concatenate(ordinals), "steps": steps, "error": error,
               "vectors": np.load(vectors_path, mmap_mode="r+"), "codes": np.load(codes_path, mmap_mode="r+")}
     save_arrays(folder, arrays, {"generated": {"tables": n_tables, "chunk": _CHUNK}})
-    qv, qo, _ = draw_tables(model, n_queries, seed=12345)
-    np.savez(queries, **{f"q{i}": qv[qo == i] for i in range(n_queries)})
     return folder, queries, time.perf_counter() - started
 
 

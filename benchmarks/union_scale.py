@@ -14,7 +14,8 @@ arrays the refresh writes (``discovery.union.arrays``: float32 vectors, int8 cod
   exact scores for the tables whose bound reaches the k-th score, from their float32 rows read with positioned reads.
 
 Measured in one run: recall@k of compact against exact (and whether scores and order are identical), median and
-mean latency with their ratio (queries interleaved, the order alternating, so load hits both alike), the tables
+mean latency with their ratio (queries interleaved, the order alternating, so load hits both alike), the median CPU
+seconds of each (what a query costs on a core of its own, page-fault handling included), the tables
 compact scored exactly, and the major page faults of each method; resident memory of a fresh process that maps the
 index and answers every query (the resident pages of each mapped file, from ``/proc/self/smaps``, plus the arrays it
 holds on the heap) against
@@ -196,7 +197,7 @@ def latency(folder: str, queries_file: str, k: int, tau: float) -> dict:
     queries = np.load(queries_file)
     names = queries.files
     index.search(queries[names[0]], k, "pgtus++", tau=tau)  # compiles the bound pass (numba caches it on disk)
-    times = {"exact": [], "compact": []}
+    times, cpu = {"exact": [], "compact": []}, {"exact": [], "compact": []}
     faults = {"exact": 0, "compact": 0}
     recall, identical, scored = [], 0, []
     for i, name in enumerate(names):
@@ -205,9 +206,10 @@ def latency(folder: str, queries_file: str, k: int, tau: float) -> dict:
         found = {}
         for method in order:
             before = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             found[method] = index.search(q, k, "exact" if method == "exact" else "pgtus++", tau=tau)
             times[method].append(time.perf_counter() - t0)
+            cpu[method].append(time.process_time() - c0)
             faults[method] += resource.getrusage(resource.RUSAGE_SELF).ru_majflt - before
         want = [(r.table_id, r.score, r.alignment) for r in found["exact"].results]
         got = [(r.table_id, r.score, r.alignment) for r in found["compact"].results]
@@ -220,6 +222,8 @@ def latency(folder: str, queries_file: str, k: int, tau: float) -> dict:
             "exact_median_s": med["exact"], "compact_median_s": med["compact"],
             "exact_mean_s": float(np.mean(times["exact"])), "compact_mean_s": float(np.mean(times["compact"])),
             "compact_over_exact_median": med["compact"] / med["exact"],
+            "exact_cpu_median_s": statistics.median(cpu["exact"]),
+            "compact_cpu_median_s": statistics.median(cpu["compact"]),
             "tables_scored_exactly_mean": float(np.mean(scored)), "tables_scored_exactly_max": int(np.max(scored)),
             "exact_major_faults": faults["exact"], "compact_major_faults": faults["compact"],
             **{f"process_{key}_bytes": _status(key) for key in ("VmHWM", "RssAnon", "RssFile")}}

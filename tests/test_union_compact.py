@@ -122,6 +122,33 @@ def test_vectors_on_rounding_boundaries_and_pairs_at_tau():
             assert want.results
 
 
+def test_stored_arrays_answer_as_the_in_memory_index_with_ties_and_exclusion(tmp_path):
+    """Mapped codes and int32 offsets, table ids read per returned table (ids far from the table indices, a binary
+    search for the excluded one): the same tables, scores, alignments and tie order as the in-memory index."""
+    from discovery.union.arrays import FILES, StoredRows, load_arrays, narrow_offsets, save_arrays
+
+    model, vectors, owner, ordinal = _lake(5)
+    built = CompactIndex.build(vectors, owner * 7 + 1000, ordinal)
+    stored = CompactIndex(**save_arrays(str(tmp_path), {name: getattr(built, name) for name in FILES}, {}))
+    assert isinstance(stored.table_ids, StoredRows) and stored.col_offsets.dtype == np.int32
+    assert isinstance(load_arrays(str(tmp_path))["codes"], np.memmap)
+    qv, qo, _ = draw_tables(model, 4, seed=55)
+    queries = [qv[qo == i] for i in range(4)] + [vectors[owner == owner[-1]]]  # the last: a duplicated table
+    tied = 0
+    for i, query in enumerate(queries):
+        exclude = int(owner[-1]) * 7 + 1000 if i == len(queries) - 1 else None
+        for tau, k in ((0.3, 10), (0.6, 50)):
+            want = built.search(query, k, "exact", tau=tau, exclude_table_id=exclude)
+            for method in ("pgtus++", "exact"):
+                assert stored.search(query, k, method, tau=tau, exclude_table_id=exclude).results == want.results
+            assert exclude not in {r.table_id for r in want.results}
+            scores = [r.score for r in want.results]
+            tied += len(scores) != len(set(scores))
+    assert tied
+    assert narrow_offsets(np.array([0, 2 ** 31 - 1])).dtype == np.int32
+    assert narrow_offsets(np.array([0, 2 ** 31])).dtype == np.int64
+
+
 def test_bad_input_is_refused():
     _, vectors, owner, ordinal = _lake(0, tables=30, duplicates=0)
     _, compact = _indexes(vectors, owner, ordinal)

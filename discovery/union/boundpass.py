@@ -28,7 +28,10 @@ def bound_tables(scaled, slack, codes, col_offsets, tau, sum_slack, out):
     """The bound pass (see the module docstring): one pass over the codes, one bound per table into ``out``."""
     q, d = scaled.shape
     best_q = np.empty(q, dtype=np.float32)
-    col_best = np.empty(int(np.max(np.diff(col_offsets))) if len(col_offsets) > 1 else 0, dtype=np.float32)
+    widest = 0  # the most columns of a table, found without a (T,) temporary
+    for t in range(len(col_offsets) - 1):
+        widest = max(widest, col_offsets[t + 1] - col_offsets[t])
+    col_best = np.empty(widest, dtype=np.float32)
     for t in range(len(col_offsets) - 1):
         best_q[:] = -np.inf
         cols = 0

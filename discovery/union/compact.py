@@ -20,11 +20,12 @@ the angle of a column to its anchor.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 
 import numpy as np
 
-from .arrays import StoredRows
+from .arrays import StoredRows, narrow_offsets
 from .csr import expand_spans, offsets_from_counts
 from .matching import unit_rows
 from .quantised import encode, fit_steps, table_upper_bounds
@@ -57,7 +58,9 @@ class CompactIndex:
 
     Columns are stored grouped by table (tables by ascending id, as the ``UnionIndex`` stores them): table t owns
     rows ``col_offsets[t]:col_offsets[t + 1]`` of ``vectors`` (unit float32 rows), ``codes`` (int8) and ``ordinals``
-    (``vectors`` and ``ordinals`` in memory or as :class:`~discovery.union.arrays.StoredRows` files).
+    (``table_ids``, ``vectors`` and ``ordinals`` in memory or as :class:`~discovery.union.arrays.StoredRows` files).
+    A query reads table ids only for the tables it returns or excludes: ties are ordered by table index, which is
+    the order of the ids.
     ``steps`` and ``error`` are the per-dimension quantisation step and measured rounding error (:mod:`.quantised`).
     """
 
@@ -83,7 +86,8 @@ class CompactIndex:
         steps = fit_steps(vectors)
         codes = np.empty(vectors.shape, dtype=np.int8)
         error = encode(vectors, steps, codes)
-        return cls(table_ids, offsets_from_counts(counts), np.asarray(column_ordinals)[order].astype(np.int32),
+        return cls(table_ids, narrow_offsets(offsets_from_counts(counts)),
+                   np.asarray(column_ordinals)[order].astype(np.int32),
                    vectors, codes, steps, error)
 
     @property
@@ -92,12 +96,14 @@ class CompactIndex:
 
     @property
     def nbytes(self) -> int:
-        """Bytes the index holds: every array neither mapped nor read per query, and the codes, which every bounded
-        query reads whole (:class:`~discovery.union.arrays.StoredRows` hold no rows: a query reads the float32 rows of
-        the tables it scores and the ordinals of those it returns)."""
+        """Bytes the index holds: every array neither mapped nor read per query, and the codes and column offsets,
+        which every bounded query reads whole (:class:`~discovery.union.arrays.StoredRows` hold no rows: a query reads
+        the float32 rows of the tables it scores and the ids and ordinals of those it returns)."""
         arrays = (self.table_ids, self.col_offsets, self.ordinals, self.vectors, self.codes, self.steps, self.error,
                   self._col_table)
-        return sum(a.nbytes for a in arrays if a is not None and (a is self.codes or not isinstance(a, np.memmap)))
+        whole = (self.codes, self.col_offsets)
+        return sum(a.nbytes for a in arrays
+                   if a is not None and (any(a is w for w in whole) or not isinstance(a, np.memmap)))
 
     def search(self, query_column_vectors: np.ndarray, k: int = 10, method: str = "pgtus++", *, tau: float,
                exclude_table_id: int | None = None) -> UnionSearch:
@@ -115,7 +121,7 @@ class CompactIndex:
         query = unit_rows(query)
         exclude = -1
         if exclude_table_id is not None:
-            pos = int(np.searchsorted(self.table_ids, exclude_table_id))
+            pos = bisect_left(self.table_ids, exclude_table_id)
             if pos < len(self.table_ids) and self.table_ids[pos] == exclude_table_id:
                 exclude = pos
         if method == "exact" or len(self.codes) < BOUND_PASS_MIN_COLUMNS:
@@ -177,13 +183,20 @@ class CompactIndex:
         where = np.concatenate([np.stack([np.full(len(b.found.tables), i), b.found.tables])
                                 for i, b in enumerate(batches)], axis=1) if batches else np.zeros((2, 0), np.int64)
         keep = (scores > 0) & (tix != exclude)
-        top = np.flatnonzero(keep)[np.lexsort((self.table_ids[tix[keep]], -scores[keep]))][:k]
+        top = np.flatnonzero(keep)[np.lexsort((tix[keep], -scores[keep]))][:k]
+        ids = self._ids(tix[top])
         results = []
-        for i in top.tolist():
+        for i, table_id in zip(top.tolist(), ids.tolist()):
             batch = batches[where[0, i]]
             m = batch.found.match(int(where[1, i]), batch.col_offsets)
-            results.append(UnionResult(int(self.table_ids[tix[i]]), float(scores[i]), self._alignment(tix[i], m.pairs)))
+            results.append(UnionResult(int(table_id), float(scores[i]), self._alignment(tix[i], m.pairs)))
         return results, int(keep.sum())
+
+    def _ids(self, tix: np.ndarray) -> np.ndarray:
+        """Table ids of the table indices ``tix``."""
+        if isinstance(self.table_ids, StoredRows):
+            return self.table_ids.take(tix, np.ones(len(tix), dtype=np.int64))
+        return self.table_ids[tix]
 
     def _alignment(self, t: int, pairs: Alignment) -> Alignment:
         start, stop = int(self.col_offsets[t]), int(self.col_offsets[t + 1])

@@ -93,7 +93,8 @@ def table_upper_bounds(query: np.ndarray, codes: np.ndarray, steps: np.ndarray, 
         tau32 = np.nextafter(tau32, np.float32(-np.inf))
     from .boundpass import bound_tables
 
-    bound_tables(scaled, query_slack(query, error), _read_only(codes, np.int8), _read_only(col_offsets, np.int64),
+    offsets_type = np.int32 if col_offsets.dtype == np.int32 else np.int64  # int32 as stored (arrays.narrow_offsets)
+    bound_tables(scaled, query_slack(query, error), _read_only(codes, np.int8), _read_only(col_offsets, offsets_type),
                  tau32, SUM_SLACK, out)
     return out
 

@@ -25,10 +25,12 @@ import discovery
 from discovery.demo_lake import generate_demo_lake
 from discovery.lake import list_lake
 from discovery.store import Warehouse
+from spark_jobs.stages import STAGES as REFRESH_STAGES
 
 #: Tables per generated part: the largest size the generator's name space allows with room to spare.
 PART = 250
-STAGES = ("scan", "profile", "embed", "centroids", "pivots", "xash", "publish")
+#: The refresh's stages (one list, :data:`spark_jobs.stages.STAGES`) and the publish step that ends it.
+STAGES = (*REFRESH_STAGES, "publish")
 
 
 def parse_scales(text: str) -> list[int]:

@@ -9,7 +9,10 @@ is bounded by steps, not by the lake, so it is shown apart (its seconds come fro
 taken out of ``embed``.  A union query through the API checks each build serves.
 
 The linearity figure is the largest over stages of (s/table at the largest scale) / (s/table at the smallest);
-the incremental figure is incremental / full wall seconds at each scale.
+the incremental figure is incremental / full wall seconds at each scale.  The driver's peak resident memory (the
+Python process and its JVM, each its kernel high-water mark) is read after each scale: the driver plans from
+columnar tables and must not grow with the lake the way per-table Python objects would.  It covers the process's
+life so far, so each scale's figure includes the smaller scales' (run first).
 """
 from __future__ import annotations
 
@@ -22,10 +25,12 @@ import discovery
 from discovery.demo_lake import generate_demo_lake
 from discovery.lake import list_lake
 from discovery.store import Warehouse
+from spark_jobs.stages import STAGES as REFRESH_STAGES
 
 #: Tables per generated part: the largest size the generator's name space allows with room to spare.
 PART = 250
-STAGES = ("scan", "profile", "embed", "centroids", "pivots", "xash", "publish")
+#: The refresh's stages (one list, :data:`spark_jobs.stages.STAGES`) and the publish step that ends it.
+STAGES = (*REFRESH_STAGES, "publish")
 
 
 def parse_scales(text: str) -> list[int]:
@@ -76,6 +81,26 @@ def training_seconds(warehouse: str, refresh_id: int) -> float:
     return max(spent, default=0.0)
 
 
+def peak_rss_mb(pid: int) -> float | None:
+    """Peak resident memory of a process in MB (``VmHWM`` in ``/proc/<pid>/status``; None where /proc has none)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            kb = next((int(line.split()[1]) for line in fh if line.startswith("VmHWM:")), None)
+    except OSError:
+        return None
+    return None if kb is None else kb / 1024
+
+
+def driver_peak_rss(spark) -> dict[str, float | None]:
+    """Peak RSS in MB of the driver: this Python process and the JVM it launched (Spark's executors run in that JVM
+    on a local master; their Python workers are not the driver and are left out)."""
+    proc = getattr(spark.sparkContext._gateway, "proc", None)
+    jvm = peak_rss_mb(proc.pid) if proc is not None else None
+    python = peak_rss_mb(os.getpid())
+    total = python + jvm if python is not None and jvm is not None else None
+    return {"driver_python_peak_mb": python, "driver_jvm_peak_mb": jvm, "driver_peak_mb": total}
+
+
 def _per_table(seconds: dict[str, float], train: float, n: int) -> dict[str, float]:
     row = {f"{s}_s_per_table": seconds.get(s, 0.0) / n for s in STAGES}
     row["embed_s_per_table"] = max(seconds.get("embed", 0.0) - train, 0.0) / n
@@ -120,7 +145,7 @@ def bench_scale(spark, work: str, parts: list[str], n_tables: int, fraction: flo
             **cpu_per_table(full.get("stages", []), spark.sparkContext.defaultParallelism, listed),
             "stages_full_s": full_s, "changed": len(changed),
             "incremental_s": t_inc, "stages_incremental_s": inc_s, "incremental_ratio": t_inc / t_full,
-            "union_answers": answered}
+            "union_answers": answered, **driver_peak_rss(spark)}
 
 
 def slopes(rows: list[dict]) -> dict[str, float]:
@@ -139,7 +164,7 @@ def run_scale(spark, scales: list[int], fraction: float, work: str, change, conf
         rows.append(bench_scale(spark, work, parts, n, fraction, change, config))
         print(json.dumps({k: v for k, v in rows[-1].items() if not k.startswith("stages_")}), flush=True)
     print_table(rows, ["tables", "full_s", "train_s", *(f"{s}_s_per_table" for s in STAGES), "changed",
-                       "incremental_s", "incremental_ratio"])
+                       "incremental_s", "incremental_ratio", "driver_peak_mb"])
     print_table(rows, ["tables", *(f"{s}_cpu_s_per_table" for s in STAGES if s != "publish")])
     ratio = slopes(rows)
     print("s/table at the largest scale over the smallest: "

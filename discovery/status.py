@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from .store import Snapshot, Warehouse, list_snapshots, load_snapshot
@@ -22,9 +23,13 @@ def warehouse_status(warehouse: Warehouse, snapshot: Snapshot | None = None, las
         catalog = snap.read("catalog", columns=["table_id", "path", "format", "status", "error", "warnings"])
         for status in ("ok", "stale", "error", "deleted"):
             out["tables"][status] = int(pc.sum(pc.equal(catalog["status"], status)).as_py() or 0)
-        live = catalog.filter(pc.not_equal(catalog["status"], "deleted")).column("format").to_pylist()
-        out["formats"] = {f: live.count(f) for f in sorted(set(live))}
-        for row in catalog.sort_by("path").to_pylist():
+        live = pc.value_counts(catalog.filter(pc.not_equal(catalog["status"], "deleted"))["format"]).to_pylist()
+        out["formats"] = {v["values"]: v["counts"] for v in sorted(live, key=lambda v: v["values"])}
+        # Only the rows shown become Python objects: a lake's catalog can hold hundreds of thousands of tables.
+        failed = pc.is_in(catalog["status"], pa.array(["error", "stale"]))
+        warned = pc.and_(pc.and_(pc.equal(catalog["status"], "ok"), pc.is_valid(catalog["warnings"])),
+                         pc.invert(pc.is_in(catalog["warnings"], pa.array(["", "[]"]))))
+        for row in catalog.filter(pc.or_(failed, warned)).sort_by("path").to_pylist():
             if row["status"] in ("error", "stale"):
                 out["errors"].append({"table_id": row["table_id"], "path": row["path"], "format": row["format"],
                                       "status": row["status"], "reason": row["error"]})

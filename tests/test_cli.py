@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from discovery.store import Warehouse
+
 BIN = os.path.dirname(sys.executable)
 
 
@@ -34,6 +36,12 @@ def test_refresh_then_status(small_lake, tmp_path):
     assert data["snapshot"]["snapshot_id"] == 1
     assert data["tables"]["error"] == len(data["errors"]) > 0
     assert all(e["reason"] for e in data["errors"])
+    catalog = Warehouse(wh).read("catalog").sort_by("path").to_pylist()
+    live = [r["format"] for r in catalog if r["status"] != "deleted"]
+    assert data["formats"] == {f: live.count(f) for f in sorted(set(live))}
+    assert [e["path"] for e in data["errors"]] == [r["path"] for r in catalog if r["status"] in ("error", "stale")]
+    warned = [r["path"] for r in catalog if r["status"] == "ok" and r["warnings"] not in (None, "", "[]")]
+    assert [w["path"] for w in data["warnings"]] == warned and warned
     text = _cli("status", "--warehouse", wh).stdout
     assert "failed and stale tables" in text and "header only: no data rows" in text
     assert "refresh" in text and "profile" in text

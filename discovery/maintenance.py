@@ -34,9 +34,11 @@ Order matters and is fixed by :func:`run_maintenance`:
    replay from the JSON log until the next interval checkpoint: after 1,000 batches, a cold read of
    ``query_results`` took 111 ms without that checkpoint and 71 ms with it (``benchmarks/commits.py``).  The
    checkpoint lists the live files only, none of the removes.
-5. **Model files and query arrays.**  The plain-file copies of encoder versions and the query arrays of the union
-   and numerical joins (:mod:`discovery.union.arrays`) that no retained snapshot uses are deleted, locally and on
-   object storage (:func:`prune_model_files`, :func:`~discovery.union.arrays.prune_arrays`).
+5. **Models, model files and query arrays.**  The ``models`` rows no retained snapshot uses and no next refresh
+   builds on are deleted first, before compaction (:func:`prune_models`); the plain-file copies of encoder versions
+   and the query arrays of the union and numerical joins (:mod:`discovery.union.arrays`) that no retained snapshot
+   uses are deleted last, locally and on object storage (:func:`prune_model_files`,
+   :func:`~discovery.union.arrays.prune_arrays`).
 
 Maintenance and a refresh must not interleave (compaction removes files a refresh may be about to replace), so
 maintenance takes the warehouse lease a refresh takes (:mod:`discovery.store.lease`) and skips while another run
@@ -45,6 +47,7 @@ holds it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -211,6 +214,47 @@ def model_versions_in_use(retained: list) -> set[str]:
     return used
 
 
+def prune_models(wh: Warehouse, retained: list) -> list[str]:
+    """Delete the ``models`` rows that no retained snapshot uses and no later refresh builds on; returns them as
+    ``name/version``.
+
+    A row is kept when a retained snapshot pins it (its ``models``), when it is an encoder a retained snapshot's
+    encoder set names, or when it is the newest row of its name (what the next refresh reuses or compares with), with
+    the encoders the newest encoder set names.  Every other row only ever grows the table: a refresh adds a few KB
+    of centroids, pivots and XASH parameters, and a retrained join encoder about 100 MB, which the latest version
+    would otherwise hold for ever (the 200-cycle soak's warehouse at 1.53x a fresh build's, ``benchmarks/soak.py``).
+
+    The delete is a Delta commit: the retained snapshots pin the versions before it, so vacuum keeps the files until
+    the last of them is dropped, and time travel to them still reads every row.  A payload sits in a file of its own
+    (:func:`packing_target`), so its delete only removes a file and rewrites no other row."""
+    rows = wh.read("models", columns=["name", "version", "created_at", "params"]).to_pylist()
+    latest: dict[str, dict] = {}
+    for row in sorted(rows, key=lambda r: r["created_at"]):
+        latest[row["name"]] = row
+    keep = {(name, row["version"]) for name, row in latest.items()}
+    keep |= {pair for snap in retained for pair in snap.models.items()}
+    encoders = model_versions_in_use(retained)
+    if SET_MODEL in latest:
+        params = json.loads(latest[SET_MODEL]["params"] or "{}")
+        encoders.update(v for v in (params.get("column"), params.get("table"), params.get("join")) if v)
+    drop = sorted({(r["name"], r["version"]) for r in rows} - keep)
+    drop = [(name, version) for name, version in drop if version not in encoders]
+    if drop:
+        by_name: dict[str, list[str]] = {}
+        for name, version in drop:
+            by_name.setdefault(name, []).append(version)
+        predicate = " OR ".join(f"(name = {_sql(name)} AND version IN ({', '.join(map(_sql, versions))}))"
+                                for name, versions in by_name.items())
+        props = CommitProperties(custom_metadata={"lakescout.stage": "maintenance"})
+        wh.table("models").delete(predicate, post_commithook_properties=NO_CHECKPOINT, commit_properties=props)
+    return [f"{name}/{version}" for name, version in drop]
+
+
+def _sql(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 def prune_model_files(wh: Warehouse, retained: list) -> list[str]:
     """Delete the plain-file copies of encoder versions (``<warehouse>/model_files``) that no retained snapshot uses.
 
@@ -266,6 +310,7 @@ def _maintain(wh: Warehouse, cfg: MaintenanceConfig, tables_per_file: int, now: 
     wh.upgrade(cfg.log_retention_days)
     retention = retain_snapshots(wh, cfg.keep_snapshots, pinned_snapshots(wh), cfg.window_seconds, now)
     retained = list_snapshots(wh)
+    models = prune_models(wh, retained)
     tables = []
     lake_tables = wh.count_rows("catalog")
     for name in SCHEMAS:
@@ -281,5 +326,6 @@ def _maintain(wh: Warehouse, cfg: MaintenanceConfig, tables_per_file: int, now: 
     model_files = prune_model_files(wh, retained)
     arrays = prune_arrays(wh, retained)
     return {"status": "ok", "snapshots_kept": retention.kept, "snapshots_removed": retention.removed,
-            "snapshots_pinned": retention.pinned, "tables": tables, "model_files_removed": model_files,
+            "snapshots_pinned": retention.pinned, "tables": tables, "model_rows_removed": models,
+            "model_files_removed": model_files,
             "query_arrays_removed": arrays}

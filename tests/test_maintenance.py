@@ -249,21 +249,25 @@ def test_compaction_merges_small_model_rows_and_leaves_an_encoder_payload_alone(
     """``models`` gathers a few small rows per refresh beside an encoder's large payload.  Compaction merges the
     small files only: rewriting the payload with them left two copies of it on disk, the retained snapshots pinning
     the old one (the soak's warehouse at 1.48x a fresh build's)."""
-    from discovery.encoders.stored import SET_MODEL
+    from discovery.encoders.stored import JOIN_MODEL, SET_MODEL
     from discovery.store import save_model
 
     spec = {"type_agreement": 0.8, "join_min_distinct": 2, "join_max_values": 100}
     payload = np.random.default_rng(4).bytes(400 << 10)  # incompressible: a file above half the 512 KB target
     for i in range(6):
         refresh_id = begin_refresh(warehouse.root)
-        save_model(warehouse, SET_MODEL, f"set-{i}", {"column": "col-1", "table": "table-1", "join": "join-1",
-                                                      "spec": spec}, payload if i == 0 else b"x",
-                   refresh_id=refresh_id, attempt="t1")
+        if i == 0:
+            save_model(warehouse, JOIN_MODEL, "join-1", {}, payload, refresh_id=refresh_id, attempt="t1")
+        for name in (SET_MODEL, "centroids", "pivots"):
+            save_model(warehouse, name, f"{name}-{i}", {"column": "col-1", "table": "table-1", "join": "join-1",
+                                                       "spec": spec}, b"x", refresh_id=refresh_id, attempt="t1")
         publish_snapshot(warehouse.root, refresh_id, "/lake")
     big = max(warehouse.files("models").to_pylist(), key=lambda f: f["size_bytes"])
     assert big["size_bytes"] > 256 << 10
     cfg = MaintenanceConfig(keep_snapshots=3, target_file_bytes=512 << 10, min_small_files=4)
     report = run_maintenance(warehouse, cfg)
+    # the rows of the three dropped snapshots go first; the payload every snapshot uses stays
+    assert len(report["model_rows_removed"]) == 9
     entry = next(t for t in report["tables"] if t["table"] == "models")
     assert entry["action"] == "compact" and entry["files_after"] == 2, entry
     assert big["path"] in warehouse.files("models").column("path").to_pylist()
@@ -271,4 +275,57 @@ def test_compaction_merges_small_model_rows_and_leaves_an_encoder_payload_alone(
                                                                                                        "models"))
     assert on_disk < 1.2 * big["size_bytes"]
     # every retained snapshot still reads the model rows it had
-    assert [s.read("models").num_rows for s in list_snapshots(warehouse)] == [4, 5, 6]
+    assert [s.read("models").num_rows for s in list_snapshots(warehouse)] == [13, 16, 19]
+    assert warehouse.count_rows("models") == 10
+
+
+def test_maintenance_deletes_the_model_rows_no_retained_snapshot_uses(warehouse):
+    """A retrained join encoder's payload leaves ``models`` once no retained snapshot uses it, and its file leaves
+    the disk once no retained snapshot pins a version that lists it; the newest row of each name stays for the next
+    refresh, and the retained snapshots read their encoders throughout."""
+    from discovery.encoders.stored import JOIN_MODEL, SET_MODEL, payload
+    from discovery.store import save_model
+
+    spec = {"type_agreement": 0.8, "join_min_distinct": 2, "join_max_values": 100}
+    rng = np.random.default_rng(5)
+
+    def refresh(tag: str, join: str, extra: tuple = ()) -> None:
+        refresh_id = begin_refresh(warehouse.root)
+        if join not in warehouse.read("models", columns=["version"]).column("version").to_pylist():
+            save_model(warehouse, JOIN_MODEL, join, {}, rng.bytes(64 << 10), refresh_id=refresh_id, attempt="t1")
+        save_model(warehouse, SET_MODEL, f"set-{tag}", {"column": "col-1", "table": None, "join": join,
+                                                       "spec": spec}, b"", refresh_id=refresh_id, attempt="t1")
+        for name in extra:
+            save_model(warehouse, name, f"{name}-{tag}", {}, b"", refresh_id=refresh_id, attempt="t1")
+        publish_snapshot(warehouse.root, refresh_id, "/lake")
+
+    def payload_files() -> set[str]:
+        files = warehouse.files("models").to_pylist()
+        return {f["path"] for f in files if f["size_bytes"] > 32 << 10}
+
+    refresh("a", "join-a", ("centroids",))
+    first = payload_files()
+    refresh("b", "join-b")  # retrained
+    refresh("c", "join-b")
+    cfg = MaintenanceConfig(keep_snapshots=2)
+    report = run_maintenance(warehouse, cfg)
+    # centroids-a is the newest centroids row: the next refresh compares with it, so it stays
+    assert report["model_rows_removed"] == ["embed.encoders/set-a", "encoder.join/join-a"]
+    assert sorted(warehouse.read("models", columns=["version"]).column("version").to_pylist()) == [
+        "centroids-a", "join-b", "set-b", "set-c"]
+    # the retained snapshots pin versions that still list join-a's file: it stays on disk for them
+    assert first <= _data_files(warehouse, "models")
+    for snap in list_snapshots(warehouse):
+        assert len(payload(warehouse.root, JOIN_MODEL, "join-b", snap.version("models"))[0]) == 64 << 10
+    assert [s.read("models").num_rows for s in list_snapshots(warehouse)] == [5, 6]
+    refresh("d", "join-b")
+    # an hour later: every snapshot but the latest is past the retention, every other version past the window, and
+    # join-a's file past the orphan grace
+    later = MaintenanceConfig(keep_snapshots=2, snapshot_retention_days=0.01, orphan_grace_hours=0.1)
+    report = run_maintenance(warehouse, later, clock=lambda: time.time() + 3600)
+    assert report["model_rows_removed"] == ["embed.encoders/set-b", "embed.encoders/set-c"]
+    assert first and not first & _data_files(warehouse, "models")
+    assert payload_files() <= _data_files(warehouse, "models")
+    (snap,) = list_snapshots(warehouse)
+    assert len(payload(warehouse.root, JOIN_MODEL, "join-b", snap.version("models"))[0]) == 64 << 10
+    assert run_maintenance(warehouse, cfg)["model_rows_removed"] == []

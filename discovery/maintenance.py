@@ -64,6 +64,7 @@ from .encoders.stored import MODEL_FILES, SET_MODEL, payload
 from .refresh.runs import record_takeover
 from .store import (INDEX_TABLES, SCHEMAS, Lease, LeaseHeld, Warehouse, cleanup_warehouse, list_snapshots,
                     new_attempt_token)
+from .store.rewrite import drop_keys
 from .union.arrays import prune_arrays
 
 
@@ -224,9 +225,12 @@ def prune_models(wh: Warehouse, retained: list) -> list[str]:
     of centroids, pivots and XASH parameters, and a retrained join encoder about 100 MB, which the latest version
     would otherwise hold for ever (the 200-cycle soak's warehouse at 1.53x a fresh build's, ``benchmarks/soak.py``).
 
-    The delete is a Delta commit: the retained snapshots pin the versions before it, so vacuum keeps the files until
-    the last of them is dropped, and time travel to them still reads every row.  A payload sits in a file of its own
-    (:func:`packing_target`), so its delete only removes a file and rewrites no other row."""
+    The delete is one commit through the store's write path (a file that loses some rows is rewritten with the
+    others, :func:`~discovery.store.rewrite.drop_keys`): the retained snapshots pin the versions before it, so
+    vacuum keeps the files until the last of them is dropped, and time travel to them still reads every row.  A
+    payload sits in a file of its own (:func:`packing_target`), so its delete only removes a file, unread.  (delta-rs'
+    own ``delete`` rewrites a file's strings as ``string_view``, which a filtered read of ``models`` then fails
+    on.)"""
     rows = wh.read("models", columns=["name", "version", "created_at", "params"]).to_pylist()
     latest: dict[str, dict] = {}
     for row in sorted(rows, key=lambda r: r["created_at"]):
@@ -240,19 +244,16 @@ def prune_models(wh: Warehouse, retained: list) -> list[str]:
     drop = sorted({(r["name"], r["version"]) for r in rows} - keep)
     drop = [(name, version) for name, version in drop if version not in encoders]
     if drop:
-        by_name: dict[str, list[str]] = {}
-        for name, version in drop:
-            by_name.setdefault(name, []).append(version)
-        predicate = " OR ".join(f"(name = {_sql(name)} AND version IN ({', '.join(map(_sql, versions))}))"
-                                for name, versions in by_name.items())
-        props = CommitProperties(custom_metadata={"lakescout.stage": "maintenance"})
-        wh.table("models").delete(predicate, post_commithook_properties=NO_CHECKPOINT, commit_properties=props)
+        attempt, refresh_id = new_attempt_token(), max((s.refresh_id for s in retained), default=0)
+        adds, removes = [], []
+        for path in wh.files("models").column("path").to_pylist():
+            touched, replacement = drop_keys(wh.table_uri("models"), path, ["name", "version"], set(drop),
+                                             refresh_id, "maintenance", attempt)
+            if touched:
+                removes.append(path)
+                adds += [replacement] if replacement is not None else []
+        wh.commit("models", adds, removes, refresh_id=refresh_id, stage="maintenance", attempt=attempt, once=False)
     return [f"{name}/{version}" for name, version in drop]
-
-
-def _sql(text: str) -> str:
-    """A SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 def prune_model_files(wh: Warehouse, retained: list) -> list[str]:

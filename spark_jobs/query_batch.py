@@ -51,6 +51,11 @@ def run_batch_spark(spark, warehouse: str, spec: dict | list | str | BatchSpec, 
     shared = spark.sparkContext.broadcast(share)
 
     def run(batches):
+        from pyspark import TaskContext
+
+        from discovery.union.quantised import set_query_threads
+
+        set_query_threads(TaskContext.get().cpus())  # the task's cores, not the machine's: tasks run side by side
         for chunk in batches:
             for task in chunk.column(0).to_pylist():
                 outcomes = answer_share(shared.value, task_range(task, n_tasks, n))

@@ -250,7 +250,9 @@ def test_compaction_merges_small_model_rows_and_leaves_an_encoder_payload_alone(
     small files only: rewriting the payload with them left two copies of it on disk, the retained snapshots pinning
     the old one (the soak's warehouse at 1.48x a fresh build's)."""
     from discovery.encoders.stored import JOIN_MODEL, SET_MODEL
-    from discovery.store import save_model
+    import pyarrow.parquet as pq
+
+    from discovery.store import latest_model, save_model
 
     spec = {"type_agreement": 0.8, "join_min_distinct": 2, "join_max_values": 100}
     payload = np.random.default_rng(4).bytes(400 << 10)  # incompressible: a file above half the 512 KB target
@@ -277,6 +279,24 @@ def test_compaction_merges_small_model_rows_and_leaves_an_encoder_payload_alone(
     # every retained snapshot still reads the model rows it had
     assert [s.read("models").num_rows for s in list_snapshots(warehouse)] == [13, 16, 19]
     assert warehouse.count_rows("models") == 10
+    # one more refresh: the next run drops the oldest rows from the merged file, which is rewritten with the others
+    merged = set(warehouse.files("models").column("path").to_pylist()) - {big["path"]}
+    refresh_id = begin_refresh(warehouse.root)
+    for name in (SET_MODEL, "centroids", "pivots"):
+        save_model(warehouse, name, f"{name}-6", {"column": "col-1", "table": "table-1", "join": "join-1",
+                                                 "spec": spec}, b"x", refresh_id=refresh_id, attempt="t1")
+    publish_snapshot(warehouse.root, refresh_id, "/lake")
+    report = run_maintenance(warehouse, MaintenanceConfig(keep_snapshots=3, min_small_files=100))  # no compaction
+    assert sorted(report["model_rows_removed"]) == sorted([f"{SET_MODEL}/{SET_MODEL}-3", "centroids/centroids-3",
+                                                           "pivots/pivots-3"])
+    assert len(merged) == 1 and not merged & set(warehouse.files("models").column("path").to_pylist())
+    assert sorted(warehouse.read("models", columns=["version"]).column("version").to_pylist()) == sorted(
+        ["join-1"] + [f"{n}-{i}" for n in (SET_MODEL, "centroids", "pivots") for i in range(4, 7)])
+    assert latest_model(warehouse, "centroids").version == "centroids-6"  # a read filtered by name
+    for path in warehouse.files("models").column("path").to_pylist():  # the table's types, no string_view
+        schema = pq.read_schema(os.path.join(warehouse.table_uri("models"), path))
+        assert [f.type for f in schema] == [f.type for f in SCHEMAS["models"]], path
+    assert [s.read("models").num_rows for s in list_snapshots(warehouse)] == [16, 19, 13]
 
 
 def test_maintenance_deletes_the_model_rows_no_retained_snapshot_uses(warehouse):

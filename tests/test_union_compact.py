@@ -72,6 +72,30 @@ def test_table_bounds_are_never_below_the_score(seed):
             assert (upper[scores == 0] >= 0).all() and (upper[scores > 0] > 0).all()
 
 
+@pytest.mark.parametrize("threads", (2, 3, 7))
+def test_bound_pass_on_threads_gives_the_one_thread_bounds(monkeypatch, threads):
+    """Tables cut into ranges of about equal columns, one per thread: the same bound, bit for bit, for every table,
+    and the compact search's answers unchanged."""
+    from discovery.union import quantised
+
+    model, vectors, owner, ordinal = _lake(7)
+    _, compact = _indexes(vectors, owner, ordinal)
+    qv, qo, _ = draw_tables(model, 4, seed=300)
+    monkeypatch.setattr(quantised, "MIN_COLUMNS_PER_THREAD", 50)
+    cuts = quantised.table_ranges(compact.col_offsets, threads)
+    assert cuts[0] == 0 and cuts[-1] == compact.table_count and (np.diff(cuts) > 0).all()
+    assert len(cuts) - 1 == min(threads, int(compact.col_offsets[-1]) // 50)
+    for i in range(4):
+        query = unit_rows(qv[qo == i])
+        monkeypatch.setattr(quantised, "_threads", [1])
+        one = table_upper_bounds(query, compact.codes, compact.steps, compact.error, compact.col_offsets, 0.4)
+        want = compact.search(query, 10, "pgtus++", tau=0.4)
+        monkeypatch.setattr(quantised, "_threads", [threads])
+        many = table_upper_bounds(query, compact.codes, compact.steps, compact.error, compact.col_offsets, 0.4)
+        assert np.array_equal(one, many) and (one > 0).any()
+        assert compact.search(query, 10, "pgtus++", tau=0.4).results == want.results
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_compact_returns_exacts_top_k_with_ties(seed):
     model, vectors, owner, ordinal = _lake(seed)

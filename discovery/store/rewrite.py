@@ -69,3 +69,23 @@ def drop_table_ids(table_uri: str, path: str, table_ids: np.ndarray, refresh_id:
     if keep.num_rows == 0:
         return True, None
     return True, write_data_file(table_uri, keep, refresh_id, stage, attempt)
+
+
+def drop_keys(table_uri: str, path: str, columns: list[str], keys: set[tuple], refresh_id: int, stage: str,
+              attempt: str) -> tuple[bool, DataFile | None]:
+    """Remove the rows whose values of ``columns`` are one of ``keys`` from data file ``path``; returns
+    ``(touched, replacement)`` as :func:`drop_table_ids` does.
+
+    The key columns are read first and the whole file only when it keeps some rows and loses others, so a file that
+    holds one large value (an encoder's payload in ``models``) is never read to be dropped or kept."""
+    fs, root = resolve(table_uri)
+    full = f"{root.rstrip('/')}/{path}"
+    keyed = pq.read_table(full, columns=columns, filesystem=fs)
+    hit = np.fromiter((row in keys for row in zip(*(keyed.column(c).to_pylist() for c in columns))), dtype=bool,
+                      count=keyed.num_rows)
+    if not hit.any():
+        return False, None
+    if hit.all():
+        return True, None
+    keep = pq.read_table(full, filesystem=fs).filter(pa.array(~hit))
+    return True, write_data_file(table_uri, keep, refresh_id, stage, attempt)

@@ -24,25 +24,29 @@ the bytes of the float32 vectors; and the time from spawning a fresh Python proc
 page cache (dropping the cache needs root).
 
 The lake is generated in chunks and streamed to its files (:func:`prepare`), so generating 1M tables holds one chunk
-in memory.  BLAS is single-threaded so latencies compare algorithms.
+in memory.  Both methods run on ``--threads`` threads (default 1, so latencies compare algorithms): exact's BLAS
+product and compact's bound pass (``LAKESCOUT_QUERY_THREADS``).
 
 Usage: python benchmarks/union_scale.py [--tables 100000] [--queries 50] [--k 10] [--dim 384] [--tau 0.4]
-       [--workdir /tmp/lakescout-bench-union-scale] [--cold-runs 3]
+       [--workdir /tmp/lakescout-bench-union-scale] [--cold-runs 3] [--threads 1]
 Writes benchmarks/results/union_scale_compact_<tables>.json.
 """
 from __future__ import annotations
 
 import os
+import sys
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+#: ``--threads N`` (default 1), read before numpy loads BLAS: the threads of exact's BLAS product and of compact's
+#: bound pass alike, in this process and the children it measures.
+_THREADS = next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--threads"), "1")
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LAKESCOUT_QUERY_THREADS"):
+    os.environ[_var] = _THREADS
 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import resource  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -274,6 +278,7 @@ def main() -> None:
     ap.add_argument("--tau", type=float, default=0.4)
     ap.add_argument("--workdir", default="/tmp/lakescout-bench-union-scale")
     ap.add_argument("--cold-runs", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1, help="BLAS threads of exact and bound-pass threads of compact")
     args = ap.parse_args()
     folder, queries, generated = prepare(args.workdir, args.tables, args.queries, args.dim)
     meta = json.load(open(os.path.join(folder, "meta.json")))
@@ -289,7 +294,8 @@ def main() -> None:
     print("\ncold process, spawn to first answer (files in the page cache)")
     print_table([start], list(start))
     write_result(f"union_scale_compact_{args.tables}", {
-        "lake": {**meta, "queries": args.queries, "k": args.k, "tau": args.tau}, "queries": speed, "memory": mem,
+        "lake": {**meta, "queries": args.queries, "k": args.k, "tau": args.tau, "threads": args.threads},
+        "queries": speed, "memory": mem,
         "cold": start})
 
 

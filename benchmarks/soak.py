@@ -8,8 +8,9 @@ readable again a cycle later.  Three warehouses index it:
 
 * **faulted**: a share of its refreshes run as ``lakescout refresh`` subprocesses killed with SIGKILL (the whole
   process group: CLI, spark-submit, JVM and Python workers) a random delay after it took the warehouse lease (a
-  tenth of them after their start, while Spark starts), so inside Spark tasks, between stages or during a commit; the next refresh takes over the dead one's lease once its heartbeat has expired (the
-  soak ages the lease record rather than wait ``LEASE_SECONDS``).  Every cycle ends with a refresh that completes
+  tenth of them after their start, while Spark starts), so inside Spark tasks, between stages or during a commit;
+  the next refresh takes over the dead one's lease once its heartbeat has expired (the soak ages the lease record
+  rather than wait ``LEASE_SECONDS``).  Every cycle ends with a refresh that completes
   (in-process, sharing the soak's Spark session).  Every ``--maintain-every`` cycles maintenance runs (snapshot
   retention, compaction, vacuum, orphan cleanup, checkpoints), then log entries older than every retained version
   are aged past the log retention and expired (``cleanup_metadata``).  Searches run on it from a thread while a
@@ -248,12 +249,22 @@ def _canonical(table: pa.Table, drop: set[str]) -> list[str]:
 
 
 def index_rows(wh_root: str) -> dict[str, list[str]]:
-    """Rows of every index table at the latest snapshot, bookkeeping columns aside, in a canonical order."""
+    """Rows of every index table at the latest snapshot, bookkeeping columns aside, in a canonical order.  Of
+    ``models``, the rows the snapshot answers with (its ``models``): older versions are history, which maintenance
+    deletes once no retained snapshot uses them and the fault-free twin, never maintained, keeps."""
     import discovery
     from discovery.store import INDEX_TABLES
 
     snap = discovery.open(wh_root).snapshot
-    return {name: _canonical(snap.read(name), BOOKKEEPING) for name in INDEX_TABLES if name in snap.versions}
+    out = {}
+    for name in INDEX_TABLES:
+        if name in snap.versions:
+            rows = snap.read(name)
+            if name == "models":
+                used = [snap.models.get(n) == v for n, v in zip(rows["name"].to_pylist(), rows["version"].to_pylist())]
+                rows = rows.filter(pa.array(used, pa.bool_()))
+            out[name] = _canonical(rows, BOOKKEEPING)
+    return out
 
 
 def catalog_rows(wh_root: str, unreadable: set[str]) -> list[str]:

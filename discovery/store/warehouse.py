@@ -21,6 +21,7 @@ from typing import Iterable
 
 import pyarrow as pa
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema as DeltaSchema
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
@@ -244,12 +245,18 @@ class Warehouse:
         milliseconds and a later replacement rewrites one small file.  Only tables of at most ``max_bytes`` are
         merged, in the driver; large tables keep their narrow per-file ``table_id`` ranges (:mod:`..maintenance`).
 
+        The files are read one by one with ``pq.read_table``: through a pyarrow dataset, the 6,250 catalog files of a
+        100,000-table first build raised the driver's RSS by 380 MB for a 19 MB table (memory of the file reads that
+        the process keeps after the dataset is freed), against 130 MB one by one (``benchmarks/refresh_scale.py``).
+
         When its commit fails, its files are referenced by no version: orphans that :mod:`.orphans` removes."""
         files = self.files(name)
         total = int(sum(files.column("size_bytes").to_pylist()))
         if files.num_rows <= max_files or total > max_bytes or self.committed(name, stage, refresh_id):
             return 0
-        rows = self.read(name)
+        fs, root = resolve(self.table_uri(name))
+        rows = pa.concat_tables([pq.read_table(f"{root.rstrip('/')}/{path}", filesystem=fs).cast(SCHEMAS[name])
+                                 for path in files.column("path").to_pylist()])
         if "table_id" in rows.column_names:
             rows = rows.sort_by("table_id")
         attempt = new_attempt_token()

@@ -40,19 +40,21 @@ Lemma 7 still rejects only columns outside the answer, and one search returns th
 Threads (:mod:`discovery.threads`).  The three steps are compiled loops that release the GIL, each cut into parts:
 steps 1 and 2 by ranges of query values of about equal blocked pairs (a key belongs to one value, so the parts' counts
 add up, and each range writes its postings into its own slots of every column, after those of the lower values: the
-documents are laid out exactly as one thread lays them out), step 3 by columns, dealt out in verification order.  A
-column's verification reads only its own document and writes only its own counts and witnesses, so every verified
-column ends with the same count and the same witnesses (what the context order reads) whatever the threads.  What a
-part does not see is the other parts' completed columns: its top-k buffer holds the exact counts of the columns
-completed before step 3 and of its own, distinct columns of the lake, so its floor is at most the one-thread search's
-final floor (every column's final count), Lemma 7 in a part rejects no column of the answer, and the answer is the
-one-thread answer; a part only verifies some columns further than one thread would (on the 1M-vector lake of
-``benchmarks/join_latency.py``, 2 parts verified 0.5% more keys).  Each part takes about the same work (the Lemma 1
-tests dominate, and columns in decreasing order of their bound dealt out in turn give each part its share of the
-large ones), so a query verifies about as many times faster as it has free cores.
+documents are laid out exactly as one thread lays them out), step 3 by runs of consecutive columns in verification
+order, which the threads take as they come free.  A column's verification reads only its own document and writes
+only its own counts and witnesses, so every verified column ends with the same count and the same witnesses (what
+the context order reads) whatever the threads.  What a thread does not see is the other threads' completed columns:
+its top-k buffer holds the exact counts of the columns completed before step 3 and of those it completed itself,
+distinct columns of the lake, so its floor is at most the one-thread search's final floor (every column's final
+count), Lemma 7 in a thread rejects no column of the answer, and the answer is the one-thread answer; a thread only
+verifies some columns further than one thread alone would (on the 1M-vector lake of ``benchmarks/join_latency.py``,
+2 threads verified 0.5% more keys).  On an idle machine a query verifies about as many times faster as it has cores;
+on a machine whose cores are all busy with other work it gains nothing (the process gets no more CPU time), and the
+runs taken as threads come free keep a thread that gets less of it from holding the others up.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -190,16 +192,13 @@ def _post(lo, hi, nq, c_ptr, c_order, cq, cleaf, csame, run_col, leaf_run_start,
 
 @njit(cache=True, nogil=True)
 def _check(columns, matched, upper, rejected, col_ptr, post_key, post_q, post_run, post_same, run_start, mapped,
-           vectors, q_mapped, q_vectors, tau_hi, tau_lo, tau_sq, need, thr, seed, top_k, slack, pool, stop_on_accept,
-           w_ptr, w_n, w_key, w_x, w_sq, w_q, nq):
+           vectors, q_mapped, q_vectors, tau_hi, tau_lo, tau_sq, need, buffer, state, top_k, slack, pool,
+           stop_on_accept, w_ptr, w_n, w_key, w_x, w_sq, w_q, nq):
     """Step 3 for ``columns`` (in this order): verifies each, updating its ``matched``, ``upper`` and ``rejected`` and
-    writing its witnesses from ``w_ptr[c]`` (``w_n[c]`` of them); returns the step's counters.  A top-k search keeps its
-    own buffer, started from ``seed`` (exact counts of columns no part verifies): it holds exact counts of distinct
-    columns, so its floor never exceeds the final one, and a part rejects no column of the answer."""
+    writing its witnesses from ``w_ptr[c]`` (``w_n[c]`` of them); returns the step's counters.  ``buffer`` and ``state``
+    (its fill and the threshold) are the top-k buffer of the calling thread, carried from one call to the next."""
     stats = np.zeros(8, dtype=np.int64)  # dist, L1, L2, columns verified, accepts, rejects, unverified, keys
-    buffer = np.zeros(max(pool, 1), dtype=np.int64)
-    filled = seed.shape[0]
-    buffer[:filled] = seed
+    filled, thr = state[0], state[1]
     longest = 0
     for c in columns:
         longest = max(longest, col_ptr[c + 1] - col_ptr[c])
@@ -276,6 +275,7 @@ def _check(columns, matched, upper, rejected, col_ptr, post_key, post_q, post_ru
         if top_k > 0 and not rejected[c] and matched[c] >= upper[c]:
             filled = _offer(buffer, filled, matched[c])
             thr = max(thr, _floor(buffer, filled, top_k, slack, pool))
+    state[0], state[1] = filled, thr
     return stats
 
 
@@ -283,6 +283,10 @@ def _check(columns, matched, upper, rejected, col_ptr, post_key, post_q, post_ru
 #: more than it saves (a pair costs about 10 us of verification on the 1M-vector lake of ``benchmarks/join_latency.py``,
 #: so 5,000 pairs are about 50 ms).
 MIN_PAIRS_PER_THREAD = 5_000
+#: Runs of consecutive columns step 3 cuts its columns into per thread, which the threads take as they come free: on
+#: a machine busy with other work one thread may get a core for less time than another, and a static share would then
+#: wait for the slower thread.
+CHUNKS_PER_PART = 8
 
 
 def verify_pexeso(index, query, blocked: BlockingResult, need: int, top: TopK | None, stop_on_accept: bool,
@@ -334,12 +338,19 @@ def verify_pexeso(index, query, blocked: BlockingResult, need: int, top: TopK | 
     w_n = np.zeros(n_cols, dtype=np.int64)
     witness = (np.empty(w_ptr[-1], np.int64), np.empty(w_ptr[-1], np.int64), np.empty(w_ptr[-1]),
                np.empty(w_ptr[-1], np.int64))
-    parts = min(len(ranges), order.size) or 1
-    counters += np.sum(run_parts(lambda p: _check(
-        order[p::parts].copy(), matched, upper, rejected, col_ptr, *post, run_start, index.mapped, index.vectors,
-        query.mapped, query.vectors, pred.tau + query.slack, pred.tau - query.slack, pred.tau_sq, int(need), int(thr),
-        seed, top.k if top else 0, top.slack if top else 0, top.pool if top else 1, stop, w_ptr, w_n, *witness, nq),
-        range(parts)), axis=0)
+    held = {}                                                                # thread -> its top-k buffer, state
+
+    def check(columns):
+        if threading.get_ident() not in held:
+            buffer = np.zeros(max(top.pool if top else 1, 1), dtype=np.int64)
+            buffer[:seed.size] = seed
+            held[threading.get_ident()] = buffer, np.array([seed.size, thr], dtype=np.int64)
+        return _check(columns, matched, upper, rejected, col_ptr, *post, run_start, index.mapped, index.vectors,
+                      query.mapped, query.vectors, pred.tau + query.slack, pred.tau - query.slack, pred.tau_sq,
+                      int(need), *held[threading.get_ident()], top.k if top else 0, top.slack if top else 0,
+                      top.pool if top else 1, stop, w_ptr, w_n, *witness, nq)
+    chunks = np.array_split(order, 1 if len(ranges) == 1 else min(order.size, CHUNKS_PER_PART * len(ranges)) or 1)
+    counters += np.sum(run_parts(check, chunks), axis=0)
     exact = ~rejected & (matched >= upper)
     proved = np.arange(w_ptr[-1]) - np.repeat(w_ptr[:-1], room) < np.repeat(w_n, room)   # the slots written
     n_m = sum(t[3].size for t in tallies)

@@ -53,7 +53,7 @@ def run_batch_spark(spark, warehouse: str, spec: dict | list | str | BatchSpec, 
     def run(batches):
         from pyspark import TaskContext
 
-        from discovery.union.quantised import set_query_threads
+        from discovery.threads import set_query_threads
 
         set_query_threads(TaskContext.get().cpus())  # the task's cores, not the machine's: tasks run side by side
         for chunk in batches:

@@ -76,6 +76,7 @@ def test_table_bounds_are_never_below_the_score(seed):
 def test_bound_pass_on_threads_gives_the_one_thread_bounds(monkeypatch, threads):
     """Tables cut into ranges of about equal columns, one per thread: the same bound, bit for bit, for every table,
     and the compact search's answers unchanged."""
+    from discovery import threads as query_threads
     from discovery.union import quantised
 
     model, vectors, owner, ordinal = _lake(7)
@@ -87,10 +88,10 @@ def test_bound_pass_on_threads_gives_the_one_thread_bounds(monkeypatch, threads)
     assert len(cuts) - 1 == min(threads, int(compact.col_offsets[-1]) // 50)
     for i in range(4):
         query = unit_rows(qv[qo == i])
-        monkeypatch.setattr(quantised, "_threads", [1])
+        monkeypatch.setattr(query_threads, "_threads", [1])
         one = table_upper_bounds(query, compact.codes, compact.steps, compact.error, compact.col_offsets, 0.4)
         want = compact.search(query, 10, "pgtus++", tau=0.4)
-        monkeypatch.setattr(quantised, "_threads", [threads])
+        monkeypatch.setattr(query_threads, "_threads", [threads])
         many = table_upper_bounds(query, compact.codes, compact.steps, compact.error, compact.col_offsets, 0.4)
         assert np.array_equal(one, many) and (one > 0).any()
         assert compact.search(query, 10, "pgtus++", tau=0.4).results == want.results

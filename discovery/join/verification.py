@@ -36,14 +36,31 @@ tie with the k-th is verified, and ties are broken by column id afterwards.  Wit
 columns within the context margin of the k-th) the buffer holds the pool's size and the threshold is the larger of
 (k-th best - slack) and the pool-th best (:func:`_floor`): both are lower bounds of what a kept column reaches, so
 Lemma 7 still rejects only columns outside the answer, and one search returns the widened set exactly.
+
+Threads (:mod:`discovery.threads`).  The three steps are compiled loops that release the GIL, each cut into parts:
+steps 1 and 2 by ranges of query values of about equal blocked pairs (a key belongs to one value, so the parts' counts
+add up, and each range writes its postings into its own slots of every column, after those of the lower values: the
+documents are laid out exactly as one thread lays them out), step 3 by runs of consecutive columns in verification
+order, which the threads take as they come free.  A column's verification reads only its own document and writes
+only its own counts and witnesses, so every verified column ends with the same count and the same witnesses (what
+the context order reads) whatever the threads.  What a thread does not see is the other threads' completed columns:
+its top-k buffer holds the exact counts of the columns completed before step 3 and of those it completed itself,
+distinct columns of the lake, so its floor is at most the one-thread search's final floor (every column's final
+count), Lemma 7 in a thread rejects no column of the answer, and the answer is the one-thread answer; a thread only
+verifies some columns further than one thread alone would (on the 1M-vector lake of ``benchmarks/join_latency.py``,
+2 threads verified 0.5% more keys).  On an idle machine a query verifies about as many times faster as it has cores;
+on a machine whose cores are all busy with other work it gains nothing (the process gets no more CPU time), and the
+runs taken as threads come free keep a thread that gets less of it from holding the others up.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
 
+from ..threads import query_threads, run_parts
 from .blocking import BlockingResult
 from .lemmas import boxes_within, points_apart
 from .metric import squared_within
@@ -105,28 +122,27 @@ def _offer(buffer, filled, value):
     return min(filled + 1, k)
 
 
-@njit(cache=True)
-def _verify(nq, qval, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col, leaf_run_start, mapped, vectors,
-            q_mapped, q_vectors, tau_hi, tau_lo, tau_sq, need, top_k, slack, pool, stop_on_accept):
+@njit(cache=True, nogil=True)
+def _tally(lo, hi, nq, m_ptr, m_order, m_rlo, m_rhi, mq, c_ptr, c_order, cleaf, run_start, run_col, leaf_run_start,
+           n_cols):
+    """Step 1 for the query values ``lo:hi``: their part of each column's match count, upper bound and posting count,
+    and the witnesses of the keys the lemmas prove (in value order).  A key belongs to one value, so the parts of
+    disjoint value ranges add up to the whole."""
     # Buffers are sized exactly up front and never rebound inside a loop (see ``blocking._descend``).
-    # ``nq`` counts query values, the keys' unit; ``qval`` names the value of each query vector (its segments share
-    # it), so pairs are grouped by value and a key is proved by any of its value's vectors.
-    m_rlo = np.searchsorted(run_start, mlo)
-    m_rhi = np.searchsorted(run_start, mhi)
-    m_ptr, m_order = group_by_query(qval[mq], nq)
-    c_ptr, c_order = group_by_query(qval[cq], nq)
-    # witnesses of the keys the lemmas prove (at most one per matching run), then of the keys verification proves
-    m_key = np.empty(min(n_cols * nq, np.sum(m_rhi - m_rlo)), dtype=np.int64)
+    room = 0
+    for i in range(m_ptr[lo], m_ptr[hi]):
+        p = m_order[i]
+        room += m_rhi[p] - m_rlo[p]
+    m_key = np.empty(min(n_cols * (hi - lo), room), dtype=np.int64)  # at most one per matching run
     m_x = np.empty(m_key.shape[0], dtype=np.int64)
     m_q = np.empty(m_key.shape[0], dtype=np.int64)
     n_m = 0
-    # --- 1. match map, upper bounds and posting counts from the blocked pairs, per query vector -----------------
     matched = np.zeros(n_cols, dtype=np.int64)
     upper = np.zeros(n_cols, dtype=np.int64)
     n_runs = np.zeros(n_cols, dtype=np.int64)    # candidate runs of a column's unproved keys
     seen = np.full(n_cols, -1, dtype=np.int64)
     proved = np.full(n_cols, -1, dtype=np.int64)
-    for q in range(nq):
+    for q in range(lo, hi):
         for i in range(m_ptr[q], m_ptr[q + 1]):
             p = m_order[i]
             for r in range(m_rlo[p], m_rhi[p]):
@@ -148,43 +164,19 @@ def _verify(nq, qval, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col
                     seen[c] = q
                     upper[c] += 1
                 n_runs[c] += 1
-    # --- Lemma 7 before any distance: the threshold and the columns left to verify ------------------------------
-    thr = need
-    if top_k > 0:
-        best = np.sort(matched)[::-1][:pool]
-        thr = max(thr, _floor(best, best.shape[0], top_k, slack, pool))
-    rejected = np.zeros(n_cols, dtype=np.bool_)
-    live = np.zeros(n_cols, dtype=np.bool_)
-    stats = np.zeros(8, dtype=np.int64)  # dist, L1, L2, columns verified, accepts, rejects, unverified, keys
-    for c in range(n_cols):
-        if upper[c] < thr:
-            rejected[c] = True
-            if upper[c] > 0:
-                stats[6] += 1
-        elif matched[c] < upper[c] and not (stop_on_accept and matched[c] >= need):
-            live[c] = True
-    # --- 2. the candidate walk again: the live columns' postings written in column order -------------------------
-    # A posting is (query value, query vector, run, same cell), stored by value so that a column's document is read
-    # sequentially; columns that are not live get no postings at all.  A key verification proves is one of the
-    # ``upper - matched`` keys of its column left unproved, which bounds its witnesses.
-    col_ptr = np.zeros(n_cols + 1, dtype=np.int64)
-    for c in range(n_cols):
-        col_ptr[c + 1] = col_ptr[c] + (n_runs[c] if live[c] else 0)
-    fill = col_ptr[:-1].copy()
-    post_key = np.empty(col_ptr[n_cols], dtype=np.int32)
-    post_q = np.empty(col_ptr[n_cols], dtype=np.int32)
-    post_run = np.empty(col_ptr[n_cols], dtype=np.int32)
-    post_same = np.empty(col_ptr[n_cols], dtype=np.bool_)
-    n_keys = np.sum(upper - matched)
-    w_key = np.empty(n_keys, dtype=np.int64)
-    w_x = np.empty(n_keys, dtype=np.int64)
-    w_sq = np.empty(n_keys, dtype=np.float64)
-    w_q = np.empty(n_keys, dtype=np.int64)
-    n_w = 0
+    return matched, upper, n_runs, m_key[:n_m].copy(), m_x[:n_m].copy(), m_q[:n_m].copy()
+
+
+@njit(cache=True, nogil=True)
+def _post(lo, hi, nq, c_ptr, c_order, cq, cleaf, csame, run_col, leaf_run_start, live, m_key, fill, post_key, post_q,
+          post_run, post_same):
+    """Step 2 for the query values ``lo:hi``: the live columns' postings of these values, written from ``fill`` (each
+    column's first slot for them, after the slots of the lower values), so every column's document reads in value
+    order whatever the parts.  ``m_key``: the lemma-proved keys of these values, in value order (:func:`_tally`)."""
+    proved = np.full(live.shape[0], -1, dtype=np.int64)
     j = 0
-    proved[:] = -1
-    for q in range(nq):
-        while j < n_m and m_key[j] % nq == q:  # the lemma-proved keys of q, written by step 1 in query order
+    for q in range(lo, hi):
+        while j < m_key.shape[0] and m_key[j] % nq == q:
             proved[m_key[j] // nq] = q
             j += 1
         for i in range(c_ptr[q], c_ptr[q + 1]):
@@ -196,23 +188,24 @@ def _verify(nq, qval, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col
                     f = fill[c]
                     post_key[f], post_q[f], post_run[f], post_same[f] = q, cq[p], r, csame[p]
                     fill[c] = f + 1
-    # --- 3. document-at-a-time verification -----------------------------------------------------------------
-    order = np.flatnonzero(live)
-    buffer = np.zeros(max(pool, 1), dtype=np.int64)
-    filled = 0
-    if top_k > 0:
-        order = order[np.argsort(-upper[order], kind="mergesort")]
-        for c in range(n_cols):
-            if not rejected[c] and not live[c] and upper[c] > 0:
-                filled = _offer(buffer, filled, matched[c])
-        thr = max(thr, _floor(buffer, filled, top_k, slack, pool))
+
+
+@njit(cache=True, nogil=True)
+def _check(columns, matched, upper, rejected, col_ptr, post_key, post_q, post_run, post_same, run_start, mapped,
+           vectors, q_mapped, q_vectors, tau_hi, tau_lo, tau_sq, need, buffer, state, top_k, slack, pool,
+           stop_on_accept, w_ptr, w_n, w_key, w_x, w_sq, w_q, nq):
+    """Step 3 for ``columns`` (in this order): verifies each, updating its ``matched``, ``upper`` and ``rejected`` and
+    writing its witnesses from ``w_ptr[c]`` (``w_n[c]`` of them); returns the step's counters.  ``buffer`` and ``state``
+    (its fill and the threshold) are the top-k buffer of the calling thread, carried from one call to the next."""
+    stats = np.zeros(8, dtype=np.int64)  # dist, L1, L2, columns verified, accepts, rejects, unverified, keys
+    filled, thr = state[0], state[1]
     longest = 0
-    for c in order:
+    for c in columns:
         longest = max(longest, col_ptr[c + 1] - col_ptr[c])
     key_a = np.empty(longest, dtype=np.int64)
     key_b = np.empty(longest, dtype=np.int64)
     key_rank = np.empty(longest, dtype=np.int64)
-    for c in order:
+    for c in columns:
         if upper[c] < thr:
             rejected[c] = True
             stats[6] += 1
@@ -235,6 +228,7 @@ def _verify(nq, qval, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col
             key_rank[n_k] = vecs if same or not stop_on_accept else vecs + len(vectors)
             n_k += 1
             a = b
+        n_w = w_ptr[c]
         for k in np.argsort(key_rank[:n_k], kind="mergesort"):
             a, b = key_a[k], key_b[k]
             q = post_key[a]
@@ -277,30 +271,104 @@ def _verify(nq, qval, n_cols, mq, mlo, mhi, cq, cleaf, csame, run_start, run_col
                 break
             if matched[c] >= upper[c] or (stop_on_accept and matched[c] >= need):
                 break
+        w_n[c] = n_w - w_ptr[c]
         if top_k > 0 and not rejected[c] and matched[c] >= upper[c]:
             filled = _offer(buffer, filled, matched[c])
             thr = max(thr, _floor(buffer, filled, top_k, slack, pool))
-    exact = ~rejected & (matched >= upper)
-    keys = np.concatenate((m_key[:n_m], w_key[:n_w]))
-    xs = np.concatenate((m_x[:n_m], w_x[:n_w]))
-    sqs = np.concatenate((np.full(n_m, np.nan), w_sq[:n_w]))
-    qs = np.concatenate((m_q[:n_m], w_q[:n_w]))
-    return matched, exact, keys, xs, sqs, qs, stats
+    state[0], state[1] = filled, thr
+    return stats
+
+
+#: Fewest blocked pairs one thread of verification takes: below it, handing a part to the pool (about 0.1 ms) costs
+#: more than it saves (a pair costs about 10 us of verification on the 1M-vector lake of ``benchmarks/join_latency.py``,
+#: so 5,000 pairs are about 50 ms).
+MIN_PAIRS_PER_THREAD = 5_000
+#: Runs of consecutive columns step 3 cuts its columns into per thread, which the threads take as they come free: on
+#: a machine busy with other work one thread may get a core for less time than another, and a static share would then
+#: wait for the slower thread.
+CHUNKS_PER_PART = 8
 
 
 def verify_pexeso(index, query, blocked: BlockingResult, need: int, top: TopK | None, stop_on_accept: bool,
                   pred) -> Verified:
-    """Algorithm 2 with Lemma 7 for the blocked pairs; threshold search or top-k (``top`` not None)."""
+    """Algorithm 2 with Lemma 7 for the blocked pairs; threshold search or top-k (``top`` not None), on
+    :func:`~discovery.threads.query_threads` threads: steps 1 and 2 by ranges of query values, step 3 by columns."""
     if max(query.n_vectors, index.run_col.size) >= 2 ** 31:  # postings hold both as int32, half the bytes of int64
         raise ValueError("a join index partition or a query column of 2**31 or more runs or vectors; lower "
                          "[join] memory_budget_mb so that the index is split into smaller partitions")
-    matched, exact, wk, wx, wsq, wq, s = _verify(
-        query.n, query.value, index.n_columns, blocked.match_q, blocked.match_lo, blocked.match_hi, blocked.cand_q,
-        blocked.cand_leaf, blocked.cand_same, index.run_start, index.run_col, index.leaf_run_start, index.mapped,
-        index.vectors, query.mapped, query.vectors, pred.tau + query.slack, pred.tau - query.slack, pred.tau_sq,
-        int(need), top.k if top else 0, top.slack if top else 0, top.pool if top else 1,
-        bool(stop_on_accept and top is None))
+    nq, n_cols, run_start = query.n, index.n_columns, index.run_start
+    stop = bool(stop_on_accept and top is None)
+    # --- 1. match map, upper bounds and posting counts, by ranges of query values -------------------------------
+    m_rlo, m_rhi = np.searchsorted(run_start, blocked.match_lo), np.searchsorted(run_start, blocked.match_hi)
+    m_ptr, m_order = group_by_query(query.value[blocked.match_q], nq)
+    c_ptr, c_order = group_by_query(query.value[blocked.cand_q], nq)
+    cuts = _value_ranges(m_ptr + c_ptr, query_threads())
+    ranges = list(zip(cuts[:-1], cuts[1:]))
+    tallies = run_parts(lambda r: _tally(r[0], r[1], nq, m_ptr, m_order, m_rlo, m_rhi, blocked.match_q, c_ptr,
+                                         c_order, blocked.cand_leaf, run_start, index.run_col,
+                                         index.leaf_run_start, n_cols), ranges)
+    matched = np.sum([t[0] for t in tallies], axis=0)
+    upper = np.sum([t[1] for t in tallies], axis=0)
+    # --- Lemma 7 before any distance: the threshold and the columns left to verify ------------------------------
+    thr = need
+    if top is not None:
+        thr = max(thr, top.floor(np.sort(matched)[::-1][:top.pool]))
+    rejected = upper < thr
+    counters = np.zeros(8, dtype=np.int64)
+    counters[6] = np.count_nonzero(rejected & (upper > 0))
+    live = ~rejected & (matched < upper) & ~(stop & (matched >= need))
+    # --- 2. the live columns' postings in column order, each range of values from its own slots ----------------
+    runs = np.where(live, [t[2] for t in tallies], 0)                       # (parts, columns)
+    col_ptr = np.concatenate(([0], np.cumsum(runs.sum(axis=0))))
+    starts = col_ptr[:-1] + np.cumsum(runs, axis=0) - runs
+    size = int(col_ptr[-1])
+    post = (np.empty(size, np.int32), np.empty(size, np.int32), np.empty(size, np.int32), np.empty(size, np.bool_))
+    run_parts(lambda i: _post(*ranges[i], nq, c_ptr, c_order, blocked.cand_q, blocked.cand_leaf, blocked.cand_same,
+                              index.run_col, index.leaf_run_start, live, tallies[i][3], starts[i], *post),
+              range(len(ranges)))
+    # --- 3. document-at-a-time verification, columns dealt out to the parts in verification order ---------------
+    order = np.flatnonzero(live)
+    seed = np.zeros(0, dtype=np.int64)
+    if top is not None:
+        order = order[np.argsort(-upper[order], kind="mergesort")]
+        seed = np.sort(matched[~rejected & ~live & (upper > 0)])[::-1][:top.pool].copy()
+        thr = max(thr, top.floor(seed))
+    room = np.where(live, upper - matched, 0)                                # keys verification may prove
+    w_ptr = np.concatenate(([0], np.cumsum(room)))
+    w_n = np.zeros(n_cols, dtype=np.int64)
+    witness = (np.empty(w_ptr[-1], np.int64), np.empty(w_ptr[-1], np.int64), np.empty(w_ptr[-1]),
+               np.empty(w_ptr[-1], np.int64))
+    held = {}                                                                # thread -> its top-k buffer, state
+
+    def check(columns):
+        if threading.get_ident() not in held:
+            buffer = np.zeros(max(top.pool if top else 1, 1), dtype=np.int64)
+            buffer[:seed.size] = seed
+            held[threading.get_ident()] = buffer, np.array([seed.size, thr], dtype=np.int64)
+        return _check(columns, matched, upper, rejected, col_ptr, *post, run_start, index.mapped, index.vectors,
+                      query.mapped, query.vectors, pred.tau + query.slack, pred.tau - query.slack, pred.tau_sq,
+                      int(need), *held[threading.get_ident()], top.k if top else 0, top.slack if top else 0,
+                      top.pool if top else 1, stop, w_ptr, w_n, *witness, nq)
+    chunks = np.array_split(order, 1 if len(ranges) == 1 else min(order.size, CHUNKS_PER_PART * len(ranges)) or 1)
+    counters += np.sum(run_parts(check, chunks), axis=0)
+    exact = ~rejected & (matched >= upper)
+    proved = np.arange(w_ptr[-1]) - np.repeat(w_ptr[:-1], room) < np.repeat(w_n, room)   # the slots written
+    n_m = sum(t[3].size for t in tallies)
+    keys = np.concatenate([t[3] for t in tallies] + [witness[0][proved]])
+    xs = np.concatenate([t[4] for t in tallies] + [witness[1][proved]])
+    sqs = np.concatenate((np.full(n_m, np.nan), witness[2][proved]))
+    qs = np.concatenate([t[5] for t in tallies] + [witness[3][proved]])
+    s = counters
     stats = {"distance_computations": int(s[0]), "lemma1_filtered": int(s[1]), "lemma2_matched": int(s[2]),
              "columns_verified": int(s[3]), "early_accepts": int(s[4]), "early_rejects": int(s[5]),
              "rejected_without_verification": int(s[6]), "keys_verified": int(s[7])}
-    return Verified(matched, exact, wk, wx, wsq, stats, wq)
+    return Verified(matched, exact, keys, xs, sqs, stats, qs)
+
+
+def _value_ranges(pairs_before: np.ndarray, threads: int) -> np.ndarray:
+    """Query values cutting them into at most ``threads`` ranges of about equal blocked pairs (at least
+    :data:`MIN_PAIRS_PER_THREAD` each): ``[0, v_1, ..., |Q|]``; ``pairs_before[v]``: the pairs of the values below v."""
+    nq, total = pairs_before.size - 1, int(pairs_before[-1])
+    parts = max(1, min(threads, total // MIN_PAIRS_PER_THREAD, nq))
+    inner = np.searchsorted(pairs_before, np.linspace(0, total, parts + 1)[1:-1])
+    return np.unique(np.concatenate([[0], inner, [nq]])).astype(np.int64)

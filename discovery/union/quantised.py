@@ -41,16 +41,13 @@ returns the smaller, plus :data:`~discovery.union.bounds.SUM_SLACK`, and 0 for a
 The pass itself is compiled (:mod:`.boundpass`, which says why) and imported on first use: importing numba costs
 about 0.4 s of a cold query, which lakes small enough to be scored exhaustively never need (:mod:`.compact`).  It
 releases the GIL, so a large lake's tables are cut into ranges of about equal columns, one per thread
-(:func:`query_threads`); each range writes its own tables' bounds, so the result does not depend on the threads.
+(:mod:`discovery.threads`); each range writes its own tables' bounds, so the result does not depend on the threads.
 """
 from __future__ import annotations
 
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
+from ..threads import query_threads, run_parts
 from .bounds import SUM_SLACK
 from .matching import float32_product_error
 
@@ -103,33 +100,12 @@ def table_upper_bounds(query: np.ndarray, codes: np.ndarray, steps: np.ndarray, 
     args = (scaled, query_slack(query, error), _read_only(codes, np.int8), _read_only(col_offsets, offsets_type),
             tau32, SUM_SLACK, out)
     cuts = table_ranges(col_offsets, query_threads())
-    if len(cuts) == 2:
-        bound_tables(*args, 0, len(out))
-    else:  # each thread writes its own range of ``out``
-        list(_pool().map(lambda lo_hi: bound_tables(*args, *lo_hi), zip(cuts[:-1], cuts[1:])))
+    run_parts(lambda lo_hi: bound_tables(*args, *lo_hi), zip(cuts[:-1], cuts[1:]))  # each writes its range of ``out``
     return out
 
 
 #: Fewest columns one thread of the bound pass takes: below it, a thread's start costs more than it saves.
 MIN_COLUMNS_PER_THREAD = 100_000
-_threads: list[int] = []
-_pools: dict[int, ThreadPoolExecutor] = {}
-_pools_lock = threading.Lock()
-
-
-def query_threads() -> int:
-    """Threads one bound pass runs on: :func:`set_query_threads`, else ``LAKESCOUT_QUERY_THREADS``, else every CPU
-    this process may run on.  The pass is compute-bound on codes in the page cache (1.1 s of CPU for 7.5M columns),
-    so a served query on an idle machine answers about as many times faster as it has cores."""
-    if _threads:
-        return _threads[-1]
-    env = os.environ.get("LAKESCOUT_QUERY_THREADS", "")
-    return max(1, int(env)) if env.strip().isdigit() else max(1, len(os.sched_getaffinity(0)))
-
-
-def set_query_threads(threads: int) -> None:
-    """Run the bound pass on ``threads`` threads in this process (a Spark task: its ``spark.task.cpus``)."""
-    _threads[:] = [max(1, int(threads))]
 
 
 def table_ranges(col_offsets: np.ndarray, threads: int) -> np.ndarray:
@@ -140,15 +116,6 @@ def table_ranges(col_offsets: np.ndarray, threads: int) -> np.ndarray:
     targets = np.linspace(0, columns, parts + 1)[1:-1]
     inner = np.searchsorted(np.asarray(col_offsets[:-1]), targets)
     return np.unique(np.concatenate([[0], inner, [n_tables]])).astype(np.int64)
-
-
-def _pool() -> ThreadPoolExecutor:
-    """The process's pool for the bound pass, one per thread count (shared by concurrent queries)."""
-    threads = query_threads()
-    with _pools_lock:
-        if threads not in _pools:
-            _pools[threads] = ThreadPoolExecutor(threads, thread_name_prefix="lakescout-bounds")
-        return _pools[threads]
 
 
 def _read_only(array: np.ndarray, dtype) -> np.ndarray:

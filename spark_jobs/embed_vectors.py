@@ -171,7 +171,11 @@ def plan_outputs(ctx: StageContext, catalog: pa.Table, refs: EncoderRefs):
             rebuilt.append(name)
         else:
             flags[name] = np.isin(ok_ids, base_ids)
-            removes[name] = np.union1d(base.remove_ids, np.setdiff1d(ids, indexed_ids(catalog))).astype(np.int64)
+            # also the rows this output already holds for a table it is about to get again: a refresh killed between
+            # the outputs' commits leaves an added table in value_vectors, say, but not in column_vectors (the base)
+            again = np.intersect1d(base_ids, ids)
+            removes[name] = np.union1d(np.union1d(base.remove_ids, again),
+                                       np.setdiff1d(ids, indexed_ids(catalog))).astype(np.int64)
     for name in OUTPUTS:
         ok = ok.append_column(f"do_{name}", pa.array(flags[name]))
     any_flag = np.logical_or.reduce([flags[n] for n in OUTPUTS])

@@ -211,8 +211,13 @@ def model_versions_in_use(retained: list) -> set[str]:
         if version is None:
             continue
         _, params = payload(snap.warehouse.root, SET_MODEL, version, snap.version("models"))
-        used.update(v for v in (params.get("column"), params.get("table"), params.get("join")) if v)
+        used |= encoder_versions(params)
     return used
+
+
+def encoder_versions(params: dict) -> set[str]:
+    """The column, table and join encoder versions an encoder set's params name."""
+    return {v for v in (params.get("column"), params.get("table"), params.get("join")) if v}
 
 
 def prune_models(wh: Warehouse, retained: list) -> list[str]:
@@ -239,8 +244,7 @@ def prune_models(wh: Warehouse, retained: list) -> list[str]:
     keep |= {pair for snap in retained for pair in snap.models.items()}
     encoders = model_versions_in_use(retained)
     if SET_MODEL in latest:
-        params = json.loads(latest[SET_MODEL]["params"] or "{}")
-        encoders.update(v for v in (params.get("column"), params.get("table"), params.get("join")) if v)
+        encoders |= encoder_versions(json.loads(latest[SET_MODEL]["params"] or "{}"))
     drop = sorted({(r["name"], r["version"]) for r in rows} - keep)
     drop = [(name, version) for name, version in drop if version not in encoders]
     if drop:

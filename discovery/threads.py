@@ -12,17 +12,22 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterable
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator
 
 _threads: list[int] = []
+_calling = threading.local()
 _pools: dict[int, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
 
 
 def query_threads() -> int:
-    """Threads one query's compiled pass runs on: :func:`set_query_threads`, else ``LAKESCOUT_QUERY_THREADS``, else
-    every CPU this process may run on.  The passes are compute-bound on data in memory or the page cache, so a served
-    query on an idle machine answers about as many times faster as it has cores."""
+    """Threads one query's compiled pass runs on: :func:`threads_of_this_caller`, else :func:`set_query_threads`, else
+    ``LAKESCOUT_QUERY_THREADS``, else every CPU this process may run on.  The passes are compute-bound on data in
+    memory or the page cache, so a served query on an idle machine answers about as many times faster as it has
+    cores."""
+    if getattr(_calling, "threads", None):
+        return _calling.threads
     if _threads:
         return _threads[-1]
     env = os.environ.get("LAKESCOUT_QUERY_THREADS", "")
@@ -33,6 +38,20 @@ def set_query_threads(threads: int) -> None:
     """Run the compiled passes of queries on ``threads`` threads in this process (a Spark task: its
     ``spark.task.cpus``)."""
     _threads[:] = [max(1, int(threads))]
+
+
+@contextmanager
+def threads_of_this_caller(threads: int) -> Iterator[None]:
+    """Run the queries this thread makes inside the block on ``threads`` threads, whatever the process's setting.
+    The answers never depend on the count, but the work counters of a semantic join do (a thread of several does not
+    see the others' columns): PEXESO's cost model counts on one thread so that the same sample always makes the same
+    choice."""
+    before = getattr(_calling, "threads", None)
+    _calling.threads = max(1, int(threads))
+    try:
+        yield
+    finally:
+        _calling.threads = before
 
 
 def run_parts(work: Callable, parts: Iterable) -> list:

@@ -1,11 +1,14 @@
 """PEXESO verification on threads returns exactly what one thread and brute force return: the same columns, counts,
 order and witness pairs (what the context order reads), for threshold and top-k search (with ties, with a slack), and
 with query values given as several vectors; the inputs are small, so the per-thread minimum is lowered to split them."""
+import threading
+
 import numpy as np
 import pytest
 
 from discovery import threads
 from discovery.join import JoinIndex, select_pivots
+from discovery.join.cost import CANDIDATES, choose_parameters
 from discovery.join import verification
 from join_data import brute_force, clustered_lake, query_from, top_k_reference, unit
 
@@ -105,3 +108,26 @@ def test_value_ranges_cut_at_about_equal_pairs(monkeypatch):
     monkeypatch.setattr(verification, "MIN_PAIRS_PER_THREAD", 40)
     assert len(verification._value_ranges(before, 100)) - 1 == 2              # 100 pairs: 2 ranges of at least 40
     assert verification._value_ranges(np.zeros(4, np.int64), 4).tolist() == [0, 3]
+
+
+def test_the_cost_model_counts_on_one_thread_whatever_the_process_runs_on(split):
+    """Several threads verify some columns further than one would, by how they interleave, so PEXESO's cost model
+    counts on the calling thread only: the same sample makes the same choice, with the same costs, on any machine."""
+    lake, ids, _ = clustered_lake(np.random.default_rng(3), n_cols=40, dim=16)
+    parts = split(4)
+    on_four = choose_parameters(lake, ids, 10 * len(lake), 0.06, "euclidean", 0, CANDIDATES[:6])
+    assert parts and max(parts) == 1
+    split(1)
+    assert on_four == choose_parameters(lake, ids, 10 * len(lake), 0.06, "euclidean", 0, CANDIDATES[:6])
+
+
+def test_threads_of_this_caller_hold_only_on_the_calling_thread(split):
+    split(3)
+    seen = []
+    with threads.threads_of_this_caller(1):
+        seen.append(threads.query_threads())
+        other = threading.Thread(target=lambda: seen.append(threads.query_threads()))
+        other.start()
+        other.join()
+    seen.append(threads.query_threads())
+    assert seen == [1, 3, 3]

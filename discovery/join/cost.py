@@ -8,8 +8,9 @@ while the paper's own sweep (Table VI) has an interior optimum: finer grids trad
 does, in floating-point operations: ``d`` per distance, ``|P|`` per pivot-space check of a candidate pair (Lemmas 1-2),
 ``2|P|`` per box test of blocking (cell pairs and (vector, leaf) pairs, Lemmas 3-6), and ``|P| d`` per query vector
 mapped.  The counts come from the real search (``method="pexeso"``) on an index of the sample, so they are exact for
-the sample and deterministic (no timing: the same sample always gives the same choice, on any machine); the
-vector-pair terms are scaled by ``lake vectors / sample vectors``, as the candidate vectors behind each cell grow with
+the sample and deterministic: no timing, and the searches count on one thread, as several threads verify some
+columns further than one would, by how they happen to interleave (the same sample always gives the same choice, on
+any machine, whatever its cores).  The vector-pair terms are scaled by ``lake vectors / sample vectors``, as the candidate vectors behind each cell grow with
 the lake, and so are the cell terms: the grids that cost the most in cells are the fine ones, whose leaves are sparse,
 so the non-empty cells a query pairs with grow about as the lake does.  Left unscaled (the earlier choice, on the view
 that cells grow slower than the lake), the estimate took the deep levels for cheap: on the AutoFJ lake (182,570 value
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..threads import threads_of_this_caller
 from .grid import GridSpec
 from .pivots import map_to_pivots, select_pivots
 from .search import JoinIndex
@@ -69,7 +71,8 @@ def choose_parameters(sample: np.ndarray, keys: np.ndarray, n_total: int, tau: f
             index = JoinIndex(sample, keys, mapped, pivots, GridSpec.fit(mapped, m), metric)
             total = 0.0
             for rows in queries:
-                found = index.search(sample[rows], tau, 0.0, "pexeso", top_k)
+                with threads_of_this_caller(1):
+                    found = index.search(sample[rows], tau, 0.0, "pexeso", top_k)
                 total += estimated_cost(found.stats, p, sample.shape[1], scale)
             costs[f"{p}x{m}"] = total
     best = min(costs, key=lambda c: (costs[c], *map(int, c.split("x"))))

@@ -8,8 +8,8 @@ import pytest
 
 from discovery import threads
 from discovery.join import JoinIndex, select_pivots
-from discovery.join.cost import CANDIDATES, choose_parameters
 from discovery.join import verification
+from discovery.join.cost import CANDIDATES, choose_parameters
 from join_data import brute_force, clustered_lake, query_from, top_k_reference, unit
 
 

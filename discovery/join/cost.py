@@ -2,21 +2,22 @@
 
 The paper estimates a search's cost by the distance computations verification will make (Eq. 1), and finds m by
 minimising that estimate over a query workload made of the lake's own columns.  It counts only distances, because
-blocking is cheap next to them; but that count alone falls as |P| and m grow, so it would always pick the finest grid,
-while the paper's own sweep (Table VI) has an interior optimum: finer grids trade distance computations for more
-(query vector, cell) pairs and pivot-space checks.  The estimate here therefore counts every unit of work a search
-does, in floating-point operations: ``d`` per distance, ``|P|`` per pivot-space check of a candidate pair (Lemmas 1-2),
-``2|P|`` per box test of blocking (cell pairs and (vector, leaf) pairs, Lemmas 3-6), and ``|P| d`` per query vector
-mapped.  The counts come from the real search (``method="pexeso"``) on an index of the sample, so they are exact for
-the sample and deterministic: no timing, and the searches count on one thread, as several threads verify some
-columns further than one would, by how they happen to interleave (the same sample always gives the same choice, on
-any machine, whatever its cores).  The vector-pair terms are scaled by ``lake vectors / sample vectors``, as the candidate vectors behind each cell grow with
-the lake, and so are the cell terms: the grids that cost the most in cells are the fine ones, whose leaves are sparse,
-so the non-empty cells a query pairs with grow about as the lake does.  Left unscaled (the earlier choice, on the view
-that cells grow slower than the lake), the estimate took the deep levels for cheap: on the AutoFJ lake (182,570 value
-vectors, a 20,000-vector sample) it chose |P| = 7, m = 5, where blocking paired 1.6 billion cells for 100 queries and
-took 82% of the search; scaled, it chooses 5 x 3, whose searches took 1.73 s against 2.32 s for 7 x 5 in one run
-(50 queries, identical answers).  The answer of a search does not depend on the choice: every (|P|, m) is exact.
+blocking is cheap next to them; but that count alone falls as |P| and m grow, so it would always pick the finest
+grid, while the paper's own sweep (Table VI) has an interior optimum: finer grids trade distance computations for
+more (query vector, cell) pairs and pivot-space checks.  The estimate here therefore counts every unit of work a
+search does, in floating-point operations: ``d`` per distance, ``|P|`` per pivot-space check of a candidate pair
+(Lemmas 1-2), ``2|P|`` per box test of blocking (cell pairs and (vector, leaf) pairs, Lemmas 3-6), and ``|P| d`` per
+query vector mapped.  The counts come from the real search (``method="pexeso"``) on an index of the sample, so they
+are exact for the sample and deterministic: no timing, and the searches count on one thread, as several threads
+verify some columns further than one would, by how they happen to interleave (the same sample always gives the same
+choice, on any machine, whatever its cores).  The vector-pair terms are scaled by ``lake vectors / sample vectors``,
+as the candidate vectors behind each cell grow with the lake, and so are the cell terms: the grids that cost the most
+in cells are the fine ones, whose leaves are sparse, so the non-empty cells a query pairs with grow about as the lake
+does.  Left unscaled (the earlier choice, on the view that cells grow slower than the lake), the estimate took the
+deep levels for cheap: on the AutoFJ lake (182,570 value vectors, a 20,000-vector sample) it chose |P| = 7, m = 5,
+where blocking paired 1.6 billion cells for 100 queries and took 82% of the search; scaled, it chooses 5 x 3, whose
+searches took 1.73 s against 2.32 s for 7 x 5 in one run (50 queries, identical answers).  The answer of a search
+does not depend on the choice: every (|P|, m) is exact.
 """
 from __future__ import annotations
 
@@ -62,19 +63,19 @@ def choose_parameters(sample: np.ndarray, keys: np.ndarray, n_total: int, tau: f
     queries = workload(keys, seed)
     scale = max(1.0, n_total / max(len(sample), 1))
     costs: dict[str, float] = {}
-    for p in sorted({p for p, _ in candidates}):
-        if p > len(sample):
-            continue
-        pivots = select_pivots(sample, n_pivots=p, seed=seed, metric=metric)
-        mapped = map_to_pivots(sample, pivots, metric)
-        for m in sorted(m for q, m in candidates if q == p):
-            index = JoinIndex(sample, keys, mapped, pivots, GridSpec.fit(mapped, m), metric)
-            total = 0.0
-            for rows in queries:
-                with threads_of_this_caller(1):
+    with threads_of_this_caller(1):
+        for p in sorted({p for p, _ in candidates}):
+            if p > len(sample):
+                continue
+            pivots = select_pivots(sample, n_pivots=p, seed=seed, metric=metric)
+            mapped = map_to_pivots(sample, pivots, metric)
+            for m in sorted(m for q, m in candidates if q == p):
+                index = JoinIndex(sample, keys, mapped, pivots, GridSpec.fit(mapped, m), metric)
+                total = 0.0
+                for rows in queries:
                     found = index.search(sample[rows], tau, 0.0, "pexeso", top_k)
-                total += estimated_cost(found.stats, p, sample.shape[1], scale)
-            costs[f"{p}x{m}"] = total
+                    total += estimated_cost(found.stats, p, sample.shape[1], scale)
+                costs[f"{p}x{m}"] = total
     best = min(costs, key=lambda c: (costs[c], *map(int, c.split("x"))))
     p, m = map(int, best.split("x"))
     return p, m, {"by": "cost model", "tau": tau, "queries": len(queries), "sample": int(len(sample)),

@@ -276,3 +276,34 @@ def test_query_folder_that_is_no_table(lakehouse):
         read_query_file(os.path.join(lakehouse, "exports"))
     root, table = locate(os.path.join(lakehouse, "sales/orders_parts"))
     assert (root, table.path, table.format) == (os.path.join(lakehouse, "sales"), "orders_parts", "parts/parquet")
+
+
+def test_folder_at_a_time_listing_equals_one_whole_walk(lakehouse, tmp_path):
+    """The local walk (a folder at a time, few folders cached) classifies exactly as one listing of every file, as
+    object storage gives it, does; with more folders than the cache holds, and links that are not walked."""
+    from discovery.lake import listing
+
+    root = tmp_path / "lake"
+    shutil.copytree(lakehouse, root)
+    for n in range(listing._KEPT + 6):
+        folder = root / "many" / f"f{n:03d}" / ("deep" if n % 3 else "")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"t{n}.csv").write_text("a,b\n1,2\n")
+    os.symlink(root / "sales", root / "many" / "linked_folder")
+    os.symlink(root / "missing.csv", root / "many" / "dangling.csv")
+    def entry(path: str):  # a link's target, or the link itself when it dangles
+        st = os.stat(path) if os.path.exists(path) else os.lstat(path)
+        return listing._Entry(st.st_size, st.st_mtime_ns)
+
+    whole = {}
+    for dirpath, _, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        whole["" if rel == "." else rel] = {name: entry(os.path.join(dirpath, name)) for name in filenames}
+    expected = listing._Rows()
+    listing._classify(listing._ListedTree(whole), "", expected)
+    walked = list_lake(str(root))
+    assert walked.table.equals(expected.listing().table)
+    assert "many/dangling.csv" in walked.table["path"].to_pylist()
+    assert not any(p.startswith("many/linked_folder") for p in walked.table["path"].to_pylist())
+    assert len(walked) == 9 + listing._KEPT + 6 + 1
+    assert [t.path for t in walked] == sorted(walked.table["path"].to_pylist()) and walked[-1] == list(walked)[-1]

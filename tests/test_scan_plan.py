@@ -3,10 +3,12 @@ changed or deleted table, and its row order (listing order, then the deleted tab
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import pyarrow as pa
 
 from discovery.lake import LakeTable
+from discovery.lake.listing import LISTING_COLUMNS
 from discovery.refresh.plan import plan_scan
 from discovery.store import SCHEMAS
 
@@ -36,7 +38,7 @@ CATALOG = _catalog([
      "fingerprint": "v1"},
 ])
 
-LISTING = [
+LISTING = pa.Table.from_pylist([asdict(t) for t in [
     LakeTable("new_b.csv", 3, 3, "csv", "3:3"),
     LakeTable("same.csv", 10, 5, "csv", "10:5"),
     LakeTable("edited.csv", 11, 6, "csv", "11:6"),
@@ -45,7 +47,7 @@ LISTING = [
     LakeTable("back.csv", 1, 2, "csv", "1:2"),
     LakeTable("new_a.csv", 3, 3, "csv", "3:3"),
     LakeTable("now_delta", 4, 4, "delta", "v1"),
-]
+]], schema=LISTING_COLUMNS)
 
 
 def test_every_action_with_stable_ids_in_listing_then_catalog_order():
@@ -80,4 +82,4 @@ def test_a_full_rebuild_checks_every_known_path_and_a_first_build_numbers_from_o
     assert json.loads(legacy["old_row"])["fingerprint"] == "20:6"
     first = plan_scan(LISTING, SCHEMAS["catalog"].empty_table(), full=False)
     assert [(r["table_id"], r["action"]) for r in first.work.to_pylist()] == [(i, "new") for i in range(1, 9)]
-    assert plan_scan([], CATALOG, full=False).work.column("action").to_pylist() == ["deleted"] * 6
+    assert plan_scan(LISTING_COLUMNS.empty_table(), CATALOG, full=False).work.column("action").to_pylist() == ["deleted"] * 6

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..lake import LakeTable
+from ..lake import Listing
 from ..store import SCHEMAS
 
 #: Columns of a scan work item (one per lake table the scan has to look at).
@@ -29,15 +29,6 @@ KEPT_FIELDS = ("rows", "cols", "error", "warnings", "encoding", "delimiter", "re
 class ScanPlan:
     work: pa.Table          # SCAN_WORK rows: action = new | check | deleted
     unchanged: int
-
-
-def listing_table(listing: list[LakeTable]) -> pa.Table:
-    """The lake listing as columns (path, size, mtime_ns, format, fingerprint), in listing order."""
-    return pa.table({"path": pa.array([f.path for f in listing], pa.string()),
-                     "size": pa.array([f.size for f in listing], pa.int64()),
-                     "mtime_ns": pa.array([f.mtime_ns for f in listing], pa.int64()),
-                     "format": pa.array([f.format for f in listing], pa.string()),
-                     "fingerprint": pa.array([f.fingerprint for f in listing], pa.string())})
 
 
 def _fingerprints(catalog: pa.Table) -> pa.Array:
@@ -67,7 +58,7 @@ def _mask(values) -> np.ndarray:
     return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def plan_scan(listing: list[LakeTable] | pa.Table, catalog: pa.Table, full: bool) -> ScanPlan:
+def plan_scan(listing: Listing | pa.Table, catalog: pa.Table, full: bool) -> ScanPlan:
     """Compare the listing with the catalog by fingerprint (a file's size and mtime, a Delta table's log version, an
     Iceberg table's metadata file, a folder's data files).
 
@@ -79,11 +70,11 @@ def plan_scan(listing: list[LakeTable] | pa.Table, catalog: pa.Table, full: bool
     Table ids are stable per path: a new path gets the next free id (in listing order), a path seen before gets its
     old id back.
 
-    Vectorised over Arrow columns: the listing (:func:`listing_table`) is matched with the catalog by path, and Python
-    objects are built only for the work rows.  Turning the catalog into Python lists cost the driver 94 MB at
+    Vectorised over Arrow columns: the listing's columns (:data:`discovery.lake.listing.LISTING_COLUMNS`) are
+    matched with the catalog by path, and Python objects are built only for the work rows.  Turning the catalog into Python lists cost the driver 94 MB at
     100,000 tables on every incremental refresh, which changes a few of them (``benchmarks/refresh_scale.py``).
     """
-    lst = listing if isinstance(listing, pa.Table) else listing_table(listing)
+    lst = listing.table if isinstance(listing, Listing) else listing
     n = lst.num_rows
     if catalog.num_rows == 0:
         catalog = SCHEMAS["catalog"].empty_table()

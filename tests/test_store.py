@@ -114,7 +114,11 @@ def test_reads_counts_and_versions_from_the_log_equal_the_rows(tmp_path):
     wh.commit("pivot_mappings", [mixed], [], refresh_id=3, stage="pivots", attempt="z")
     assert wh.distinct("pivot_mappings", "model_version") == {"pivots-a", "pivots-b", "pivots-c"}
     assert wh.distinct("catalog", "content_hash") == set()
-    for version in (1, 2, 3):
+    long_a, long_b = "join-0123456789abcdef+segments-3-rule2", "join-0123456789abcdef+segments-3-rule3"
+    longer = write_data_file(uri, pa.concat_tables([rows([6], long_a), rows([7, 8], long_b)]), 4, "pivots", "w")
+    wh.commit("pivot_mappings", [longer], [], refresh_id=4, stage="pivots", attempt="w")
+    assert wh.distinct("pivot_mappings", "model_version") == {"pivots-a", "pivots-b", "pivots-c", long_a, long_b}
+    for version in (1, 2, 3, 4):
         through_delta = wh.dataset("pivot_mappings", version).to_table()
         assert wh.read("pivot_mappings", version=version).equals(through_delta)
         assert wh.count_rows("pivot_mappings", version) == through_delta.num_rows

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema as DeltaSchema
@@ -269,15 +270,30 @@ class Warehouse:
     def distinct(self, name: str, column: str) -> set:
         """Distinct values of a short string column (a model or encoder version) of the current version.
 
-        Read from the per-file minimum and maximum in the commit log when every file holds one value (as the files of
-        one stage run do), so a refresh checks which versions a large table carries without opening its files."""
+        Read from the per-file minimum and maximum in the commit log where a file holds one value (as the files of
+        one stage run do), so a refresh checks which versions a large table carries without opening its files.  The
+        other files -- several values, or a value longer than the statistics keep (a segment-aware value-vector
+        version is 38 characters, the statistics 32) -- are read one batch at a time, each batch reduced to its
+        distinct values in Arrow: a Python string per row cost the pivots stage about 1 GB at 9 million value
+        vectors."""
         files = pa.table(self.table(name).get_add_actions(flatten=True))
+        if not files.num_rows:
+            return set()
+        paths = files.column("path").to_pylist()
         lo, hi = f"min.{column}", f"max.{column}"
+        values: set = set()
+        unread = paths
         if lo in files.column_names and hi in files.column_names:
             mins, maxs = files.column(lo).to_pylist(), files.column(hi).to_pylist()
-            if all(a is not None and a == b for a, b in zip(mins, maxs)):
-                return set(mins)
-        return set(self.read(name, columns=[column]).column(column).to_pylist())
+            values = {a for a, b in zip(mins, maxs) if a is not None and a == b}
+            unread = [p for p, a, b in zip(paths, mins, maxs) if a is None or a != b]
+        if unread:
+            fs, root = resolve(self.table_uri(name))
+            data = pads.dataset([f"{root.rstrip('/')}/{p}" for p in unread], schema=SCHEMAS[name],
+                                format="parquet", filesystem=fs)
+            for batch in data.to_batches(columns=[column]):
+                values.update(pc.unique(batch.column(0)).drop_null().to_pylist())
+        return values
 
 
 #: How long a remove action stays in the table state as a tombstone (``delta.deletedFileRetentionDuration``): none.

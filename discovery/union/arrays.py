@@ -17,8 +17,9 @@ partitions, as ``UnionIndex`` stores them, so matchings see the columns in the s
 ``steps`` float32 (d,) and ``error`` float64 (d,) of the quantisation (:mod:`.quantised`); ``meta.json`` is written
 last and marks the folder complete.  A folder is written under a temporary name and renamed into place.
 
-The writer streams ``column_vectors`` batch by batch into memory-mapped output, so it holds the (table, ordinal) keys
-of the columns but never their vectors.
+The writer streams ``column_vectors`` batch by batch into the files, a block at a time through a short-lived map
+(:class:`_FileRows`), so it holds the (table, ordinal) keys of the columns but never their vectors, and its resident
+set does not grow with the files.
 
 Object storage.  Memory-mapping needs a local file, so for an ``s3://`` (or other remote) warehouse the writer
 uploads the folder (``meta.json`` last, :func:`~discovery.storage.upload_folder`) and a query process downloads it
@@ -87,10 +88,10 @@ def build_arrays(warehouse, versions: dict, folder: str | None = None) -> dict[s
     first = dataset.head(1, columns=["vector"]).column("vector")
     dim = len(first[0]) if len(first) else 0
 
-    def array(name: str, shape: tuple, dtype) -> np.ndarray:
+    def array(name: str, shape: tuple, dtype) -> np.ndarray | _FileRows:
         if folder is None or not np.prod(shape):
             return np.zeros(shape, dtype=dtype)
-        return np.lib.format.open_memmap(os.path.join(folder, f"{name}.npy"), mode="w+", dtype=dtype, shape=shape)
+        return _FileRows.create(os.path.join(folder, f"{name}.npy"), shape, dtype)
 
     vectors = array("vectors", (n, dim), np.float32)
     for batch in dataset.to_batches(columns=["table_id", "ordinal", "vector"], batch_size=_BATCH):
@@ -111,8 +112,37 @@ def build_arrays(warehouse, versions: dict, folder: str | None = None) -> dict[s
            "vectors": vectors, "codes": codes, "steps": steps, "error": error}
     if folder is None:
         return out
+    out.update((name, out[name].mapped()) for name in ("vectors", "codes") if isinstance(out[name], _FileRows))
     return save_arrays(folder, out, {"versions": {t: int(versions[t]) for t in ("column_vectors",
                                                                               "centroid_partitions")}})
+
+
+class _FileRows:
+    """A ``.npy`` file written and read a block of rows at a time, each block through a map opened for it alone.
+
+    Pages touched through a map stay in the process's resident set until it is closed: one map held over the whole
+    build made the refresh driver's RSS grow by the vectors and codes files (1.4 GB at 100,000 tables, 14 GB at a
+    million), which memory limits and the peak-RSS figure count although the kernel could drop them."""
+
+    def __init__(self, path: str, shape: tuple, dtype):
+        self.path, self.shape, self.dtype = path, shape, np.dtype(dtype)
+
+    @classmethod
+    def create(cls, path: str, shape: tuple, dtype) -> _FileRows:
+        np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape).flush()
+        return cls(path, shape, dtype)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, rows) -> np.ndarray:
+        return np.array(np.load(self.path, mmap_mode="r")[rows])
+
+    def __setitem__(self, rows, values) -> None:
+        np.load(self.path, mmap_mode="r+")[rows] = values  # unmapped at once: dirty pages go back to the page cache
+
+    def mapped(self) -> np.memmap:
+        return np.load(self.path, mmap_mode="r")
 
 
 def narrow_offsets(offsets: np.ndarray) -> np.ndarray:

@@ -53,8 +53,9 @@ from .matching import float32_product_error
 
 #: largest code magnitude; symmetric, so a dimension's step does not depend on the sign of its largest coordinate.
 CODE_MAX = 127
-#: columns per block when codes are written (bounds the float64 working copy).
-_BLOCK = 65536
+#: columns per block when codes are written (bounds the float64 working copies: about five of 16,384 x d x 8
+#: bytes, 25 MB each at d 384, are alive at once; 65,536 made them 0.6 to 0.8 GB of the refresh driver's peak).
+_BLOCK = 16384
 
 
 def fit_steps(vectors: np.ndarray) -> np.ndarray:

@@ -97,8 +97,16 @@ def corpus_statistics(stats: pa.Table) -> tuple[dict[str, int], int]:
         uniq, inverse = np.unique(codes, return_inverse=True)
         totals = np.bincount(inverse, weights=occurrences, minlength=uniq.size).astype(np.int64)
         chars = {chr(int(c)): int(n) for c, n in zip(uniq, totals)}
-    registers = sketch.merge(sketch.from_bytes(b) for b in stats.column("hll").to_pylist())
+    registers = sketch.merge(sketch.from_bytes(b) for b in _blobs(stats.column("hll")))
     return chars, sketch.estimate(registers)
+
+
+def _blobs(column: pa.ChunkedArray, batch: int = 4096):
+    """The column's bytes values, a slice at a time: the whole lake's sketches as Python objects at once cost the
+    refresh driver tens of MB at 100,000 tables, and the merge needs one at a time."""
+    for chunk in column.chunks:
+        for start in range(0, len(chunk), batch):
+            yield from chunk.slice(start, batch).to_pylist()
 
 
 def fit_model(stats: pa.Table, bits: int) -> XashModel:

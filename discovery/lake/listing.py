@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from abc import ABC, abstractmethod
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 
@@ -161,14 +162,16 @@ def _sub(folder: str, name: str) -> str:
     return f"{folder}/{name}" if folder else name
 
 
-class _Tree:
-    """Folders of a lake: ``files(folder)`` ({name: entry}) and ``children(folder)`` (sorted sub-folder names)."""
+class _Tree(ABC):
+    """Folders of a lake, however they were listed: one listing of every object, or a local walk a folder at a time."""
 
+    @abstractmethod
     def files(self, folder: str) -> dict[str, _Entry]:
-        raise NotImplementedError
+        """{name: entry} of the files directly in ``folder``."""
 
+    @abstractmethod
     def children(self, folder: str) -> list[str]:
-        raise NotImplementedError
+        """Names of the sub-folders of ``folder``, sorted."""
 
     def below(self, folder: str):
         """(relative folder, name, entry) of every file at or below ``folder``, folders sorted."""

@@ -110,7 +110,7 @@ def test_numerical_join_on_s3_maps_the_published_arrays(lakes, demo_lake, monkey
     snapshot = load_snapshot(Warehouse(wh_uri))
     name = numeric_arrays_name(snapshot.versions)
     fs, path = storage.filesystem(f"{wh_uri}/{ARRAYS_DIR}/{name}")
-    assert fs.exists(f"{path}/meta.json") and fs.exists(f"{path}/haversine/sets.json")
+    assert fs.exists(f"{path}/meta.json") and fs.exists(f"{path}/haversine/sets.arrow")
     families = open_numeric(snapshot.warehouse, snapshot.versions)
     assert "haversine" in families
     assert os.path.exists(os.path.join(storage.cached_folder(wh_uri, f"{wh_uri}/{ARRAYS_DIR}/{name}", name),

@@ -4,7 +4,8 @@
 The refresh writes them when it publishes a snapshot (:func:`write_numeric_arrays`, before the snapshot row) into
 ``<warehouse>/query_arrays/numeric-v<FORMAT>-ns<v>/<family>/``, v the Delta version of ``numeric_sets`` the snapshot
 pins: the indexes follow from that version alone (the build is seeded), so snapshots pinning it share the folder.
-Each family folder holds :meth:`NumericIndex.to_arrays`'s arrays and ``sets.json`` (what each set id is); the
+Each family folder holds :meth:`NumericIndex.to_arrays`'s arrays and ``sets.arrow`` (what each set id is, an Arrow
+IPC file of :data:`~.stage.SET_FIELDS` mapped like the arrays); the
 folder's ``meta.json``, written last, lists the families and marks it complete.  A query process maps the arrays
 (:func:`open_numeric`) and rebuilds the index without computing a distance (:meth:`NumericIndex.from_arrays`).
 
@@ -21,12 +22,13 @@ import shutil
 import tempfile
 
 import numpy as np
+import pyarrow as pa
 
 from ..storage import cached_folder, filesystem, is_remote, join, publish_folder, upload_folder
 from .index import NumericIndex
 from .stage import Family, families
 
-FORMAT = 1
+FORMAT = 2
 ARRAYS_DIR = "query_arrays"
 
 
@@ -41,9 +43,9 @@ def _rows(warehouse, versions: dict):
                                    "values"])
 
 
-def build_numeric(warehouse, versions: dict) -> dict[str, tuple[NumericIndex, dict]]:
+def build_numeric(warehouse, versions: dict) -> dict[str, tuple[NumericIndex, pa.Table]]:
     """Every family's index and set descriptions, built in memory from the pinned ``numeric_sets`` rows."""
-    return {name: (fam.build(), fam.sets) for name, fam in families(_rows(warehouse, versions)).items()}
+    return {fam.name: (fam.build(), fam.sets) for fam in families(_rows(warehouse, versions))}
 
 
 def _save_family(folder: str, fam: Family) -> dict:
@@ -51,9 +53,10 @@ def _save_family(folder: str, fam: Family) -> dict:
     index = fam.build()
     for key, value in index.to_arrays().items():
         np.save(os.path.join(folder, f"{key}.npy"), np.asarray(value), allow_pickle=False)
-    with open(os.path.join(folder, "sets.json"), "w") as fh:
-        json.dump(fam.sets, fh)
-    return {"metric": fam.metric, "sets": len(fam.values), "values": int(sum(len(v) for v in fam.values)),
+    with pa.OSFile(os.path.join(folder, "sets.arrow"), "wb") as sink, \
+            pa.ipc.new_file(sink, fam.sets.schema) as writer:
+        writer.write_table(fam.sets)
+    return {"metric": fam.metric, "sets": fam.sets.num_rows, "values": int(fam.values.shape[0]),
             "bytes": index.nbytes}
 
 
@@ -71,8 +74,8 @@ def write_numeric_arrays(warehouse, versions: dict) -> str | None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f".{name}.", dir=None if remote else os.path.dirname(path))
     try:
-        meta = {name_: _save_family(os.path.join(tmp, name_), fam)
-                for name_, fam in families(_rows(warehouse, versions)).items()}
+        meta = {fam.name: _save_family(os.path.join(tmp, fam.name), fam)
+                for fam in families(_rows(warehouse, versions))}
         with open(os.path.join(tmp, "meta.json"), "w") as fh:
             json.dump({"format": FORMAT, "numeric_sets": int(versions["numeric_sets"]), "families": meta}, fh)
         if remote:
@@ -91,7 +94,7 @@ def load_array(path: str):
         return np.load(path, allow_pickle=False)
 
 
-def open_numeric(warehouse, versions: dict) -> dict[str, tuple[NumericIndex, dict]] | None:
+def open_numeric(warehouse, versions: dict) -> dict[str, tuple[NumericIndex, pa.Table]] | None:
     """The stored families of the snapshot pinning ``versions``, mapped (a remote warehouse's from their local
     copy), or None when it has none."""
     name = numeric_arrays_name(versions)
@@ -112,7 +115,6 @@ def open_numeric(warehouse, versions: dict) -> dict[str, tuple[NumericIndex, dic
     for fam in meta["families"]:
         folder = os.path.join(path, fam)
         arrays = {f[:-4]: load_array(os.path.join(folder, f)) for f in os.listdir(folder) if f.endswith(".npy")}
-        with open(os.path.join(folder, "sets.json")) as fh:
-            sets = json.load(fh)
+        sets = pa.ipc.open_file(pa.memory_map(os.path.join(folder, "sets.arrow"))).read_all()
         out[fam] = (NumericIndex.from_arrays(arrays), sets)
     return out

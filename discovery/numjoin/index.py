@@ -1,6 +1,7 @@
 """The numerical join index (PEXESO 003): groups, the two-step index (hash + MVP-tree) and the inverted index.
 
-``NumericIndex.build(sets, metric)`` indexes a list of vector sets (one per table column or column group);
+``NumericIndex.build(sets, metric)`` indexes a list of vector sets (one per table column or column group), and
+``NumericIndex.from_flat(values, offsets, metric)`` the same sets given as one array;
 ``index.search(query, tau, T=..., k=..., similarity="hit"|"all")`` answers threshold and top-k searches
 (:mod:`.search`).
 
@@ -54,33 +55,58 @@ class NumericIndex:
         self.max_norm = max_norm(groups.vectors, self.centers)
 
     @classmethod
-    def build(cls, sets: list, metric: str | Metric = "euclidean", n_centers: int | None = None,
-              n_pivots: int = 5, fanout: int = 3, leaf_size: int = 8, seed: int = 0) -> "NumericIndex":
+    def build(cls, sets: list, metric: str | Metric = "euclidean", **options) -> "NumericIndex":
         """Index ``sets`` (arrays of values in the metric's input form: 1-d numbers, (lat, lon) rows, vectors).
 
-        The MVP-tree parameters follow §V-B's tuning in spirit (|P| small, a few children per node); the paper's
-        |P| = 7 was tuned for 10^3 centers of 20-d data, and with equal-share splits a tree over 10^3 centers is
-        only ``log_fanout(10^3 / leaf_size)`` levels deep, so 5 pivots already cover every level.
+        ``options``: :meth:`from_flat`'s index parameters.
         """
         metric = get_metric(metric)
         prepared = [metric.prepare(s) for s in sets]
         dims = {p.shape[1] for p in prepared if p.shape[0]}
         if len(dims) > 1:
             raise ValueError(f"all sets must have the same dimension, got {sorted(dims)}")
-        if not dims:
+        dim = dims.pop() if dims else 1
+        counts = [p.shape[0] for p in prepared]
+        raw = [r for r in (raw_rows(s, n) for s, n in zip(sets, counts)) if r.shape[0]]
+        return cls._index(metric, np.concatenate([p.reshape(-1, dim) for p in prepared]),
+                          np.concatenate(raw) if raw else np.zeros((0, dim)), np.r_[0, np.cumsum(counts)], **options)
+
+    @classmethod
+    def from_flat(cls, values: np.ndarray, offsets: np.ndarray, metric: str | Metric = "euclidean",
+                  **options) -> "NumericIndex":
+        """Index sets given as one array: set i is rows ``offsets[i]:offsets[i + 1]`` of ``values`` (one value a
+        row, in the metric's input form).
+
+        The refresh publishes a family this way (:func:`.stage.families`): a lake's numeric sets then cost no
+        Python object each.  ``options``: ``n_centers``, ``n_pivots``, ``fanout``, ``leaf_size``, ``seed``.
+        """
+        metric = get_metric(metric)
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim == 1:
+            values = values.reshape(-1, 1)
+        return cls._index(metric, metric.prepare(values), values, np.asarray(offsets, dtype=np.int64), **options)
+
+    @classmethod
+    def _index(cls, metric: Metric, vectors: np.ndarray, raw: np.ndarray, offsets: np.ndarray,
+               n_centers: int | None = None, n_pivots: int = 5, fanout: int = 3, leaf_size: int = 8,
+               seed: int = 0) -> "NumericIndex":
+        """The index of prepared ``vectors`` (rows ``offsets[i]:offsets[i + 1]`` are set i), ``raw`` the same rows
+        as given.
+
+        The MVP-tree parameters follow §V-B's tuning in spirit (|P| small, a few children per node); the paper's
+        |P| = 7 was tuned for 10^3 centers of 20-d data, and with equal-share splits a tree over 10^3 centers is
+        only ``log_fanout(10^3 / leaf_size)`` levels deep, so 5 pivots already cover every level.
+        """
+        if not vectors.shape[0]:
             raise ValueError("a numeric index needs at least one value")
-        dim = dims.pop()
-        vectors = np.concatenate([p.reshape(-1, dim) for p in prepared])
-        set_ids = np.repeat(np.arange(len(sets)), [p.shape[0] for p in prepared])
+        n_sets = len(offsets) - 1
+        set_ids = np.repeat(np.arange(n_sets), np.diff(offsets))
         n_centers = default_center_count(vectors.shape[0]) if n_centers is None else int(n_centers)
         centers = select_centers(vectors, n_centers, seed)
-        groups = build_groups(vectors, set_ids, len(sets), centers)
-        del vectors
+        groups = build_groups(vectors, set_ids, n_sets, centers)
         if metric.identity:     # the values are their prepared vectors: one array (halves a large lake's index)
             values = groups.vectors
         else:                   # values in member order: member i is row member_row[i] of the set of its group
-            raw = np.concatenate([r for r in (raw_rows(s, p.shape[0]) for s, p in zip(sets, prepared)) if r.shape[0]])
-            offsets = np.r_[0, np.cumsum([p.shape[0] for p in prepared])]
             member_set = np.repeat(groups.set_of, groups.size)
             values = raw[offsets[member_set] + groups.member_row]
         tree = MVPTree.build(centers, n_pivots, fanout, leaf_size, seed)

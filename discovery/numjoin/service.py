@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow.compute as pc
 
 from ..join.search import METHODS as TEXT_METHODS
 from ..query import QueryError, QueryTable
@@ -193,22 +194,22 @@ def numeric_join_search(snapshot: Snapshot, q: QueryTable, ordinals: list[int], 
     ix, sets = loaded.families.get(family, (None, None))
     results, stats = [], {}
     if ix is not None:
-        own = sum(1 for t in sets["table_id"] if t == q.table_id) if q.table_id is not None else 0
+        own = 0 if q.table_id is None else int(pc.sum(pc.equal(sets["table_id"], q.table_id)).as_py() or 0)
         k = None if top_k is None else top_k + own
         if method == "exact":
             found = brute_force([set_values(ix, s) for s in range(ix.n_sets)], values, tau, metric, T=T, k=k,
                                 similarity=similarity)
         else:
             found = ix.search(values, tau, T=T, k=k, similarity=similarity, method=method, exact_scores=True)
-        chosen = [s for s in found.sets if sets["table_id"][s.set_id] != q.table_id]
+        described = sets.select(["table_id", "names", "kind"]).take(found.set_ids).to_pylist()
+        chosen = [(s, d) for s, d in zip(found.sets, described) if d["table_id"] != q.table_id]
         chosen = chosen if top_k is None else chosen[:top_k]
-        paths, _ = result_names(snapshot, [sets["table_id"][s.set_id] for s in chosen])
-        for s in chosen:
+        paths, _ = result_names(snapshot, [d["table_id"] for _, d in chosen])
+        for s, d in chosen:
             order = np.lexsort((s.pairs[:, 0], s.pairs[:, 2]))[:EVIDENCE_PAIRS]
             pairs = [[_shown(s.query_values[i]), _shown(s.lake_values[i]), float(s.pairs[i, 2])] for i in order]
-            tid = sets["table_id"][s.set_id]
-            results.append({"rank": len(results) + 1, "table_id": tid, "path": paths.get(tid),
-                            "column": ",".join(sets["names"][s.set_id]), "kind": sets["kind"][s.set_id],
+            results.append({"rank": len(results) + 1, "table_id": d["table_id"], "path": paths.get(d["table_id"]),
+                            "column": ",".join(d["names"]), "kind": d["kind"],
                             "joinability": s.score / values.shape[0], "matched": s.score, "matches": pairs})
         stats = {k_: v for k_, v in found.stats.items() if isinstance(v, (int, float, str))}
         stats["distance_computations"] = int(sum(found.stats["distances"].values()))

@@ -9,6 +9,7 @@ length d) -- from those rows (:func:`build_families`), and :mod:`.arrays` stores
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,37 +60,45 @@ def family_of(kind: str, dim: int) -> list[str]:
 
 @dataclass
 class Family:
-    """The sets of one family: what each set is (:data:`SET_FIELDS`, by set id) and their values."""
+    """The sets of one family, columnar: what each set is (an Arrow table of :data:`SET_FIELDS`, row i = set id i)
+    and their values, flat (set i is rows ``offsets[i]:offsets[i + 1]`` of ``values``).
+
+    Columnar because a published lake's numeric sets number about one per table: a Python object per set would make
+    the refresh's driver hold the whole lake as objects.
+    """
 
     name: str
     metric: str
-    sets: dict            # field -> list, by set id
-    values: list          # per set id: (n, dim) float64
+    sets: pa.Table
+    values: np.ndarray    # (n, input dim) float64
+    offsets: np.ndarray   # (n_sets + 1,) int64
 
     def build(self, seed: int = 0) -> NumericIndex:
-        return NumericIndex.build(self.values, self.metric, seed=seed)
+        return NumericIndex.from_flat(self.values, self.offsets, self.metric, seed=seed)
 
 
-def _drop_zero(values: np.ndarray) -> np.ndarray:
-    return values[np.einsum("ij,ij->i", values, values) > 0]
+def _members(rows: pa.Table, metric: str, dim: int) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """The sets (descriptions, flat values, offsets) of ``rows`` (one kind, one dim) under ``metric``; the angular
+    metric drops zero vectors (they have no direction) and then any set left empty."""
+    values = pc.list_flatten(rows.column("values")).to_numpy().reshape(-1, dim)
+    sizes = pc.list_value_length(rows.column("values")).to_numpy() // dim
+    if metric == "angular":
+        keep = np.einsum("ij,ij->i", values, values) > 0
+        sizes = np.bincount(np.repeat(np.arange(sizes.size), sizes)[keep], minlength=sizes.size)
+        values = values[keep]
+    sets = rows.select(list(SET_FIELDS)).filter(pa.array(sizes > 0))
+    return sets, np.ascontiguousarray(values), np.r_[0, np.cumsum(sizes[sizes > 0])].astype(np.int64)
 
 
-def families(rows: pa.Table) -> dict[str, Family]:
-    """The families of ``numeric_sets`` rows, their sets ordered by (table id, set number)."""
+def families(rows: pa.Table) -> Iterator[Family]:
+    """The families of ``numeric_sets`` rows, one at a time by name, their sets ordered by (table id, set number)."""
     rows = rows.filter(pc.not_equal(rows["kind"], "none")).sort_by([("table_id", "ascending"),
                                                                    ("set_no", "ascending")])
-    out: dict[str, Family] = {}
-    flat = rows.column("values").combine_chunks() if rows.num_rows else None
-    for i, r in enumerate(rows.select(list(SET_FIELDS) + ["dim"]).to_pylist()):
-        dim = int(r["dim"])
-        values = flat[i].values.to_numpy(zero_copy_only=False).reshape(-1, dim)
-        for metric in KIND_METRICS[r["kind"]]:
-            name = family_name(metric, dim)
-            v = _drop_zero(values) if metric == "angular" else values
-            if v.shape[0] == 0:
-                continue
-            fam = out.setdefault(name, Family(name, metric, {f: [] for f in SET_FIELDS}, []))
-            for f in SET_FIELDS:
-                fam.sets[f].append(r[f])
-            fam.values.append(v)
-    return out
+    shapes = rows.group_by(["kind", "dim"]).aggregate([]).to_pylist()   # a handful: one per kind and dimension
+    named = sorted((family_name(m, int(s["dim"])), m, s["kind"], int(s["dim"]))
+                   for s in shapes for m in KIND_METRICS[s["kind"]])
+    for name, metric, kind, dim in named:
+        part = rows.filter(pc.and_(pc.equal(rows["kind"], kind), pc.equal(rows["dim"], dim)))
+        sets, values, offsets = _members(part.combine_chunks(), metric, dim)
+        if sets.num_rows:
+            yield Family(name, metric, sets, values, offsets)

@@ -63,6 +63,9 @@ def test_lakehouse_lake_through_the_refresh(spark, tmp_path):
     out = refresh(spark, wh, lake, exclude=("/scratch/",))
     scan = _scan(wh, out["refresh_id"])
     assert (scan["tables_added"], scan["tables_changed"], scan["tables_deleted"]) == (0, 0, 0)
+    kept = _catalog(wh)["geo/cities_delta"]   # read again, not re-parsed: the last scan's fields are kept
+    assert (kept["status"], kept["rows"], kept["cols"]) == ("ok", 24, 3)
+    assert kept["warnings"] == cat["geo/cities_delta"]["warnings"]
     write_deltalake(f"{lake}/geo/cities_delta", CITIES.slice(0, 4), mode="append")
     out = refresh(spark, wh, lake, exclude=("/scratch/",))
     assert (_scan(wh, out["refresh_id"])["tables_changed"], _catalog(wh)["geo/cities_delta"]["rows"]) == (1, 28)

@@ -2,7 +2,6 @@
 changed or deleted table, and its row order (listing order, then the deleted tables in catalog order)."""
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 
 import pyarrow as pa
@@ -63,13 +62,13 @@ def test_every_action_with_stable_ids_in_listing_then_catalog_order():
         ("gone.parquet", "deleted", 3, "error", "h"),  # catalogued, not listed; long_gone is deleted already
     ]
     assert plan.unchanged == 2  # same.csv, and legacy.csv by its size and mtime
-    edited = json.loads(rows[1]["old_row"])
+    edited = rows[1]["old_row"]
     assert list(edited) == ["rows", "cols", "error", "warnings", "encoding", "delimiter", "refresh_id", "version",
                             "bytes", "mtime_ns", "fingerprint"]
     assert edited["fingerprint"] == "10:5" and edited["rows"] == 3
     gone = rows[-1]
     assert (gone["bytes"], gone["mtime_ns"], gone["fingerprint"]) == (0, 8, "0:8")
-    assert json.loads(gone["old_row"])["bytes"] is None
+    assert gone["old_row"]["bytes"] is None
     assert rows[0]["old_row"] is None and rows[3]["old_row"] is None
 
 
@@ -79,7 +78,7 @@ def test_a_full_rebuild_checks_every_known_path_and_a_first_build_numbers_from_o
     assert [r["action"] for r in full.work.to_pylist()] == ["new", "check", "check", "check", "check", "new", "new",
                                                             "check", "deleted"]
     legacy = next(r for r in full.work.to_pylist() if r["path"] == "legacy.csv")
-    assert json.loads(legacy["old_row"])["fingerprint"] == "20:6"
+    assert legacy["old_row"]["fingerprint"] == "20:6"
     first = plan_scan(LISTING, SCHEMAS["catalog"].empty_table(), full=False)
     assert [(r["table_id"], r["action"]) for r in first.work.to_pylist()] == [(i, "new") for i in range(1, 9)]
     assert plan_scan(LISTING_COLUMNS.empty_table(), CATALOG, full=False).work.column("action").to_pylist() == ["deleted"] * 6

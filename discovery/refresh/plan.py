@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import json
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -12,17 +10,20 @@ import pyarrow.compute as pc
 from ..lake import Listing
 from ..store import SCHEMAS
 
+#: Catalog fields an unchanged table keeps from its last scan (and a stale one keeps from its last good read).
+KEPT_FIELDS = ("rows", "cols", "error", "warnings", "encoding", "delimiter", "refresh_id", "version", "bytes",
+               "mtime_ns", "fingerprint")
+#: The catalog row before this refresh, as far as a work item keeps it: a struct column, so planning a full
+#: rebuild builds no Python object per table.
+OLD_ROW = pa.struct([SCHEMAS["catalog"].field(k) for k in KEPT_FIELDS])
+
 #: Columns of a scan work item (one per lake table the scan has to look at).
 SCAN_WORK = pa.schema([
     ("table_id", pa.int64()), ("path", pa.string()), ("format", pa.string()), ("bytes", pa.int64()),
     ("mtime_ns", pa.int64()), ("old_hash", pa.string()), ("old_status", pa.string()), ("action", pa.string()),
-    ("old_row", pa.string()),   # JSON of the catalog row before this refresh (kept when the content is unchanged)
+    ("old_row", OLD_ROW),   # null for a table the catalog does not know
     ("fingerprint", pa.string()),
 ])
-
-#: Catalog fields an unchanged table keeps from its last scan (and a stale one keeps from its last good read).
-KEPT_FIELDS = ("rows", "cols", "error", "warnings", "encoding", "delimiter", "refresh_id", "version", "bytes",
-               "mtime_ns", "fingerprint")
 
 
 @dataclass
@@ -41,16 +42,19 @@ def _fingerprints(catalog: pa.Table) -> pa.Array:
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
 
 
-def _old_rows(catalog: pa.Table, fingerprints: pa.Array, rows: np.ndarray) -> list[str]:
-    """JSON of the :data:`KEPT_FIELDS` of catalog ``rows`` (built for the work rows only)."""
+def _old_rows(catalog: pa.Table, fingerprints: pa.Array, rows: np.ndarray, kept: np.ndarray | None = None
+              ) -> pa.StructArray:
+    """The :data:`KEPT_FIELDS` of catalog ``rows``, null where ``kept`` is False."""
     at = pa.array(rows, pa.int64())
-    cols = {}
-    for k in KEPT_FIELDS:
-        if k == "fingerprint":
-            cols[k] = fingerprints.take(at).to_pylist()
+    fields = []
+    for f in OLD_ROW:
+        if not catalog.num_rows or (f.name not in catalog.column_names and f.name != "fingerprint"):
+            col = pa.nulls(len(rows), f.type)
         else:
-            cols[k] = catalog[k].take(at).to_pylist() if k in catalog.column_names else [None] * len(rows)
-    return [json.dumps({k: cols[k][n] for k in KEPT_FIELDS}) for n in range(len(rows))]
+            col = (fingerprints if f.name == "fingerprint" else catalog[f.name]).take(at).cast(f.type)
+        fields.append(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+    mask = None if kept is None else pa.array(~np.asarray(kept, dtype=bool))
+    return pa.StructArray.from_arrays(fields, fields=list(OLD_ROW), mask=mask)
 
 
 def _mask(values) -> np.ndarray:
@@ -97,16 +101,14 @@ def plan_scan(listing: Listing | pa.Table, catalog: pa.Table, full: bool) -> Sca
     work = np.flatnonzero(~known | was_deleted | check)
     w = pa.array(work, pa.int64())
     on_check = pa.array(check[work])
-    old_rows = np.full(len(work), None, dtype=object)
-    if check[work].any():
-        old_rows[check[work]] = _old_rows(catalog, fps, idx.to_numpy()[work][check[work]])
+    old_rows = _old_rows(catalog, fps, idx.to_numpy()[work], check[work])
     null = pa.nulls(len(work), pa.string())
     listed = pa.table({
         "table_id": pa.array(ids[work]), "path": lst["path"].take(w), "format": lst["format"].take(w),
         "bytes": lst["size"].take(w), "mtime_ns": lst["mtime_ns"].take(w),
         "old_hash": pc.if_else(on_check, take(catalog["content_hash"]).take(w), null),
         "old_status": pc.if_else(pa.array(known[work]), status.take(w), null),
-        "action": pc.if_else(on_check, "check", "new"), "old_row": pa.array(old_rows.tolist(), pa.string()),
+        "action": pc.if_else(on_check, "check", "new"), "old_row": old_rows,
         "fingerprint": lst["fingerprint"].take(w)}, schema=SCAN_WORK)
     gone = np.flatnonzero(~_mask(pc.is_in(catalog["path"], value_set=lst["path"].combine_chunks()))
                           & ~_mask(pc.equal(catalog["status"], "deleted")))
@@ -116,7 +118,7 @@ def plan_scan(listing: Listing | pa.Table, catalog: pa.Table, full: bool) -> Sca
         "format": catalog["format"].take(g), "bytes": pc.fill_null(catalog["bytes"].take(g), 0),
         "mtime_ns": pc.fill_null(catalog["mtime_ns"].take(g), 0), "old_hash": catalog["content_hash"].take(g),
         "old_status": catalog["status"].take(g), "action": pa.array(["deleted"] * len(gone), pa.string()),
-        "old_row": pa.array(_old_rows(catalog, fps, gone), pa.string()), "fingerprint": fps.take(g)},
+        "old_row": _old_rows(catalog, fps, gone), "fingerprint": fps.take(g)},
         schema=SCAN_WORK)
     return ScanPlan(pa.concat_tables([listed, deleted]).combine_chunks(), unchanged)
 

@@ -47,7 +47,7 @@ def _failed(item: dict, reason: str, digest: str | None, counts: dict) -> dict:
     reason; its old fingerprint stays, so every refresh reads it again until it reads or disappears."""
     counts["tables_failed"] += 1
     if item["old_status"] in ("ok", "stale") and item["old_row"]:
-        kept = {k: v for k, v in json.loads(item["old_row"]).items() if k != "refresh_id"}
+        kept = {k: v for k, v in item["old_row"].items() if k != "refresh_id"}
         return {**kept, "status": "stale", "error": reason, "content_hash": item["old_hash"]}
     return {"status": "error", "error": reason, "content_hash": digest}
 
@@ -61,7 +61,7 @@ def _scan_file(item: dict, ctx: StageContext, counts: dict) -> dict:
         return _failed(item, f"cannot read: {exc}", None, counts)
     if item["action"] == "check" and digest == item["old_hash"] and not ctx.full and item["old_status"] != "stale":
         # Touched but not changed: keep what the last parse found (rows or error), with the new listing fields.
-        kept = {k: v for k, v in json.loads(item["old_row"]).items() if k not in ("bytes", "mtime_ns", "fingerprint")}
+        kept = {k: v for k, v in item["old_row"].items() if k not in ("bytes", "mtime_ns", "fingerprint")}
         return {**kept, "status": item["old_status"], "content_hash": digest, "version": version}
     counts["tables_added" if item["action"] == "new" else "tables_changed"] += 1
     counts["tables_processed"] += 1

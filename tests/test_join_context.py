@@ -131,6 +131,9 @@ def test_context_lifts_the_table_that_shares_the_other_columns(party_lake):
     key = lambda r: (r["path"], r["column"], r["matched"], r["joinability"])  # noqa: E731
     assert sorted(map(key, plain["results"])) == sorted(map(key, out["results"]))
     assert all("context_score" not in r for r in plain["results"])
+    # every method links each matched value through its nearest lake value: the same order, context and evidence
+    for method in ("pexeso-h", "exact"):
+        assert ls.join(query, "Party", method=method)["results"] == out["results"], method
 
 
 @pytest.mark.spark

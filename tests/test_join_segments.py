@@ -109,20 +109,44 @@ def test_pexeso_over_random_segmentations_equals_brute_force(seed):
         for T in (0.0, 0.2, 0.5):
             need = max(1, int(np.ceil(T * 40 - 1e-9)))
             expected = _brute(lake, cols, query, value_of, tau_c, need)
+            pairs = {}
             for method in ("pexeso", "pexeso-h", "exact"):
                 res = index.search(query, tau, T, method, value_ids=value_ids)
                 assert {c.column_id: c.matches for c in res.columns} == expected, (method, tau, T)
+                pairs[method] = {c.column_id: c.pairs for c in res.columns}
                 for c in res.columns:
                     assert c.joinability == c.matches / 40
                     assert set(c.pairs[:, 0].astype(int)) <= set(value_ids.tolist())
                     assert len(c.pairs) == c.matches and np.all(c.pairs[:, 2] <= tau_c + 1e-9)
-                    for v, x, d in c.pairs:  # the witness: one of the value's vectors, at that distance
-                        qv = query[value_ids == int(v)]
-                        assert np.isclose(np.linalg.norm(qv - lake[int(x)], axis=1), d, atol=1e-5).any()
+                    for v, x, d in c.pairs:  # the witness: the column's vector nearest the value's, at that distance
+                        qv = query[value_ids == int(v)].astype(np.float64)
+                        assert cols[int(x)] == c.column_id
+                        near = np.linalg.norm(qv[:, None, :] - lake[cols == c.column_id][None, :, :], axis=2)
+                        assert np.isclose(np.linalg.norm(qv - lake[int(x)], axis=1).min(), d, atol=1e-5)
+                        assert np.isclose(near.min(), d, atol=1e-5)
+            for method in ("pexeso", "pexeso-h"):  # the same witnesses, to the bit, whatever found the match
+                assert pairs[method].keys() == pairs["exact"].keys()
+                for c, p in pairs[method].items():
+                    np.testing.assert_array_equal(p, pairs["exact"][c])
         best = sorted(_brute(lake, cols, query, value_of, tau_c, 1).items(), key=lambda kv: (-kv[1], kv[0]))[:3]
         for method in ("pexeso", "pexeso-h", "exact"):
             top = index.search(query, tau, method=method, top_k=3, value_ids=value_ids)
             assert [(c.column_id, c.matches) for c in top.columns] == best, method
+
+
+def test_a_tied_nearest_witness_is_the_lower_row_for_every_method():
+    rng = np.random.default_rng(11)
+    lake = rng.normal(size=(60, 8))
+    lake = (lake / np.linalg.norm(lake, axis=1, keepdims=True)).astype(np.float32)
+    cols = np.repeat(np.arange(1, 7) * COLUMN_KEY_BASE, 10)
+    lake[17] = lake[13]                               # one column holds the same vector twice
+    lake[45] = lake[13]                               # and another column once
+    query = lake[[13, 2]] + np.float32(0.001)
+    index = JoinIndex.build(lake, cols, select_pivots(lake, 3, seed=0), levels=3)
+    for method in ("pexeso", "pexeso-h", "exact"):
+        res = {c.column_id: c.pairs for c in index.search(query, 0.05, 0.0, method).columns}
+        assert res[cols[13]][:, :2].tolist() == [[0, 13]] and res[cols[45]][:, :2].tolist() == [[0, 45]]
+        assert res[cols[2]][:, :2].tolist() == [[1, 2]]
 
 
 def test_stored_segment_rows_index_like_any_vector_and_name_their_value():

@@ -146,8 +146,8 @@ def test_join_cli_shape_and_errors(indexed_lake):
     lake, wh = indexed_lake
     q = load_ground_truth(lake)["join"][0]
     lakescout = os.path.join(os.path.dirname(sys.executable), "lakescout")
-    run = lambda *a: subprocess.run([lakescout, "join", "--warehouse", wh, *a], capture_output=True, text=True,  # noqa: E731
-                                    timeout=300)
+    run = lambda *a: subprocess.run([lakescout, "join", "--warehouse", wh, *a],  # noqa: E731
+                                    capture_output=True, text=True, timeout=300)
     proc = run("--query", q["query_table"], "--column", q["query_column"], "--tau", "0.2", "--T", "0.2", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)

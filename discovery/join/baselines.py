@@ -26,9 +26,6 @@ def _verify_naive(nq, qval, n_cols, col, mq, mlo, mhi, cq, cleaf, leaf_start, ve
         n_vectors += leaf_start[cleaf[p] + 1] - leaf_start[cleaf[p]]
     n_keys = min(n_cols * nq, n_vectors)
     w_key = np.empty(n_keys, dtype=np.int64)
-    w_x = np.empty(n_keys, dtype=np.int64)
-    w_sq = np.empty(n_keys, dtype=np.float64)
-    w_q = np.empty(n_keys, dtype=np.int64)
     n_w = 0
     distances = 0
     m_ptr, m_order = group_by_query(qval[mq], nq)  # by query value: its vectors (segments) share one key
@@ -41,7 +38,7 @@ def _verify_naive(nq, qval, n_cols, col, mq, mlo, mhi, cq, cleaf, leaf_start, ve
                 if hit[c] != q:
                     hit[c] = q
                     matched[c] += 1
-                    w_key[n_w], w_x[n_w], w_sq[n_w], w_q[n_w] = c * nq + q, x, np.nan, mq[p]
+                    w_key[n_w] = c * nq + q
                     n_w += 1
         for i in range(c_ptr[q], c_ptr[q + 1]):
             leaf = cleaf[c_order[i]]
@@ -52,15 +49,14 @@ def _verify_naive(nq, qval, n_cols, col, mq, mlo, mhi, cq, cleaf, leaf_start, ve
                     continue
                 touched[c] = True
                 distances += 1
-                sq = squared_within(vectors, x, q_vectors, v, tau_sq)
-                if sq <= tau_sq:
+                if squared_within(vectors, x, q_vectors, v, tau_sq) <= tau_sq:
                     hit[c] = q
                     matched[c] += 1
-                    w_key[n_w], w_x[n_w], w_sq[n_w], w_q[n_w] = c * nq + q, x, sq, v
+                    w_key[n_w] = c * nq + q
                     n_w += 1
                     if stop_on_accept and matched[c] >= need:
                         stopped[c] = True
-    return matched, stopped, w_key[:n_w], w_x[:n_w], w_sq[:n_w], w_q[:n_w], distances, touched.sum()
+    return matched, stopped, w_key[:n_w], distances, touched.sum()
 
 
 def verify_pexeso_h(index, query, blocked: BlockingResult, need: int, top: TopK | None, stop_on_accept: bool,
@@ -73,19 +69,14 @@ def verify_pexeso_h(index, query, blocked: BlockingResult, need: int, top: TopK 
     and a column's later candidates for an already matched query vector are skipped.
     """
     stop = bool(stop_on_accept and top is None)
-    matched, stopped, wk, wx, wsq, wq, distances, touched = _verify_naive(
+    matched, stopped, keys, distances, touched = _verify_naive(
         query.n, query.value, index.n_columns, index.col,
         blocked.match_q, blocked.match_lo, blocked.match_hi, blocked.cand_q,
         blocked.cand_leaf, index.leaf_start, index.vectors, query.vectors, pred.tau_sq, int(need), stop)
     stats = {"distance_computations": int(distances), "columns_verified": int(touched),
              "early_accepts": int((stopped & (matched < query.n)).sum()), "early_rejects": 0,
              "rejected_without_verification": 0}
-    return Verified(matched, ~stopped, wk, wx, wsq, stats, wq)
-
-
-def _first_per_key(keys: np.ndarray, *values):
-    uk, first = np.unique(keys, return_index=True)
-    return (uk,) + tuple(v[first] for v in values)
+    return Verified(matched, ~stopped, keys, stats)
 
 
 def verify_exact(index, query, need: int, top: TopK | None, stop_on_accept: bool, pred,
@@ -102,7 +93,7 @@ def verify_exact(index, query, need: int, top: TopK | None, stop_on_accept: bool
     value_ptr = np.searchsorted(query.value[by_value], np.arange(nq + 1))
     n_cols = index.n_columns
     tally = ColumnTally(np.zeros(n_cols), np.full(n_cols, nq), need, top, stop_on_accept)
-    keys, xs, sqs, qs = [], [], [], []
+    keys = []
     stats = {"distance_computations": 0}
     touched = np.zeros(n_cols, dtype=bool)
     done, round_no = 0, 0
@@ -116,28 +107,19 @@ def verify_exact(index, query, need: int, top: TopK | None, stop_on_accept: bool
         pos = by_value[value_ptr[done]:value_ptr[upto]]
         qv, qsq = query.vectors[pos], query.sq_norms[pos]
         rows = np.flatnonzero(live[index.col])
-        hits_x, hits_q, hits_sq = [], [], []
+        hits = []
         for s in range(0, rows.size, block_rows):
             r = rows[s:s + block_rows]
             fast = index.sq_norms[r][:, None] + qsq[None, :] - 2.0 * (index.vectors[r] @ qv.T)
             cand = np.flatnonzero((fast <= pred.tau_sq + pred.band).ravel())
             if cand.size:
                 ri, qi = np.divmod(cand, pos.size)
-                match, sq = pred.decide(fast.ravel()[cand], r[ri], pos[qi], index.vectors, query.vectors)
-                hits_x.append(r[ri[match]])
-                hits_q.append(pos[qi[match]])
-                hits_sq.append(sq[match])
+                match, _ = pred.decide(fast.ravel()[cand], r[ri], pos[qi], index.vectors, query.vectors)
+                hits.append(index.col[r[ri[match]]] * nq + query.value[pos[qi[match]]])
         stats["distance_computations"] += int(rows.size) * pos.size
         chunk_cols = np.flatnonzero(live)
-        if hits_x:
-            hx, hq, hsq = np.concatenate(hits_x), np.concatenate(hits_q), np.concatenate(hits_sq)
-            uk, ux, usq, uq = _first_per_key(index.col[hx] * nq + query.value[hq], hx, hsq, hq)
-        else:
-            uk, ux, usq, uq = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64)
+        uk = np.unique(np.concatenate(hits)) if hits else np.zeros(0, np.int64)
         keys.append(uk)
-        xs.append(ux)
-        sqs.append(usq)
-        qs.append(uq)
         matched_cols = uk // nq
         per_col = np.bincount(matched_cols, minlength=n_cols)
         misses = (upto - done) - per_col[chunk_cols]
@@ -145,8 +127,5 @@ def verify_exact(index, query, need: int, top: TopK | None, stop_on_accept: bool
         done, round_no = upto, round_no + 1
     stats.update(columns_verified=int(touched.sum()), early_accepts=tally.early_accepts,
                  early_rejects=tally.early_rejects, rejected_without_verification=tally.rejected_unverified)
-    wk = np.concatenate(keys) if keys else np.zeros(0, np.int64)
-    wx = np.concatenate(xs) if xs else np.zeros(0, np.int64)
-    wsq = np.concatenate(sqs) if sqs else np.zeros(0)
-    wq = np.concatenate(qs) if qs else np.zeros(0, np.int64)
-    return Verified(tally.matched, ~(tally.rejected | tally.stopped), wk, wx, wsq, stats, wq)
+    keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+    return Verified(tally.matched, ~(tally.rejected | tally.stopped), keys, stats)

@@ -13,9 +13,9 @@ the rows.  Two cheap, explainable measures, both over values normalised as every
   evidence: every table numbered from 0 shares it, and it is left out on the query side.
 * **rows** -- the share of the query rows whose key value matched for which a lake row holding the matched value (the
   search's witness of that query value) also holds, in another column, the query row's value of another column.
-  A query value within tau of several lake values links through the one the search found first; which one that is
-  can depend on the index's layout (its partitions), so the order within the margin can differ between two builds of
-  one lake, while joinability and the results outside the margin cannot.
+  A query value within tau of several lake values links through the nearest of them, ties by the lower row
+  (:meth:`.search.JoinIndex._nearest`), so the score is a function of the lake and the query: every method and every
+  build of one lake order the margin alike.
 
 ``context_score = rows + sum of the counted pairs' containments``: 0 without context; a table sharing two more columns
 and agreeing on every row scores 3.  The score orders results only where joinability leaves them tied or within the

@@ -32,7 +32,8 @@ _PER_QUERY = ("query_vectors", "query_values", "required_matches")
 
 
 def column_histograms(mapped: np.ndarray, column_ids: np.ndarray, grid: GridSpec, level: int = 2):
-    """Sparse per-column histograms over the grid cells of ``level``: (columns, entry column index, bin, prob, n_bins)."""
+    """Sparse per-column histograms over the grid cells of ``level``: (columns, entry column index, bin, prob,
+    n_bins)."""
     level = min(level, grid.levels)
     coarse = GridSpec(grid.lower, grid.upper, level).leaf_cells(mapped)
     columns, col = np.unique(np.asarray(column_ids, dtype=np.int64), return_inverse=True)

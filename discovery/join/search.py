@@ -10,7 +10,8 @@ segments, :mod:`discovery.segments`): it matches S when any of its vectors match
 values.  Lake values are stored the same way, each segment vector one more row of its column, so column counting
 needs no change there.  Blocking and the lemmas run per vector as before; verification keys are (column, query
 value), a key's postings are the candidate runs of all its vectors, and the key ends at its first match: the answer is
-brute force over the same vectors, as ``tests/test_join_segments.py`` checks on random segmentations.
+brute force over the same vectors, as ``tests/test_join_segments.py`` checks on random segmentations.  The result
+columns' witnesses are then taken as the nearest pairs (:meth:`JoinIndex._nearest`), the same for every method.
 
 Exactness with stored mappings.  The lake's pivot distances may be given in float32 (as ``pivot_mappings`` stores
 them); the index keeps exactly those numbers (widened to float64 without change), builds its cell boxes from them,
@@ -45,7 +46,8 @@ METHODS = ("pexeso", "pexeso-h", "exact")
 @dataclass
 class JoinableColumn:
     """A result column: ``pairs`` rows are (query vector index, lake vector index, distance), one per matched query
-    vector (the witness found), indices into the caller's arrays, distance in the metric's units."""
+    vector (its witness: the column's nearest vector, ties by the lower index), indices into the caller's arrays,
+    distance in the metric's units."""
 
     column_id: int
     matches: int
@@ -211,9 +213,68 @@ class JoinIndex:
             verify = verify_pexeso if method == "pexeso" else verify_pexeso_h
             verified = verify(self, query, blocked, need, top, stop, pred)
         stats.update(verified.stats)
-        return JoinResult(self._results(query, verified, need, top, stats), stats)
+        return JoinResult(self._results(query, verified, need, top, pred, stats), stats)
 
-    def _results(self, query, verified, need: int, top: TopK | None, stats) -> list[JoinableColumn]:
+    def _nearest(self, query, pred: MatchPredicate, cols: np.ndarray, keys: np.ndarray, stats: dict,
+                 block_cells: int = 1 << 22) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The canonical witness of each matched key (``column * |Q| + query value``, sorted): the lake vector of the
+        column nearest to any of the value's vectors, ties by the lower caller row; returns (keys, sorted lake
+        positions, squared chords).
+
+        Verification stops a key at the first match it finds, and which one that is depends on the method and on the
+        index's layout.  The witness names the lake value a matched query value links to: the evidence shown, and the
+        rows the context score reads.  Taking the nearest makes both a function of the lake and the query alone, so
+        every method and every build of one lake report the same pairs and the same context order.  It costs one
+        float32 product of each result column's vectors with its matched values' vectors (the same fast path and
+        re-check band as :class:`~.metric.MatchPredicate`, then the canonical distance of the pairs that can be
+        nearest), for the result columns only.
+        """
+        nq = query.n
+        out_x, out_sq = np.empty(keys.size, np.int64), np.empty(keys.size)
+        rows = np.flatnonzero(np.isin(self.col, cols))
+        rows = rows[np.argsort(self.col[rows], kind="stable")]
+        lake_at = np.searchsorted(self.col[rows], np.stack([cols, cols + 1]))
+        key_at = np.searchsorted(keys // nq, np.stack([cols, cols + 1]))
+        computed = 0
+        for la, lb, ka, kb in zip(*lake_at, *key_at):
+            values = keys[ka:kb] % nq
+            qpos = np.flatnonzero(np.isin(query.value, values))
+            qpos = qpos[np.argsort(query.value[qpos], kind="stable")]           # grouped by value, as ``values``
+            q_first = np.searchsorted(query.value[qpos], values)
+            of_value = np.repeat(np.arange(values.size), np.diff(np.r_[q_first, qpos.size]))
+            qv, qsq = query.vectors[qpos], query.sq_norms[qpos]
+            r = rows[la:lb]
+            # The nearest pair's canonical value lies within the band of its fast one, so the pairs that can be
+            # nearest are those within two bands of the value's least fast value (and within one of tau).  Blocks
+            # keep every pair under the limit known so far (the least only falls), and the final limit picks.
+            least = np.full(values.size, np.inf)
+            found_r, found_q, found_fast = [], [], []
+            step = max(1, block_cells // max(qpos.size, 1))
+            for s in range(0, r.size, step):
+                b = r[s:s + step]
+                fast = self.sq_norms[b][:, None] + qsq[None, :] - 2.0 * (self.vectors[b] @ qv.T)
+                least = np.minimum(least, np.minimum.reduceat(fast.min(axis=0), q_first))
+                limit = np.minimum(least + 2.0 * pred.band, pred.tau_sq + pred.band)
+                ri, qi = np.nonzero(fast <= limit[of_value][None, :])
+                found_r.append(s + ri)
+                found_q.append(qi)
+                found_fast.append(fast[ri, qi])
+            ri, qi, fast = np.concatenate(found_r), np.concatenate(found_q), np.concatenate(found_fast)
+            limit = np.minimum(least + 2.0 * pred.band, pred.tau_sq + pred.band)
+            keep = fast <= limit[of_value[qi]]
+            ri, qi = ri[keep], qi[keep]
+            sq = canonical_squared(self.vectors[r[ri]], query.vectors[qpos[qi]])
+            computed += sq.size
+            ok = sq <= pred.tau_sq
+            ri, qi, sq = ri[ok], qi[ok], sq[ok]
+            best = np.lexsort((qpos[qi], self.order[r[ri]], sq, of_value[qi]))
+            first = best[np.r_[True, np.diff(of_value[qi][best]) != 0]]
+            out_x[ka:kb], out_sq[ka:kb] = r[ri[first]], sq[first]
+        stats["witness_distances"] = computed
+        return keys, out_x, out_sq
+
+    def _results(self, query, verified, need: int, top: TopK | None, pred: MatchPredicate,
+                 stats) -> list[JoinableColumn]:
         matched = verified.matched
         ok = matched >= need
         if top is not None:
@@ -223,16 +284,9 @@ class JoinIndex:
         if top is not None:
             cols = cols[:top.cut(matched[cols])]
         nq = query.n
-        wk, wx, wq, wsq = verified.witness_key, verified.witness_x, verified.witness_q, verified.witness_sq.copy()
-        keep = np.isin(wk // nq, cols)
-        wk, wx, wq, wsq = wk[keep], wx[keep], wq[keep], wsq[keep]
-        missing = np.flatnonzero(np.isnan(wsq))
-        stats["evidence_distances"] = int(missing.size)
-        if missing.size:  # pairs proved by a lemma: measure them for the evidence only
-            wsq[missing] = canonical_squared(self.vectors[wx[missing]], query.vectors[wq[missing]])
+        wk = verified.matched_keys[np.isin(verified.matched_keys // nq, cols)]
+        wk, wx, wsq = self._nearest(query, pred, cols, np.sort(wk), stats)
         dist = from_chord(np.sqrt(np.maximum(wsq, 0.0)), self.metric)
-        by_col = np.argsort(wk // nq, kind="stable")
-        wk, wx, dist = wk[by_col], wx[by_col], dist[by_col]
         bounds = np.searchsorted(wk // nq, np.stack([cols, cols + 1]))
         out = []
         for c, a, b in zip(cols, bounds[0], bounds[1]):

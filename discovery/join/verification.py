@@ -15,9 +15,9 @@ cell, column), so a posting is a *run* of contiguous vectors of one column.  A (
 3. Document-at-a-time verification, column by column (Algorithm 2 lines 4-20).  Per candidate vector Lemma 1
    (pivot filtering), Lemma 2 (pivot matching), and only then a distance, abandoned as soon as a prefix of the
    dimensions exceeds tau (:func:`.metric.squared_within`).  Lemma 1 is the hot test (about 40 per distance on
-   AutoFJ at tau 4%), so it is taken branch-free (:func:`.lemmas.points_apart`).  A key ends at its first match; the column ends when
-   it reaches T (early accept, when exact joinabilities are not asked for), when Lemma 7 rejects it, or when it is
-   complete.
+   AutoFJ at tau 4%), so it is taken branch-free (:func:`.lemmas.points_apart`).  A key ends at its first match;
+   the column ends when it reaches T (early accept, when exact joinabilities are not asked for), when Lemma 7
+   rejects it, or when it is complete.
 
    Key order (the paper leaves it open): keys by increasing number of candidate vectors.  Most columns that reach
    verification are rejected by Lemma 7, which needs ``upper - T + 1`` misses; a miss costs one test per candidate
@@ -42,8 +42,8 @@ steps 1 and 2 by ranges of query values of about equal blocked pairs (a key belo
 add up, and each range writes its postings into its own slots of every column, after those of the lower values: the
 documents are laid out exactly as one thread lays them out), step 3 by runs of consecutive columns in verification
 order, which the threads take as they come free.  A column's verification reads only its own document and writes
-only its own counts and witnesses, so every verified column ends with the same count and the same witnesses (what
-the context order reads) whatever the threads.  What a thread does not see is the other threads' completed columns:
+only its own counts and matched keys, so every verified column ends with the same count and the same keys
+whatever the threads.  What a thread does not see is the other threads' completed columns:
 its top-k buffer holds the exact counts of the columns completed before step 3 and of those it completed itself,
 distinct columns of the lake, so its floor is at most the one-thread search's final floor (every column's final
 count), Lemma 7 in a thread rejects no column of the answer, and the answer is the one-thread answer; a thread only
@@ -69,15 +69,14 @@ from .tally import TopK
 
 @dataclass
 class Verified:
-    """Outcome of one method: per-column counts, which counts are exact, and one witness per matched key."""
+    """Outcome of one method: per-column counts, which counts are exact, and the matched keys.  Which lake vector
+    proved a key is not kept: the result's witness is the nearest one (:meth:`.search.JoinIndex._nearest`), the
+    same whatever proved the match."""
 
     matched: np.ndarray
     exact: np.ndarray
-    witness_key: np.ndarray    # column index * |Q| + query value (the sorted position when values are vectors)
-    witness_x: np.ndarray      # sorted lake vector position
-    witness_sq: np.ndarray     # squared chord, NaN when proved by a lemma without computing it
+    matched_keys: np.ndarray   # column index * |Q| + query value, one per matched key
     stats: dict = field(default_factory=dict)
-    witness_q: np.ndarray | None = None   # sorted query vector position of each witness (a value may have several)
 
 
 @njit(cache=True)
@@ -123,10 +122,9 @@ def _offer(buffer, filled, value):
 
 
 @njit(cache=True, nogil=True)
-def _tally(lo, hi, nq, m_ptr, m_order, m_rlo, m_rhi, mq, c_ptr, c_order, cleaf, run_start, run_col, leaf_run_start,
-           n_cols):
+def _tally(lo, hi, nq, m_ptr, m_order, m_rlo, m_rhi, c_ptr, c_order, cleaf, run_col, leaf_run_start, n_cols):
     """Step 1 for the query values ``lo:hi``: their part of each column's match count, upper bound and posting count,
-    and the witnesses of the keys the lemmas prove (in value order).  A key belongs to one value, so the parts of
+    and the keys the lemmas prove (in value order).  A key belongs to one value, so the parts of
     disjoint value ranges add up to the whole."""
     # Buffers are sized exactly up front and never rebound inside a loop (see ``blocking._descend``).
     room = 0
@@ -134,8 +132,6 @@ def _tally(lo, hi, nq, m_ptr, m_order, m_rlo, m_rhi, mq, c_ptr, c_order, cleaf, 
         p = m_order[i]
         room += m_rhi[p] - m_rlo[p]
     m_key = np.empty(min(n_cols * (hi - lo), room), dtype=np.int64)  # at most one per matching run
-    m_x = np.empty(m_key.shape[0], dtype=np.int64)
-    m_q = np.empty(m_key.shape[0], dtype=np.int64)
     n_m = 0
     matched = np.zeros(n_cols, dtype=np.int64)
     upper = np.zeros(n_cols, dtype=np.int64)
@@ -152,7 +148,7 @@ def _tally(lo, hi, nq, m_ptr, m_order, m_rlo, m_rhi, mq, c_ptr, c_order, cleaf, 
                     seen[c] = q
                     matched[c] += 1
                     upper[c] += 1
-                    m_key[n_m], m_x[n_m], m_q[n_m] = c * nq + q, run_start[r], mq[p]
+                    m_key[n_m] = c * nq + q
                     n_m += 1
         for i in range(c_ptr[q], c_ptr[q + 1]):
             leaf = cleaf[c_order[i]]
@@ -164,7 +160,7 @@ def _tally(lo, hi, nq, m_ptr, m_order, m_rlo, m_rhi, mq, c_ptr, c_order, cleaf, 
                     seen[c] = q
                     upper[c] += 1
                 n_runs[c] += 1
-    return matched, upper, n_runs, m_key[:n_m].copy(), m_x[:n_m].copy(), m_q[:n_m].copy()
+    return matched, upper, n_runs, m_key[:n_m].copy()
 
 
 @njit(cache=True, nogil=True)
@@ -193,10 +189,11 @@ def _post(lo, hi, nq, c_ptr, c_order, cq, cleaf, csame, run_col, leaf_run_start,
 @njit(cache=True, nogil=True)
 def _check(columns, matched, upper, rejected, col_ptr, post_key, post_q, post_run, post_same, run_start, mapped,
            vectors, q_mapped, q_vectors, tau_hi, tau_lo, tau_sq, need, buffer, state, top_k, slack, pool,
-           stop_on_accept, w_ptr, w_n, w_key, w_x, w_sq, w_q, nq):
+           stop_on_accept, w_ptr, w_n, w_key, nq):
     """Step 3 for ``columns`` (in this order): verifies each, updating its ``matched``, ``upper`` and ``rejected`` and
-    writing its witnesses from ``w_ptr[c]`` (``w_n[c]`` of them); returns the step's counters.  ``buffer`` and ``state``
-    (its fill and the threshold) are the top-k buffer of the calling thread, carried from one call to the next."""
+    writing its matched keys from ``w_ptr[c]`` (``w_n[c]`` of them); returns the step's counters.  ``buffer`` and
+    ``state`` (its fill and the threshold) are the top-k buffer of the calling thread, carried from one call to the
+    next."""
     stats = np.zeros(8, dtype=np.int64)  # dist, L1, L2, columns verified, accepts, rejects, unverified, keys
     filled, thr = state[0], state[1]
     longest = 0
@@ -233,7 +230,7 @@ def _check(columns, matched, upper, rejected, col_ptr, post_key, post_q, post_ru
             a, b = key_a[k], key_b[k]
             q = post_key[a]
             stats[7] += 1
-            found_x, found_q, found_sq = -1, -1, np.nan
+            found = False
             for same_first in (True, False):
                 for i in range(a, b):
                     if post_same[i] != same_first:
@@ -246,20 +243,19 @@ def _check(columns, matched, upper, rejected, col_ptr, post_key, post_q, post_ru
                             continue
                         if boxes_within(mapped, x, q_mapped, v, tau_lo):
                             stats[2] += 1
-                            found_x, found_q = x, v
+                            found = True
                             break
                         stats[0] += 1
-                        sq = squared_within(vectors, x, q_vectors, v, tau_sq)
-                        if sq <= tau_sq:
-                            found_x, found_q, found_sq = x, v, sq
+                        if squared_within(vectors, x, q_vectors, v, tau_sq) <= tau_sq:
+                            found = True
                             break
-                    if found_x >= 0:
+                    if found:
                         break
-                if found_x >= 0:
+                if found:
                     break
-            if found_x >= 0:
+            if found:
                 matched[c] += 1
-                w_key[n_w], w_x[n_w], w_sq[n_w], w_q[n_w] = c * nq + q, found_x, found_sq, found_q
+                w_key[n_w] = c * nq + q
                 n_w += 1
                 if matched[c] == need and matched[c] < upper[c]:
                     stats[4] += 1
@@ -304,9 +300,8 @@ def verify_pexeso(index, query, blocked: BlockingResult, need: int, top: TopK | 
     c_ptr, c_order = group_by_query(query.value[blocked.cand_q], nq)
     cuts = _value_ranges(m_ptr + c_ptr, query_threads())
     ranges = list(zip(cuts[:-1], cuts[1:]))
-    tallies = run_parts(lambda r: _tally(r[0], r[1], nq, m_ptr, m_order, m_rlo, m_rhi, blocked.match_q, c_ptr,
-                                         c_order, blocked.cand_leaf, run_start, index.run_col,
-                                         index.leaf_run_start, n_cols), ranges)
+    tallies = run_parts(lambda r: _tally(r[0], r[1], nq, m_ptr, m_order, m_rlo, m_rhi, c_ptr, c_order,
+                                         blocked.cand_leaf, index.run_col, index.leaf_run_start, n_cols), ranges)
     matched = np.sum([t[0] for t in tallies], axis=0)
     upper = np.sum([t[1] for t in tallies], axis=0)
     # --- Lemma 7 before any distance: the threshold and the columns left to verify ------------------------------
@@ -336,8 +331,7 @@ def verify_pexeso(index, query, blocked: BlockingResult, need: int, top: TopK | 
     room = np.where(live, upper - matched, 0)                                # keys verification may prove
     w_ptr = np.concatenate(([0], np.cumsum(room)))
     w_n = np.zeros(n_cols, dtype=np.int64)
-    witness = (np.empty(w_ptr[-1], np.int64), np.empty(w_ptr[-1], np.int64), np.empty(w_ptr[-1]),
-               np.empty(w_ptr[-1], np.int64))
+    proved_keys = np.empty(w_ptr[-1], np.int64)
     held = {}                                                                # thread -> its top-k buffer, state
 
     def check(columns):
@@ -348,21 +342,17 @@ def verify_pexeso(index, query, blocked: BlockingResult, need: int, top: TopK | 
         return _check(columns, matched, upper, rejected, col_ptr, *post, run_start, index.mapped, index.vectors,
                       query.mapped, query.vectors, pred.tau + query.slack, pred.tau - query.slack, pred.tau_sq,
                       int(need), *held[threading.get_ident()], top.k if top else 0, top.slack if top else 0,
-                      top.pool if top else 1, stop, w_ptr, w_n, *witness, nq)
+                      top.pool if top else 1, stop, w_ptr, w_n, proved_keys, nq)
     chunks = np.array_split(order, 1 if len(ranges) == 1 else min(order.size, CHUNKS_PER_PART * len(ranges)) or 1)
     counters += np.sum(run_parts(check, chunks), axis=0)
     exact = ~rejected & (matched >= upper)
     proved = np.arange(w_ptr[-1]) - np.repeat(w_ptr[:-1], room) < np.repeat(w_n, room)   # the slots written
-    n_m = sum(t[3].size for t in tallies)
-    keys = np.concatenate([t[3] for t in tallies] + [witness[0][proved]])
-    xs = np.concatenate([t[4] for t in tallies] + [witness[1][proved]])
-    sqs = np.concatenate((np.full(n_m, np.nan), witness[2][proved]))
-    qs = np.concatenate([t[5] for t in tallies] + [witness[3][proved]])
+    keys = np.concatenate([t[3] for t in tallies] + [proved_keys[proved]])
     s = counters
     stats = {"distance_computations": int(s[0]), "lemma1_filtered": int(s[1]), "lemma2_matched": int(s[2]),
              "columns_verified": int(s[3]), "early_accepts": int(s[4]), "early_rejects": int(s[5]),
              "rejected_without_verification": int(s[6]), "keys_verified": int(s[7])}
-    return Verified(matched, exact, keys, xs, sqs, stats, qs)
+    return Verified(matched, exact, keys, stats)
 
 
 def _value_ranges(pairs_before: np.ndarray, threads: int) -> np.ndarray:

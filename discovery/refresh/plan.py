@@ -75,8 +75,9 @@ def plan_scan(listing: Listing | pa.Table, catalog: pa.Table, full: bool) -> Sca
     old id back.
 
     Vectorised over Arrow columns: the listing's columns (:data:`discovery.lake.listing.LISTING_COLUMNS`) are
-    matched with the catalog by path, and Python objects are built only for the work rows.  Turning the catalog into Python lists cost the driver 94 MB at
-    100,000 tables on every incremental refresh, which changes a few of them (``benchmarks/refresh_scale.py``).
+    matched with the catalog by path, and no Python object is built per table (the old catalog row a work item keeps
+    is an Arrow struct).  Turning the catalog into Python lists cost the driver 94 MB at 100,000 tables on every
+    incremental refresh, which changes a few of them (``benchmarks/refresh_scale.py``).
     """
     lst = listing.table if isinstance(listing, Listing) else listing
     n = lst.num_rows

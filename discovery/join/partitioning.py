@@ -253,6 +253,8 @@ def search_partitions(loaders: Iterable[Callable[[], JoinIndex | None]], query_v
         for key, value in result.stats.items():
             if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and key not in _PER_QUERY:
                 stats[key] = stats.get(key, 0) + int(value)
+            elif key.endswith("_seconds"):
+                stats[key] = stats.get(key, 0.0) + float(value)
         merged.extend(result.columns)
         merged.sort(key=lambda c: (-c.matches, c.column_id))
         if top is not None:

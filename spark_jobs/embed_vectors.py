@@ -36,6 +36,8 @@ STAGE = "embed"
 #: Commit order: ``column_vectors`` last (see the module docstring).
 COMMIT_ORDER = ("value_vectors", "table_vectors", "column_vectors")
 _SHOWN = 10
+#: The kinds of note an embed task reports (:func:`discovery.vectors.embed_batch`).
+_NOTE_KINDS = ("capped", "failed")
 
 
 def _validate(ctx: StageContext) -> None:
@@ -208,7 +210,7 @@ def run(spark, ctx: StageContext) -> StageReport:
             return
         for piece in file_chunks(_from_ipc(shared.value).slice((k - len(kinds)) * per_task, per_task), per_file):
             out, counts, found = embed_batch(piece, ctx, refs)
-            yield {"counts": counts, "notes": found}
+            yield {"counts": counts, "notes": _notes(found)}
             for name, rows in out.items():
                 if rows.num_rows:
                     yield {"output": name, "file": write_data_file(uris[name], rows, rid, STAGE, attempt).to_dict(),
@@ -216,14 +218,16 @@ def run(spark, ctx: StageContext) -> StageReport:
 
     records = _run_tasks(spark, len(kinds) + n_work, task)
     counts: dict[str, int] = {}
-    found: list[dict] = []
+    found: dict[str, dict] = {kind: {"n": 0, "shown": []} for kind in _NOTE_KINDS}
     adds: dict[str, list[DataFile]] = {n: [] for n in OUTPUTS}
     drops: dict[str, list[str]] = {n: [] for n in OUTPUTS}
     written = 0
     for rec in records:
         for key, value in rec.get("counts", {}).items():
             counts[key] = counts.get(key, 0) + value
-        found += rec.get("notes", [])
+        for kind, note in rec.get("notes", {}).items():
+            found[kind]["n"] += note["n"]
+            found[kind]["shown"] = (found[kind]["shown"] + note["shown"])[:_SHOWN]
         if rec.get("file"):
             adds[rec["output"]].append(DataFile(**rec["file"]))
         if "removed" in rec:
@@ -239,20 +243,30 @@ def run(spark, ctx: StageContext) -> StageReport:
                        message=_message(notes, rebuilt, found, ctx))
 
 
-def _message(notes: list[str], rebuilt: list[str], found: list[dict], ctx: StageContext) -> str:
+def _notes(found: list[dict]) -> dict[str, dict]:
+    """A task's notes as the stage message uses them: per kind, how many and the first :data:`_SHOWN` (a full build
+    caps a column of every large table; the driver need not hold them all)."""
+    out = {}
+    for kind in _NOTE_KINDS:
+        mine = [f for f in found if kind in f]
+        out[kind] = {"n": len(mine), "shown": mine[:_SHOWN]}
+    return out
+
+
+def _message(notes: list[str], rebuilt: list[str], found: dict[str, dict], ctx: StageContext) -> str:
     parts = list(notes)
     if rebuilt:
         parts.append("rebuilt in full: " + ", ".join(rebuilt))
-    capped = [f for f in found if "capped" in f]
-    if capped:
-        shown = ", ".join(f"{f['capped']}:{f['column']} ({f['distinct']})" for f in capped[:_SHOWN])
-        more = f" and {len(capped) - _SHOWN} more" if len(capped) > _SHOWN else ""
-        parts.append(f"{len(capped)} columns hit the cap of {ctx.config.embed.join_max_values} value vectors: "
+    capped = found["capped"]
+    if capped["n"]:
+        shown = ", ".join(f"{f['capped']}:{f['column']} ({f['distinct']})" for f in capped["shown"])
+        more = f" and {capped['n'] - len(capped['shown'])} more" if capped["n"] > len(capped["shown"]) else ""
+        parts.append(f"{capped['n']} columns hit the cap of {ctx.config.embed.join_max_values} value vectors: "
                      f"{shown}{more}")
-    failed = [f for f in found if "failed" in f]
-    if failed:
-        parts.append(f"{len(failed)} tables could not be read: "
-                     + ", ".join(f"{f['failed']} ({f['error']})" for f in failed[:_SHOWN]))
+    failed = found["failed"]
+    if failed["n"]:
+        parts.append(f"{failed['n']} tables could not be read: "
+                     + ", ".join(f"{f['failed']} ({f['error']})" for f in failed["shown"]))
     return "; ".join(parts)
 
 

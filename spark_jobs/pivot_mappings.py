@@ -94,8 +94,9 @@ def _settle(spark, ctx: StageContext, model, budget: int, source: pa.Table, stag
     subset = source.filter(pc.is_in(source["table_id"], ids))
     done = done_pairs(ctx, "pivot_mappings")
     plan = plan_derived(subset, done.filter(pc.is_in(done["table_id"], ids)), True)
+    order = np.argsort(columns[rewrite], kind="stable")
     batch = partial(mapping_batch, model=model, files=wh.files("value_vectors"),
-                    placed=dict(zip(columns[rewrite].tolist(), placed[rewrite].tolist())))
+                    placed=(columns[rewrite][order], placed[rewrite][order]))
     replace_tables(spark, "pivot_mappings", plan.work, plan.remove_ids, batch, ctx, stage)
     return (f"settled on full column sizes: {int(moved.sum())} column(s) of {tables.size} table(s) moved; "
             f"largest partition {int(loads.max())} of {cap} value vectors")
@@ -146,7 +147,7 @@ def run(spark, ctx: StageContext) -> StageReport:
     cfg = ctx.config.join
     vv_pairs = done_pairs(ctx, "value_vectors")
     # Work is defined by the value vectors (only join-candidate columns have any), not by the catalog.
-    source = vv_pairs.append_column("status", pa.array(["ok"] * vv_pairs.num_rows, pa.string()))
+    source = vv_pairs.append_column("status", pa.repeat(pa.scalar("ok", pa.string()), vv_pairs.num_rows))
     done = done_pairs(ctx, "pivot_mappings")
     versions = wh.distinct("value_vectors", "encoder_version")
     if len(versions) > 1:

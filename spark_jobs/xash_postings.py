@@ -118,7 +118,7 @@ def run(spark, ctx: StageContext) -> StageReport:
     if result.version is None:
         _discard(ctx, files)
     stats = stats.set_column(stats.schema.get_field_index("model_version"), "model_version",
-                             pa.array([version] * stats.num_rows, pa.string()))
+                             pa.repeat(pa.scalar(version, pa.string()), stats.num_rows))
     wh.append_rows("xash_stats", stats, refresh_id=ctx.refresh_id, stage=STAGE, attempt=ctx.attempt,
                    replace_paths=wh.files("xash_stats").column("path").to_pylist())
     cut = truncated_tables(stats)

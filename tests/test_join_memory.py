@@ -85,3 +85,24 @@ def test_an_index_from_rows_in_any_order_and_chunking_is_the_same_index():
         a, b = got.search(q, 0.1, 0.0, method, 5), ref.search(q, 0.1, 0.0, method, 5)
         assert a.joinabilities() == b.joinabilities() and a.joinabilities()
         assert [c.pairs.tolist() for c in a.columns] == [c.pairs.tolist() for c in b.columns]
+
+
+def test_a_settled_placement_moves_exactly_its_columns():
+    """The stage hands the tasks a settled placement as two arrays (column keys ascending, partitions): the named
+    columns' rows go to their partitions, every other row stays where the model's prices send it."""
+    from discovery.join.stage import column_keys, mapping_rows
+
+    rng = np.random.default_rng(4)
+    lake = rng.normal(size=(120, 6)).astype(np.float32)
+    keys = (1 + np.arange(120) // 10) * COLUMN_KEY_BASE + np.arange(120) % 3
+    model, vv, before = stored_rows(lake, keys, select_pivots(lake, 3, seed=0))
+    columns = np.unique(keys)
+    moved = columns[[1, 4, 7]]
+    after = mapping_rows(vv, model, (moved, np.array([1, 0, 1])))
+    row_keys = column_keys(vv.column("table_id").to_numpy(), vv.column("ordinal").to_numpy())
+    want = before.column("partition").to_numpy().copy()
+    for key, part in zip(moved, (1, 0, 1)):
+        want[row_keys == key] = part
+    assert not np.array_equal(want, before.column("partition").to_numpy())   # the placement changes rows
+    assert np.array_equal(after.column("partition").to_numpy(), want)
+    assert mapping_rows(vv, model, (np.zeros(0, np.int64), np.zeros(0, np.int64))).equals(before)

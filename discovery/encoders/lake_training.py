@@ -49,6 +49,8 @@ from .stored import JOIN_MODEL, TABLE_MODEL, model_version
 from .table_encoder import TableEncoder, TableEncoderConfig, train_table_encoder
 
 _SAMPLE_SEED = 0x5A3
+#: Paths hashed at a time when sampling tables.
+_HASH_BATCH = 8_192
 #: Steps timed before a training decides whether its time budget lets it run every planned step.
 PROBE_STEPS = 10
 #: A sampled lake table: its columns, their inferred kinds and their names.
@@ -105,10 +107,15 @@ def table_requires(config: EmbedConfig, column_version: str) -> dict:
 
 
 def sample_tables(ok: pa.Table, limit: int, seed: int) -> pa.Table:
-    """At most ``limit`` catalog rows chosen by a seeded stable hash of the path, in ``table_id`` order."""
+    """At most ``limit`` catalog rows chosen by a seeded stable hash of the path, in ``table_id`` order.
+
+    The paths are hashed 8,192 at a time (the hash is per string), so the driver never holds the lake's paths as
+    Python strings."""
     if ok.num_rows <= limit:
         return ok.sort_by("table_id")
-    rank = stable_uniform(ok.column("path").to_pylist(), _SAMPLE_SEED + seed)
+    paths = ok.column("path")
+    rank = np.concatenate([stable_uniform(paths.slice(i, _HASH_BATCH).to_pylist(), _SAMPLE_SEED + seed)
+                           for i in range(0, ok.num_rows, _HASH_BATCH)])
     keep = np.sort(np.lexsort((ok.column("table_id").to_numpy(), rank))[:limit])
     return ok.take(pa.array(keep)).sort_by("table_id")
 

@@ -183,22 +183,25 @@ def stored_mapping(vectors: np.ndarray, model: PivotModel) -> tuple[np.ndarray, 
     return mapped, model.grid.leaf_cells(mapped)
 
 
-def mapping_rows(vv: pa.Table, model: PivotModel, placed: dict[int, int] | None = None) -> pa.Table:
+def mapping_rows(vv: pa.Table, model: PivotModel, placed: tuple[np.ndarray, np.ndarray] | None = None) -> pa.Table:
     """``pivot_mappings`` rows of ``value_vectors`` rows (table_id, content_hash, ordinal, value, segment, vector).
 
-    ``placed``: column key -> partition decided by the stage on the whole lake's sizes
-    (:func:`.partitioning.settle`); other columns go where the model's prices send them."""
+    ``placed``: (column keys ascending, their partitions) decided by the stage on the whole lake's sizes
+    (:func:`.partitioning.settle`); other columns go where the model's prices send them.  Two arrays, not a dict:
+    after a refit the stage may move a large share of the lake's columns, and ships the placement to every task."""
     if vv.num_rows == 0:
         return SCHEMAS["pivot_mappings"].empty_table()
     mapped, cells = stored_mapping(_matrix(vv.column("vector")), model)
     keys = column_keys(vv.column("table_id").to_numpy(), vv.column("ordinal").to_numpy())
     columns, part = model.assign_partitions(cells, keys)
-    if placed:
-        part = np.array([placed.get(k, p) for k, p in zip(columns.tolist(), part.tolist())], dtype=np.int32)
+    if placed is not None and placed[0].size:
+        at = np.minimum(np.searchsorted(placed[0], columns), placed[0].size - 1)
+        hit = placed[0][at] == columns
+        part = np.where(hit, placed[1][at], part).astype(np.int32)
     partition = part[np.searchsorted(columns, keys)]
     return pa.table({
         "table_id": vv.column("table_id"), "content_hash": vv.column("content_hash"),
-        "model_version": pa.array([model.version] * vv.num_rows, pa.string()),
+        "model_version": pa.repeat(pa.scalar(model.version, pa.string()), vv.num_rows),
         "ordinal": vv.column("ordinal"), "value": vv.column("value"),
         "distances": pa.ListArray.from_arrays(np.arange(0, mapped.size + 1, mapped.shape[1], dtype=np.int32),
                                               pa.array(mapped.ravel(), pa.float32())),
@@ -208,7 +211,7 @@ def mapping_rows(vv: pa.Table, model: PivotModel, placed: dict[int, int] | None 
 
 
 def mapping_batch(work: pa.Table, ctx, model: PivotModel, files: pa.Table,
-                  placed: dict[int, int] | None = None) -> tuple[pa.Table, dict]:
+                  placed: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[pa.Table, dict]:
     """``pivot_mappings`` rows of the work tables' value vectors under ``model`` (``placed``: see
     :func:`mapping_rows`); ``files``: the ``value_vectors`` data files the driver planned from.  Tasks are handed both
     rather than each reading the ``models`` table and the Delta log, whose sizes grow with the lake (which made the

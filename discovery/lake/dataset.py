@@ -67,7 +67,7 @@ def _with_partitions(batch, values: dict[str, str | None]):
     table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
     for key, value in values.items():
         if key not in table.column_names:
-            table = table.append_column(key, pa.array([value] * table.num_rows, pa.string()))
+            table = table.append_column(key, pa.repeat(pa.scalar(value, pa.string()), table.num_rows))
     return table
 
 

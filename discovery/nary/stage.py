@@ -74,7 +74,7 @@ def xash_batch(work: pa.Table, ctx, model: XashModel | None, model_version: str 
             postings = postings_from_cells(item["table_id"], cells, n_rows, model)
             n = postings.num_rows
             parts.append(postings.append_column("content_hash", pa.array([item["content_hash"]] * n, pa.string()))
-                         .append_column("model_version", pa.array([model_version] * n, pa.string()))
+                         .append_column("model_version", pa.repeat(pa.scalar(model_version, pa.string()), n))
                          .select(POSTINGS.names).cast(POSTINGS))
         if with_stats:
             codes, occurrences = _char_histogram(cells)

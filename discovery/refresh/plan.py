@@ -118,7 +118,7 @@ def plan_scan(listing: Listing | pa.Table, catalog: pa.Table, full: bool) -> Sca
         "table_id": catalog["table_id"].take(g), "path": catalog["path"].take(g),
         "format": catalog["format"].take(g), "bytes": pc.fill_null(catalog["bytes"].take(g), 0),
         "mtime_ns": pc.fill_null(catalog["mtime_ns"].take(g), 0), "old_hash": catalog["content_hash"].take(g),
-        "old_status": catalog["status"].take(g), "action": pa.array(["deleted"] * len(gone), pa.string()),
+        "old_status": catalog["status"].take(g), "action": pa.repeat(pa.scalar("deleted", pa.string()), len(gone)),
         "old_row": _old_rows(catalog, fps, gone), "fingerprint": fps.take(g)},
         schema=SCAN_WORK)
     return ScanPlan(pa.concat_tables([listed, deleted]).combine_chunks(), unchanged)

@@ -9,7 +9,13 @@ made to the lake bucket are reported: LIST requests against objects / 1,000 (one
 GET / HEAD requests, which must be none (nothing is opened when nothing changed).  Warehouse requests are reported
 beside them.
 
-Usage: python benchmarks/object_storage.py [--objects 10000]
+With ``--listing N`` it measures the listing alone instead: N objects (CSV files in folders of 1,000, and a fifth of
+them in Hive-partitioned folders of 10 part files) are put on the server, and the lake is listed in a fresh process
+twice: once as ``list_lake`` does (the paged listing classified from Arrow columns), once holding the result of
+fsspec's ``find`` (one recursive listing returned whole, as the listing once did, before classifying anything).
+Reported: each process's peak RSS growth over its state before listing, seconds, and LIST requests.
+
+Usage: python benchmarks/object_storage.py [--objects 10000] [--listing 100000]
 """
 from __future__ import annotations
 
@@ -57,11 +63,78 @@ def write_lake(lake: str, objects: int, seed: int = 0) -> int:
     return len(fs.find(base))
 
 
+def put_keys(lake: str, objects: int) -> int:
+    """Put ``objects`` small objects under ``lake``: four fifths CSV files in folders of 1,000, a fifth as Hive
+    folders of 10 partitions.  Returns the tables they make."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    bucket, _, prefix = lake.split("://", 1)[1].partition("/")
+    client = storage.s3_client()
+    files = objects * 4 // 5
+    keys = [f"{prefix}/csv/{i // 1000:04d}/t{i:07d}.csv" for i in range(files)]
+    keys += [f"{prefix}/hive/d{i // 10:06d}/day={i % 10}/part-0.parquet" for i in range(objects - files)]
+    body = b"name,city\nAda,Oslo\n"
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda key: client.put_object(Bucket=bucket, Key=key, Body=body), keys))
+    return files + (objects - files + 9) // 10
+
+
+def _vm(field: str) -> float:
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith(field)) / 1024
+
+
+def _listing_peak(mode: str, lake: str, env: dict, out) -> None:
+    """In a fresh process: (MB of peak RSS over the RSS before listing, seconds, tables or objects)."""
+    import time
+
+    os.environ.update(env)
+    from discovery.lake import list_lake
+
+    storage.check(lake, "lake")
+    before = _vm("VmRSS:")
+    t0 = time.perf_counter()
+    if mode == "list_lake":
+        n = len(list_lake(lake))
+    else:
+        fs, base = storage.filesystem(lake)
+        n = len(fs.find(base, detail=True, withdirs=False))
+    out.put((_vm("VmHWM:") - before, time.perf_counter() - t0, n))
+
+
+def listing(server, objects: int) -> dict:
+    import multiprocessing as mp
+
+    lake = server.create_bucket("bench-listing") + "/lake"
+    tables = put_keys(lake, objects)
+    rows = []
+    for mode in ("list_lake", "fsspec find"):
+        server.requests(reset=True)
+        ctx = mp.get_context("spawn")
+        out = ctx.Queue()
+        proc = ctx.Process(target=_listing_peak, args=(mode, lake, dict(server.env), out))
+        proc.start()
+        grown, seconds, n = out.get()
+        proc.join()
+        rows.append({"listing": mode, "objects": objects, "found": n, "peak_growth_mb": grown, "seconds": seconds,
+                     "LIST": server.requests(bucket="bench-listing").get("LIST", 0)})
+    print(f"{objects} objects, {tables} tables")
+    print_table(rows, ["listing", "objects", "found", "peak_growth_mb", "seconds", "LIST"])
+    return {"objects": objects, "tables": tables, "rows": rows}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--objects", type=int, default=10_000)
+    ap.add_argument("--listing", type=int, default=None, metavar="N", help="measure the listing of N objects alone")
     args = ap.parse_args()
     from s3_server import S3Server
+
+    if args.listing:
+        with S3Server() as server:
+            os.environ.update(server.env)
+            write_result("object_storage_listing", listing(server, args.listing))
+        return 0
 
     with S3Server() as server:
         os.environ.update(server.env)

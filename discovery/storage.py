@@ -76,6 +76,16 @@ def _remote_fs(proto: str, env_key: tuple):
     return fsspec.filesystem(proto, use_listings_cache=False, skip_instance_cache=True, **kwargs)
 
 
+def s3_client():
+    """A boto3 S3 client with the same endpoint, region and ``AWS_*`` credentials as the s3fs filesystem, for the
+    paged listing s3fs does not expose (:func:`discovery.lake.listing._remote_pages`)."""
+    import boto3
+
+    kwargs = _s3_kwargs()
+    return boto3.session.Session().client("s3", endpoint_url=kwargs.get("endpoint_url"),
+                                          region_name=kwargs.get("client_kwargs", {}).get("region_name"))
+
+
 def connection_env(login: str | None, password: str | None, extra: dict | None) -> dict[str, str]:
     """The ``AWS_*`` variables of an Airflow AWS connection (login: access key id, password: secret key; extra:
     ``endpoint_url``, ``region_name``, ``aws_session_token``), for DAG tasks that take one by id."""

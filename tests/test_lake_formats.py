@@ -140,6 +140,23 @@ def test_iceberg_catalog_root(lakehouse, monkeypatch):
     assert table_version(root, table.path, table.format, table.fingerprint).label.isdigit()
 
 
+def test_iceberg_catalog_lists_every_table_with_its_metadata_location(tmp_path, monkeypatch):
+    """More tables than the metadata loads run at once: each is listed once, by name, fingerprinted by its current
+    metadata location, and a table whose metadata file is gone is listed as unreadable (the scan says why)."""
+    from discovery.lake import iceberg
+
+    db = str(tmp_path / "catalog.db")
+    written = {f"t{i:02d}": layouts.write_iceberg(str(tmp_path / "wh"), db, "many", f"t{i:02d}", TABLE)
+               for i in range(iceberg._LOADS + 5)}
+    os.remove(written["t03"].metadata_location.removeprefix("file://"))
+    monkeypatch.setenv("PYICEBERG_CATALOG__LAKESCOUT__URI", f"sqlite:///{db}")
+    monkeypatch.setenv("PYICEBERG_CATALOG__LAKESCOUT__TYPE", "sql")
+    listed = {t.path: t.fingerprint for t in list_lake("iceberg://lakescout/many")}
+    assert sorted(listed) == sorted(written)
+    assert listed.pop("t03").startswith("unreadable: ")
+    assert listed == {name: written[name].metadata_location for name in listed}
+
+
 def test_metadata_never_a_table(tmp_path):
     for rel in ("_delta_log/00000000000000000000.json", "t/_SUCCESS", "t/.part-0.crc", "_spark_metadata/0",
                 "t/_committed_1", "t/_started_1", "x/metadata/notes.json"):
@@ -278,32 +295,39 @@ def test_query_folder_that_is_no_table(lakehouse):
     assert (root, table.path, table.format) == (os.path.join(lakehouse, "sales"), "orders_parts", "parts/parquet")
 
 
-def test_folder_at_a_time_listing_equals_one_whole_walk(lakehouse, tmp_path):
+@pytest.mark.parametrize("small", [0, 256])
+def test_folder_at_a_time_listing_equals_one_whole_walk(lakehouse, tmp_path, monkeypatch, small):
     """The local walk (a folder at a time, few folders cached) classifies exactly as one listing of every file, as
-    object storage gives it, does; with more folders than the cache holds, and links that are not walked."""
+    object storage gives it, does (its folders cut with Arrow kernels or in Python); with more folders than the cache
+    holds, keys that sort around a folder's prefix, and links that are not walked."""
     from discovery.lake import listing
 
+    monkeypatch.setattr(listing, "_SMALL", small)
     root = tmp_path / "lake"
     shutil.copytree(lakehouse, root)
     for n in range(listing._KEPT + 6):
         folder = root / "many" / f"f{n:03d}" / ("deep" if n % 3 else "")
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"t{n}.csv").write_text("a,b\n1,2\n")
+    for rel in ("g/t.csv", "g-x/t.csv", "g.csv", "g0/t.csv", "é/t.csv", "e/t.csv"):  # keys sorting around 'g/'
+        (root / "near" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "near" / rel).write_text("a\n1\n")
     os.symlink(root / "sales", root / "many" / "linked_folder")
     os.symlink(root / "missing.csv", root / "many" / "dangling.csv")
+
     def entry(path: str):  # a link's target, or the link itself when it dangles
         st = os.stat(path) if os.path.exists(path) else os.lstat(path)
-        return listing._Entry(st.st_size, st.st_mtime_ns)
+        return st.st_size, st.st_mtime_ns
 
-    whole = {}
+    whole = []
     for dirpath, _, filenames in os.walk(root):
         rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
-        whole["" if rel == "." else rel] = {name: entry(os.path.join(dirpath, name)) for name in filenames}
+        whole += [(name if rel == "." else f"{rel}/{name}", *entry(os.path.join(dirpath, name))) for name in filenames]
     expected = listing._Rows()
-    listing._classify(listing._ListedTree(whole), "", expected)
+    listing._classify(listing._SortedTree.of([whole[:7], whole[7:]]), "", expected)
     walked = list_lake(str(root))
     assert walked.table.equals(expected.listing().table)
     assert "many/dangling.csv" in walked.table["path"].to_pylist()
     assert not any(p.startswith("many/linked_folder") for p in walked.table["path"].to_pylist())
-    assert len(walked) == 9 + listing._KEPT + 6 + 1
+    assert len(walked) == 9 + listing._KEPT + 6 + 1 + 6
     assert [t.path for t in walked] == sorted(walked.table["path"].to_pylist()) and walked[-1] == list(walked)[-1]

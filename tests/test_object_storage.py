@@ -246,6 +246,36 @@ def test_iceberg_table_on_s3_reads_its_current_snapshot(s3_server, tmp_path):
     assert [v.as_py() for v in parsed.columns[0]] == ["Oslo", "Lima", "Pune", "Kiev"]
 
 
+def test_s3_listing_pages_equal_the_local_listing(s3_server, tmp_path, monkeypatch):
+    """A lake listed from S3 a few keys per request (page boundaries inside datasets and folders, keys that sort
+    around a folder's prefix, folder markers) names the same tables, formats and sizes as the same lake on disk; a
+    dataset folder on S3 is located as one table."""
+    from discovery.lake import list_lake, listing, locate
+
+    local = tmp_path / "lake"
+    table = pa.table({"city": ["Oslo", "Lima", "Pune"], "pop": [709, 9750, 3124]})
+    layouts.write_delta(str(local / "sales/orders_delta"), table, older=table.slice(0, 1))
+    layouts.write_hive(str(local / "sales/orders_hive"), table, ["city"])
+    layouts.write_spark_parts(str(local / "sales/orders_parts"), table)
+    layouts.write_compressed_csv(str(local / "exports/orders.csv.gz"), table)
+    for rel in ("g/t.csv", "g-x/t.csv", "g.csv", "g0/t.csv", "é/t.csv", "_hidden/t.csv", "top.csv"):
+        (local / "near" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (local / "near" / rel).write_text("a\n1\n")
+    uri = s3_server.create_bucket("paged-lake") + "/lake"
+    fs, base = storage.filesystem(uri)
+    fs.put(str(local), base, recursive=True)
+    fs.pipe(f"{base}/near/marker/", b"")                       # a folder marker is no object of the lake
+    monkeypatch.setattr(listing, "_PAGE", 3)
+
+    def tables(root):
+        return [(t.path, t.format, t.size) for t in list_lake(root)]
+
+    assert tables(uri) == tables(str(local))
+    assert len(tables(uri)) == 4 + 6
+    root, found = locate(f"{uri}/sales/orders_hive")
+    assert (root, found.path, found.format) == (uri + "/sales", "orders_hive", "hive/parquet")
+
+
 def test_maintenance_prunes_the_query_arrays_of_an_s3_warehouse(s3_server):
     """Remote array folders no retained snapshot pins (and a half-uploaded one) are deleted; the pinned ones stay."""
     from types import SimpleNamespace

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 
-
 from .. import storage
 from ..config import Limits
 from .arrow import parsed_from_arrow, take_rows
@@ -96,9 +95,20 @@ def read_iceberg(root: str, rel: str, fmt: str, limits: Limits) -> ParsedTable:
     return parsed_from_arrow(rows, schema, limits, truncated=more)
 
 
+#: Catalog tables whose metadata location is asked for at once: each ask is a round trip (a REST call, or a read
+#: of the table's metadata file), so a thread pool of this size overlaps them while bounding what is held.
+_LOADS = 16
+
+
 def list_catalog(root: str):
-    """The tables of ``iceberg://<catalog>/<namespace>`` as lake tables named by their table name."""
-    from .listing import LakeTable
+    """(table name, metadata location) of every table of ``iceberg://<catalog>/<namespace>``, in the catalog's
+    order, as a generator: the listing turns them into Arrow rows as they come.
+
+    The location is the listing's fingerprint (a commit writes a new metadata file); a table whose metadata cannot
+    be loaded is listed with ``unreadable: <cause>`` so the scan records why.  pyiceberg returns the namespace's
+    identifiers as one list (a tuple of names per table); nothing else per table is held.
+    """
+    from concurrent.futures import ThreadPoolExecutor
 
     name, _, namespace = root.split("://", 1)[1].partition("/")
     if not namespace.strip("/"):
@@ -109,12 +119,14 @@ def list_catalog(root: str):
     except Exception as exc:
         raise FileNotFoundError(f"lake {root!r}: Iceberg catalog {name!r} cannot list namespace "
                                 f"{namespace!r}: {_first_line(exc)}") from None
-    out = []
-    for ident in identifiers:
-        table_name = ident[-1]
+
+    def location(ident) -> str:
         try:
-            location = catalog.load_table(ident).metadata_location
+            return catalog.load_table(ident).metadata_location
         except Exception as exc:  # listed now, read by the scan, which records why it fails
-            location = f"unreadable: {_first_line(exc)}"
-        out.append(LakeTable(table_name, 0, 0, "iceberg", location))
-    return out
+            return f"unreadable: {_first_line(exc)}"
+
+    with ThreadPoolExecutor(_LOADS) as pool:
+        for start in range(0, len(identifiers), _LOADS * 8):
+            chunk = identifiers[start:start + _LOADS * 8]
+            yield from zip((ident[-1] for ident in chunk), pool.map(location, chunk))

@@ -19,8 +19,9 @@ scan, which reads the format's own version (:func:`discovery.lake.reader.table_v
 
 The result is a :class:`Listing`: Arrow columns, not one Python object per table.  The refresh driver lists lakes
 of hundreds of thousands of tables; holding a dataclass per table, and a dict entry per file of the whole walk,
-cost it 30 MB at 100,000 tables (49 MB at the peak) and grew with the lake, while the columns cost 7.5 MB and the
-walk holds only the folders it is classifying (``_KEPT`` of them at most, locally).
+cost it 30 MB at 100,000 tables (49 MB at the peak) and grew with the lake, while the columns cost 7.5 MB.  The walk
+itself holds folders as Arrow too (:class:`_Folder`): a local walk the last ``_KEPT`` folders it read, an
+object-store walk the sorted keys of one listing (:class:`_SortedTree`), paged in as Arrow (:func:`_remote_pages`).
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -47,6 +49,15 @@ LISTING_COLUMNS = pa.schema([("path", pa.string()), ("size", pa.int64()), ("mtim
 
 #: Rows gathered in Python before they become one Arrow batch.
 _BATCH = 8192
+#: Keys of a folder below which an object-store walk reads the folder in Python rather than with Arrow kernels
+#: (a dozen kernel calls cost more than a few hundred strings).
+_SMALL = 256
+#: A folder's files and sub-folders, as a walk reads them.
+_FILES = pa.schema([("name", pa.string()), ("size", pa.int64()), ("mtime_ns", pa.int64())])
+_NAMES = pa.schema([("name", pa.string())])
+
+#: Keys asked for per LIST request of an S3 listing (the most S3 returns).
+_PAGE = 1000
 
 #: Local folders whose entries stay cached while the walk classifies: a dataset folder is read for its
 #: classification and again for its data files, and a parent's entries are needed while its children are walked.
@@ -93,33 +104,47 @@ class Listing:
         return LakeTable(**self.table.slice(index % n, 1).to_pylist()[0])
 
 
+class _Batches:
+    """Rows gathered :data:`_BATCH` at a time, each full batch made Arrow at once: what the walk collects (tables,
+    a folder's entries) is never more than a batch of Python tuples."""
+
+    def __init__(self, schema: pa.Schema):
+        self.schema = schema
+        self.rows: list[tuple] = []
+        self.batches: list[pa.RecordBatch] = []
+
+    def add(self, *row) -> None:
+        self.rows.append(row)
+        if len(self.rows) >= _BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.rows:
+            self.batches.append(pa.RecordBatch.from_arrays(
+                [pa.array(col, field.type) for col, field in zip(zip(*self.rows), self.schema)], schema=self.schema))
+            self.rows = []
+
+    def table(self, sort_by: str) -> pa.Table:
+        self._flush()
+        table = pa.Table.from_batches(self.batches, schema=self.schema)
+        if table.num_rows:
+            table = table.take(pc.sort_indices(table, [(sort_by, "ascending")]))
+        return table.combine_chunks()
+
+
 class _Rows:
     """Sink of the walk: keeps the tables the patterns keep, as Arrow batches of :data:`_BATCH` rows."""
 
     def __init__(self, keep=lambda path: True):
         self.keep = keep
-        self.rows: list[tuple] = []
-        self.batches: list[pa.RecordBatch] = []
+        self.batches = _Batches(LISTING_COLUMNS)
 
     def add(self, path: str, size: int, mtime_ns: int, fmt: str, fingerprint: str) -> None:
         if self.keep(path):
-            self.rows.append((path, int(size), int(mtime_ns), fmt, fingerprint))
-            if len(self.rows) >= _BATCH:
-                self._flush()
-
-    def _flush(self) -> None:
-        if self.rows:
-            self.batches.append(pa.RecordBatch.from_arrays(
-                [pa.array(col, field.type) for col, field in zip(zip(*self.rows), LISTING_COLUMNS)],
-                schema=LISTING_COLUMNS))
-            self.rows = []
+            self.batches.add(path, int(size), int(mtime_ns), fmt, fingerprint)
 
     def listing(self) -> Listing:
-        self._flush()
-        table = pa.Table.from_batches(self.batches, schema=LISTING_COLUMNS)
-        if table.num_rows:
-            table = table.take(pc.sort_indices(table, [("path", "ascending")])).combine_chunks()
-        return Listing(table)
+        return Listing(self.batches.table("path"))
 
 
 @dataclass(frozen=True)
@@ -132,8 +157,7 @@ def file_fingerprint(size: int, mtime_ns: int) -> str:
     return f"{int(size)}:{int(mtime_ns)}"
 
 
-def _mtime_ns(info: dict) -> int:
-    mtime = info.get("mtime") or info.get("LastModified") or info.get("last_modified") or info.get("updated") or 0
+def _mtime_ns(mtime) -> int:
     if hasattr(mtime, "timestamp"):
         return int(mtime.timestamp() * 1e9)
     try:
@@ -142,88 +166,169 @@ def _mtime_ns(info: dict) -> int:
         return 0
 
 
-def _walk_remote(root: str) -> dict[str, dict[str, _Entry]]:
-    """{folder (relative, '' for the root): {file name: entry}} of every object under ``root``."""
-    fs, base = storage.filesystem(root)
-    tree: dict[str, dict[str, _Entry]] = defaultdict(dict)
-    for full, info in fs.find(base, detail=True, withdirs=False).items():
-        rel = full[len(base):].lstrip("/")
-        if not rel or info.get("type") == "directory":
-            continue
-        folder, _, name = rel.rpartition("/")
-        tree[folder][name] = _Entry(int(info.get("size") or 0), _mtime_ns(info))
-        while folder:
-            folder = folder.rpartition("/")[0]
-            tree[folder]
-    return tree
-
-
 def _sub(folder: str, name: str) -> str:
     return f"{folder}/{name}" if folder else name
 
 
+def _names(array: pa.Array):
+    """The strings of ``array``, converted :data:`_BATCH` at a time."""
+    for start in range(0, len(array), _BATCH):
+        yield from array.slice(start, _BATCH).to_pylist()
+
+
+def _subfolders(folder: str, names: pa.Array, hidden: bool = False):
+    """Paths of the sub-folders ``names`` of ``folder``, hidden ones too if ``hidden`` (a generator, so each is
+    bound to its own folder)."""
+    for name in _names(names):
+        if hidden or not _hidden(name):
+            yield _sub(folder, name)
+
+
+@dataclass(frozen=True)
+class _Folder:
+    """What one folder directly holds, as Arrow: its files (sorted names, sizes, mtimes) and sub-folder names
+    (sorted).  A folder of a million tables is a few Arrow buffers, not a million Python objects."""
+
+    names: pa.Array
+    sizes: np.ndarray
+    mtimes: np.ndarray
+    children: pa.Array
+
+    @classmethod
+    def of(cls, files: _Batches, children: _Batches) -> _Folder:
+        """From the (name, size, mtime_ns) rows of the files and the (name,) rows of the sub-folders."""
+        files_table = files.table("name")
+        return cls(files_table.column("name").combine_chunks(), files_table.column("size").to_numpy(),
+                   files_table.column("mtime_ns").to_numpy(), children.table("name").column("name").combine_chunks())
+
+    def has_child(self, name: str) -> bool:
+        return _holds(self.children, name)
+
+    def has_file(self, name: str) -> bool:
+        return _holds(self.names, name)
+
+    def rows(self):
+        """(name, entry) of every file, sorted by name."""
+        for i, name in enumerate(_names(self.names)):
+            yield name, _Entry(int(self.sizes[i]), int(self.mtimes[i]))
+
+
+def _bisect(sorted_strings: pa.Array, value: str, lo: int, hi: int) -> int:
+    """First index in [lo, hi) whose string is >= ``value`` (Arrow sorts UTF-8 bytes, Python code points: the same
+    order)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sorted_strings[mid].as_py() < value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _holds(sorted_strings: pa.Array, value: str) -> bool:
+    i = _bisect(sorted_strings, value, 0, len(sorted_strings))
+    return i < len(sorted_strings) and sorted_strings[i].as_py() == value
+
+
 class _Tree(ABC):
-    """Folders of a lake, however they were listed: one listing of every object, or a local walk a folder at a time."""
+    """Folders of a lake, however they were listed: one listing of every object, or a local walk a folder at a
+    time.  The last :data:`_KEPT` folders read stay cached."""
+
+    def __init__(self):
+        self._kept: OrderedDict[str, _Folder] = OrderedDict()
+
+    def folder(self, folder: str) -> _Folder:
+        if folder in self._kept:
+            self._kept.move_to_end(folder)
+            return self._kept[folder]
+        self._kept[folder] = node = self._read(folder)
+        if len(self._kept) > _KEPT:
+            self._kept.popitem(last=False)
+        return node
 
     @abstractmethod
-    def files(self, folder: str) -> dict[str, _Entry]:
-        """{name: entry} of the files directly in ``folder``."""
-
-    @abstractmethod
-    def children(self, folder: str) -> list[str]:
-        """Names of the sub-folders of ``folder``, sorted."""
+    def _read(self, folder: str) -> _Folder:
+        """What ``folder`` ('' for the root) directly holds."""
 
     def below(self, folder: str):
         """(relative folder, name, entry) of every file at or below ``folder``, folders sorted."""
-        stack = [folder]
+        stack = [iter((folder,))]
         while stack:
-            current = stack.pop()
-            for name, entry in sorted(self.files(current).items()):
+            current = next(stack[-1], None)
+            if current is None:
+                stack.pop()
+                continue
+            node = self.folder(current)
+            for name, entry in node.rows():
                 yield current, name, entry
-            stack.extend(_sub(current, c) for c in reversed(self.children(current)))
+            stack.append(_subfolders(current, node.children, hidden=True))
 
 
-class _ListedTree(_Tree):
-    """A tree from one listing of every object (object storage answers a recursive LIST as one flat result)."""
+class _SortedTree(_Tree):
+    """A tree over one listing of every object (object storage answers a recursive LIST as one flat result), held
+    as Arrow columns sorted by key: a folder is the range of keys under its prefix, found by bisection."""
 
-    def __init__(self, files: dict[str, dict[str, _Entry]]):
-        self._files = files
-        self._children: dict[str, set[str]] = defaultdict(set)
-        for folder in files:
-            while folder:
-                parent, _, name = folder.rpartition("/")
-                self._children[parent].add(name)
-                folder = parent
+    def __init__(self, keys: pa.Array, sizes: np.ndarray, mtimes: np.ndarray):
+        super().__init__()
+        order = pc.sort_indices(keys).to_numpy()
+        self.keys = keys.take(pa.array(order))
+        self.sizes, self.mtimes = np.asarray(sizes, np.int64)[order], np.asarray(mtimes, np.int64)[order]
 
-    def files(self, folder: str) -> dict[str, _Entry]:
-        return self._files.get(folder, {})
+    @classmethod
+    def of(cls, pages) -> _SortedTree:
+        """From pages of (key, size, mtime_ns) rows, each page made Arrow as it arrives."""
+        keys, sizes, mtimes = [pa.array([], pa.string())], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        for page in pages:
+            if page:
+                keys.append(pa.array([p[0] for p in page], pa.string()))
+                sizes.append(np.array([p[1] for p in page], np.int64))
+                mtimes.append(np.array([p[2] for p in page], np.int64))
+        return cls(pa.concat_arrays(keys), np.concatenate(sizes), np.concatenate(mtimes))
 
-    def children(self, folder: str) -> list[str]:
-        return sorted(self._children.get(folder, ()))
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def _read(self, folder: str) -> _Folder:
+        prefix = f"{folder}/" if folder else ""
+        lo = _bisect(self.keys, prefix, 0, len(self.keys)) if folder else 0
+        hi = _bisect(self.keys, f"{folder}0", lo, len(self.keys)) if folder else len(self.keys)  # '0' follows '/'
+        if hi - lo <= _SMALL:
+            files, children, last = _Batches(_FILES), _Batches(_NAMES), None
+            for i, key in enumerate(self.keys.slice(lo, hi - lo).to_pylist(), lo):
+                name, slash, _ = key[len(prefix):].partition("/")
+                if slash:
+                    if name != last:  # a sub-folder's keys are contiguous in key order
+                        children.add(name)
+                        last = name
+                else:
+                    files.add(name, int(self.sizes[i]), int(self.mtimes[i]))
+            return _Folder.of(files, children)
+        rest = pc.utf8_slice_codeunits(self.keys.slice(lo, hi - lo), len(prefix))
+        deep = pc.match_substring(rest, "/").to_numpy(zero_copy_only=False)
+        flat = np.flatnonzero(~deep)
+        children = pc.unique(pc.list_element(pc.split_pattern(rest.filter(pa.array(deep)), "/", max_splits=1), 0))
+        return _Folder(rest.take(pa.array(flat)), self.sizes[lo + flat], self.mtimes[lo + flat],
+                       children.take(pc.sort_indices(children)))
 
 
 class _LocalTree(_Tree):
-    """A local folder read one sub-folder at a time, the last :data:`_KEPT` folders cached.
+    """A local folder read one sub-folder at a time.
 
     Links to folders are not walked (they may lead out of the lake, or round in a cycle); a link to a file is listed
     with its target's size and mtime, and a dangling one with its own, so the scan records why it cannot be read.
     """
 
     def __init__(self, root: str):
+        super().__init__()
         self.root = root
-        self._kept: OrderedDict[str, tuple[dict[str, _Entry], list[str]]] = OrderedDict()
 
-    def _read(self, folder: str) -> tuple[dict[str, _Entry], list[str]]:
-        if folder in self._kept:
-            self._kept.move_to_end(folder)
-            return self._kept[folder]
-        files: dict[str, _Entry] = {}
-        children: list[str] = []
+    def _read(self, folder: str) -> _Folder:
+        files, children = _Batches(_FILES), _Batches(_NAMES)
         try:
             with os.scandir(os.path.join(self.root, folder) if folder else self.root) as entries:
                 for entry in entries:
                     if entry.is_dir(follow_symlinks=False):
-                        children.append(entry.name)
+                        children.add(entry.name)
                     elif entry.is_symlink() and entry.is_dir():
                         continue
                     else:
@@ -231,19 +336,39 @@ class _LocalTree(_Tree):
                             st = entry.stat()
                         except OSError:  # a dangling link: listed, so the scan records why it cannot be read
                             st = entry.stat(follow_symlinks=False)
-                        files[entry.name] = _Entry(st.st_size, st.st_mtime_ns)
+                        files.add(entry.name, st.st_size, st.st_mtime_ns)
         except OSError:  # gone or unreadable since its parent was read: as os.walk, nothing listed
             pass
-        self._kept[folder] = (files, sorted(children))
-        if len(self._kept) > _KEPT:
-            self._kept.popitem(last=False)
-        return self._kept[folder]
+        return _Folder.of(files, children)
 
-    def files(self, folder: str) -> dict[str, _Entry]:
-        return self._read(folder)[0]
 
-    def children(self, folder: str) -> list[str]:
-        return self._read(folder)[1]
+def _remote_pages(uri: str):
+    """Pages of (key relative to ``uri``, size, mtime_ns) of every object under ``uri``.
+
+    S3 is paged with boto3's ``list_objects_v2`` paginator, :data:`_PAGE` keys a request, so the listing holds at
+    most a page as Python objects; fsspec's ``find`` returns the whole listing as one dict of dicts (about 1 KB an
+    object).  Other object stores go through ``find``, one page.  Folder markers (keys ending in ``/``) are not
+    objects of the lake.
+    """
+    fs, base = storage.filesystem(uri)
+    if storage.scheme(uri) in ("s3", "s3a"):
+        bucket, _, key = base.partition("/")
+        prefix = f"{key.strip('/')}/" if key.strip("/") else ""
+        try:
+            for page in storage.s3_client().get_paginator("list_objects_v2").paginate(
+                    Bucket=bucket, Prefix=prefix, PaginationConfig={"PageSize": _PAGE}):
+                yield [(o["Key"][len(prefix):], int(o.get("Size") or 0), _mtime_ns(o.get("LastModified")))
+                       for o in page.get("Contents", ()) if not o["Key"].endswith("/")]
+        except Exception as exc:  # botocore raises a dozen types for a missing bucket, refused keys, no endpoint
+            raise storage.explain(exc, uri, "lake") from None
+        return
+    page = []
+    for full, info in fs.find(base, detail=True, withdirs=False).items():
+        rel = full[len(base):].lstrip("/")
+        if rel and info.get("type") != "directory":
+            mtime = info.get("mtime") or info.get("LastModified") or info.get("last_modified") or info.get("updated")
+            page.append((rel, int(info.get("size") or 0), _mtime_ns(mtime)))
+    yield page
 
 
 def _digest(items) -> str:
@@ -290,72 +415,78 @@ def _dataset(out: _Rows, tree: _Tree, folder: str, fmt: str, fingerprint: str | 
 
 
 def _delta_version(tree: _Tree, folder: str) -> int | None:
-    names = tree.files(_sub(folder, "_delta_log"))
+    names = _names(tree.folder(_sub(folder, "_delta_log")).names)
     versions = [int(m.group(1)) for m in map(DELTA_LOG_ENTRY.match, names) if m]
     return max(versions) if versions else None
 
 
 def _iceberg_metadata(tree: _Tree, folder: str) -> str | None:
     """Name of the newest metadata file: the highest ``vN`` (Hadoop layout) or ``NNNNN-<uuid>`` (catalog layout)."""
-    names = tree.files(_sub(folder, "metadata"))
     best, best_key = None, None
-    for name in names:
+    for name, entry in tree.folder(_sub(folder, "metadata")).rows():
         m = ICEBERG_METADATA.match(name)
         if m:
-            key = (int(m.group(1) or m.group(2)), names[name].mtime_ns, name)
+            key = (int(m.group(1) or m.group(2)), entry.mtime_ns, name)
             if best_key is None or key > best_key:
                 best, best_key = name, key
     return best
 
 
-def _is_partitioned(tree: _Tree, folder: str) -> bool:
-    subs = [c for c in tree.children(folder) if not _hidden(c)]
-    return bool(subs) and all(_PARTITION.match(c) for c in subs)
+def _is_partitioned(node: _Folder) -> bool:
+    subs = (c for c in _names(node.children) if not _hidden(c))
+    first = next(subs, None)
+    return first is not None and bool(_PARTITION.match(first)) and all(_PARTITION.match(c) for c in subs)
 
 
-def _part_format(tree: _Tree, folder: str) -> str | None:
+def _part_format(node: _Folder) -> str | None:
     """The format of a part-file folder, or None: ``part-*`` files of one table format beside ``_SUCCESS`` or other
     part files, and no sub-folders but hidden ones."""
-    files = tree.files(folder)
-    parts = [n for n in files if _PART_FILE.match(n)]
-    if not parts or [c for c in tree.children(folder) if not _hidden(c)]:
+    parts = node.names.filter(pc.starts_with(node.names, "part-")).to_pylist()
+    if not parts or any(not _hidden(c) for c in _names(node.children)):
         return None
     formats = {file_format(n) for n in parts}
     formats.discard(None)
     if len(formats) != 1:
         return None
-    if "_SUCCESS" not in files and len(parts) < 2:
+    if not node.has_file("_SUCCESS") and len(parts) < 2:
         return None
     return formats.pop()
 
 
 def _classify(tree: _Tree, folder: str, out: _Rows) -> None:
-    """Add the tables at or below ``folder`` to ``out``, depth first, the folder's files before its sub-folders."""
-    stack = [folder]
+    """Add the tables at or below ``folder`` to ``out``, depth first, the folder's files before its sub-folders.
+
+    The walk holds an iterator of names per level, not a list of paths: a folder of a million tables is walked from
+    its Arrow column of names.
+    """
+    stack = [iter((folder,))]
     while stack:
-        folder = stack.pop()
-        children = tree.children(folder)
+        folder = next(stack[-1], None)
+        if folder is None:
+            stack.pop()
+            continue
+        node = tree.folder(folder)
         if folder:
-            if "_delta_log" in children:
+            if node.has_child("_delta_log"):
                 _dataset(out, tree, folder, "delta", f"v{_delta_version(tree, folder)}", skip=("_delta_log",))
                 continue
-            metadata = _iceberg_metadata(tree, folder) if "metadata" in children else None
+            metadata = _iceberg_metadata(tree, folder) if node.has_child("metadata") else None
             if metadata:
                 _dataset(out, tree, folder, "iceberg", metadata, skip=("metadata",))
                 continue
-            if _is_partitioned(tree, folder):
+            if _is_partitioned(node):
                 _dataset(out, tree, folder, "hive")
                 continue
-            parts = _part_format(tree, folder)
+            parts = _part_format(node)
             if parts:
                 _dataset(out, tree, folder, f"parts/{parts}")
                 continue
-        for name, entry in sorted(tree.files(folder).items()):
+        for name, entry in node.rows():
             fmt = file_format(name)
             if fmt is not None and not _hidden(name):
                 out.add(_sub(folder, name), entry.size, entry.mtime_ns, fmt,
                         file_fingerprint(entry.size, entry.mtime_ns))
-        stack.extend(_sub(folder, name) for name in reversed(children) if not _hidden(name))
+        stack.append(_subfolders(folder, node.children))
 
 
 def list_lake(root: str, include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()) -> Listing:
@@ -368,8 +499,8 @@ def list_lake(root: str, include: tuple[str, ...] = (), exclude: tuple[str, ...]
     if storage.scheme(root) == "iceberg":
         from .iceberg import list_catalog
 
-        for table in list_catalog(root):
-            out.add(table.path, table.size, table.mtime_ns, table.format, table.fingerprint)
+        for path, fingerprint in list_catalog(root):
+            out.add(path, 0, 0, "iceberg", fingerprint)
     else:
         root = root if storage.is_remote(root) else storage.local_path(root)
         _classify(_tree(root), "", out)
@@ -379,12 +510,12 @@ def list_lake(root: str, include: tuple[str, ...] = (), exclude: tuple[str, ...]
 def _tree(root: str) -> _Tree:
     if storage.is_remote(root):
         storage.check(root, "lake")
-        files = _walk_remote(root)
-        if not files:
+        tree = _SortedTree.of(_remote_pages(root))
+        if not len(tree):
             fs, base = storage.filesystem(root)
             if not fs.exists(base):
                 raise FileNotFoundError(f"lake {root!r} does not exist")
-        return _ListedTree(files)
+        return tree
     if not os.path.isdir(root):
         raise FileNotFoundError(f"lake folder {root!r} does not exist or is not a folder")
     return _LocalTree(root)
@@ -413,8 +544,8 @@ def locate(path: str) -> tuple[str, LakeTable]:
         size = fs.size(base) if remote else os.path.getsize(path)
         return root, LakeTable(name, int(size or 0), 0, fmt, "")
     found = _Rows()
-    tree = (_ListedTree({(f"{name}/{k}" if k else name): v for k, v in _walk_remote(path).items()}) if remote
-            else _LocalTree(root))
+    tree = (_SortedTree.of([(f"{name}/{key}", size, mtime) for key, size, mtime in page]
+                           for page in _remote_pages(path)) if remote else _LocalTree(root))
     _classify(tree, name, found)
     dataset = [t for t in found.listing() if t.path == name]
     if not dataset:

@@ -20,7 +20,6 @@ from discovery.store import save_model
 from discovery.union.centroids import assign_to_centroids, kmeans
 from discovery.union.stage import MODEL, CentroidModel, current_model, drifted, partition_batch, quantisation_batch
 from spark_jobs.common import fan_out, replace_tables, run_stage, sample_index_rows
-from spark_jobs.profile_columns import done_pairs
 
 STAGE = "centroids"
 
@@ -62,7 +61,7 @@ def run(spark, ctx: StageContext) -> StageReport:
     if wh.committed("centroid_partitions", STAGE, ctx.refresh_id):
         return StageReport(STAGE, message="already committed by an earlier attempt of this refresh")
     catalog = wh.read("catalog")
-    done = done_pairs(ctx, "centroid_partitions")
+    done = ctx.store.pairs("centroid_partitions")
     versions = wh.distinct("column_vectors", "encoder_version")
     if not versions:  # nothing embedded (yet): nothing to partition, and no stale partitions may stay
         replace_tables(spark, "centroid_partitions", catalog.slice(0, 0), done.column("table_id").to_numpy(),

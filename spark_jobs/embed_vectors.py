@@ -145,21 +145,17 @@ def _train(spark, ctx: StageContext, ok: pa.Table, jobs: list[tuple[str, str]], 
     return {r["kind"]: r for r in _run_tasks(spark, len(jobs), task)}
 
 
-def _ids(ctx: StageContext, name: str) -> pa.Table:
-    return ctx.store.read(name, columns=["table_id", "content_hash", "encoder_version"])
-
-
 def plan_outputs(ctx: StageContext, catalog: pa.Table, refs: EncoderRefs):
     """Work rows (catalog rows with one flag per output), ids to remove per output, the base plan and which
     outputs are rebuilt in full."""
     ok = catalog.filter(pc.equal(catalog["status"], "ok"))
     ok_ids = ok.column("table_id").to_numpy()
-    present = {name: _ids(ctx, name) for name in OUTPUTS}
+    present = {name: ctx.store.pairs(name) for name in OUTPUTS}
     expected = {"column_vectors": refs.column, "table_vectors": refs.table_vector_version,
                 "value_vectors": refs.value_vector_version}
     stale = {name: bool(t.num_rows) and (expected[name] is None or bool(
-        pc.any(pc.not_equal(t["encoder_version"], expected[name])).as_py())) for name, t in present.items()}
-    done = present["column_vectors"].group_by(["table_id", "content_hash"]).aggregate([])
+        ctx.store.distinct(name, "encoder_version") - {expected[name]})) for name, t in present.items()}
+    done = present["column_vectors"]
     base_full = ctx.full or stale["column_vectors"]
     base = plan_derived(catalog, done, base_full)
     base_ids = base.work.column("table_id").to_numpy()

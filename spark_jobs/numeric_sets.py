@@ -10,13 +10,12 @@ from functools import partial
 from discovery.numjoin.stage import numeric_batch
 from discovery.refresh import StageContext, StageReport, plan_derived
 from spark_jobs.common import replace_tables, run_stage
-from spark_jobs.profile_columns import done_pairs
 
 STAGE = "numeric"
 
 
 def run(spark, ctx: StageContext) -> StageReport:
-    plan = plan_derived(ctx.store.read("catalog"), done_pairs(ctx, "numeric_sets"), ctx.full)
+    plan = plan_derived(ctx.store.read("catalog"), ctx.store.pairs("numeric_sets"), ctx.full)
     batch = partial(numeric_batch, max_values=ctx.config.numjoin.max_values)
     version, counts, rows = replace_tables(spark, "numeric_sets", plan.work, plan.remove_ids, batch, ctx, STAGE)
     if version is None and (plan.work.num_rows or len(plan.remove_ids)):

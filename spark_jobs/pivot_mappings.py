@@ -21,11 +21,11 @@ import pyarrow.compute as pc
 
 from discovery.join.cost import CANDIDATES, choose_parameters
 from discovery.join.partitioning import partition_capacity, partition_count, settle
-from discovery.join.stage import COLUMN_KEY_BASE, MODEL, column_keys, current_model, fit_pivot_model, mapping_batch
+from discovery.join.stage import (COLUMN_KEY_BASE, MODEL, Histograms, column_keys, current_model, fit_pivot_model,
+                                  mapping_batch)
 from discovery.refresh import StageContext, StageReport, plan_derived
 from discovery.store import save_model
 from spark_jobs.common import replace_tables, run_stage, sample_index_rows
-from spark_jobs.profile_columns import done_pairs
 
 STAGE = "pivots"
 #: Refits a refresh may make to bring an over-full partition within the budget.
@@ -54,13 +54,22 @@ def _capacity(model, budget: int) -> int:
 
 def _stored_columns(wh, model):
     """(column keys, vector counts, stored partition, divergence plus price to every centre) of the whole lake, from
-    the stored ``pivot_mappings`` keys, cells and partitions (a few integer columns, never the vectors)."""
-    pm = wh.read("pivot_mappings", columns=["table_id", "ordinal", "cell", "partition"])
-    keys = column_keys(pm.column("table_id").to_numpy(), pm.column("ordinal").to_numpy())
-    columns, sizes, dist = model.divergences(pm.column("cell").to_numpy(), keys)
-    stored = pm.column("partition").to_numpy()
+    the stored ``pivot_mappings`` keys, cells and partitions (a few integer columns, never the vectors), read a batch
+    at a time: each batch is reduced to its columns' histograms (:meth:`PivotModel.histograms`) and placements
+    before the next is read, so the driver never holds a row of every value vector."""
+    parts, placed_keys, placed = [], [], []
+    for batch in wh.parquet_dataset("pivot_mappings").to_batches(columns=["table_id", "ordinal", "cell", "partition"]):
+        keys = column_keys(batch.column(0).to_numpy(), batch.column(1).to_numpy())
+        parts.append(model.histograms(batch.column(2).to_numpy(), keys))
+        distinct, first = np.unique(keys, return_index=True)
+        placed_keys.append(distinct)
+        placed.append(batch.column(3).to_numpy()[first])
+    if not parts:
+        parts = [model.histograms(np.zeros(0, np.int64), np.zeros(0, np.int64))]
+    columns, sizes, dist = model.divergences_of(Histograms.merge(parts))
     partition = np.zeros(len(columns), dtype=np.int64)
-    partition[np.searchsorted(columns, keys)] = stored
+    if placed:
+        partition[np.searchsorted(columns, np.concatenate(placed_keys))] = np.concatenate(placed)
     return columns, sizes, partition, dist + model.prices
 
 
@@ -92,7 +101,7 @@ def _settle(spark, ctx: StageContext, model, budget: int, source: pa.Table, stag
     rewrite = np.isin(columns // COLUMN_KEY_BASE, tables)  # every column of those tables keeps its placement
     ids = pa.array(tables, pa.int64())
     subset = source.filter(pc.is_in(source["table_id"], ids))
-    done = done_pairs(ctx, "pivot_mappings")
+    done = ctx.store.pairs("pivot_mappings")
     plan = plan_derived(subset, done.filter(pc.is_in(done["table_id"], ids)), True)
     order = np.argsort(columns[rewrite], kind="stable")
     batch = partial(mapping_batch, model=model, files=wh.files("value_vectors"),
@@ -145,10 +154,10 @@ def run(spark, ctx: StageContext) -> StageReport:
     if wh.committed("pivot_mappings", STAGE, ctx.refresh_id):
         return StageReport(STAGE, message="already committed by an earlier attempt of this refresh")
     cfg = ctx.config.join
-    vv_pairs = done_pairs(ctx, "value_vectors")
+    vv_pairs = ctx.store.pairs("value_vectors")
     # Work is defined by the value vectors (only join-candidate columns have any), not by the catalog.
     source = vv_pairs.append_column("status", pa.repeat(pa.scalar("ok", pa.string()), vv_pairs.num_rows))
-    done = done_pairs(ctx, "pivot_mappings")
+    done = ctx.store.pairs("pivot_mappings")
     versions = wh.distinct("value_vectors", "encoder_version")
     if len(versions) > 1:
         raise RuntimeError(f"value vectors carry {len(versions)} encoder versions; the embed stage of this refresh "
@@ -189,7 +198,7 @@ def run(spark, ctx: StageContext) -> StageReport:
         model, again = _refit(spark, ctx, next(iter(versions)), n_rows, budget, over,
                               model.n_partitions + (reason is not None or attempt > 1), stage)
         message = f"{message}; then {again}"
-        plan = plan_derived(source, done_pairs(ctx, "pivot_mappings"), True)
+        plan = plan_derived(source, ctx.store.pairs("pivot_mappings"), True)
         batch = partial(mapping_batch, model=model, files=wh.files("value_vectors"))
         _, counts, rows = replace_tables(spark, "pivot_mappings", plan.work, plan.remove_ids, batch, ctx, stage)
         message = f"{message}; {_settle(spark, ctx, model, budget, source, f'{stage}_settle')}"

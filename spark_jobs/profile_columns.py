@@ -3,22 +3,14 @@ from __future__ import annotations
 
 import sys
 
-import pyarrow as pa
-
 from discovery.refresh import StageContext, StageReport, plan_derived, profile_batch
 from spark_jobs.common import replace_tables, run_stage
 
 STAGE = "profile"
 
 
-def done_pairs(ctx: StageContext, name: str) -> pa.Table:
-    """Distinct (table_id, content_hash) already present in a derived index table."""
-    t = ctx.store.read(name, columns=["table_id", "content_hash"])
-    return t.group_by(["table_id", "content_hash"]).aggregate([])
-
-
 def run(spark, ctx: StageContext) -> StageReport:
-    plan = plan_derived(ctx.store.read("catalog"), done_pairs(ctx, "columns"), ctx.full)
+    plan = plan_derived(ctx.store.read("catalog"), ctx.store.pairs("columns"), ctx.full)
     version, counts, rows = replace_tables(spark, "columns", plan.work, plan.remove_ids, profile_batch, ctx, STAGE,
                                            merge=True)
     if version is None and (plan.work.num_rows or len(plan.remove_ids)):

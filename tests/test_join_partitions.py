@@ -18,7 +18,7 @@ from discovery.join import METHODS
 from discovery.join.cost import CANDIDATES, choose_parameters
 from discovery.join.partitioning import BALANCE, balance_prices, partition_capacity, settle, vector_bytes
 from discovery.join.service import loaded_index
-from discovery.join.stage import COLUMN_KEY_BASE, MODEL, PivotModel, column_keys
+from discovery.join.stage import COLUMN_KEY_BASE, MODEL, Histograms, PivotModel, column_keys
 from discovery.query import resolve_query
 from discovery.store import Warehouse, snapshot_model
 from discovery.vectors import query_value_vectors
@@ -127,6 +127,32 @@ def test_stored_partitions_are_settled_on_full_column_sizes(grown):
     _, sizes, partition, cost = _stored_columns(Warehouse(grown["wh"]), model)  # the warehouse's latest rows
     assert sizes.max() < cap and np.array_equal(settle(cost, sizes, partition, cap), partition)
     assert "largest partition" in grown["message"]
+
+
+def test_the_stored_columns_read_by_batch_equal_the_whole_rows(grown, monkeypatch):
+    """The stage reads the stored cells a batch at a time and merges the batches' histograms: the sizes, placements
+    and costs equal those computed from every row at once, bit for bit, and so do the divergences when the rows
+    come in random splits and the JSD terms in small chunks."""
+    from discovery.join import partitioning
+    from spark_jobs.pivot_mappings import _stored_columns
+
+    snap, model, pm = grown["second"]
+    keys = column_keys(pm.column("table_id").to_numpy(), pm.column("ordinal").to_numpy())
+    cells = pm.column("cell").to_numpy()
+    columns, sizes, dist = model.divergences(cells, keys)
+    partition = np.zeros(len(columns), np.int64)
+    partition[np.searchsorted(columns, keys)] = pm.column("partition").to_numpy()
+    got = _stored_columns(Warehouse(grown["wh"]), model)
+    for a, b in zip(got, (columns, sizes, partition, dist + model.prices)):
+        assert np.array_equal(a, b)
+    rng = np.random.default_rng(11)
+    order = rng.permutation(len(keys))
+    cuts = np.sort(rng.choice(np.arange(1, len(keys)), 5, replace=False))
+    parts = [model.histograms(cells[i], keys[i]) for i in np.split(order, cuts)]
+    monkeypatch.setattr(partitioning, "_ENTRY_CHUNK", 7)
+    merged = model.divergences_of(Histograms.merge(parts))
+    assert np.array_equal(merged[0], columns) and np.array_equal(merged[1], sizes)
+    assert np.array_equal(merged[2], dist)
 
 
 def test_a_partition_read_file_by_file_equals_the_threaded_read(grown):

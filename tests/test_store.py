@@ -124,6 +124,25 @@ def test_reads_counts_and_versions_from_the_log_equal_the_rows(tmp_path):
         assert wh.count_rows("pivot_mappings", version) == through_delta.num_rows
 
 
+def test_pairs_are_the_distinct_table_versions_of_every_file(tmp_path):
+    """The pairs a refresh plans from, read a file batch at a time, equal the distinct (table_id, content_hash) of
+    all rows: a pair repeated within and across files is one pair, and an empty table has none."""
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.ensure()
+    assert wh.pairs("columns").num_rows == 0
+    rng = np.random.default_rng(5)
+    files = []
+    for f in range(4):
+        rows = _columns_rows(rng.integers(0, 6, 9).tolist(), n_per=2)
+        rows = rows.set_column(1, "content_hash", pa.array([f"h{t % 2}" for t in rng.integers(0, 4, rows.num_rows)]))
+        files.append(write_data_file(wh.table_uri("columns"), rows, 1, "profile", f"a{f}"))
+    wh.commit("columns", files, [], refresh_id=1, stage="profile", attempt="a")
+    whole = wh.read("columns", columns=["table_id", "content_hash"]).to_pylist()
+    got = wh.pairs("columns")
+    assert got.column_names == ["table_id", "content_hash"]
+    assert sorted(tuple(r.values()) for r in got.to_pylist()) == sorted({tuple(r.values()) for r in whole})
+
+
 def test_a_fragmented_small_table_is_merged_into_one_file_with_the_same_rows(tmp_path):
     wh = Warehouse(str(tmp_path / "wh"))
     wh.ensure()

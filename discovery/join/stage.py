@@ -44,6 +44,33 @@ def column_keys(table_ids: np.ndarray, ordinals: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class Histograms:
+    """Column cell histograms (:meth:`PivotModel.histograms`): sorted distinct column keys and their vector counts,
+    and one entry per (column, covered bin) with its vector count, sorted by column then bin.  Counts add up, so the
+    histograms of row batches merge into those of all the rows."""
+
+    columns: np.ndarray
+    sizes: np.ndarray
+    entry_columns: np.ndarray
+    entry_bins: np.ndarray
+    entry_counts: np.ndarray
+
+    @staticmethod
+    def merge(parts: list["Histograms"]) -> "Histograms":
+        columns, col = np.unique(np.concatenate([p.columns for p in parts]), return_inverse=True)
+        sizes = np.zeros(len(columns), np.int64)
+        np.add.at(sizes, col, np.concatenate([p.sizes for p in parts]))
+        e_col, e_bin, e_n = (np.concatenate([getattr(p, f) for p in parts])
+                             for f in ("entry_columns", "entry_bins", "entry_counts"))
+        order = np.lexsort((e_bin, e_col))
+        e_col, e_bin, e_n = e_col[order], e_bin[order], e_n[order]
+        starts = np.flatnonzero(np.r_[True, (e_col[1:] != e_col[:-1]) | (e_bin[1:] != e_bin[:-1])]) if len(e_col) \
+            else np.zeros(0, np.int64)
+        return Histograms(columns, sizes, e_col[starts], e_bin[starts],
+                          np.add.reduceat(e_n, starts) if len(starts) else e_n)
+
+
+@dataclass(frozen=True)
 class PivotModel:
     version: str
     pivots: np.ndarray          # (p, d) float32
@@ -85,22 +112,36 @@ class PivotModel:
                          "pivot_id": np.arange(len(self.pivots), dtype=np.int32),
                          "vector": [v.tolist() for v in self.pivots]}, schema=SCHEMAS["pivots"])
 
-    def divergences(self, cells: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(distinct column keys, their vector counts, the JSD of each column's histogram to each centre) from the
-        vectors' leaf cells: the histogram bin of a vector is its leaf cell's ancestor at ``hist_level`` (a Morton
-        prefix, :mod:`.grid`), the cell :meth:`GridSpec.leaf_cells` gives at that level.  The same numbers whether a
-        Spark task computes them from its tables' rows or the stage from the stored cells of the whole lake."""
-        columns, col = np.unique(keys, return_inverse=True)
-        sizes = np.bincount(col, minlength=len(columns))
+    def histograms(self, cells: np.ndarray, keys: np.ndarray) -> "Histograms":
+        """The columns' vector counts and cell histograms from the vectors' leaf cells: the histogram bin of a
+        vector is its leaf cell's ancestor at ``hist_level`` (a Morton prefix, :mod:`.grid`), the cell
+        :meth:`GridSpec.leaf_cells` gives at that level; a vector in a bin no centre covers counts in its column's
+        size only."""
+        columns, col = np.unique(np.asarray(keys, dtype=np.int64), return_inverse=True)
+        sizes = np.bincount(col, minlength=len(columns)).astype(np.int64)
         if self.n_partitions == 1 or len(columns) == 0:
-            return columns, sizes, np.zeros((len(columns), self.n_partitions))
+            return Histograms(columns, sizes, *(np.zeros(0, np.int64) for _ in range(3)))
         coarse = np.asarray(cells, dtype=np.int64) >> (len(self.pivots) * (self.grid.levels - self.hist_level))
         pos = np.minimum(np.searchsorted(self.bins, coarse), len(self.bins) - 1)
         known = self.bins[pos] == coarse
         ukey, counts = np.unique(col[known].astype(np.int64) * len(self.bins) + pos[known], return_counts=True)
-        e_col, e_bin = ukey // len(self.bins), ukey % len(self.bins)
-        e_p = counts / sizes[e_col]
-        dist = jsd_to_centres(e_col, e_bin, e_p, len(columns), self.centres)
+        return Histograms(columns, sizes, columns[ukey // len(self.bins)], ukey % len(self.bins),
+                          counts.astype(np.int64))
+
+    def divergences(self, cells: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(distinct column keys, their vector counts, the JSD of each column's histogram to each centre) from the
+        vectors' leaf cells (:meth:`histograms`).  The same numbers whether a Spark task computes them from its
+        tables' rows or the stage from the stored cells of the whole lake, a batch at a time
+        (:meth:`Histograms.merge`)."""
+        return self.divergences_of(self.histograms(cells, keys))
+
+    def divergences_of(self, hist: "Histograms") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        columns, sizes = hist.columns, hist.sizes
+        if self.n_partitions == 1 or len(columns) == 0:
+            return columns, sizes, np.zeros((len(columns), self.n_partitions))
+        e_col = np.searchsorted(columns, hist.entry_columns)
+        e_p = hist.entry_counts / sizes[e_col]
+        dist = jsd_to_centres(e_col, hist.entry_bins, e_p, len(columns), self.centres)
         # Mass in cells no centre covers: each such bin adds a * ln2 / 2 to the divergence to every centre.
         unknown = 1.0 - np.bincount(e_col, weights=e_p, minlength=len(columns))
         dist += 0.5 * _LN2 * np.clip(unknown, 0.0, None)[:, None]

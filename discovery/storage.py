@@ -78,7 +78,13 @@ def _remote_fs(proto: str, env_key: tuple):
 
 def s3_client():
     """A boto3 S3 client with the same endpoint, region and ``AWS_*`` credentials as the s3fs filesystem, for the
-    paged listing s3fs does not expose (:func:`discovery.lake.listing._remote_pages`)."""
+    paged listing s3fs does not expose (:func:`discovery.lake.listing._remote_pages`).  One per set of variables, as
+    the filesystems are: a client loads botocore's S3 model, tens of MB."""
+    return _s3_client(_env_key())
+
+
+@lru_cache(maxsize=8)
+def _s3_client(env_key: tuple):
     import boto3
 
     kwargs = _s3_kwargs()

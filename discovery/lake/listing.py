@@ -30,7 +30,9 @@ import os
 import re
 from abc import ABC, abstractmethod
 from collections import OrderedDict, defaultdict
+from bisect import bisect_left
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 import pyarrow as pa
@@ -124,12 +126,21 @@ class _Batches:
                 [pa.array(col, field.type) for col, field in zip(zip(*self.rows), self.schema)], schema=self.schema))
             self.rows = []
 
-    def table(self, sort_by: str) -> pa.Table:
+    def columns(self, sort_by: str) -> list:
+        """The columns sorted by ``sort_by``: Python lists when the rows never filled a batch (most folders: a list
+        costs a fraction of an Arrow array to build), else Arrow arrays (the same order: Python compares code
+        points, Arrow UTF-8 bytes)."""
+        if not self.batches:
+            self.rows.sort(key=itemgetter(self.schema.names.index(sort_by)))
+            return [list(col) for col in zip(*self.rows)] if self.rows else [[] for _ in self.schema]
         self._flush()
         table = pa.Table.from_batches(self.batches, schema=self.schema)
-        if table.num_rows:
-            table = table.take(pc.sort_indices(table, [(sort_by, "ascending")]))
-        return table.combine_chunks()
+        table = table.take(pc.sort_indices(table, [(sort_by, "ascending")]))
+        return [table.column(name).combine_chunks() for name in self.schema.names]
+
+    def table(self, sort_by: str) -> pa.Table:
+        return pa.table([col if isinstance(col, pa.Array) else pa.array(col, field.type)
+                         for col, field in zip(self.columns(sort_by), self.schema)], schema=self.schema)
 
 
 class _Rows:
@@ -170,13 +181,16 @@ def _sub(folder: str, name: str) -> str:
     return f"{folder}/{name}" if folder else name
 
 
-def _names(array: pa.Array):
-    """The strings of ``array``, converted :data:`_BATCH` at a time."""
-    for start in range(0, len(array), _BATCH):
-        yield from array.slice(start, _BATCH).to_pylist()
+def _names(names):
+    """The strings of ``names`` (a list, or an Arrow array converted :data:`_BATCH` at a time)."""
+    if isinstance(names, list):
+        yield from names
+        return
+    for start in range(0, len(names), _BATCH):
+        yield from names.slice(start, _BATCH).to_pylist()
 
 
-def _subfolders(folder: str, names: pa.Array, hidden: bool = False):
+def _subfolders(folder: str, names, hidden: bool = False):
     """Paths of the sub-folders ``names`` of ``folder``, hidden ones too if ``hidden`` (a generator, so each is
     bound to its own folder)."""
     for name in _names(names):
@@ -186,20 +200,21 @@ def _subfolders(folder: str, names: pa.Array, hidden: bool = False):
 
 @dataclass(frozen=True)
 class _Folder:
-    """What one folder directly holds, as Arrow: its files (sorted names, sizes, mtimes) and sub-folder names
-    (sorted).  A folder of a million tables is a few Arrow buffers, not a million Python objects."""
+    """What one folder directly holds: its files (sorted names, sizes, mtimes) and sub-folder names (sorted), as
+    Python lists for a folder of a few thousand entries and as Arrow (names) and numpy (numbers) beyond: a folder of
+    a million tables is a few buffers, not a million Python objects."""
 
-    names: pa.Array
-    sizes: np.ndarray
-    mtimes: np.ndarray
-    children: pa.Array
+    names: list | pa.Array
+    sizes: list | np.ndarray
+    mtimes: list | np.ndarray
+    children: list | pa.Array
 
     @classmethod
     def of(cls, files: _Batches, children: _Batches) -> _Folder:
         """From the (name, size, mtime_ns) rows of the files and the (name,) rows of the sub-folders."""
-        files_table = files.table("name")
-        return cls(files_table.column("name").combine_chunks(), files_table.column("size").to_numpy(),
-                   files_table.column("mtime_ns").to_numpy(), children.table("name").column("name").combine_chunks())
+        names, sizes, mtimes = (c if isinstance(c, list) or i == 0 else c.to_numpy()
+                                for i, c in enumerate(files.columns("name")))
+        return cls(names, sizes, mtimes, children.columns("name")[0])
 
     def has_child(self, name: str) -> bool:
         return _holds(self.children, name)
@@ -213,9 +228,11 @@ class _Folder:
             yield name, _Entry(int(self.sizes[i]), int(self.mtimes[i]))
 
 
-def _bisect(sorted_strings: pa.Array, value: str, lo: int, hi: int) -> int:
-    """First index in [lo, hi) whose string is >= ``value`` (Arrow sorts UTF-8 bytes, Python code points: the same
-    order)."""
+def _bisect(sorted_strings, value: str, lo: int, hi: int) -> int:
+    """First index in [lo, hi) whose string is >= ``value``, in a sorted list or Arrow array (Arrow sorts UTF-8
+    bytes, Python code points: the same order)."""
+    if isinstance(sorted_strings, list):
+        return bisect_left(sorted_strings, value, lo, hi)
     while lo < hi:
         mid = (lo + hi) // 2
         if sorted_strings[mid].as_py() < value:
@@ -225,9 +242,11 @@ def _bisect(sorted_strings: pa.Array, value: str, lo: int, hi: int) -> int:
     return lo
 
 
-def _holds(sorted_strings: pa.Array, value: str) -> bool:
+def _holds(sorted_strings, value: str) -> bool:
     i = _bisect(sorted_strings, value, 0, len(sorted_strings))
-    return i < len(sorted_strings) and sorted_strings[i].as_py() == value
+    if i == len(sorted_strings):
+        return False
+    return (sorted_strings[i] if isinstance(sorted_strings, list) else sorted_strings[i].as_py()) == value
 
 
 class _Tree(ABC):
@@ -441,7 +460,7 @@ def _is_partitioned(node: _Folder) -> bool:
 def _part_format(node: _Folder) -> str | None:
     """The format of a part-file folder, or None: ``part-*`` files of one table format beside ``_SUCCESS`` or other
     part files, and no sub-folders but hidden ones."""
-    parts = node.names.filter(pc.starts_with(node.names, "part-")).to_pylist()
+    parts = [name for name in _names(node.names) if _PART_FILE.match(name)]
     if not parts or any(not _hidden(c) for c in _names(node.children)):
         return None
     formats = {file_format(n) for n in parts}

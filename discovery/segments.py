@@ -15,7 +15,9 @@ The rule, applied to one normalised value:
 2. Cut at ``;``, ``|``, at `` / `` and at a spaced dash (`` - ``, `` – ``, `` — ``); strip each part.
 3. A part with a comma gives its head, the words before the first ``, ``: what follows qualifies it as a
    parenthesis does (``manor ground, plumstead``, ``maine, usa``).  A "Last, First" name is kept whole instead
-   (:func:`.encoders.canonical.reorder_names` turns it into "First Last", so it meets that spelling).
+   (:func:`.encoders.canonical.reorder_names` turns it into "First Last", so it meets that spelling), unless the
+   words after the comma name a region (:data:`discovery.places.REGIONS`): ``augusta, maine`` is a place and gives
+   ``augusta``, ``washington, george`` stays whole.
 4. Keep a part only if it holds at least :data:`MIN_LETTERS` letters besides month names: years, dates,
    coordinates and spans are shared by unrelated rows (the term of one office holder is the term of many), so a
    match through them alone would be noise; names and words are what a join key is made of.
@@ -23,18 +25,18 @@ The rule, applied to one normalised value:
 
 Glued words are split first, on the cell as written, since case folding removes the case change that explains the
 split (:func:`unglue`): a run of letters made only of two or more capitalised words, each an upper-case letter and at
-least two lower-case letters, gets a space at each lower-to-upper change (``NewJersey`` -> ``New Jersey``,
-``SanFrancisco`` -> ``San Francisco``, ``NewJerseyCity`` -> ``New Jersey City``).  Runs with an all-caps part
-(``USA``, ``USAToday``), a one- or two-letter capitalised part (``McDonald``, ``DeSoto``, ``LaSalle``), a lower-case
-start (``iPhone``) or the surname prefix ``Mac`` (``MacArthur``) are left whole: there the case change is part of the
-name.  Letters are those of Latin-1 (Western European names: ``SãoPaulo`` splits).  The split text is then normalised
+least one lower-case letter (the first word at least two), gets a space at each lower-to-upper change (``NewJersey``
+-> ``New Jersey``, ``SanFrancisco`` -> ``San Francisco``, ``NewJerseyCity`` -> ``New Jersey City``, ``SantaFe`` ->
+``Santa Fe``).  Runs with an all-caps part (``USA``, ``USAToday``), a one- or two-letter capitalised first word
+(``McDonald``, ``DeSoto``, ``LaSalle``, ``StLouis``), a lower-case start (``iPhone``) or the surname prefix ``Mac``
+(``MacArthur``) are left whole: there the case change is part of the name, a prefix glued to the name it qualifies.  A
+short word after the first is no such prefix (``Fe``, ``Ex`` of ``FedEx``), so it is split.  Letters are those of
+Latin-1 (Western European names: ``SãoPaulo`` splits).  The split text is then normalised
 (:func:`discovery.normalize.normalize_array`, which folds case) and cut by the rule above, and a part equal to the
 whole value is dropped as before, so ``newjersey`` gets the segment ``new jersey`` and meets the tables that write
-``New Jersey``.  A value is stored once, normalised, however its cells spell it: it is split when one of its
-spellings in the column has a glued word, with the smallest split text when several do (:func:`glued_spellings`), so
-the segments are a function of the column's set of cells, whatever their order.
-On ``benchmarks/webjoin.py`` the split lifts the right columns of the two glued query columns (states, capitals) from
-45 and 44 to 50 and 49 matched values of 50 (``SantaFe`` stays whole); value vectors grow by 18 (2,075 -> 2,093).
+``New Jersey``.  A value is stored once, normalised, however its cells spell it: it is split when one of its spellings
+in the column has a glued word, with the smallest split text when several do (:func:`glued_spellings`), so the
+segments are a function of the column's set of cells, whatever their order.
 
 A value with no delimiter and no glued word has no segments: its one vector is its whole-cell vector, as before.
 
@@ -62,12 +64,14 @@ import pyarrow.compute as pc
 
 from .encoders.canonical import _LAST_FIRST, _MONTHS
 from .normalize import normalize_values
+from .places import REGIONS
 
 #: Segments kept per value (besides the whole value), the first in cell order.
 MAX_SEGMENTS = 3
 #: Version of the rule, part of the value vectors' encoder version (:class:`discovery.vectors.EncoderRefs`), so that
-#: rows cut by an older rule are re-encoded.  2: glued words are split.
-RULE = 2
+#: rows cut by an older rule are re-encoded.  2: glued words are split.  3: a "Last, First" shape whose tail names a
+#: region gives its head; a glued word after the first may have two letters.
+RULE = 3
 #: Letters a segment needs to be kept (see rule 3).
 MIN_LETTERS = 3
 
@@ -77,7 +81,8 @@ _COMMA = re.compile(r", ")
 _LETTER = re.compile(r"[^\W\d_]")
 _MONTH_WORD = re.compile(r"\b(?:" + "|".join(f"{full}|{abbr}" for full, abbr in _MONTHS) + r")\b\.?")
 _UPPER, _LOWER = "A-Z\u00c0-\u00d6\u00d8-\u00de", "a-z\u00df-\u00f6\u00f8-\u00ff"
-_GLUED = re.compile(rf"(?<![^\W\d_])(?!Mac[{_UPPER}])(?:[{_UPPER}][{_LOWER}]{{2,}}){{2,}}(?![^\W\d_])")
+_GLUED = re.compile(
+    rf"(?<![^\W\d_])(?!Mac[{_UPPER}])[{_UPPER}][{_LOWER}]{{2,}}(?:[{_UPPER}][{_LOWER}]+)+(?![^\W\d_])")
 _GLUE_POINT = re.compile(rf"(?<=[{_LOWER}])(?=[{_UPPER}])")
 
 
@@ -109,7 +114,8 @@ def _parts(value: str) -> list[str]:
         part = part.strip(" ,.:")
         if not part:
             continue
-        if ", " in part and not _LAST_FIRST.fullmatch(part):
+        name = _LAST_FIRST.fullmatch(part) if ", " in part else None
+        if ", " in part and (name is None or name.group(2) in REGIONS):
             out.append(_COMMA.split(part, maxsplit=1)[0].strip(" ,.:"))
         else:
             out.append(part)

@@ -19,6 +19,8 @@ from join_data import stored_rows
     ("George Clinton; July 26 1739 \u2013 ...", ["george clinton"]),
     ("Maine; 44\u00b021\u2032N 68\u00b013\u2032W", ["maine"]),
     ("Washington, George; 1732 - 1799", ["washington, george"]),   # "Last, First" kept whole
+    ("Augusta, Maine", ["augusta"]), ("Trenton, New Jersey; 1790", ["trenton"]),  # ... unless its tail is a region
+    ("Paris, France", ["paris"]), ("Smith, Chad", []), ("Maine, Augusta", []),
     ("Manor Ground, Plumstead | Arsenal", ["manor ground", "arsenal"]),  # the head of a comma part
     ("New York / New Jersey", ["new york", "new jersey"]),
     ("Tom Elliott (politician)", ["tom elliott"]),                # a qualifier is no segment
@@ -36,7 +38,9 @@ def test_segments_follow_the_stated_rule(cell, segments):
     ("S\u00e3oPaulo", "S\u00e3o Paulo"), ("NewJersey; 40\u00b0N", "New Jersey; 40\u00b0N"),
     ("Maine and NewYork", "Maine and New York"),
     ("USA", "USA"), ("USAToday", "USAToday"), ("NewJerseyUSA", "NewJerseyUSA"),    # an all-caps part
-    ("McDonald", "McDonald"), ("DeSoto", "DeSoto"), ("LaSalle", "LaSalle"),        # a short capitalised part
+    ("SantaFe", "Santa Fe"), ("FedEx", "Fed Ex"),                                   # a short word after the first
+    ("McDonald", "McDonald"), ("DeSoto", "DeSoto"), ("LaSalle", "LaSalle"),        # a short capitalised first word
+    ("StLouis", "StLouis"), ("ElPaso", "ElPaso"),
     ("MacArthur", "MacArthur"), ("iPhone", "iPhone"), ("New Jersey", "New Jersey"), ("newjersey", "newjersey"),
 ])
 def test_glued_words_split_by_the_stated_rule(cell, split):

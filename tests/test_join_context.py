@@ -70,6 +70,69 @@ def test_table_context_counts_column_pairs_and_agreeing_rows():
     assert ctx.text().startswith("Name ~ name, Year ~ year; rows 0.75 (Year ~ year")
 
 
+def _brute_force_context(query, postings, lake_column, link, lake_names):
+    """The context by its definition, one set per (query column, lake column)."""
+    col = postings.column("column").to_pylist()
+    row = postings.column("row").to_pylist()
+    code = query.code(postings.column("value")).tolist()
+    key_of = {r: v for c, r, v in zip(col, row, code) if c == lake_column}
+    cells = [(c, r, v) for c, r, v in zip(col, row, code) if c != lake_column and v >= 0]
+    lake_cols = sorted({c for c, _, _ in cells})
+    pairs = []
+    for j in query.others:
+        dj = set(query.distinct[j].tolist())
+        best = max(((len(dj & {v for c2, _, v in cells if c2 == c}), c) for c in lake_cols), default=(0, -1))
+        if best[0] >= 2 and best[0] / len(dj) >= 0.5:
+            pairs.append((query.names[j], lake_names[best[1]], best[0] / len(dj)))
+    linked = query.links(link).tolist()
+    agree_any, row_pairs = set(), []
+    for c in lake_cols:
+        held = {(key_of[r], v) for c2, r, v in cells if c2 == c and key_of.get(r, -1) >= 0}
+        for j in query.others:
+            qc = query.codes[j].tolist()
+            agree = {r for r in range(len(linked)) if linked[r] >= 0 and qc[r] >= 0 and (linked[r], qc[r]) in held}
+            if agree:
+                row_pairs.append((query.names[j], lake_names[c], len(agree)))
+                agree_any |= agree
+    n_linked = sum(x >= 0 for x in linked)
+    rows = len(agree_any) / n_linked if n_linked else 0.0
+    row_pairs.sort(key=lambda p: -p[2])
+    return pairs, rows, row_pairs
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_table_context_equals_its_definition_on_random_tables(seed):
+    """Random query and lake tables over a small vocabulary (many ties, repeated pairs, empty cells): the column pairs,
+    the agreeing rows and the evidence, in order, equal a set-by-set computation of the definition."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(int(rng.integers(2, 12)))]
+    n_q, n_cols, n_lake = int(rng.integers(1, 30)), int(rng.integers(2, 5)), int(rng.integers(1, 40))
+
+    def column(n):
+        return pa.array([None if rng.random() < 0.1 else str(rng.choice(words)) for _ in range(n)], pa.string())
+
+    key = int(rng.integers(0, n_cols))
+    q = QueryContext([f"Q{j}" for j in range(n_cols)], [column(n_q) for _ in range(n_cols)], key=key)
+    lake_cols = int(rng.integers(1, 6))
+    lake_column = int(rng.integers(0, lake_cols))
+    cells = [(c, r, str(rng.choice(words))) for r in range(n_lake) for c in range(lake_cols) if rng.random() < 0.9]
+    link = {v: str(rng.choice(words)) for v in q.key_values.drop_null().to_pylist() if rng.random() < 0.8}
+    q.add_values(list(link.values()))
+    postings = pa.table({"table_id": [3] * len(cells), "column": pa.array([c for c, _, _ in cells], pa.int32()),
+                         "row": pa.array([r for _, r, _ in cells], pa.int64()),
+                         "value": pa.array([v for _, _, v in cells], pa.string())})
+    names = {c: f"c{c}" for c in range(lake_cols)}
+    ctx = table_context(q, postings, lake_column, link, names)
+    if not q.others or not cells:
+        assert ctx.score == 0.0
+        return
+    pairs, rows, row_pairs = _brute_force_context(q, postings, lake_column, link, names)
+    assert ctx.pairs == pairs
+    assert ctx.rows == round(rows, 6)
+    assert ctx.row_pairs == row_pairs
+    assert ctx.score == round(rows + sum(s for _, _, s in pairs), 6)
+
+
 # -- a lake where Party ties ----------------------------------------------------------------------------------------
 def _write(path, header, rows):
     with open(path, "w", newline="", encoding="utf-8") as fh:

@@ -15,6 +15,7 @@ from discovery.store import (SCHEMAS, DataFile, Warehouse, WarehouseError, candi
                              drop_table_ids, load_snapshot, new_attempt_token, read_rows, write_data_file)
 from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store.files import data_file_name, parse_data_file_name
+from discovery.store.filters import among
 
 
 def _columns_rows(table_ids, n_per=3):
@@ -246,6 +247,27 @@ def test_a_filtered_read_finds_rows_of_long_string_values(tmp_path, value):
     for v in (value, value + "~"):
         assert wh.read("query_results", filter=pc.field("batch_id") == v).column("batch_id").to_pylist() == [v]
     assert wh.read("query_results", filter=pc.field("batch_id") == value + "~~").num_rows == 0
+
+
+@pytest.mark.parametrize("n", [3, 50, 51, 200])
+def test_a_read_of_many_tables_opens_only_their_files(tmp_path, n):
+    """``among`` keeps exactly the rows of the tables asked for, and statistics prune every file outside their
+    range whatever the number of tables (``isin`` alone is pruned only up to 50 values)."""
+    import pyarrow.dataset as pads
+    import pyarrow.parquet as pq
+
+    for f in range(4):
+        pq.write_table(pa.table({"table_id": pa.array(np.arange(f * 300, f * 300 + 300), pa.int64())}),
+                       tmp_path / f"f{f}.parquet", row_group_size=100)
+    wanted = np.arange(300, 300 + 2 * n, 2)   # tables of the second file (and the third beyond 150)
+    dataset = pads.dataset(tmp_path)
+    flt = among("table_id", wanted[::-1])
+    assert dataset.to_table(filter=flt).column("table_id").to_pylist() == wanted.tolist()
+    groups = {os.path.basename(fr.path): len(fr.subset(filter=flt).row_groups) for fr in dataset.get_fragments()}
+    starts = np.arange(0, 1200, 100)          # row groups of 100 tables, 3 a file
+    touched = (starts <= wanted.max()) & (starts + 99 >= wanted.min())
+    assert groups == {f"f{f}.parquet": int(touched[3 * f:3 * f + 3].sum()) for f in range(4)}
+    assert groups["f0.parquet"] == groups["f3.parquet"] == 0
 
 
 def test_snapshots_pin_versions(tmp_path):

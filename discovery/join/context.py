@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..normalize import normalize_array
+from ..store.filters import among
 
 #: A column pair is context when the lake column holds this share of the query column's distinct values ...
 MIN_CONTAINMENT = 0.5
@@ -129,7 +130,7 @@ def read_postings(read, table_ids: list[int], max_rows: int = MAX_ROWS) -> pa.Ta
     if not table_ids:
         return pa.table({"table_id": pa.array([], pa.int64()), "column": pa.array([], pa.int32()),
                          "row": pa.array([], pa.int64()), "value": pa.array([], pa.string())})
-    flt = pc.field("table_id").isin(pa.array(sorted(set(table_ids)), pa.int64())) & (pc.field("row") < max_rows)
+    flt = among("table_id", table_ids) & (pc.field("row") < max_rows)
     return read(["table_id", "column", "row", "value"], flt)
 
 
@@ -151,38 +152,81 @@ def table_context(query: QueryContext, postings: pa.Table, lake_column: int, lin
     key_of_row[row[at_key]] = code[at_key]
     keep = ~at_key & (code >= 0)
     col, row, code = col[keep], row[keep], code[keep]
-    lake_cols = np.unique(col)
-    V = query.n_vocab
-    # column pairs: the lake column holding most of each other query column's distinct values
+    lake_cols, col_at = np.unique(col, return_inverse=True)
+    # column pairs: the lake column holding most of each other query column's distinct values (ties: the higher one)
+    shared = _shared_counts([query.distinct[j] for j in query.others], col_at, code, lake_cols.size)
     pairs = []
-    distinct_of = {int(c): np.unique(code[col == c]) for c in lake_cols}
-    for j in query.others:
+    for i, j in enumerate(query.others):
         dj = query.distinct[j]
-        best = max(((int(np.isin(dj, d, assume_unique=True).sum()), c) for c, d in distinct_of.items()),
-                   default=(0, -1))
-        if best[0] >= MIN_SHARED and best[0] / dj.size >= MIN_CONTAINMENT:
-            pairs.append((query.names[j], lake_names.get(best[1], str(best[1])), best[0] / dj.size))
-    # rows: (matched key value, other value) of a query row found in one lake row
+        most = int(shared[i].max(initial=0))
+        if most >= MIN_SHARED and most / dj.size >= MIN_CONTAINMENT:
+            c = int(lake_cols[np.flatnonzero(shared[i] == most)[-1]])
+            pairs.append((query.names[j], lake_names.get(c, str(c)), most / dj.size))
+    # rows: (matched key value, other value) of a query row found in one lake row of another column
     linked = query.links(link)
     has_link = linked >= 0
-    agree_any = np.zeros(linked.size, dtype=bool)
-    row_pairs = []
     lake_key = key_of_row[row]
-    for c in lake_cols:
-        sel = (col == c) & (lake_key >= 0)
-        held = np.unique(lake_key[sel] * V + code[sel])
-        for j in query.others:
-            qc = query.codes[j]
-            ok = has_link & (qc >= 0)
-            agree = np.zeros(linked.size, dtype=bool)
-            agree[ok] = np.isin(linked[ok] * V + qc[ok], held)
-            if agree.any():
-                row_pairs.append((query.names[j], lake_names.get(int(c), str(c)), int(agree.sum())))
-                agree_any |= agree
+    at_row = lake_key >= 0
+    pair_codes = [np.where(has_link & (query.codes[j] >= 0), linked * query.n_vocab + query.codes[j], -1)
+                  for j in query.others]
+    agree_any, agreeing = _agreeing_rows(pair_codes, col_at[at_row], lake_key[at_row] * query.n_vocab + code[at_row],
+                                         lake_cols.size)
+    row_pairs = [(query.names[query.others[i]], lake_names.get(int(lake_cols[c]), str(int(lake_cols[c]))),
+                  int(agreeing[i, c])) for c, i in zip(*np.nonzero(agreeing.T))]
     rows = float(agree_any.sum() / has_link.sum()) if has_link.any() else 0.0
     row_pairs.sort(key=lambda p: -p[2])
     score = rows + sum(s for _, _, s in pairs)
     return Context(round(score, 6), pairs, round(rows, 6), row_pairs)
+
+
+def _shared_counts(distinct: list[np.ndarray], col_at: np.ndarray, code: np.ndarray, n_cols: int) -> np.ndarray:
+    """``[i, c]``: how many of the codes ``distinct[i]`` (unique) lake column ``c`` holds, ``col_at`` and ``code``
+    the lake cells' column index and value code.  One sort of the lake's distinct (value, column) cells and one
+    search per query code, instead of a set intersection per (query column, lake column)."""
+    out = np.zeros((len(distinct), n_cols), dtype=np.int64)
+    if not distinct or code.size == 0:
+        return out
+    cells = np.unique(code * n_cols + col_at)              # distinct (value, column), sorted by value
+    values = cells // n_cols
+    for i, d in enumerate(distinct):
+        lo, hi = np.searchsorted(values, d, "left"), np.searchsorted(values, d, "right")
+        hits = _ranges(lo, hi)
+        out[i] = np.bincount(cells[hits] % n_cols, minlength=n_cols)
+    return out
+
+
+def _agreeing_rows(pair_codes: list[np.ndarray], col_at: np.ndarray, pairs: np.ndarray,
+                   n_cols: int) -> tuple[np.ndarray, np.ndarray]:
+    """(per query row: does any lake column agree, ``[i, c]``: query rows whose (key, other column ``i``) pair lake
+    column ``c`` holds in one row).  ``pair_codes[i]``: per query row its pair code, -1 for none; ``pairs`` and
+    ``col_at``: the lake cells' (row key, value) pair codes and column index."""
+    n_rows = pair_codes[0].size if pair_codes else 0
+    agree_any = np.zeros(n_rows, dtype=bool)
+    agreeing = np.zeros((len(pair_codes), n_cols), dtype=np.int64)
+    if pairs.size == 0:
+        return agree_any, agreeing
+    order = np.lexsort((col_at, pairs))
+    pairs, col_at = pairs[order], col_at[order]
+    first = np.r_[True, (pairs[1:] != pairs[:-1]) | (col_at[1:] != col_at[:-1])]
+    pairs, col_at = pairs[first], col_at[first]             # distinct (pair, column), sorted by pair
+    for i, codes in enumerate(pair_codes):
+        rows = np.flatnonzero(codes >= 0)
+        lo, hi = np.searchsorted(pairs, codes[rows], "left"), np.searchsorted(pairs, codes[rows], "right")
+        hits = _ranges(lo, hi)
+        if hits.size:
+            agreeing[i] = np.bincount(col_at[hits], minlength=n_cols)
+            agree_any[np.repeat(rows, hi - lo)] = True
+    return agree_any, agreeing
+
+
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The concatenated index ranges ``[lo[k], hi[k])``."""
+    size = hi - lo
+    total = int(size.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.repeat(lo - np.r_[0, np.cumsum(size)[:-1]], size)
+    return starts + np.arange(total)
 
 
 def context_groups(matches: list[int], slack: int) -> list[int]:

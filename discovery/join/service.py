@@ -47,6 +47,7 @@ import pyarrow.compute as pc
 from ..query import QueryError, resolve_query
 from ..store import Snapshot, result_names, snapshot_model
 from ..store.cache import INDEXES, deep_nbytes
+from ..store.filters import among
 from ..vectors import query_value_vectors
 from .context import QueryContext, context_groups, context_order, read_postings, table_context
 from .metric import max_distance
@@ -113,8 +114,7 @@ def _columns_filter(mapping: pa.Table):
     keys = column_keys(mapping.column("table_id").to_numpy(), mapping.column("ordinal").to_numpy())
     key = pc.add(pc.multiply(pc.field("table_id"), pa.scalar(COLUMN_KEY_BASE, pa.int64())),
                  pc.field("ordinal").cast(pa.int64()))
-    return (pc.field("table_id").isin(pa.array(np.unique(keys // COLUMN_KEY_BASE), pa.int64()))
-            & key.isin(pa.array(np.unique(keys), pa.int64())))
+    return among("table_id", keys // COLUMN_KEY_BASE) & key.isin(pa.array(np.unique(keys), pa.int64()))
 
 
 def _cache_key(snapshot: Snapshot) -> tuple:

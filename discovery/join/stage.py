@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..store import SCHEMAS, StoredModel, Warehouse, WarehouseError, latest_model, read_rows
+from ..store.filters import among
 from .grid import GridSpec
 from .partitioning import BALANCE, jsd_to_centres, balance_prices, column_histograms, partition_columns
 from .pivots import map_to_pivots, select_pivots
@@ -313,8 +314,7 @@ def values_at(read, wanted: dict[int, list[int]]) -> dict[tuple[int, int], str]:
     columns table_id, ordinal, value; only the wanted columns' tables are read."""
     if not wanted:
         return {}
-    ids = pa.array(sorted({k // COLUMN_KEY_BASE for k in wanted}), pa.int64())
-    rows = read(pc.field("table_id").isin(ids))
+    rows = read(among("table_id", [k // COLUMN_KEY_BASE for k in wanted]))
     keys = column_keys(rows.column("table_id").to_numpy(), rows.column("ordinal").to_numpy())
     rows = rows.filter(pa.array(np.isin(keys, np.fromiter(wanted, dtype=np.int64))))
     rows = rows.sort_by([(k, "ascending") for k in ROW_KEYS])

@@ -7,6 +7,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .files import DataFile, resolve, write_data_file
+from .filters import among
 
 
 def candidate_files(files: pa.Table, table_ids: np.ndarray) -> list[str]:
@@ -42,7 +43,7 @@ def read_rows(table_uri: str, schema: pa.Schema, files: pa.Table, table_ids, col
     """
     ids = pa.array(np.unique(np.asarray(table_ids, dtype=np.int64)))
     fs, root = resolve(table_uri)
-    flt = pc.field("table_id").isin(ids)
+    flt = among("table_id", ids)
     parts = [pq.read_table(f"{root.rstrip('/')}/{p}", columns=columns, filters=flt, filesystem=fs)
              for p in candidate_files(files, ids.to_numpy())]
     want = pa.schema([schema.field(c) for c in columns])

@@ -13,9 +13,10 @@ and partitions, and the refresh's stage seconds.  One process opens it with ``di
 ``join(table, column, top_k=10)`` of ``--queries`` query columns (``name`` and ``partner`` of tables spread over the
 lake), each with ``pexeso`` and then ``exact``; the first query also loads the index, which is then kept in the
 process's index cache, so it is reported apart and the medians are over the others.  Per query: process CPU seconds and
-wall seconds of each method, and the seconds of the phases the search reports (query encoding, index load, blocking and
-verification counts); the run checks that both methods return the same columns with the same match counts.  The
-machine's load average is printed with the figures: on a shared machine the CPU seconds are the comparable figure.
+wall seconds of each method, and the seconds of the phases the search reports (query encoding, index load, blocking
+and verification counts, the witness pass that links each matched value to its nearest lake value, context); the run
+checks that both methods return the same columns with the same match counts.  The machine's load average is printed
+with the figures: on a shared machine the CPU seconds are the comparable figure.
 """
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ from benchmarks.join_memory import _model, refresh, write_lake  # noqa: E402
 
 METHODS = ("pexeso", "exact")
 STATS = ("candidate_pairs", "candidate_vectors", "lemma1_filtered", "distance_computations", "keys_verified",
-         "columns_verified", "early_rejects", "context_columns", "context_seconds")
+         "columns_verified", "early_rejects", "witness_distances", "witness_seconds", "context_columns",
+         "context_seconds")
 
 
 def timed_join(ls, table: str, column: str, method: str, top_k: int) -> dict:
@@ -117,10 +119,14 @@ def main(argv=None) -> int:
     warm = [r for r in rows if not r["first"]]
     medians = {f"{m} {k}": statistics.median(r[f"{m} {k} s"] for r in warm) for m in METHODS for k in ("cpu", "wall")}
     print_table(rows, ["query", "first", "identical", "pexeso cpu s", "exact cpu s", "pexeso wall s", "exact wall s",
-                       "candidate_vectors", "distance_computations", "keys_verified"])
+                       "candidate_vectors", "distance_computations", "keys_verified", "witness_seconds",
+                       "context_seconds"])
     print(f"\n{len(warm)} top-{args.top_k} queries of {args.values}-value columns after the first (which loaded the "
           f"index): median pexeso {medians['pexeso cpu']:.2f} s CPU / {medians['pexeso wall']:.2f} s wall, exact "
-          f"{medians['exact cpu']:.2f} s CPU / {medians['exact wall']:.2f} s wall; answers identical: {all(same)}; "
+          f"{medians['exact cpu']:.2f} s CPU / {medians['exact wall']:.2f} s wall; of pexeso's wall, the witness pass "
+          f"{statistics.median(r['witness_seconds'] or 0 for r in warm):.3f} s and context "
+          f"{statistics.median(r['context_seconds'] or 0 for r in warm):.3f} s (medians); "
+          f"answers identical: {all(same)}; "
           f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     write_result("join_latency", {"tables": args.tables, "values_per_column": args.values, "top_k": args.top_k,
                                   "queries": rows, "medians_after_first": medians, "answers_identical": all(same),

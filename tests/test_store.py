@@ -268,6 +268,7 @@ def test_a_read_of_many_tables_opens_only_their_files(tmp_path, n):
     touched = (starts <= wanted.max()) & (starts + 99 >= wanted.min())
     assert groups == {f"f{f}.parquet": int(touched[3 * f:3 * f + 3].sum()) for f in range(4)}
     assert groups["f0.parquet"] == groups["f3.parquet"] == 0
+    assert dataset.to_table(filter=among("table_id", [])).num_rows == 0
 
 
 def test_snapshots_pin_versions(tmp_path):

@@ -16,7 +16,9 @@ import pyarrow.compute as pc
 
 
 def among(name: str, values) -> pc.Expression:
-    """``field(name) in values`` (non-empty integers), with ``min <= field <= max`` for statistics to prune on."""
+    """``field(name) in values`` (integers), with ``min <= field <= max`` for statistics to prune on."""
     values = np.unique(np.asarray(values, dtype=np.int64))
     field = pc.field(name)
+    if values.size == 0:
+        return field.isin(pa.array([], pa.int64()))
     return (field >= int(values[0])) & (field <= int(values[-1])) & field.isin(pa.array(values, pa.int64()))

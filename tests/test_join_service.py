@@ -183,6 +183,24 @@ def test_every_method_equals_brute_force_and_the_one_partition_build(lakes, part
     assert nonempty >= 10
 
 
+def test_a_configured_margin_keeps_the_exact_top_k_but_within_its_slack(lakes, tmp_path, monkeypatch):
+    """``[join] context_margin = 0.05`` (the default orders exact ties only): through the API every method returns
+    the exact top-k but within the margin of the k-th count, ordered within it by context."""
+    config = tmp_path / "margin.toml"
+    config.write_text("[join]\ncontext_margin = 0.05\n")
+    monkeypatch.setenv("LAKESCOUT_CONFIG", str(config))
+    ls = discovery.open(lakes[5])
+    search, _ = _reference(ls, lakes["query"], "company")
+    slacks = []
+    for tau, k in TOP_K:
+        want = search(tau, 0.0)
+        for method in METHODS:
+            got = ls.join(lakes["query"], "company", tau=tau, top_k=k, method=method)
+            check_context_top_k(_answer(ls, got), want, k, context_slack(got))
+            slacks.append(context_slack(got))
+    assert min(slacks) >= 1  # the margin is in force: these queries have columns that can be evidence
+
+
 def test_top_k_returns_the_k_most_joinable_columns(lakes):
     """A user asking for 5 gets 5 when 5 columns share a match, whatever their joinability; the exact top-k but
     within the context margin of the k-th count."""

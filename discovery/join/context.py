@@ -179,19 +179,32 @@ def table_context(query: QueryContext, postings: pa.Table, lake_column: int, lin
     return Context(round(score, 6), pairs, round(rows, 6), row_pairs)
 
 
+class _Cells:
+    """A table's distinct (key, column) cells, sorted by key, and the columns holding a given key: one sort and one
+    search per query array, instead of a set intersection per (query column, lake column)."""
+
+    def __init__(self, keys: np.ndarray, col_at: np.ndarray):
+        order = np.lexsort((col_at, keys))
+        keys, col_at = keys[order], col_at[order]
+        first = np.r_[True, (keys[1:] != keys[:-1]) | (col_at[1:] != col_at[:-1])][:keys.size]
+        self.keys, self.cols = keys[first], col_at[first]
+
+    def columns_of(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the column of every cell whose key is in ``wanted``, the number of such cells per wanted key)."""
+        lo, hi = np.searchsorted(self.keys, wanted, "left"), np.searchsorted(self.keys, wanted, "right")
+        size = hi - lo
+        total = int(size.sum())
+        starts = np.repeat(lo - np.r_[0, np.cumsum(size)[:-1]], size) if total else np.zeros(0, dtype=np.int64)
+        return self.cols[starts + np.arange(total)], size
+
+
 def _shared_counts(distinct: list[np.ndarray], col_at: np.ndarray, code: np.ndarray, n_cols: int) -> np.ndarray:
     """``[i, c]``: how many of the codes ``distinct[i]`` (unique) lake column ``c`` holds, ``col_at`` and ``code``
-    the lake cells' column index and value code.  One sort of the lake's distinct (value, column) cells and one
-    search per query code, instead of a set intersection per (query column, lake column)."""
+    the lake cells' column index and value code."""
+    cells = _Cells(code, col_at)
     out = np.zeros((len(distinct), n_cols), dtype=np.int64)
-    if not distinct or code.size == 0:
-        return out
-    cells = np.unique(code * n_cols + col_at)              # distinct (value, column), sorted by value
-    values = cells // n_cols
     for i, d in enumerate(distinct):
-        lo, hi = np.searchsorted(values, d, "left"), np.searchsorted(values, d, "right")
-        hits = _ranges(lo, hi)
-        out[i] = np.bincount(cells[hits] % n_cols, minlength=n_cols)
+        out[i] = np.bincount(cells.columns_of(d)[0], minlength=n_cols)
     return out
 
 
@@ -200,33 +213,15 @@ def _agreeing_rows(pair_codes: list[np.ndarray], col_at: np.ndarray, pairs: np.n
     """(per query row: does any lake column agree, ``[i, c]``: query rows whose (key, other column ``i``) pair lake
     column ``c`` holds in one row).  ``pair_codes[i]``: per query row its pair code, -1 for none; ``pairs`` and
     ``col_at``: the lake cells' (row key, value) pair codes and column index."""
-    n_rows = pair_codes[0].size if pair_codes else 0
-    agree_any = np.zeros(n_rows, dtype=bool)
+    cells = _Cells(pairs, col_at)
+    agree_any = np.zeros(pair_codes[0].size if pair_codes else 0, dtype=bool)
     agreeing = np.zeros((len(pair_codes), n_cols), dtype=np.int64)
-    if pairs.size == 0:
-        return agree_any, agreeing
-    order = np.lexsort((col_at, pairs))
-    pairs, col_at = pairs[order], col_at[order]
-    first = np.r_[True, (pairs[1:] != pairs[:-1]) | (col_at[1:] != col_at[:-1])]
-    pairs, col_at = pairs[first], col_at[first]             # distinct (pair, column), sorted by pair
     for i, codes in enumerate(pair_codes):
         rows = np.flatnonzero(codes >= 0)
-        lo, hi = np.searchsorted(pairs, codes[rows], "left"), np.searchsorted(pairs, codes[rows], "right")
-        hits = _ranges(lo, hi)
-        if hits.size:
-            agreeing[i] = np.bincount(col_at[hits], minlength=n_cols)
-            agree_any[np.repeat(rows, hi - lo)] = True
+        cols, found = cells.columns_of(codes[rows])
+        agreeing[i] = np.bincount(cols, minlength=n_cols)
+        agree_any[rows[found > 0]] = True
     return agree_any, agreeing
-
-
-def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """The concatenated index ranges ``[lo[k], hi[k])``."""
-    size = hi - lo
-    total = int(size.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.repeat(lo - np.r_[0, np.cumsum(size)[:-1]], size)
-    return starts + np.arange(total)
 
 
 def context_groups(matches: list[int], slack: int) -> list[int]:

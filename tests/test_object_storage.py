@@ -297,3 +297,20 @@ def test_maintenance_prunes_the_query_arrays_of_an_s3_warehouse(s3_server):
     assert left == sorted([arrays_name(kept), numeric_arrays_name(kept)])
     assert fs.cat_file(f"{path}/{arrays_name(kept)}/codes.npy") == b"x"
     assert prune_arrays(SimpleNamespace(root=s3_server.create_bucket("empty-bucket") + "/wh"), []) == []
+
+
+def test_a_scheme_arrow_cannot_open_goes_through_fsspec_or_says_what_to_install():
+    """``az://`` is a scheme pyarrow does not parse (``abfss://`` it does): the store falls back to the fsspec
+    filesystem wrapped for pyarrow, and where that filesystem's package is missing the error names the URI and it."""
+    import importlib.util
+
+    import pyarrow.fs as pafs
+
+    uri = "az://container/warehouse"
+    with pytest.raises(pa.ArrowInvalid):
+        pafs.FileSystem.from_uri(uri)
+    if importlib.util.find_spec("adlfs") is None:
+        with pytest.raises(ValueError, match=r"'az://container/warehouse': no filesystem for az:// is installed"):
+            storage.arrow_filesystem(uri)
+    else:
+        assert isinstance(storage.arrow_filesystem(uri)[0], pafs.PyFileSystem)

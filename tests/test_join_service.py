@@ -201,6 +201,31 @@ def test_a_configured_margin_keeps_the_exact_top_k_but_within_its_slack(lakes, t
     assert min(slacks) >= 1  # the margin is in force: these queries have columns that can be evidence
 
 
+def test_exact_ties_rank_the_column_with_fewer_distinct_values_first(lakes, tmp_path):
+    """Columns of equal joinability rank by the lake column's distinct values, fewer first, then column id, at the
+    k-th place too: a top-k answer is the first k of brute force in that order, a threshold answer all of it, through
+    the API and every method on a two-partition build (one-column queries, so no context orders anything)."""
+    ls = discovery.open(lakes[2])
+    cols = ls.snapshot.read("columns", columns=["table_id", "ordinal", "distinct_count"]).to_pylist()
+    size = {c["table_id"] * COLUMN_KEY_BASE + c["ordinal"]: c["distinct_count"] for c in cols}
+    with open(lakes["query"], newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    decided = 0  # adjacent ties whose order the rule reverses from column id's
+    for j, kind in enumerate(rows[0]):
+        query = str(tmp_path / f"{kind}.csv")
+        _write_csv(query, [kind], [[r[j] for r in rows[1:]]])
+        search, n_query = _reference(ls, query, kind)
+        for tau, k in [*TOP_K, (0.1, 2), (0.25, 3)]:
+            ranked = sorted(search(tau, 0.0).items(), key=lambda kv: (-kv[1], size[kv[0]], kv[0]))
+            decided += sum(a[1] == b[1] and size[a[0]] < size[b[0]] and a[0] > b[0]
+                           for a, b in zip(ranked, ranked[1:]))
+            for method in METHODS:
+                assert _answer(ls, ls.join(query, kind, tau=tau, top_k=k, method=method)) == ranked[:k]
+            got = ls.join(query, kind, tau=tau, T=0.1)
+            assert _answer(ls, got) == [(key, m) for key, m in ranked if m >= np.ceil(0.1 * n_query)]
+    assert decided >= 3
+
+
 def test_top_k_returns_the_k_most_joinable_columns(lakes):
     """A user asking for 5 gets 5 when 5 columns share a match, whatever their joinability; the exact top-k but
     within the context margin of the k-th count."""

@@ -236,8 +236,9 @@ def context_groups(matches: list[int], slack: int) -> list[int]:
 
 
 def context_order(matches: list[int], scores: list[float | None], slack: int) -> list[int]:
-    """The order of results sorted by (matches descending, column id): within each group of
-    :func:`context_groups`, context score descending, then as before.  A result never passes one whose count exceeds
-    its own by more than ``slack``: such two results lie in different groups, and groups keep their order."""
+    """The order of results sorted by matches descending (ties as :func:`.service.ties_by_size` puts them): within
+    each group of :func:`context_groups`, context score descending, then as before.  A result never passes one whose
+    count exceeds its own by more than ``slack``: such two results lie in different groups, and groups keep their
+    order."""
     groups = context_groups(matches, slack)
     return sorted(range(len(matches)), key=lambda i: (groups[i], -(scores[i] or 0.0), i))

@@ -22,7 +22,8 @@ top-k search does; threshold search (``T``, when no ``top_k`` is given) returns 
 reaches T.
 
 The order rule (context breaks ties, :mod:`.context`).  Joinability is the score, exact, and stays in the result.
-With ``[join] context_margin`` = m, results sorted by joinability (then column id) fall into groups: a group starts at
+Exact ties of joinability rank the lake column with fewer distinct values first, then by column id
+(:func:`ties_by_size`).  With ``[join] context_margin`` = m, results sorted so fall into groups: a group starts at
 its highest count h and holds the following results whose count is at least h - s, where s = floor(m |Q|) matches.
 Within a group results are ordered by ``context_score`` (then as before); groups keep their order, so a result never
 passes one whose joinability exceeds its own by more than m, and with distinct counts farther apart than m the order
@@ -170,7 +171,7 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T
     with_context = query_context is not None and bool(query_context.others)  # else no table can have context
     slack = int(np.floor(context_margin * len(qv.values) + 1e-9)) if with_context else 0
     k = None if top_k is None else top_k + own
-    pool = None if k is None else k + CONTEXT_POOL * with_context
+    pool = None if k is None else k + CONTEXT_POOL  # the k-th count's ties (and margin) compete for the last places
     found = search_partitions((lambda p=p: loaded.partition(p, first_rows, held)
                                for p in range(loaded.model.n_partitions)),
                               qv.vectors, tau, 0.0 if T is None else T, method, k, value_ids=qv.value_of,
@@ -179,13 +180,14 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T
         INDEXES.put(_cache_key(snapshot), loaded)
     columns = [c for c in found.columns if int(c.column_id) // COLUMN_KEY_BASE != q.table_id]
     context = {}
+    if top_k is not None and len(columns) >= top_k:
+        # the search widened by the (k + own)-th count, at most the k-th of the lake's other columns
+        floor = columns[top_k - 1].matches - slack
+        pool_size = sum(c.matches >= floor for c in found.columns)
+        columns = [c for c in columns if c.matches >= floor]
+        found.stats.update(pool_capped=int(pool_size == pool))
+    columns = ties_by_size(snapshot, columns)
     if with_context:
-        if top_k is not None and len(columns) >= top_k:
-            # the search widened by the (k + own)-th count, at most the k-th of the lake's other columns
-            floor = columns[top_k - 1].matches - slack
-            pool_size = sum(c.matches >= floor for c in found.columns)
-            columns = [c for c in columns if c.matches >= floor]
-            found.stats.update(context_pool_capped=int(pool_size == pool))
         columns, context = _order_by_context(snapshot, query_context, qv, columns, slack, top_k, first_rows,
                                              found.stats)
         found.stats.update(context_margin=context_margin, context_slack=slack)
@@ -215,9 +217,35 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T
             "tau": tau, "T": T, "top_k": top_k, "results": results, "stats": stats}
 
 
+def ties_by_size(snapshot: Snapshot, columns: list) -> list:
+    """``columns`` (sorted by matches descending, then column id) with each run of equal matches reordered by the
+    lake column's distinct values (``columns.distinct_count``), fewer first, then column id.
+
+    Two columns that join the same number of query values are not equally good joins when one holds many more values:
+    the smaller one is the table *about* the query's values (a larger share of it joins, the higher Jaccard
+    similarity), the larger typically a broader table that happens to contain them (a table of sports leagues and
+    one of rugby leagues both hold the rugby leagues a query names).  The rule moves no column past one of higher
+    joinability, and reads only the columns table the result names come from (:meth:`Snapshot.cached`), only when a
+    tie exists.  A column without a recorded count ranks after those with one.
+    """
+    matches = [c.matches for c in columns]
+    if len(set(matches)) == len(matches):
+        return columns
+    keys = np.array([int(c.column_id) for c in columns], dtype=np.int64)
+    stats = snapshot.cached("columns", ["table_id", "ordinal", "distinct_count"])
+    stats = stats.filter(pc.is_in(stats["table_id"], pa.array(np.unique(keys // COLUMN_KEY_BASE))))
+    known = (stats.column("table_id").to_numpy() * COLUMN_KEY_BASE
+             + stats.column("ordinal").to_numpy().astype(np.int64))
+    counts = stats.column("distinct_count").fill_null(np.iinfo(np.int64).max).to_numpy()
+    at = {int(key): int(n) for key, n in zip(known, counts)}
+    size = [at.get(int(key), np.iinfo(np.int64).max) for key in keys]
+    order = sorted(range(len(columns)), key=lambda i: (-matches[i], size[i], int(keys[i])))
+    return [columns[i] for i in order]
+
+
 def _order_by_context(snapshot: Snapshot, query: QueryContext, qv, columns: list, slack: int, top_k: int | None,
                       first_rows: dict[int, int], stats: dict) -> tuple[list, dict]:
-    """``columns`` (sorted by matches, then column id) reordered within their context groups, and the context of
+    """``columns`` (sorted by matches, then :func:`ties_by_size`) reordered within their context groups, and the context of
     each column whose group decided anything: the groups of more than one column that start within the first k
     (:data:`CONTEXT_POOL` for a threshold search)."""
     matches = [c.matches for c in columns]

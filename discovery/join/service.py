@@ -245,9 +245,9 @@ def ties_by_size(snapshot: Snapshot, columns: list) -> list:
 
 def _order_by_context(snapshot: Snapshot, query: QueryContext, qv, columns: list, slack: int, top_k: int | None,
                       first_rows: dict[int, int], stats: dict) -> tuple[list, dict]:
-    """``columns`` (sorted by matches, then :func:`ties_by_size`) reordered within their context groups, and the context of
-    each column whose group decided anything: the groups of more than one column that start within the first k
-    (:data:`CONTEXT_POOL` for a threshold search)."""
+    """``columns`` (sorted by matches, then :func:`ties_by_size`) reordered within their context groups, and the
+    context of each column whose group decided anything: the groups of more than one column that start within the
+    first k (:data:`CONTEXT_POOL` for a threshold search)."""
     matches = [c.matches for c in columns]
     groups = context_groups(matches, slack)
     size, start = {}, {}

@@ -14,7 +14,7 @@ from discovery.encoders import ColumnConfig, HashEncoder, HashEncoderConfig, enc
 from discovery.encoders.canonical import canonicalize_text, canonicalize_values, reorder_names
 from discovery.encoders.columns import numeric_features, parse_numbers, priority_sample, profile_column
 from discovery.encoders.deterministic import matmul, segment_sum
-from discovery.encoders.mined import mine_negatives, mine_pairs
+from discovery.encoders.mined import mine_negatives, mine_number_negatives, mine_pairs, word_matrix
 from discovery.encoders.ngrams import extract_features, stable_uniform
 from discovery.encoders.spans import canonicalize_span_values
 
@@ -124,6 +124,19 @@ def test_mined_pairs_are_mutual_best_lexical_partners_with_equal_numbers():
     assert mined.dtype == np.int64 and np.all(mined[:, 0] < mined[:, 1])
     assert mine_pairs(values, min_similarity=0.5).tobytes() == mined.tobytes()
     assert mine_pairs(["only one"]).shape == (0, 2)
+
+
+def test_values_of_one_column_sharing_their_numbers_under_other_words_are_negatives():
+    values = ["2012 korea open", "2012 kings cup", "2012 qatar open", "2013 korea open", "landsat 8", "luna 8",
+              "zebra", "open 2012 korea", "luna 9", "2012 davis cup"]
+    columns = [np.array([0, 1, 2, 3, 7]), np.array([4, 5, 6, 8]), np.array([9])]
+    pairs = {(values[i], values[j]) for i, j in mine_number_negatives(columns, word_matrix(values))}
+    # A ring over each column's values of one number set: 2012 (0, 1, 2, 7) and 8 (4, 5).  "open 2012 korea" holds
+    # the words of "2012 korea open": one value spelled twice.  No pair crosses columns ("2012 davis cup"), and a
+    # value without numbers ("zebra") or alone with its numbers ("2013 korea open", "luna 9") is in none.
+    assert pairs == {("2012 korea open", "2012 kings cup"), ("2012 kings cup", "2012 qatar open"),
+                     ("2012 qatar open", "open 2012 korea"), ("landsat 8", "luna 8")}
+    assert mine_number_negatives([np.array([6]), np.array([3])], word_matrix(values)).shape == (0, 2)
 
 
 def test_mined_negatives_are_the_closest_other_value_of_the_same_column():

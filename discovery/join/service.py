@@ -132,9 +132,9 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T
     """Lake columns joinable with ``query``'s ``column``, in the JSON shape of ``lakescout join --json``.
 
     Exactly one of ``top_k`` (the k columns of highest joinability, any match counting) and ``T`` (every column whose
-    joinability reaches T).  ``context_margin`` (``[join] context_margin``; None: joinability and column id alone):
-    results whose joinability ties or lies within the margin are ordered by context (the module docstring's rule),
-    and every result carries ``context_score`` and ``context``.
+    joinability reaches T).  ``context_margin`` (``[join] context_margin``; None: joinability alone, exact ties as
+    :func:`ties_by_size` orders them): results whose joinability ties or lies within the margin are ordered by
+    context (the module docstring's rule), and every result carries ``context_score`` and ``context``.
     """
     if context_margin is not None and not 0 <= context_margin < 1:
         raise ValueError(f"context_margin must be a fraction of the query values in [0, 1), got {context_margin}")

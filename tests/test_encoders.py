@@ -137,6 +137,8 @@ def test_values_of_one_column_sharing_their_numbers_under_other_words_are_negati
     assert pairs == {("2012 korea open", "2012 kings cup"), ("2012 kings cup", "2012 qatar open"),
                      ("2012 qatar open", "open 2012 korea"), ("landsat 8", "luna 8")}
     assert mine_number_negatives([np.array([6]), np.array([3])], word_matrix(values)).shape == (0, 2)
+    assert mine_number_negatives([np.array([6])], word_matrix(values)).shape == (0, 2)  # no value with numbers
+    assert mine_number_negatives([np.array([6]), np.array([0])], word_matrix(values)).shape == (0, 2)
 
 
 def test_mined_negatives_are_the_closest_other_value_of_the_same_column():

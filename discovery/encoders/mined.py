@@ -171,10 +171,12 @@ def mine_number_negatives(columns: list[np.ndarray], words: Words, max_similarit
     column = np.repeat(np.arange(len(columns)), sizes)
     number = numbers[member]
     keep = number >= 0
+    if not keep.any():
+        return empty
     member, column, number = member[keep], column[keep], number[keep]
     order = np.lexsort((member, number, column))
     member, column, number = member[order], column[order], number[order]
-    start = np.r_[True, (column[1:] != column[:-1]) | (number[1:] != number[:-1])] if member.size else keep[:0]
+    start = np.r_[True, (column[1:] != column[:-1]) | (number[1:] != number[:-1])]
     starts = np.flatnonzero(start)
     ends = np.r_[starts[1:], member.size]
     group = np.cumsum(start) - 1

@@ -118,5 +118,67 @@ class Lakescout:
         return nary_search(self.snapshot, table, **checked)
 
 
+    # -- acting on answers -----------------------------------------------------------------------------------------
+    def stack(self, query, *, tables=None, k: int = DEFAULT_K, min_score: float | None = None,
+              method: str = "pgtus++", tau: float | None = None, query_rows: bool = True, dedupe: bool = False,
+              strict: bool = False, output: str | None = None, format: str | None = None, overwrite: bool = False):
+        """The union a union search describes, as one table: the query's rows (unless ``query_rows`` is False),
+        then each result table's rows with its columns placed by the alignment that scored it (unaligned query
+        columns null), and provenance columns naming each row's lake table, its indexed version and the snapshot.
+
+        Which tables: the top ``k`` of the search (``method``, ``tau``), those of them scoring at least
+        ``min_score``, or the ``tables`` named (ids or lake paths).  ``dedupe`` keeps the first of identical rows.
+        Lake tables are read at the versions the snapshot indexed; a plain file changed since is used with a
+        warning, or refused with ``strict``.  Types: :mod:`discovery.materialize.coerce`.
+
+        Returns a ``pyarrow.Table`` (``.to_pandas()``) whose schema metadata ``b"lakescout"`` holds the JSON
+        description (rows, columns, sources, warnings); with ``output`` (a path or URI; ``format`` parquet, csv or
+        delta, else from the ending) writes it instead and returns the description.
+        """
+        from .materialize.actions import stack
+
+        return stack(self, query, tables=tables, k=k, min_score=min_score, method=method, tau=tau,
+                     query_rows=query_rows, dedupe=dedupe, strict=strict, output=output, format=format,
+                     overwrite=overwrite)
+
+    def augment(self, query, column: str | None = None, *, key: str | list[str] | None = None, rank: int = 1,
+                table: int | str | None = None, lake_column: str | None = None, lake_key=None, columns=None,
+                fan_out: str = "nearest", max_matches: int = 100, tau: float | None = None,
+                tau_share: float | None = None, metric: str | None = None, strict: bool = False,
+                output: str | None = None, format: str | None = None, overwrite: bool = False):
+        """The query's rows with columns of a lake table added through a join's matched values.
+
+        ``column`` joins as :meth:`join` does (text: each query value to its nearest lake value within ``tau``,
+        the pairs the search verifies; numbers, coordinates, vectors: the nearest lake value within tau); ``key``
+        joins on a multi-column key as :meth:`nary` does (equal normalised tuples).  The lake table is the
+        search's result at ``rank``, or ``table`` (id or path) through ``lake_column`` / ``lake_key``, else through
+        its most joinable column.  ``columns``: the lake columns to add (default all), named
+        ``<table short name>.<column>``, with ``<short>.distance``.
+
+        ``fan_out``: ``nearest`` (one row per query row: the first matching lake row in the table's order),
+        ``all`` (every matching lake row; more than ``max_matches`` for one query row is refused) or
+        ``aggregate`` (count, first values, min / max / mean of number columns).  Several augmentations compose:
+        pass the returned table as the next ``query``.  Returns and writes as :meth:`stack` does.
+        """
+        from .materialize.actions import augment
+
+        return augment(self, query, column, key=key, rank=rank, table=table, lake_column=lake_column,
+                       lake_key=lake_key, columns=columns, fan_out=fan_out, max_matches=max_matches, tau=tau,
+                       tau_share=tau_share, metric=metric, strict=strict, output=output, format=format,
+                       overwrite=overwrite)
+
+    def pairs(self, query, column: str, *, rank: int = 1, table: int | str | None = None,
+              lake_column: str | None = None, tau: float | None = None, tau_share: float | None = None,
+              metric: str | None = None, output: str | None = None, format: str | None = None,
+              overwrite: bool = False):
+        """Every matched value pair of a join result (the result at ``rank``, or ``table`` / ``lake_column`` as in
+        :meth:`augment`): ``query_value``, ``lake_value``, ``distance``, and how many query rows and lake rows hold
+        each, nearest first.  Returns and writes as :meth:`stack` does."""
+        from .materialize.actions import pairs
+
+        return pairs(self, query, column, rank=rank, table=table, lake_column=lake_column, tau=tau,
+                     tau_share=tau_share, metric=metric, output=output, format=format, overwrite=overwrite)
+
+
 def open_warehouse(warehouse: str, snapshot_id: int | None = None) -> Lakescout:
     return Lakescout(warehouse, snapshot_id)

@@ -29,7 +29,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from .query import QueryError, QueryTable
+from .query import QueryError, QueryTable, from_arrow, is_data
 
 #: Largest snapshot or lake table id (ids are int64).
 MAX_ID = 2 ** 63 - 1
@@ -55,6 +55,10 @@ class Param:
 
 
 def _shown(value) -> str:
+    """A parameter's value as an error message shows it: scalars and short lists by their repr, cut at 80
+    characters; anything else (a DataFrame, an array) by its type alone, never its content."""
+    if not isinstance(value, (str, numbers.Number, bool, type(None), list, tuple)):
+        return f"a {type(value).__name__}"
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -200,11 +204,13 @@ def check_query(query) -> str | int | QueryTable:
     resolved (a server resolves queries under its own rules, :func:`discovery.query.resolve_query`)."""
     if isinstance(query, QueryTable):
         return query
+    if is_data(query):
+        return from_arrow(query, f"({type(query).__name__})")
     if isinstance(query, os.PathLike):
         query = os.fspath(query)
     if isinstance(query, bool) or not isinstance(query, (str, numbers.Integral)):
-        raise ParameterError("query", f"query must be a file path, a catalogued lake path or a table id, "
-                                      f"got {_shown(query)}")
+        raise ParameterError("query", f"query must be a file path, a catalogued lake path, a table id, a pandas "
+                                      f"DataFrame or a pyarrow Table, got {_shown(query)}")
     if isinstance(query, str):
         if not query.strip():
             raise ParameterError("query", "query must name a file, a catalogued lake path or a table id, got ''")

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from .config import Limits
 from . import storage
 from .lake import LakeFileError, locate, read_lake_table
+from .lake.arrow import parsed_from_arrow
 from .lake.profile import infer_type
 from .lake.source import join_lake_path
 from .store import Snapshot
@@ -41,6 +42,7 @@ class QueryTable:
     table_id: int | None = None   # set when the query is a lake table (excluded from its own results)
     path: str | None = None
     types: list[str | None] | None = None   # column types the table's format declares (None: inferred)
+    arrow: pa.Table | None = None           # the columns as given, typed, when the query came as data (from_arrow)
 
     def column(self, name: str) -> pa.Array:
         return self.columns[self.ordinal(name)]
@@ -148,6 +150,32 @@ def read_query_file(path: str, label: str | None = None, limits: Limits | None =
     except OSError as exc:
         raise QueryError(f"query file {label!r} cannot be read: {exc.strerror or exc}") from None
     return QueryTable(label, parsed.names, parsed.columns, types=parsed.types)
+
+
+def is_data(query) -> bool:
+    """Whether ``query`` is a table given as data: a pyarrow Table or RecordBatch, or a pandas DataFrame."""
+    if isinstance(query, (pa.Table, pa.RecordBatch)):
+        return True
+    return type(query).__name__ == "DataFrame" and type(query).__module__.startswith("pandas")
+
+
+def from_arrow(data, label: str = "query table", limits: Limits | None = None) -> QueryTable:
+    """A query given as data (:func:`is_data`), read as a lake table of a typed format is: nested columns as dotted
+    leaves, cells as trimmed text for the searches, types from the schema; the typed columns are kept as given
+    (``arrow``) for what is written from it.  A pandas index is not a column."""
+    if not isinstance(data, (pa.Table, pa.RecordBatch)):
+        data = pa.Table.from_pandas(data, preserve_index=False)
+    table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+    while any(pa.types.is_struct(f.type) for f in table.schema):
+        table = table.flatten()
+    try:
+        parsed = parsed_from_arrow(table, table.schema, limits or Limits())
+    except LakeFileError as exc:
+        raise QueryError(f"query {label}: {exc}") from None
+    if not parsed.names:
+        raise QueryError(f"query {label} has no columns")
+    return QueryTable(label, parsed.names, parsed.columns, types=parsed.types,
+                      arrow=pa.Table.from_arrays(table.columns, names=parsed.names))
 
 
 def resolve_query(snapshot: Snapshot, query: str | int | QueryTable, limits: Limits | None = None,

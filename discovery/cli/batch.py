@@ -1,0 +1,82 @@
+"""``lakescout batch``: validate and run a batch of queries, in this process or on Spark; results to query_results."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from ..config import load_config
+from .common import SparkFailed, UsageError, spark_submit
+
+
+def cmd_batch(args) -> int:
+    from ..batch import run_batch
+
+    try:
+        with open(args.spec, encoding="utf-8") as fh:
+            spec = fh.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read batch spec {args.spec!r}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"batch spec {args.spec!r} is not UTF-8 text (byte {exc.start})") from None
+    summary = None
+    if args.master:
+        try:
+            summary = _batch_on_spark(args, spec)
+        except SparkFailed as exc:
+            print(f"lakescout batch: {exc}", file=sys.stderr)
+            return 1
+    if summary is None:
+        summary = run_batch(args.warehouse, spec, batch_id=args.batch_id, snapshot_id=args.snapshot)
+    print(json.dumps(summary, default=str, indent=None if args.json else 2))
+    return 0
+
+
+def _batch_on_spark(args, spec: str) -> dict | None:
+    """The summary of a batch answered by a ``spark-submit`` application on ``--master`` (``spark_jobs.query_batch``),
+    or None when the batch is smaller than ``[batch] spark_min_queries`` and runs in this process instead."""
+    from ..batch import batch_snapshot, open_batch, parse_spec
+
+    batch = parse_spec(spec)
+    if len(batch.queries) < load_config().batch.spark_min_queries:
+        return None
+    wh, batch_id, done = open_batch(args.warehouse, args.batch_id)
+    if done is not None:
+        return done
+    batch_snapshot(wh, batch, args.snapshot)  # a missing snapshot is refused before Spark starts
+    job = importlib.util.find_spec("spark_jobs.query_batch")
+    if job is None or job.origin is None:
+        raise UsageError("the spark_jobs package is not installed next to discovery")
+    cmd = [spark_submit(), "--master", args.master, job.origin, "--warehouse", args.warehouse,
+           "--spec", os.path.abspath(args.spec), "--batch-id", batch_id]
+    if args.snapshot is not None:
+        cmd += ["--snapshot", str(args.snapshot)]
+    env = dict(os.environ, PYSPARK_PYTHON=os.environ.get("LAKESCOUT_PYSPARK_PYTHON", sys.executable),
+               PYSPARK_DRIVER_PYTHON=sys.executable)
+    log = tempfile.NamedTemporaryFile("w+", prefix="lakescout-batch-", suffix=".log", delete=False)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
+    result = next((json.loads(line[len("LAKESCOUT_RESULT "):]) for line in proc.stdout.splitlines()
+                   if line.startswith("LAKESCOUT_RESULT ")), None)
+    if result is not None and "refused" in result:
+        raise UsageError(result["refused"])
+    if proc.returncode != 0 or result is None:
+        log.seek(0)
+        raise SparkFailed(f"batch {batch_id} failed on Spark; nothing was recorded. Spark log: {log.name}\n"
+                          f"{log.read()[-3000:]}")
+    return result
+
+
+def register(sub) -> None:
+    b = sub.add_parser("batch", help="validate and run a batch of queries; results go to the query_results table")
+    b.add_argument("--warehouse", required=True)
+    b.add_argument("--spec", required=True, help='JSON file: {"queries": [{"kind": "union|join|nary", "query": ...}]}')
+    b.add_argument("--batch-id", default=None, help="idempotency key: a batch already recorded is not run again")
+    b.add_argument("--snapshot", type=int, default=None, help="snapshot id (default: the spec's, else the latest)")
+    b.add_argument("--master", default=None,
+                   help="Spark master (e.g. local[4], spark://host:7077) that answers a batch of at least "
+                        "[batch] spark_min_queries queries (default: every batch runs in this process)")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=cmd_batch)

@@ -1,0 +1,89 @@
+"""``lakescout refresh``: run the Spark stages that bring the index up to date with the lake."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from .. import storage
+from ..config import load_config
+from ..store.lease import holder as lease_holder
+from .common import UsageError, spark_submit
+
+
+def cmd_refresh(args) -> int:
+    from ..refresh.display import RefreshDisplay, totals, usage_text
+    from ..refresh.progress import Progress
+
+    if not os.path.isdir(args.lake) and "://" not in args.lake:
+        raise UsageError(f"lake folder {args.lake!r} " + ("is not a folder" if os.path.exists(args.lake)
+                                                          else "does not exist"))
+    storage.check(args.lake, "lake")
+    storage.check(args.warehouse, "warehouse")
+    config = load_config(args.config)
+    busy = lease_holder(args.warehouse)  # checked again, atomically, when the refresh takes the lease
+    if busy:
+        raise UsageError(busy)
+    spec = importlib.util.find_spec("spark_jobs.refresh")
+    if spec is None or spec.origin is None:
+        raise UsageError("the spark_jobs package is not installed next to discovery")
+    cmd = [spark_submit(), "--master", args.master or config.spark.master, spec.origin,
+           "--warehouse", args.warehouse, "--lake", args.lake]
+    if args.full:
+        cmd.append("--full")
+    if args.config:
+        cmd += ["--config", args.config]
+    for name in ("include", "exclude"):
+        for pattern in getattr(args, name):
+            cmd += [f"--{name}", pattern]
+    # Executors run LAKESCOUT_PYSPARK_PYTHON when set (a cluster's own environment), else this interpreter.
+    env = dict(os.environ, PYSPARK_PYTHON=os.environ.get("LAKESCOUT_PYSPARK_PYTHON", sys.executable),
+               PYSPARK_DRIVER_PYTHON=sys.executable)
+    log = tempfile.NamedTemporaryFile("w+", prefix="lakescout-refresh-", suffix=".log", delete=False)
+    started = time.time()
+    result = None
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=env) as proc, \
+            RefreshDisplay(quiet=args.json) as display:
+        for line in proc.stdout:
+            progress = Progress.parse(line)
+            if progress is not None:
+                display.progress(progress)
+            elif line.startswith('{"stage"'):
+                display.stage_finished(json.loads(line))
+            elif line.startswith("LAKESCOUT_RESULT "):
+                result = json.loads(line[len("LAKESCOUT_RESULT "):])
+    if result is not None and "refused" in result:
+        raise UsageError(result["refused"])
+    if proc.returncode != 0 or result is None or "failed_stage" in result:
+        log.seek(0)
+        tail = log.read()[-3000:]
+        print(f"refresh failed{' in stage ' + result['failed_stage'] if result else ''}; "
+              f"the last snapshot still answers queries. Spark log: {log.name}\n{tail}", file=sys.stderr)
+        return 1
+    result["seconds"] = round(time.time() - started, 1)
+    result.update(totals(result.get("stages", [])))
+    if args.json:
+        print(json.dumps(result, default=str))
+    else:
+        print(f"published snapshot {result['snapshot_id']} (refresh {result['refresh_id']}) "
+              f"in {result['seconds']} s (stages {usage_text(result['stage_seconds'], result['cpu'])})")
+    return 0
+
+
+def register(sub) -> None:
+    r = sub.add_parser("refresh", help="bring the index up to date with the lake (runs the Spark stages)")
+    r.add_argument("--lake", required=True, help="lake folder or URI")
+    r.add_argument("--warehouse", required=True, help="warehouse folder or URI")
+    r.add_argument("--full", action="store_true", help="rebuild every index table from scratch")
+    r.add_argument("--master", default=None, help="Spark master (default from config: local[*])")
+    r.add_argument("--config", default=None, help="TOML configuration file")
+    r.add_argument("--include", action="append", default=[], metavar="PATTERN",
+                   help="index only lake tables matching this gitignore-style pattern (repeatable)")
+    r.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
+                   help="leave out lake tables matching this pattern (repeatable)")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_refresh)

@@ -7,11 +7,11 @@ import sys
 
 from ..query import QueryError
 from ..store import WarehouseError
-from . import batch, demo, refresh, search, status
+from . import batch, deliver, demo, refresh, search, status
 from .common import UsageError
 
 #: The command modules, in the order ``lakescout --help`` lists their commands; each has ``register(subparsers)``.
-COMMANDS = [refresh, status, batch, demo, search]
+COMMANDS = [refresh, status, batch, demo, search, deliver]
 
 
 class Parser(argparse.ArgumentParser):

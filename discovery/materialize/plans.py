@@ -42,9 +42,11 @@ def pinned_table(snapshot: Snapshot, table_id: int) -> PinnedTable:
 
 def table_id_of(snapshot: Snapshot, table: int | str) -> int:
     """The id of a lake table named by id or by catalogued path."""
-    if isinstance(table, int) or (isinstance(table, str) and table.isdigit()):
-        return int(table)
     catalog = snapshot.cached("catalog", _CATALOG)
+    if isinstance(table, int) or (isinstance(table, str) and table.isdigit()):
+        if int(table) >= 2 ** 63 or not pc.any(pc.equal(catalog["table_id"], int(table))).as_py():
+            raise PlanError(f"no lake table with id {table} in snapshot {snapshot.snapshot_id}")
+        return int(table)
     hit = catalog.filter(pc.and_(pc.equal(catalog["path"], str(table)), pc.not_equal(catalog["status"], "deleted")))
     if hit.num_rows == 0:
         raise PlanError(f"no lake table {table!r} in snapshot {snapshot.snapshot_id} (name a table id or a "

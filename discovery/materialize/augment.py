@@ -31,11 +31,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..lake.pinned import PinnedTable
+from ..lake.pinned import PinnedTable, read_unit
 from ..lake.table import ParsedTable
 from .coerce import parse_cells, typed_column
 from .keys import cell_keys
-from .naming import Names
+from .naming import Names, short_name
 
 MODES = ("nearest", "all", "aggregate")
 NUMBER_AGGREGATES = ("min", "max", "mean")
@@ -105,6 +105,20 @@ def chunk_matches(chunk: ParsedTable, source: JoinSource, first_row: int) -> pa.
     return table.filter(keep)
 
 
+#: Bits of a row's position within its unit: ``__row`` is (unit index << ROW_BITS) + row, so rows of different units
+#: (read by different tasks) order as the table does.
+ROW_BITS = 40
+
+
+def unit_partial(source: JoinSource, unit_index: int, unit: dict, fan_out: FanOut, limits) -> pa.Table:
+    """:func:`partial` of the matches of one unit (:func:`discovery.lake.pinned.units`) of ``source``'s table."""
+    parts, row = [], unit_index << ROW_BITS
+    for chunk in read_unit(source.table, unit, limits):
+        parts.append(partial(chunk_matches(chunk, source, row), source, fan_out))
+        row += chunk.num_rows
+    return combine(parts, source, fan_out)
+
+
 def _first(matches: pa.Table) -> pa.Table:
     """Per key, the row with the least ``__row``."""
     least = matches.group_by("__key", use_threads=False).aggregate([("__row", "min")]).column("__row_min")
@@ -144,11 +158,14 @@ def _combine_aggregates(parts: pa.Table, source: JoinSource) -> pa.Table:
 def combine(parts: list[pa.Table], source: JoinSource, fan_out: FanOut) -> pa.Table:
     """The partial results of :func:`partial` reduced to one, whatever chunks they came from; for ``all``, sorted
     by lake value and row, and checked against ``max_matches``."""
-    table = pa.concat_tables(parts) if parts else _empty(source)
+    parts = [p for p in parts if p.num_rows]
+    if not parts:
+        return partial(_empty(source), source, fan_out)
+    table = pa.concat_tables(parts)
     if fan_out.mode == "nearest":
         return _first(table)
     if fan_out.mode == "aggregate":
-        return _combine_aggregates(table, source) if table.num_rows else table
+        return _combine_aggregates(table, source)
     table = table.sort_by([("__key", "ascending"), ("__row", "ascending")])
     counts = table.group_by("__key", use_threads=False).aggregate([("__row", "count")])
     over = pc.greater(counts.column("__row_count"), fan_out.max_matches)
@@ -164,6 +181,21 @@ def _empty(source: JoinSource) -> pa.Table:
     key_type = source.mapping.schema.field("lake_key").type
     fields = [("__key", key_type), ("__row", pa.int64())] + [(f"c{i}", pa.string()) for i in range(len(source.added))]
     return pa.schema(fields).empty_table()
+
+
+def finish(query, join_columns: list[int], base: pa.Table, source: JoinSource, reduced: pa.Table,
+           fan_out: FanOut) -> tuple[pa.Table, list[str], int]:
+    """``base`` (the query's typed rows) with the columns :func:`assemble` adds from ``reduced`` (the
+    :func:`combine` of every unit), the typing notes, and how many output rows found a match."""
+    keys = cell_keys([query.columns[i] for i in join_columns], source.kind, source.dim)
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    added = assemble(keys, source, reduced, fan_out, short_name(source.table.path), Names(base.column_names))
+    if added.rows is not None:
+        base = base.take(pa.array(added.rows))
+    for name, array in zip(added.names, added.arrays):
+        base = base.append_column(name, array)
+    return base, added.notes, added.matched_rows
 
 
 @dataclass

@@ -24,9 +24,13 @@ and the tables whose types disagree.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    from ..query import QueryTable
 
 _TRUE = ("true", "yes", "t", "y")
 _FALSE = ("false", "no", "f", "n")
@@ -189,3 +193,35 @@ def to_type(array: pa.Array, to: pa.DataType) -> pa.Array:
         return array.cast(pa.timestamp("us")).cast(to) if to.tz is None else pc.assume_timezone(
             array.cast(pa.timestamp("us")), "UTC")
     return array.cast(to)
+
+
+def _normalised(array: pa.Array) -> pa.Array:
+    """A column given as data in one of the written types (integers int64, floats and decimals float64, times in
+    microseconds, dictionaries decoded); what has no such type is written as its text."""
+    t = array.type
+    if pa.types.is_dictionary(t):
+        return _normalised(array.dictionary_decode())
+    for check, to in ((pa.types.is_integer, pa.int64()), (pa.types.is_floating, pa.float64()),
+                      (pa.types.is_decimal, pa.float64()), (pa.types.is_date, pa.date32()),
+                      (pa.types.is_boolean, pa.bool_()), (pa.types.is_null, pa.null())):
+        if check(t):
+            return array.cast(to)
+    if pa.types.is_timestamp(t):
+        return array.cast(pa.timestamp("us", tz="UTC" if t.tz else None))
+    try:
+        return array.cast(TEXT)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pa.array([None if v is None else str(v) for v in array.to_pylist()], TEXT)
+
+
+def query_columns(query: "QueryTable") -> tuple[list[pa.Array], list[str]]:
+    """The query's columns typed for writing, with the notes typing gave: a query given as data keeps its columns
+    (in the written types, :func:`_normalised`), a file's columns are typed as a lake table's are."""
+    if query.arrow is not None:
+        return [_normalised(c.combine_chunks()) for c in query.arrow.columns], []
+    out, notes = [], []
+    for name, cells, kind in zip(query.names, query.columns, query.kinds()):
+        typed = typed_column(cells, kind if kind in ARROW_TYPES else "string", name, f"query {query.label!r}")
+        out.append(typed.array)
+        notes += [typed.note] if typed.note else []
+    return out, notes

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pyarrow as pa
 
-from ..lake.pinned import PinnedTable
+from ..lake.pinned import PinnedTable, read_unit
 from ..lake.table import ParsedTable
 from .coerce import TEXT, arrow_type, common_type, kind_of, to_type, typed_column
 from .naming import PROVENANCE, Names
@@ -114,6 +114,29 @@ def union_chunk(chunk: ParsedTable, source: UnionSource, layout: UnionLayout) ->
     arrays = [pa.nulls(n, t) if a is None else a for a, t in zip(arrays, layout.types)]
     prov = _provenance(n, source.table.path, source.table.table_id, source.table.version_label, layout.snapshot_id)
     return pa.Table.from_arrays(arrays + prov, schema=layout.schema), observed
+
+
+def unit_rows(source: UnionSource, unit: dict, layout: UnionLayout, limits) -> tuple[list[pa.Table], dict]:
+    """The rows of one unit of ``source``'s table in the union's layout (:func:`union_chunk` per chunk), and the
+    kinds its columns turned out to be where they are not the planned ones (``{lake column: kinds}``)."""
+    tables, observed = [], {}
+    for chunk in read_unit(source.table, unit, limits):
+        rows, seen = union_chunk(chunk, source, layout)
+        tables.append(rows)
+        for lake, kind in seen.items():
+            observed.setdefault(lake, set()).add(kind)
+    return tables, observed
+
+
+#: Plans a union tries before every column that still surprises is read as text (each try may turn one kind of
+#: surprise into another: naive to zoned times, then to text).
+MAX_PLANS = 3
+
+
+def replan_observed(sources: list[UnionSource], observed: dict[tuple[int, str], set[str]],
+                    attempt: int) -> list[UnionSource]:
+    """:func:`replan` for the ``attempt``-th time: from :data:`MAX_PLANS` on, whatever surprised is text."""
+    return replan(sources, observed if attempt < MAX_PLANS else {k: {"string"} for k in observed})
 
 
 def replan(sources: list[UnionSource], observed: dict[tuple[int, str], set[str]]) -> list[UnionSource]:

@@ -121,7 +121,8 @@ class Lakescout:
     # -- acting on answers -----------------------------------------------------------------------------------------
     def stack(self, query, *, tables=None, k: int = DEFAULT_K, min_score: float | None = None,
               method: str = "pgtus++", tau: float | None = None, query_rows: bool = True, dedupe: bool = False,
-              strict: bool = False, output: str | None = None, format: str | None = None, overwrite: bool = False):
+              strict: bool = False, output: str | None = None, format: str | None = None, overwrite: bool = False,
+              master: str | None = None):
         """The union a union search describes, as one table: the query's rows (unless ``query_rows`` is False),
         then each result table's rows with its columns placed by the alignment that scored it (unaligned query
         columns null), and provenance columns naming each row's lake table, its indexed version and the snapshot.
@@ -133,19 +134,21 @@ class Lakescout:
 
         Returns a ``pyarrow.Table`` (``.to_pandas()``) whose schema metadata ``b"lakescout"`` holds the JSON
         description (rows, columns, sources, warnings); with ``output`` (a path or URI; ``format`` parquet, csv or
-        delta, else from the ending) writes it instead and returns the description.
+        delta, else from the ending) writes it instead and returns the description.  With a Spark ``master`` and
+        lake tables of at least ``[materialize] spark_min_bytes``, the write runs as a Spark job.
         """
         from .materialize.actions import stack
 
         return stack(self, query, tables=tables, k=k, min_score=min_score, method=method, tau=tau,
                      query_rows=query_rows, dedupe=dedupe, strict=strict, output=output, format=format,
-                     overwrite=overwrite)
+                     overwrite=overwrite, master=master)
 
     def augment(self, query, column: str | None = None, *, key: str | list[str] | None = None, rank: int = 1,
                 table: int | str | None = None, lake_column: str | None = None, lake_key=None, columns=None,
-                fan_out: str = "nearest", max_matches: int = 100, tau: float | None = None,
+                fan_out: str = "nearest", max_matches: int | None = None, tau: float | None = None,
                 tau_share: float | None = None, metric: str | None = None, strict: bool = False,
-                output: str | None = None, format: str | None = None, overwrite: bool = False):
+                output: str | None = None, format: str | None = None, overwrite: bool = False,
+                master: str | None = None):
         """The query's rows with columns of a lake table added through a join's matched values.
 
         ``column`` joins as :meth:`join` does (text: each query value to its nearest lake value within ``tau``,
@@ -156,7 +159,8 @@ class Lakescout:
         ``<table short name>.<column>``, with ``<short>.distance``.
 
         ``fan_out``: ``nearest`` (one row per query row: the first matching lake row in the table's order),
-        ``all`` (every matching lake row; more than ``max_matches`` for one query row is refused) or
+        ``all`` (every matching lake row; more than ``max_matches``, default ``[materialize] max_matches``, for one
+        query row is refused) or
         ``aggregate`` (count, first values, min / max / mean of number columns).  Several augmentations compose:
         pass the returned table as the next ``query``.  Returns and writes as :meth:`stack` does.
         """
@@ -165,7 +169,7 @@ class Lakescout:
         return augment(self, query, column, key=key, rank=rank, table=table, lake_column=lake_column,
                        lake_key=lake_key, columns=columns, fan_out=fan_out, max_matches=max_matches, tau=tau,
                        tau_share=tau_share, metric=metric, strict=strict, output=output, format=format,
-                       overwrite=overwrite)
+                       overwrite=overwrite, master=master)
 
     def pairs(self, query, column: str, *, rank: int = 1, table: int | str | None = None,
               lake_column: str | None = None, tau: float | None = None, tau_share: float | None = None,

@@ -69,6 +69,21 @@ class BatchConfig:
 
 
 @dataclass(frozen=True)
+class MaterializeConfig:
+    """Writing answers (``lakescout stack`` / ``augment``, the ``materialize`` DAG, the page's previews).
+
+    Given a Spark master (``--master``, the DAG's Spark connection), a write whose lake tables hold at least
+    ``spark_min_bytes`` runs as a Spark job (``spark_jobs.materialize``): executors read the tables, the driver never
+    holds one; a smaller one runs in the process that was asked, which needs no application start.  ``max_matches``
+    is the ``all`` fan-out's default bound, ``preview_rows`` how many rows the page shows before a download.
+    """
+
+    spark_min_bytes: int = 256 * 1024 * 1024
+    max_matches: int = 100
+    preview_rows: int = 50
+
+
+@dataclass(frozen=True)
 class RefreshConfig:
     schedule: str = "@daily"
 
@@ -255,6 +270,7 @@ class Config:
     spark: SparkConfig = field(default_factory=SparkConfig)
     refresh: RefreshConfig = field(default_factory=RefreshConfig)
     batch: BatchConfig = field(default_factory=BatchConfig)
+    materialize: MaterializeConfig = field(default_factory=MaterializeConfig)
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
     xash: XashConfig = field(default_factory=XashConfig)
     embed: EmbedConfig = field(default_factory=EmbedConfig)

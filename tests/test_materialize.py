@@ -327,3 +327,128 @@ def test_a_dataframe_is_a_query_and_errors_never_print_it(ls, built):
     with pytest.raises(Exception) as err:
         ls.augment(frame, "no_such_column")
     assert "Lyon" not in str(err.value) and "no_such_column" in str(err.value)
+
+
+# -- the same tables on Spark, and written ------------------------------------------------------------------------
+def _read(path: str, fmt: str) -> pa.Table:
+    if fmt == "delta":
+        from deltalake import DeltaTable
+
+        return DeltaTable(path).to_pyarrow_table()
+    if fmt == "csv":
+        import pyarrow.csv as pacsv
+
+        return pacsv.read_csv(path)
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path)
+
+
+def _plain(table: pa.Table) -> pa.Table:
+    return table.replace_schema_metadata(None)
+
+
+@pytest.mark.parametrize("fmt,dedupe", [("parquet", False), ("delta", True), ("csv", True)])
+def test_a_union_written_on_spark_equals_the_one_written_here(ls, built, spark, tmp_path, fmt, dedupe):
+    from discovery.materialize.actions import stack_plan
+    from discovery.materialize.output import write_table
+    from discovery.materialize.service import run_plan
+    from spark_jobs.materialize import run_plan_spark
+
+    plan = stack_plan(ls, built["query"], k=4, dedupe=dedupe)
+    here, there = str(tmp_path / f"here.{fmt}"), str(tmp_path / f"there.{fmt}")
+    local = run_plan(plan)
+    write_table(local.with_metadata(), here, fmt)
+    described = run_plan_spark(spark, plan, there, fmt)
+    assert described["engine"] == "spark" and described["rows"] == local.table.num_rows
+    assert _plain(_read(there, fmt)).equals(_plain(_read(here, fmt)))
+    if fmt == "csv":
+        assert open(here, "rb").read() == open(there, "rb").read()
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".")]  # no staging or temporary file left
+
+
+@pytest.mark.parametrize("mode", ["nearest", "all", "aggregate"])
+def test_a_join_written_on_spark_equals_the_one_written_here(ls, built, spark, tmp_path, mode):
+    from discovery.materialize.actions import augment_plan
+    from discovery.materialize.service import run_plan
+    from spark_jobs.materialize import run_plan_spark
+
+    plan = augment_plan(ls, built["query"], "vendor", tau=0.15, fan_out=mode, max_matches=1000)
+    described = run_plan_spark(spark, plan, str(tmp_path / "there.parquet"), "parquet")
+    assert described["matched_rows"] > 0
+    assert _plain(_read(str(tmp_path / "there.parquet"), "parquet")).equals(_plain(run_plan(plan).table))
+
+
+def test_a_plan_read_back_from_its_folder_writes_the_same_table(ls, built, tmp_path):
+    from discovery.materialize.actions import augment_plan, stack_plan
+    from discovery.materialize.planfile import load_plan, save_plan
+    from discovery.materialize.service import run_plan
+
+    for i, plan in enumerate([stack_plan(ls, built["query"], k=3),
+                              augment_plan(ls, built["query"], key="country,city", fan_out="aggregate")]):
+        folder = tmp_path / f"plan{i}"
+        folder.mkdir()
+        save_plan(plan, str(folder))
+        assert run_plan(load_plan(str(folder))).table.equals(run_plan(plan).table)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "delta"])
+def test_an_output_is_written_whole_or_not_at_all(ls, built, tmp_path, fmt):
+    from discovery.materialize import OutputError
+    from discovery.materialize.output import write_batches
+
+    table = ls.augment(built["query"], "vendor", tau=0.15)
+    target = str(tmp_path / f"out.{fmt}")
+
+    def failing():
+        yield from table.to_batches(max_chunksize=10)[:2]
+        raise OSError("disk gone")
+
+    with pytest.raises(Exception, match="disk gone"):
+        write_batches(failing(), table.schema, target, fmt)
+    assert os.listdir(tmp_path) == []
+    ls.augment(built["query"], "vendor", tau=0.15, output=target)
+    with pytest.raises(OutputError, match="exists|Delta table already"):
+        ls.augment(built["query"], "vendor", tau=0.15, output=target)
+    described = ls.augment(built["query"], "vendor", tau=0.15, fan_out="all", output=target, overwrite=True)
+    assert _read(target, fmt).num_rows == described["rows"] > table.num_rows
+
+
+def test_a_table_unreadable_since_indexing_is_refused_and_nothing_is_written(ls, built, spark, tmp_path):
+    import shutil
+
+    from discovery.materialize import PlanError
+    from discovery.materialize.actions import stack_plan
+    from spark_jobs.materialize import run_plan_spark
+
+    path = "pq/shipments_1.parquet"
+    table_id = next(r["table_id"] for r in ls.snapshot.read("catalog").to_pylist() if r["path"] == path)
+    full = os.path.join(built["lake"], path)
+    plan = stack_plan(ls, built["query"], tables=[table_id])
+    saved = str(tmp_path / "saved.parquet")
+    shutil.move(full, saved)
+    try:
+        with pytest.raises(PlanError, match="shipments_1.parquet.*cannot be read now"):
+            ls.stack(built["query"], tables=[table_id], output=str(tmp_path / "out.parquet"))
+        with pytest.raises(ValueError, match="shipments_1.parquet"):
+            run_plan_spark(spark, plan, str(tmp_path / "out2.parquet"), "parquet")
+    finally:
+        shutil.move(saved, full)
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_bad_requests_are_one_line_each(ls, built, tmp_path):
+    from discovery.materialize import FanOutError, PlanError
+    from discovery.params import ParameterError
+
+    cases = [(PlanError, "no lake table with id 99999", dict(table=99999)),
+             (PlanError, "there is no rank 500", dict(rank=500)),
+             (PlanError, "has no column 'nope'", dict(columns=["nope"])),
+             (FanOutError, "more than max_matches 1", dict(fan_out="all", max_matches=1)),
+             (ParameterError, "fan_out must be one of", dict(fan_out="some")),
+             (ParameterError, "rank must be at least 1", dict(rank=0))]
+    for error, message, params in cases:
+        with pytest.raises(error, match=message) as caught:
+            ls.augment(built["query"], "vendor", tau=0.15, output=str(tmp_path / "x.parquet"), **params)
+        assert "\n" not in str(caught.value)
+    assert os.listdir(tmp_path) == []

@@ -59,7 +59,7 @@ def cmd_stack(args) -> int:
     tables = [t.strip() for t in args.tables.split(",")] if args.tables else None
     out = _open(args).stack(args.query, tables=tables, k=args.k, min_score=args.min_score, method=args.method,
                             tau=args.tau, query_rows=not args.no_query_rows, dedupe=args.dedupe, strict=args.strict,
-                            **_write_args(args))
+                            master=args.master, **_write_args(args))
     return _written(args, out)
 
 
@@ -67,7 +67,8 @@ def cmd_augment(args) -> int:
     out = _open(args).augment(args.query, args.column, key=args.key, rank=args.rank, table=args.table,
                               lake_column=args.lake_column, lake_key=args.lake_key, columns=args.columns,
                               fan_out=args.fan_out, max_matches=args.max_matches, tau=args.tau,
-                              tau_share=args.tau_share, metric=args.metric, strict=args.strict, **_write_args(args))
+                              tau_share=args.tau_share, metric=args.metric, strict=args.strict, master=args.master,
+                              **_write_args(args))
     return _written(args, out)
 
 
@@ -97,6 +98,12 @@ def _common(p, what: str) -> None:
                                                        "as JSON")
 
 
+def _master(p) -> None:
+    p.add_argument("--master", default=None,
+                   help="Spark master (e.g. spark://host:7077, local[4]) that writes outputs whose lake tables hold at "
+                        "least [materialize] spark_min_bytes (default: every write runs in this process)")
+
+
 def _join_choice(p) -> None:
     p.add_argument("--rank", type=int, default=1, help="which result of the search to write (default 1)")
     p.add_argument("--table", default=None, help="instead: this lake table (id or path), through --lake-column or "
@@ -122,6 +129,7 @@ def register(sub) -> None:
     s.add_argument("--no-query-rows", action="store_true", help="leave the query's own rows out")
     s.add_argument("--dedupe", action="store_true", help="write identical rows once (the first)")
     s.add_argument("--strict", action="store_true", help="refuse a plain lake file changed since the snapshot")
+    _master(s)
     s.set_defaults(func=cmd_stack)
 
     a = sub.add_parser("augment", help="write the query's rows with columns of a joinable lake table added")
@@ -135,9 +143,11 @@ def register(sub) -> None:
     a.add_argument("--fan-out", choices=("nearest", "all", "aggregate"), default="nearest",
                    help="one row per query row with its first match (nearest, default), every match (all), or "
                         "count / first / min / max / mean (aggregate)")
-    a.add_argument("--max-matches", type=int, default=100,
-                   help="--fan-out all: refuse a query value matching more lake rows than this (default 100)")
+    a.add_argument("--max-matches", type=int, default=None,
+                   help="--fan-out all: refuse a query value matching more lake rows than this (default "
+                        "[materialize] max_matches, 100)")
     a.add_argument("--strict", action="store_true", help="refuse a plain lake file changed since the snapshot")
+    _master(a)
     a.set_defaults(func=cmd_augment)
 
     p = sub.add_parser("pairs", help="every matched value pair of a join result (query value, lake value, distance, "

@@ -7,6 +7,7 @@ import sys
 
 from ..query import QueryError
 from ..store import WarehouseError
+from ..submit import JobFailed
 from . import batch, deliver, demo, refresh, search, status
 from .common import UsageError
 
@@ -56,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, QueryError, WarehouseError, FileNotFoundError, ValueError) as exc:
         print(f"lakescout {args.command}: {exc}", file=sys.stderr)
         return 2
+    except JobFailed as exc:
+        print(f"lakescout {args.command}: {exc}", file=sys.stderr)
+        return 1
 
 
 def entry() -> None:

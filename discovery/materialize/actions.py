@@ -19,8 +19,9 @@ from ..params import ParameterError, check_query, choice, count, interval, key_c
 from ..query import QueryError, QueryTable, resolve_query
 from .augment import MODES, FanOut
 from .output import output_format, write_table
+from .planfile import JoinPlan, UnionPlan
 from .select import join_result, nary_result, union_results
-from .service import Materialized, join_rows, join_source, union_rows
+from .service import Materialized, join_plan, join_source, run_plan, union_plan
 
 
 def _query(ls, query) -> QueryTable:
@@ -57,37 +58,74 @@ def _deliver(m: Materialized, output: str | None, fmt: str | None, overwrite: bo
     return m.description
 
 
-def stack(ls, query, *, tables=None, k: int = 10, min_score: float | None = None, method: str = "pgtus++",
-          tau: float | None = None, query_rows: bool = True, dedupe: bool = False, strict: bool = False,
-          output: str | None = None, format: str | None = None, overwrite: bool = False):
+def _run(plan, output: str | None, fmt: str | None, overwrite: bool, master: str | None):
+    """Materialise ``plan`` here, or, with a ``master`` and lake tables of at least ``[materialize]
+    spark_min_bytes``, as a Spark job (which writes ``output`` itself)."""
+    cfg = load_config()
+    size = sum(s.table.bytes for s in plan.sources)
+    if master and output is not None and size >= cfg.materialize.spark_min_bytes:
+        return _on_spark(plan, output, output_format(output, fmt), overwrite, master)
+    return _deliver(run_plan(plan, cfg.limits), output, fmt, overwrite)
+
+
+def _on_spark(plan, output: str, fmt: str, overwrite: bool, master: str) -> dict:
+    import os
+    import tempfile
+
+    from ..submit import run_job
+    from .output import check_target
+    from .planfile import save_plan
+
+    check_target(output, fmt, overwrite)
+    with tempfile.TemporaryDirectory(prefix="lakescout-plan-") as folder:
+        save_plan(plan, folder)
+        args = ["--plan", folder, "--output", output, "--format", fmt] + (["--overwrite"] if overwrite else [])
+        if os.environ.get("LAKESCOUT_CONFIG"):
+            args += ["--config", os.environ["LAKESCOUT_CONFIG"]]
+        return run_job("materialize", master, args, f"writing {output!r}")
+
+
+def stack(ls, query, *, output: str | None = None, format: str | None = None, overwrite: bool = False,
+          master: str | None = None, **params):
     """Write (or return) the union of ``query`` with the lake tables a union search picks; see
     :meth:`discovery.api.Lakescout.stack`."""
+    return _run(stack_plan(ls, query, **params), output, format, overwrite, master)
+
+
+def stack_plan(ls, query, *, tables=None, k: int = 10, min_score: float | None = None, method: str = "pgtus++",
+               tau: float | None = None, query_rows: bool = True, dedupe: bool = False,
+               strict: bool = False) -> UnionPlan:
+    """The plan :func:`stack` runs."""
     q = _query(ls, query)
     k = count("k", k)
     min_score = optional(interval(0.0, float("inf"), lo_open=True))("min_score", min_score)
     params = {} if tau is None else {"tau": tau}
     results = union_results(ls, q, _tables(tables), k, min_score, method, params)
-    m = union_rows(ls.snapshot, q, results, include_query=bool(query_rows), dedupe=bool(dedupe), strict=bool(strict),
-                   limits=load_config().limits)
-    return _deliver(m, output, format, overwrite)
+    return union_plan(ls.snapshot, q, results, include_query=bool(query_rows), dedupe=bool(dedupe),
+                      strict=bool(strict))
 
 
 def _fan_out(fan_out: str, max_matches: int) -> FanOut:
     return FanOut(choice(MODES)("fan_out", fan_out), count("max_matches", max_matches))
 
 
-def augment(ls, query, column: str | None = None, *, key=None, rank: int = 1, table=None,
-            lake_column: str | None = None, lake_key=None, columns=None, fan_out: str = "nearest",
-            max_matches: int = 100, tau: float | None = None, tau_share: float | None = None,
-            metric: str | None = None, strict: bool = False, output: str | None = None, format: str | None = None,
-            overwrite: bool = False):
+def augment(ls, query, column: str | None = None, *, output: str | None = None, format: str | None = None,
+            overwrite: bool = False, master: str | None = None, **params):
     """Write (or return) ``query`` joined to a lake table; see :meth:`discovery.api.Lakescout.augment`."""
+    return _run(augment_plan(ls, query, column, **params), output, format, overwrite, master)
+
+
+def augment_plan(ls, query, column: str | None = None, *, key=None, rank: int = 1, table=None,
+                 lake_column: str | None = None, lake_key=None, columns=None, fan_out: str = "nearest",
+                 max_matches: int | None = None, tau: float | None = None, tau_share: float | None = None,
+                 metric: str | None = None, strict: bool = False) -> JoinPlan:
+    """The plan :func:`augment` runs."""
     if (column is None) == (key is None):
         raise ParameterError("column", "give column (a semantic or numerical join) or key (an n-ary join), not "
                              + ("both" if column is not None else "neither"))
     q = _query(ls, query)
     rank = count("rank", rank)
-    fan = _fan_out(fan_out, max_matches)
+    fan = _fan_out(fan_out, load_config().materialize.max_matches if max_matches is None else max_matches)
     added = _names("columns", columns)
     if key is not None:
         key = key_columns("key", key)
@@ -100,9 +138,7 @@ def augment(ls, query, column: str | None = None, *, key=None, rank: int = 1, ta
         search = {k: v for k, v in (("tau", tau), ("tau_share", tau_share), ("metric", metric)) if v is not None}
         kind, ordinals, result, used = join_result(ls, q, column, rank, table, lake_column, search)
         source = join_source(ls.snapshot, q, kind, ordinals, result, used, added)
-    m = join_rows(ls.snapshot, q, source, ordinals, fan_out=fan, strict=bool(strict), limits=load_config().limits,
-                  result=result)
-    return _deliver(m, output, format, overwrite)
+    return join_plan(ls.snapshot, q, source, ordinals, fan_out=fan, strict=bool(strict), result=result)
 
 
 def pairs(ls, query, column: str, *, rank: int = 1, table=None, lake_column: str | None = None,

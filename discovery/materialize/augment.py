@@ -183,13 +183,16 @@ def _empty(source: JoinSource) -> pa.Table:
     return pa.schema(fields).empty_table()
 
 
-def finish(query, join_columns: list[int], base: pa.Table, source: JoinSource, reduced: pa.Table,
-           fan_out: FanOut) -> tuple[pa.Table, list[str], int]:
-    """``base`` (the query's typed rows) with the columns :func:`assemble` adds from ``reduced`` (the
-    :func:`combine` of every unit), the typing notes, and how many output rows found a match."""
+def query_keys(query, join_columns: list[int], source: JoinSource) -> pa.Array:
+    """The join key of each query row (its join columns' cells keyed as :func:`.keys.cell_keys` keys them)."""
     keys = cell_keys([query.columns[i] for i in join_columns], source.kind, source.dim)
-    if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks()
+    return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+
+
+def finish(keys: pa.Array, base: pa.Table, source: JoinSource, reduced: pa.Table,
+           fan_out: FanOut) -> tuple[pa.Table, list[str], int]:
+    """``base`` (the query's typed rows, with join ``keys``) with the columns :func:`assemble` adds from ``reduced``
+    (the :func:`combine` of every unit), the typing notes, and how many output rows found a match."""
     added = assemble(keys, source, reduced, fan_out, short_name(source.table.path), Names(base.column_names))
     if added.rows is not None:
         base = base.take(pa.array(added.rows))

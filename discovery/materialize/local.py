@@ -12,21 +12,20 @@ import pyarrow.compute as pc
 
 from ..config import Limits
 from ..lake.pinned import units
-from ..query import QueryTable
 from .augment import FanOut, JoinSource, combine, finish, unit_partial
-from .coerce import query_columns
+from .planfile import JoinPlan, UnionPlan
 from .union import UnionSource, first_rows, plan_layout, query_rows, replan_observed, type_notes, unit_rows
 
 
-def run_union(snapshot_id: int, query: QueryTable, sources: list[UnionSource], limits: Limits,
-              include_query: bool = True, dedupe: bool = False) -> tuple[pa.Table, list[str], list[UnionSource]]:
-    """The union of ``query`` (its rows first, unless ``include_query`` is off) and ``sources``; also the warnings
-    and the sources as finally typed (:func:`.union.replan_observed`)."""
-    columns, notes = query_columns(query)
-    planned, attempt = sources, 0
+def run_union(plan: UnionPlan, limits: Limits) -> tuple[pa.Table, list[str], list[UnionSource]]:
+    """The union ``plan`` describes (the query's rows first, unless it leaves them out); also the warnings and the
+    sources as finally typed (:func:`.union.replan_observed`)."""
+    columns = [c.combine_chunks() for c in plan.query.columns]
+    planned, attempt = plan.sources, 0
     while True:
-        layout = plan_layout(query.names, [c.type for c in columns], f"query {query.label!r}", planned, snapshot_id)
-        parts = [query_rows(columns, query.label, layout)] if include_query else []
+        layout = plan_layout(plan.query.column_names, [c.type for c in columns], f"query {plan.query_label!r}",
+                             planned, plan.snapshot_id)
+        parts = [query_rows(columns, plan.query_label, layout)] if plan.include_query else []
         observed: dict[tuple[int, str], set[str]] = {}
         for source in planned:
             for unit in units(source.table):
@@ -39,17 +38,17 @@ def run_union(snapshot_id: int, query: QueryTable, sources: list[UnionSource], l
         attempt += 1
         planned = replan_observed(planned, observed, attempt)
     table = pa.concat_tables(parts) if parts else layout.schema.empty_table()
-    if dedupe:
+    if plan.dedupe:
         table = first_rows(table, list(layout.query_names))
-    return table, notes + type_notes(sources, planned) + list(layout.warnings), planned
+    return table, type_notes(plan.sources, planned) + list(layout.warnings), planned
 
 
-def run_augment(query: QueryTable, base: pa.Table, source: JoinSource, fan_out: FanOut, join_columns: list[int],
-                limits: Limits) -> tuple[pa.Table, list[str], int]:
-    """``base`` (the query's rows, typed, one per query row) with ``source``'s columns added by ``fan_out``; also
-    the warnings and how many rows found a match."""
+def run_augment(plan: JoinPlan, limits: Limits) -> tuple[pa.Table, list[str], int]:
+    """The query's rows with the plan's lake columns added by its fan-out; also the warnings and how many rows
+    found a match."""
+    source, fan_out = plan.source, plan.fan_out
     parts = [unit_partial(source, i, unit, fan_out, limits) for i, unit in enumerate(units(source.table))]
-    return finish(query, join_columns, base, source, combine(parts, source, fan_out), fan_out)
+    return finish(plan.keys, plan.base, source, combine(parts, source, fan_out), fan_out)
 
 
 def lake_key_counts(source: JoinSource, limits: Limits) -> pa.StructArray:
@@ -59,9 +58,3 @@ def lake_key_counts(source: JoinSource, limits: Limits) -> pa.StructArray:
     keys = [unit_partial(source, i, unit, every, limits).column("__key") for i, unit in enumerate(units(source.table))]
     keys = pa.chunked_array(keys, type=source.mapping.schema.field("lake_key").type).combine_chunks()
     return pc.value_counts(keys)
-
-
-def base_table(query: QueryTable) -> tuple[pa.Table, list[str]]:
-    """The query's rows as the first columns of an augmentation."""
-    columns, notes = query_columns(query)
-    return pa.Table.from_arrays(columns, names=query.names), notes

@@ -23,8 +23,10 @@ from ..lake import LakeFileError
 from ..lake.pinned import PinnedTable, changed_since
 from ..query import QueryTable
 from ..store import Snapshot
-from .augment import FanOut, JoinSource
-from .local import base_table, run_augment, run_union
+from .augment import FanOut, JoinSource, query_keys
+from .coerce import query_columns
+from .local import run_augment, run_union
+from .planfile import JoinPlan, UnionPlan
 from .plans import PlanError, key_source, numeric_source, text_source, union_sources
 
 #: Schema metadata key of the description.
@@ -58,10 +60,6 @@ def _fresh(tables: list[PinnedTable], strict: bool) -> list[str]:
     return warnings
 
 
-def _columns(table: pa.Table) -> list[dict]:
-    return [{"name": f.name, "type": str(f.type)} for f in table.schema]
-
-
 def _read_errors(action):
     try:
         return action()
@@ -69,21 +67,47 @@ def _read_errors(action):
         raise PlanError(str(exc)) from None
 
 
-def union_rows(snapshot: Snapshot, query: QueryTable, results: list[dict], *, include_query: bool = True,
-               dedupe: bool = False, strict: bool = False, limits: Limits | None = None) -> Materialized:
-    """The union of ``query`` with the lake tables of union ``results`` (table id, score, alignment)."""
-    started = time.perf_counter()
+def describe(plan, schema: pa.Schema, rows: int, sources: list, warnings: list[str], engine: str, started: float,
+             matched: int | None = None) -> dict:
+    """What was materialised: rows, columns and types, the lake tables with the versions read, warnings."""
+    out = {"kind": plan.kind, "snapshot_id": plan.snapshot_id, "query": plan.query_label, "rows": rows,
+           "columns": [{"name": f.name, "type": str(f.type)} for f in schema]}
+    if plan.kind == "union":
+        out.update(query_rows=plan.include_query, dedupe=plan.dedupe, sources=[s.to_dict() for s in sources])
+    else:
+        described = plan.source.to_dict()
+        described.update({k: plan.result[k] for k in ("rank", "joinability", "matched", "score") if k in plan.result})
+        out.update(query_rows=plan.base.num_rows, matched_rows=matched, join_columns=plan.join_columns,
+                   fan_out=plan.fan_out.mode,
+                   max_matches=plan.fan_out.max_matches if plan.fan_out.mode == "all" else None,
+                   sources=[described])
+    out.update(warnings=plan.notes + warnings, engine=engine, seconds=round(time.perf_counter() - started, 3))
+    return out
+
+
+def union_plan(snapshot: Snapshot, query: QueryTable, results: list[dict], *, include_query: bool = True,
+               dedupe: bool = False, strict: bool = False) -> UnionPlan:
+    """The plan of the union of ``query`` with the lake tables of union ``results`` (table id, score,
+    alignment)."""
     if not results:
         raise PlanError(f"no lake table to union with query {query.label!r}: the answer is empty")
     sources = union_sources(snapshot, query, results)
     warnings = _fresh([s.table for s in sources], strict)
-    table, notes, final = _read_errors(lambda: run_union(snapshot.snapshot_id, query, sources, limits or Limits(),
-                                                         include_query, dedupe))
-    return Materialized(table, {
-        "kind": "union", "snapshot_id": snapshot.snapshot_id, "query": query.label, "rows": table.num_rows,
-        "columns": _columns(table), "query_rows": include_query, "dedupe": dedupe,
-        "sources": [s.to_dict() for s in final], "warnings": warnings + notes, "engine": "local",
-        "seconds": round(time.perf_counter() - started, 3)})
+    columns, notes = query_columns(query)
+    return UnionPlan(snapshot.snapshot_id, query.label, pa.Table.from_arrays(columns, names=query.names), sources,
+                     include_query, dedupe, warnings + notes)
+
+
+def run_plan(plan: UnionPlan | JoinPlan, limits: Limits | None = None) -> Materialized:
+    """Materialise ``plan`` in this process."""
+    started = time.perf_counter()
+    limits = limits or Limits()
+    if isinstance(plan, UnionPlan):
+        table, notes, final = _read_errors(lambda: run_union(plan, limits))
+        return Materialized(table, describe(plan, table.schema, table.num_rows, final, notes, "local", started))
+    table, notes, matched = _read_errors(lambda: run_augment(plan, limits))
+    return Materialized(table, describe(plan, table.schema, table.num_rows, plan.sources, notes, "local", started,
+                                        matched))
 
 
 def join_source(snapshot: Snapshot, query: QueryTable, kind: str, join_columns: list[int], result: dict,
@@ -109,21 +133,11 @@ def join_source(snapshot: Snapshot, query: QueryTable, kind: str, join_columns: 
                           params.get("tau_share"), params.get("metric"))
 
 
-def join_rows(snapshot: Snapshot, query: QueryTable, source: JoinSource, join_columns: list[int], *,
-              fan_out: FanOut = FanOut(), strict: bool = False, limits: Limits | None = None,
-              result: dict | None = None) -> Materialized:
-    """``query``'s rows with ``source``'s columns added by ``fan_out`` (see :mod:`.augment`)."""
-    started = time.perf_counter()
+def join_plan(snapshot: Snapshot, query: QueryTable, source: JoinSource, join_columns: list[int], *,
+              fan_out: FanOut = FanOut(), strict: bool = False, result: dict | None = None) -> JoinPlan:
+    """The plan of ``query``'s rows with ``source``'s columns added by ``fan_out`` (see :mod:`.augment`)."""
     warnings = _fresh([source.table], strict)
-    base, notes = base_table(query)
-    table, more, matched = _read_errors(lambda: run_augment(query, base, source, fan_out, join_columns,
-                                                            limits or Limits()))
-    described = source.to_dict()
-    if result is not None:
-        described.update({k: result[k] for k in ("rank", "joinability", "matched", "score") if k in result})
-    return Materialized(table, {
-        "kind": "join", "snapshot_id": snapshot.snapshot_id, "query": query.label, "rows": table.num_rows,
-        "query_rows": query.num_rows, "matched_rows": matched, "columns": _columns(table),
-        "join_columns": [query.names[i] for i in join_columns], "fan_out": fan_out.mode,
-        "max_matches": fan_out.max_matches if fan_out.mode == "all" else None, "sources": [described],
-        "warnings": warnings + notes + more, "engine": "local", "seconds": round(time.perf_counter() - started, 3)})
+    columns, notes = query_columns(query)
+    return JoinPlan(snapshot.snapshot_id, query.label, pa.Table.from_arrays(columns, names=query.names),
+                    query_keys(query, join_columns, source), source, fan_out, [query.names[i] for i in join_columns],
+                    warnings + notes, result or {})

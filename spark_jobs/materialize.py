@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import uuid
@@ -32,6 +33,7 @@ import uuid
 import numpy as np
 import pyarrow as pa
 
+from discovery import storage
 from discovery.config import Limits, load_config
 from discovery.lake import LakeFileError
 from discovery.lake.pinned import units
@@ -61,6 +63,14 @@ def _from_ipc(data: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
 
 
+def _shared(broadcast) -> dict:
+    """A task's view of the broadcast plan, with the driver's object-storage settings in its environment (Python
+    workers outlive tasks and were started before them)."""
+    value = broadcast.value
+    os.environ.update(value["env"])
+    return value
+
+
 def _with_order(table: pa.Table, part: int) -> pa.Table:
     order = (np.int64(part) << ROW_BITS) + np.arange(table.num_rows, dtype=np.int64)
     return table.append_column(ORDER, pa.array(order))
@@ -70,10 +80,11 @@ def _union_parts(spark, plan: UnionPlan, work: list, layout, planned, limits: Li
     """One pass of the union over every unit: the parts written (in unit order) and what the columns turned out to
     be where they surprised."""
     shared = spark.sparkContext.broadcast({"work": work, "layout": layout, "sources": planned, "limits": limits,
-                                           "folder": folder, "token": token, "order": plan.dedupe})
+                                           "folder": folder, "token": token, "order": plan.dedupe,
+                                           "env": storage.client_env()})
 
     def run(batches):
-        s = shared.value
+        s = _shared(shared)
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 si, ui, unit = s["work"][i]
@@ -113,8 +124,10 @@ def _dedupe_parts(spark, folder: str, parts: list[dict], columns: list[str], tok
     from pyspark.sql import functions as F
 
     names = [p["name"] for p in parts]
+    env = storage.client_env()
 
     def hashes(batches):
+        os.environ.update(env)
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 table = read_part(folder, names[i])
@@ -128,6 +141,7 @@ def _dedupe_parts(spark, folder: str, parts: list[dict], columns: list[str], tok
     by_part = {int(n.split("-")[-1].split(".")[0]): n for n in names}
 
     def rewrite(batches):
+        os.environ.update(env)
         orders: dict[int, list[np.ndarray]] = {}
         for batch in batches:
             part, o = batch.column(1).to_numpy(), batch.column(0).to_numpy()
@@ -187,10 +201,10 @@ def _join_spark(spark, plan: JoinPlan, output: str, fmt: str, overwrite: bool, l
     started = time.perf_counter()
     work = units(plan.source.table)
     shared = spark.sparkContext.broadcast({"source": plan.source, "fan_out": plan.fan_out, "work": work,
-                                           "limits": limits})
+                                           "limits": limits, "env": storage.client_env()})
 
     def run(batches):
-        s = shared.value
+        s = _shared(shared)
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 try:

@@ -141,3 +141,28 @@ def join_plan(snapshot: Snapshot, query: QueryTable, source: JoinSource, join_co
     return JoinPlan(snapshot.snapshot_id, query.label, pa.Table.from_arrays(columns, names=query.names),
                     query_keys(query, join_columns, source), source, fan_out, [query.names[i] for i in join_columns],
                     warnings + notes, result or {})
+
+
+def compose(plan: JoinPlan, previous: pa.Table) -> JoinPlan:
+    """``plan`` applied to the rows another augmentation wrote (``previous``: its query columns, under their names,
+    then what it added): the same lake table and value mapping, keyed on those rows."""
+    from dataclasses import replace
+
+    from ..query import from_arrow
+
+    q = from_arrow(previous, plan.query_label)
+    keys = query_keys(q, [q.ordinal(c) for c in plan.join_columns], plan.source)
+    return replace(plan, base=previous.replace_schema_metadata(None), keys=keys, notes=[])
+
+
+def run_plans(plans: list, limits: Limits | None = None) -> Materialized:
+    """Materialise ``plans`` in this process, in order: one union, or augmentations each applied to the rows the
+    previous one wrote (:func:`compose`); the description lists every lake table added."""
+    m = run_plan(plans[0], limits)
+    for plan in plans[1:]:
+        step = run_plan(compose(plan, m.table), limits)
+        step.description["sources"] = m.description["sources"] + step.description["sources"]
+        step.description["warnings"] = m.description["warnings"] + step.description["warnings"]
+        step.description["query_rows"] = m.description["query_rows"]
+        m = step
+    return m

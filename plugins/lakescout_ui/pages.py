@@ -23,6 +23,7 @@ from discovery.batch import BatchError, available_kinds, batch_results, run_batc
 from discovery.store import WarehouseError
 from lakescout_ui.access import BATCH_DAG, may_search, warehouse
 from lakescout_ui.data import evidence_text, page_data
+from lakescout_ui.kept import keep
 from lakescout_ui.upload import FormRefused, received_form
 
 HERE = Path(__file__).parent
@@ -34,16 +35,20 @@ _templates.filters["evidence"] = evidence_text
 router = APIRouter()
 
 
+def render(template: str, request: Request, user, **context) -> str:
+    """A template of the app rendered for ``user`` (``base``: the app's mount path, for links)."""
+    return _templates.get_template(template).render(user=user.get_name(), may_search=may_search(user),
+                                                    batch_dag=BATCH_DAG, base=request.scope.get("root_path", ""),
+                                                    **context)
+
+
 def _render(request: Request, user, search: dict | None = None, status: int = 200) -> HTMLResponse:
     wh = warehouse()
     try:
         data = page_data(wh)
     except WarehouseError as exc:
         data = {"ready": False, "warehouse": wh.root, "problem": str(exc)}
-    page = _templates.get_template("page.html").render(data=data, search=search, user=user.get_name(),
-                                                       may_search=may_search(user), batch_dag=BATCH_DAG,
-                                                       base=request.scope.get("root_path", ""))
-    return HTMLResponse(page, status_code=status)
+    return HTMLResponse(render("page.html", request, user, data=data, search=search), status_code=status)
 
 
 def _search_params(kind: str, k: int, method: str, column: str, key: str, tau: float | None = None) -> dict:
@@ -95,7 +100,10 @@ def _answer(request: Request, user, form: dict, upload_path: str | None) -> HTML
             raise BatchError("pick a lake table or upload a table file (CSV, TSV, JSON Lines, compressed or not)")
         params = _search_params(kind, form["k"], form["method"], form["column"], form["key"], form["tau_value"])
         spec = {"name": f"ui:{user.get_name()}", "queries": [{"id": "search", "kind": kind, "query": query, **params}]}
-        summary = run_batch(warehouse(), spec, batch_id=f"ui-{uuid.uuid4().hex[:12]}", served=True, uploads=uploads)
+        batch_id = f"ui-{uuid.uuid4().hex[:12]}"
+        summary = run_batch(warehouse(), spec, batch_id=batch_id, served=True, uploads=uploads)
+        for label, path in uploads.items():  # its results' previews and downloads read it again
+            keep(batch_id, label, path)
         rows = batch_results(warehouse(), summary["batch_id"]).to_pylist()
         return _render(request, user, {"form": form, "summary": summary, "rows": rows})
     except (BatchError, WarehouseError, ValueError) as exc:

@@ -147,9 +147,9 @@ def _dedupe_parts(spark, folder: str, parts: list[dict], columns: list[str], tok
             part, o = batch.column(1).to_numpy(), batch.column(0).to_numpy()
             for p in np.unique(part):
                 orders.setdefault(int(p), []).append(o[part == p])
-        for p, os in orders.items():
+        for p, kept_orders in orders.items():
             table = read_part(folder, by_part[p])
-            keep = np.isin(table.column(ORDER).to_numpy(), np.concatenate(os))
+            keep = np.isin(table.column(ORDER).to_numpy(), np.concatenate(kept_orders))
             table = table.filter(pa.array(keep)).drop_columns([ORDER])
             info = write_part(table, folder, f"part-materialize-{token}-d{p:06d}.parquet")
             yield pa.RecordBatch.from_pylist([{"payload": json.dumps({"p": p, **info})}])

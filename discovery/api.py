@@ -1,7 +1,8 @@
 """Python API: ``discovery.open(warehouse)`` returns a :class:`Lakescout` pinned to one snapshot.
 
-Methods mirror the CLI.  The object keeps answering from the snapshot it was opened on until :meth:`refresh` moves
-it to the latest one, so a long-running service sees a consistent index between refreshes.
+Methods mirror the CLI.  The object keeps answering from the snapshot it was opened on until :meth:`latest` moves it
+to the newest one, so a long-running service sees a consistent index between refreshes.  (Building a snapshot is the
+CLI's ``lakescout refresh`` or the ``lake_refresh`` DAG; nothing here writes the index.)
 """
 from __future__ import annotations
 
@@ -21,12 +22,19 @@ class Lakescout:
     def snapshot_id(self) -> int:
         return self.snapshot.snapshot_id
 
-    def refresh(self) -> Snapshot:
-        """Move to the latest published snapshot."""
+    def latest(self) -> Snapshot:
+        """Move to the latest published snapshot (later searches answer from it) and return it."""
         self.snapshot = load_snapshot(self.warehouse)
         return self.snapshot
 
+    #: The former name of :meth:`latest`, kept so existing code runs: it moves to the latest snapshot and builds
+    #: nothing (unlike ``lakescout refresh``, which builds one).
+    refresh = latest
+
     def status(self) -> dict:
+        """What ``lakescout status --json`` prints, for this object's snapshot: the snapshot, table counts by status
+        and format, failed and stale tables with their reasons, tables indexed with warnings, rows of each index
+        table, and the stages of the recent refreshes of the warehouse."""
         return warehouse_status(self.warehouse, self.snapshot)
 
     def _checked(self, kind: str, query, params: dict) -> tuple[QueryTable, dict]:

@@ -1,8 +1,8 @@
 """Configuration: defaults in code, overridden by a TOML file.
 
 The file is ``$LAKESCOUT_CONFIG`` when set, else ``lakescout.toml`` in the working directory when present.  Sections
-mirror the dataclasses below (``[limits]``, ``[profile]``, ``[spark]``, ``[refresh]``, ``[batch]``, ...); unknown
-keys are an error so a typo never silently falls back to a default.
+mirror the dataclasses below (``[paths]``, ``[limits]``, ``[profile]``, ``[spark]``, ``[refresh]``, ``[batch]``,
+...); unknown keys are an error so a typo never silently falls back to a default.
 """
 from __future__ import annotations
 
@@ -10,6 +10,14 @@ import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+
+
+@dataclass(frozen=True)
+class PathsConfig:
+    """Where the commands find the warehouse when ``--warehouse`` is not given: ``$LAKESCOUT_WAREHOUSE`` first (the
+    variable the DAGs and the page read, so one setting serves every surface), then this key."""
+
+    warehouse: str = ""        # folder or URI; empty: none, and a command without --warehouse names what to set
 
 
 @dataclass(frozen=True)
@@ -264,6 +272,7 @@ class NumjoinConfig:
 
 @dataclass(frozen=True)
 class Config:
+    paths: PathsConfig = field(default_factory=PathsConfig)
     limits: Limits = field(default_factory=Limits)
     lake: LakeConfig = field(default_factory=LakeConfig)
     profile: ProfileConfig = field(default_factory=ProfileConfig)
@@ -316,3 +325,14 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
         return Config.from_dict(data)
     except ValueError as exc:
         raise ValueError(f"configuration file {str(p)!r}: {exc}") from None
+
+
+#: The environment variable that names the warehouse of every surface (CLI, DAGs, the page).
+WAREHOUSE_ENV = "LAKESCOUT_WAREHOUSE"
+
+
+def configured_warehouse(config: Config | None = None) -> str | None:
+    """The warehouse a command uses when none is given: ``$LAKESCOUT_WAREHOUSE``, else ``[paths] warehouse``, else
+    None.  The variable wins over the file, as ``$LAKESCOUT_CONFIG`` does over ``./lakescout.toml``: an environment
+    is set for one deployment or shell, a file is shared."""
+    return os.environ.get(WAREHOUSE_ENV) or (config or load_config()).paths.warehouse or None

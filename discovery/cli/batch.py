@@ -9,7 +9,8 @@ import sys
 import tempfile
 
 from ..config import load_config
-from .common import SparkFailed, UsageError, spark_submit
+from .common import SparkFailed, UsageError, add_common, add_warehouse, spark_submit
+from .output import table
 
 
 def cmd_batch(args) -> int:
@@ -31,8 +32,30 @@ def cmd_batch(args) -> int:
             return 1
     if summary is None:
         summary = run_batch(args.warehouse, spec, batch_id=args.batch_id, snapshot_id=args.snapshot)
-    print(json.dumps(summary, default=str, indent=None if args.json else 2))
+    if args.json:
+        print(json.dumps(summary, default=str))
+    else:
+        print_summary(summary)
     return 0
+
+
+def print_summary(summary: dict) -> None:
+    """A batch as a table: one row per query with its result count and its best result with that result's score
+    (``--json``: every field)."""
+    where = f" on {summary['spark_tasks']} Spark tasks" if summary.get("spark_tasks") else ""
+    n = len(summary["queries"])
+    print(f"batch {summary['batch_id']}" + (f" ({summary['name']})" if summary.get("name") else "")
+          + f"  snapshot {summary['snapshot_id']}  {n} quer{'y' if n == 1 else 'ies'}, {summary['results']} results "
+          f"in {summary['seconds']:.1f} s{where}, recorded in query_results")
+    rows = []
+    for q in summary["queries"]:
+        top = (q.get("top") or [{}])[0]
+        best = top.get("path", "")
+        if best and top.get("column"):
+            best += f" [{top['column']}]"
+        rows.append({"id": q["id"], "kind": q["kind"], "query": q["query"], "results": q["results"],
+                     "score": "" if top.get("score") is None else f"{top['score']:.3g}", "best": best})
+    print(table(rows, ["id", "kind", "query", "results", "score", "best"], flexible=("query", "best")))
 
 
 def _batch_on_spark(args, spec: str) -> dict | None:
@@ -71,12 +94,13 @@ def _batch_on_spark(args, spec: str) -> dict | None:
 
 def register(sub) -> None:
     b = sub.add_parser("batch", help="validate and run a batch of queries; results go to the query_results table")
-    b.add_argument("--warehouse", required=True)
-    b.add_argument("--spec", required=True, help='JSON file: {"queries": [{"kind": "union|join|nary", "query": ...}]}')
+    add_warehouse(b)
+    b.add_argument("--spec", required=True, metavar="FILE",
+                   help='JSON file: {"queries": [{"kind": "union|join|nary", "query": ...}]}')
     b.add_argument("--batch-id", default=None, help="idempotency key: a batch already recorded is not run again")
-    b.add_argument("--snapshot", type=int, default=None, help="snapshot id (default: the spec's, else the latest)")
+    b.add_argument("--snapshot", type=int, default=None, metavar="ID",
+                   help="snapshot id (default: the spec's, else the latest)")
     b.add_argument("--master", default=None,
                    help="Spark master (e.g. local[4], spark://host:7077) that answers a batch of at least "
                         "[batch] spark_min_queries queries (default: every batch runs in this process)")
-    b.add_argument("--json", action="store_true")
-    b.set_defaults(func=cmd_batch)
+    add_common(b, cmd_batch)

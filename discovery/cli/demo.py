@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from .common import UsageError
+from .common import UsageError, add_common
 
 
 def cmd_demo_lake(args) -> int:
@@ -21,7 +21,6 @@ def cmd_demo_lake(args) -> int:
 
 def register(sub) -> None:
     d = sub.add_parser("demo-lake", help="write the sample lake (files and lakehouse tables) with its ground truth")
-    d.add_argument("dir")
-    d.add_argument("--seed", type=int, default=7)
-    d.add_argument("--json", action="store_true")
-    d.set_defaults(func=cmd_demo_lake)
+    d.add_argument("dir", help="folder to write the lake to (created; its ground truth goes to DIR/_ground_truth/)")
+    d.add_argument("--seed", type=int, default=7, help="seed of the generated tables (default 7)")
+    add_common(d, cmd_demo_lake, config=False)

@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from typing import Iterator
 
+from .. import __version__
+from ..config import configured_warehouse, load_config
 from ..query import QueryError
 from ..store import WarehouseError
 from ..submit import JobFailed
@@ -25,6 +29,7 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="lakescout", description="Find unionable and joinable tables in a data lake.")
+    p.add_argument("--version", action="version", version=f"lakescout {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.register(sub)
@@ -46,6 +51,38 @@ def overview(parser: argparse.ArgumentParser) -> str:
     return "\n".join(lines)
 
 
+@contextlib.contextmanager
+def configuration(path: str | None) -> Iterator[None]:
+    """While a command runs, ``--config`` is ``$LAKESCOUT_CONFIG``: every part of the command that reads the
+    configuration (the searches' defaults, a batch's Spark threshold, the Spark applications it starts) then reads
+    that file, without each being handed it."""
+    if path is None:
+        yield
+        return
+    saved = os.environ.get("LAKESCOUT_CONFIG")
+    os.environ["LAKESCOUT_CONFIG"] = os.path.abspath(path)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("LAKESCOUT_CONFIG", None)
+        else:
+            os.environ["LAKESCOUT_CONFIG"] = saved
+
+
+def run(args) -> int:
+    """Run the parsed command: its configuration checked first (a bad file is named before any work), its warehouse
+    from :func:`~discovery.config.configured_warehouse` when ``--warehouse`` was not given."""
+    if "config" in args:
+        config = load_config()
+        if "warehouse" in args and args.warehouse is None:
+            args.warehouse = configured_warehouse(config)
+            if args.warehouse is None:
+                raise UsageError("no warehouse given: pass --warehouse PATH, set $LAKESCOUT_WAREHOUSE, or set "
+                                 "[paths] warehouse in the configuration")
+    return args.func(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     if not (sys.argv[1:] if argv is None else argv):
@@ -53,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        with configuration(getattr(args, "config", None)):
+            return run(args)
     except (UsageError, QueryError, WarehouseError, FileNotFoundError, ValueError) as exc:
         print(f"lakescout {args.command}: {exc}", file=sys.stderr)
         return 2

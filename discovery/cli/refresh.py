@@ -12,7 +12,7 @@ import time
 from .. import storage
 from ..config import load_config
 from ..store.lease import holder as lease_holder
-from .common import UsageError, spark_submit
+from .common import UsageError, add_common, add_warehouse, spark_submit
 
 
 def cmd_refresh(args) -> int:
@@ -77,13 +77,11 @@ def cmd_refresh(args) -> int:
 def register(sub) -> None:
     r = sub.add_parser("refresh", help="bring the index up to date with the lake (runs the Spark stages)")
     r.add_argument("--lake", required=True, help="lake folder or URI")
-    r.add_argument("--warehouse", required=True, help="warehouse folder or URI")
+    add_warehouse(r)
     r.add_argument("--full", action="store_true", help="rebuild every index table from scratch")
     r.add_argument("--master", default=None, help="Spark master (default from config: local[*])")
-    r.add_argument("--config", default=None, help="TOML configuration file")
     r.add_argument("--include", action="append", default=[], metavar="PATTERN",
                    help="index only lake tables matching this gitignore-style pattern (repeatable)")
     r.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
                    help="leave out lake tables matching this pattern (repeatable)")
-    r.add_argument("--json", action="store_true")
-    r.set_defaults(func=cmd_refresh)
+    add_common(r, cmd_refresh)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from .common import Choices, add_common, add_snapshot, add_warehouse, methods
 from .output import table
 
 
@@ -20,7 +21,7 @@ def cmd_union(args) -> int:
     print(f"snapshot {out['snapshot_id']}  query {out['query']}  method {out['method']}  score {st['score_kind']}")
     rows = [{"rank": r["rank"], "score": f"{r['score']:.3f}", "table_id": r["table_id"], "path": r["path"],
              "alignment": ", ".join(f"{q}~{c} ({s:.2f})" for q, c, s in r["alignment"])} for r in out["results"]]
-    print(table(rows, ["rank", "score", "table_id", "path", "alignment"]))
+    print(table(rows, ["rank", "score", "table_id", "path", "alignment"], flexible=("alignment",)))
     print(f"\ncandidates after refinement {st['candidates_after_refinement']}, after pruning "
           f"{st['candidates_after_pruning']}, exact matchings {st['exact_matchings']}, {st['seconds'] * 1000:.0f} ms")
     return 0
@@ -46,7 +47,8 @@ def cmd_join(args) -> int:
     rows = [{"rank": r["rank"], "joinability": f"{r['joinability']:.2f}", "table_id": r["table_id"],
              "path": r["path"], "column": r["column"], "context": _context(r),
              "matches": "; ".join(f"{a} ~ {b} ({d:.3f})" for a, b, d in r["matches"][:3])} for r in out["results"]]
-    print(table(rows, ["rank", "joinability", "table_id", "path", "column", "context", "matches"]))
+    print(table(rows, ["rank", "joinability", "table_id", "path", "column", "context", "matches"],
+                flexible=("context", "matches")))
     print(f"\n{st['query_values']} distinct query values; {st.get('distance_computations', 0)} distance computations"
           f", {st['seconds'] * 1000:.0f} ms")
     return 0
@@ -74,7 +76,7 @@ def _print_numeric_join(out: dict) -> int:
              "path": r["path"], "column": r["column"],
              "matches": "; ".join(f"{_value(a)} ~ {_value(b)} ({d:.3g})" for a, b, d in r["matches"][:3])}
             for r in out["results"]]
-    print(table(rows, ["rank", "joinability", "table_id", "path", "column", "matches"]))
+    print(table(rows, ["rank", "joinability", "table_id", "path", "column", "matches"], flexible=("matches",)))
     print(f"\n{st['query_values']} distinct query values; {st.get('distance_computations', 0)} distance computations"
           f", {st['seconds'] * 1000:.0f} ms")
     return 0
@@ -94,38 +96,42 @@ def cmd_nary(args) -> int:
           f"  {st['bits']}-bit XASH (alpha {st['alpha']})")
     rows = [{"rank": r["rank"], "J": r["joinability"], "table_id": r["table_id"], "path": r["path"],
              "mapping": ", ".join(f"{q} -> {c}" for q, c in r["mapping"].items())} for r in out["results"]]
-    print(table(rows, ["rank", "J", "table_id", "path", "mapping"]))
+    print(table(rows, ["rank", "J", "table_id", "path", "mapping"], flexible=("mapping",)))
     print(f"\n{st['matchable_tuples']} of {st['query_tuples']} distinct key tuples occur in the lake; initial column "
           f"{st['initial_column']!r}; candidate rows {st['candidate_rows_fetched']}, passing the filter "
           f"{st['rows_passing_filter']}, verified {st['rows_verified']} ({st['false_positive_rows']} false positives)")
     return 0
 
 
+QUERY_HELP = "query table: a file, a catalogued lake path or a lake table id"
+
+
 def register(sub) -> None:
     u = sub.add_parser("union", help="tables unionable with a query table (PGTUS, TACTUS, Starmie, exact)")
-    u.add_argument("--warehouse", required=True)
-    u.add_argument("--query", required=True, help="query table: a file, a catalogued lake path or a lake table id")
+    add_warehouse(u)
+    u.add_argument("--query", required=True, help=QUERY_HELP)
     u.add_argument("-k", type=int, default=10, help="number of results (default 10)")
-    u.add_argument("--method", default="pgtus++",
-                   help="search method (default pgtus++); a name this installation lacks is refused with the list")
-    u.add_argument("--tau", type=float, default=None, help="column similarity threshold of Definition 5")
+    u.add_argument("--method", default="pgtus++", choices=methods("union"), metavar="METHOD",
+                   help="search method: %(choices)s (default %(default)s; exact, pgtus and pgtus++ return the same "
+                        "exact top-k)")
+    u.add_argument("--tau", type=float, default=None,
+                   help="column similarity threshold in (0, 1] of Definition 5 of PGTUS (default 0.4)")
     u.add_argument("--phi-c", type=int, default=None, help="centroids probed per query column (pgtus++-approx)")
     u.add_argument("--phi-ref", type=int, default=None, help="candidate tables kept by refinement (pgtus++-approx)")
     u.add_argument("--phi-r", type=int, default=None, help="candidates kept by bound pruning")
-    u.add_argument("--snapshot", type=int, default=None, help="snapshot id (default: the latest)")
-    u.add_argument("--json", action="store_true")
-    u.set_defaults(func=cmd_union)
+    add_snapshot(u)
+    add_common(u, cmd_union)
 
     j = sub.add_parser("join", help="columns joinable with a query column (PEXESO): semantically for text, by "
                                     "distance for numbers, coordinates and vectors; with evidence")
-    j.add_argument("--warehouse", required=True)
-    j.add_argument("--query", required=True, help="query table: a file, a catalogued lake path or a lake table id")
+    add_warehouse(j)
+    j.add_argument("--query", required=True, help=QUERY_HELP)
     j.add_argument("--column", required=True,
                    help="the query column to join on; LAT,LNG for a coordinate pair (distances in metres)")
     j.add_argument("--tau", type=float, default=None,
-                   help="distance threshold: for text a fraction of the maximum (default [join] tau, 0.04); for "
-                        "numbers, coordinates and vectors a distance in the data's units (metres for coordinates; "
-                        "default [numjoin] tau_metres 50, else tau_share of the column's spread)")
+                   help="distance threshold: for text a fraction in (0, 1) of the maximum (default [join] tau, "
+                        "0.04); for numbers, coordinates and vectors a distance >= 0 in the data's units (metres "
+                        "for coordinates; default [numjoin] tau_metres 50, else tau_share of the column's spread)")
     j.add_argument("--tau-share", type=float, default=None,
                    help="numerical join: tau as a fraction of the query column's spread instead")
     j.add_argument("--similarity", choices=("hit", "all"), default=None,
@@ -137,26 +143,31 @@ def register(sub) -> None:
                       help="the k columns of highest joinability, any match counting (default [join] top_k, 10)")
     mode.add_argument("--T", type=float, default=None,
                       help="instead: every column in which this share of the query values find a match")
-    j.add_argument("--method", default="pexeso", help="pexeso (default), pexeso-h (text) or pnodom (numbers), or "
-                                                      "exact: identical answers")
-    j.add_argument("--snapshot", type=int, default=None, help="snapshot id (default: the latest)")
-    j.add_argument("--json", action="store_true")
-    j.set_defaults(func=cmd_join)
+    j.add_argument("--method", default="pexeso", choices=methods("join"), metavar="METHOD",
+                   help="%(choices)s (default %(default)s): pexeso-h for text, pnodom for numbers; every method "
+                        "gives identical answers")
+    add_snapshot(j)
+    add_common(j, cmd_join)
 
     n = sub.add_parser("nary", help="tables joinable on a multi-column key (MATE), with J and the column mapping")
-    n.add_argument("--warehouse", required=True)
-    n.add_argument("--query", required=True, help="query table: a file, a catalogued lake path or a lake table id")
+    add_warehouse(n)
+    n.add_argument("--query", required=True, help=QUERY_HELP)
     n.add_argument("--key", required=True, help="key columns of the query, comma-separated: COL1,COL2[,...] (a "
                                                 "column with a comma in its name needs a key given as a list: Python "
                                                 "API or batch spec)")
     n.add_argument("-k", type=int, default=10, help="number of results (default 10)")
-    n.add_argument("--method", default="mate",
-                   help="mate (XASH super keys, default), scr (no super keys), bloom (Bloom-filter super keys), "
-                        "exhaustive; all return the same exact top-k")
-    n.add_argument("--bits", type=int, default=None,
-                   help="super-key size: 128, 256 or 512 (default: the index's; another is derived in memory)")
+    n.add_argument("--method", default="mate", choices=methods("nary"), metavar="METHOD",
+                   help="%(choices)s (default %(default)s: XASH super keys; scr: none, bloom: Bloom-filter super "
+                        "keys); all return the same exact top-k")
+    n.add_argument("--bits", type=int, default=None, choices=Choices(xash_sizes), metavar="BITS",
+                   help="super-key size: %(choices)s (default: the index's; another is derived in memory)")
     n.add_argument("--initial-column", default=None, help="key column whose posting lists are fetched "
                                                           "(default: the one with the fewest distinct values)")
-    n.add_argument("--snapshot", type=int, default=None, help="snapshot id (default: the latest)")
-    n.add_argument("--json", action="store_true")
-    n.set_defaults(func=cmd_nary)
+    add_snapshot(n)
+    add_common(n, cmd_nary)
+
+
+def xash_sizes() -> tuple:
+    from ..xash import SUPPORTED_BITS
+
+    return tuple(SUPPORTED_BITS)

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import json
-import textwrap
 
 from ..store import Warehouse
-from .output import table
+from .common import add_common, add_warehouse
+from .output import table, wrapped
 
 
 def cmd_status(args) -> int:
@@ -25,27 +25,28 @@ def cmd_status(args) -> int:
               f"{t.get('deleted', 0)} deleted")
         print(f"formats    {', '.join(f'{k} {v}' for k, v in st.get('formats', {}).items()) or 'none'}")
         rows = ", ".join(f"{k} {v}" for k, v in st.get("index_rows", {}).items() if v)
-        print(f"index      {rows or 'empty'}")
+        print(wrapped(f"rows       {rows or 'none'} (rows of each index table in this snapshot)", 11))
     else:
         print("snapshot   none published yet")
     print(f"\nfailed and stale tables ({len(st['errors'])}; a stale table's last indexed rows still answer):")
-    print(table(st["errors"], ["table_id", "path", "format", "status", "reason"]))
+    print(table(st["errors"], ["table_id", "path", "format", "status", "reason"], flexible=("reason",)))
     if st["warnings"]:
         print(f"\ntables indexed with warnings ({len(st['warnings'])}):")
         print(table([{**w, "warnings": "; ".join(w["warnings"])} for w in st["warnings"]],
-                    ["table_id", "path", "warnings"]))
+                    ["table_id", "path", "warnings"], flexible=("warnings",)))
     print("\nrecent refreshes:")
     for r in st["refreshes"]:
         published = f"snapshot {r['snapshot_id']}" if r["snapshot_id"] else "not published"
         print(f"  refresh {r['refresh_id']} started {r['started_at']}: {published}")
-        print(textwrap.indent(table([{**s, "seconds": f"{s['seconds']:.1f}"} for s in r["stages"]],
-                                    ["stage", "status", "seconds", "tables_processed", "tables_added",
-                                     "tables_changed", "tables_deleted", "tables_failed", "rows_written"]), "  "))
+        stages = [{"stage": s["stage"], "status": s["status"], "seconds": f"{s['seconds']:.1f}",
+                   **{k: s[f"tables_{k}"] for k in ("processed", "added", "changed", "deleted", "failed")},
+                   "rows": s["rows_written"]} for s in r["stages"]]
+        print(table(stages, ["stage", "status", "seconds", "processed", "added", "changed", "deleted", "failed",
+                             "rows"], indent=4))
     return 0
 
 
 def register(sub) -> None:
     s = sub.add_parser("status", help="latest snapshot, table counts, failed tables, recent refreshes")
-    s.add_argument("--warehouse", required=True)
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_status)
+    add_warehouse(s)
+    add_common(s, cmd_status)

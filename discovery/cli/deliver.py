@@ -4,7 +4,25 @@ from __future__ import annotations
 
 import json
 
+from .common import Choices, add_common, add_snapshot, add_warehouse
 from .output import table
+
+
+
+def _formats() -> tuple:
+    from ..materialize.output import FORMATS
+
+    return FORMATS
+
+
+def _modes() -> tuple:
+    from ..materialize.augment import MODES
+
+    return MODES
+
+
+#: The writer's formats and the join's fan-out policies, read from the modules that own them when argparse asks.
+FORMATS, MODES = Choices(_formats), Choices(_modes)
 
 #: Rows a command without ``--output`` shows.
 PREVIEW_ROWS = 20
@@ -86,16 +104,16 @@ def cmd_pairs(args) -> int:
 
 
 def _common(p, what: str) -> None:
-    p.add_argument("--warehouse", required=True, help="warehouse folder or URI of the index")
-    p.add_argument("--query", required=True, help="query table: a file, a catalogued lake path or a lake table id")
-    p.add_argument("--snapshot", type=int, default=None, help="snapshot id (default: the latest)")
-    p.add_argument("--output", default=None, help=f"where to write {what}: a path or URI (s3://...); without it, a "
-                                                  "preview is printed")
-    p.add_argument("--format", choices=("parquet", "csv", "delta"), default=None,
-                   help="output format (default: from the ending, .parquet or .csv; else a Delta table)")
+    add_warehouse(p)
+    p.add_argument("--query", required=True, metavar="TABLE",
+                   help="query table: a file, a catalogued lake path or a lake table id")
+    add_snapshot(p)
+    p.add_argument("--output", default=None, metavar="PATH",
+                   help=f"where to write {what}: a path or URI (s3://...); without it, a preview is printed")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="output format: parquet, csv or delta (default: from the ending, .parquet or .csv; else a "
+                        "Delta table)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output (refused otherwise)")
-    p.add_argument("--json", action="store_true", help="print the description (rows, columns, sources, warnings) "
-                                                       "as JSON")
 
 
 def _master(p) -> None:
@@ -112,8 +130,8 @@ def _join_choice(p) -> None:
     p.add_argument("--tau", type=float, default=None, help="match distance, as in lakescout join")
     p.add_argument("--tau-share", type=float, default=None, help="numerical join: tau as a share of the query "
                                                                  "column's spread")
-    p.add_argument("--metric", choices=("euclidean", "angular"), default=None, help="numerical join on a list "
-                                                                                     "column")
+    p.add_argument("--metric", choices=("euclidean", "angular"), default=None,
+                   help="numerical join on a list column: euclidean (default) or angular")
 
 
 def register(sub) -> None:
@@ -130,7 +148,7 @@ def register(sub) -> None:
     s.add_argument("--dedupe", action="store_true", help="write identical rows once (the first)")
     s.add_argument("--strict", action="store_true", help="refuse a plain lake file changed since the snapshot")
     _master(s)
-    s.set_defaults(func=cmd_stack)
+    add_common(s, cmd_stack)
 
     a = sub.add_parser("augment", help="write the query's rows with columns of a joinable lake table added")
     _common(a, "the joined rows")
@@ -140,7 +158,7 @@ def register(sub) -> None:
     _join_choice(a)
     a.add_argument("--lake-key", default=None, help="with --table and --key: the lake columns of the key, in order")
     a.add_argument("--columns", default=None, help="lake columns to add, comma-separated (default all)")
-    a.add_argument("--fan-out", choices=("nearest", "all", "aggregate"), default="nearest",
+    a.add_argument("--fan-out", choices=MODES, default="nearest",
                    help="one row per query row with its first match (nearest, default), every match (all), or "
                         "count / first / min / max / mean (aggregate)")
     a.add_argument("--max-matches", type=int, default=None,
@@ -148,11 +166,11 @@ def register(sub) -> None:
                         "[materialize] max_matches, 100)")
     a.add_argument("--strict", action="store_true", help="refuse a plain lake file changed since the snapshot")
     _master(a)
-    a.set_defaults(func=cmd_augment)
+    add_common(a, cmd_augment)
 
     p = sub.add_parser("pairs", help="every matched value pair of a join result (query value, lake value, distance, "
                                      "rows)")
     _common(p, "the pairs")
     p.add_argument("--column", required=True, help="the query column of the join (LAT,LNG for coordinates)")
     _join_choice(p)
-    p.set_defaults(func=cmd_pairs)
+    add_common(p, cmd_pairs)

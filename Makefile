@@ -51,6 +51,9 @@ demo: sample-lake
 	$(BIN)/lakescout join --warehouse $(LAKESCOUT_WAREHOUSE) --query partners/vendor_master.csv --column Vendor
 	$(BIN)/lakescout nary --warehouse $(LAKESCOUT_WAREHOUSE) --query retail/stores/store_locations_q1.csv --key country,city
 	$(BIN)/lakescout join --warehouse $(LAKESCOUT_WAREHOUSE) --query geo/weather_stations.csv --column lat,lng
+	@echo; echo "== answers written out (outputs/)"
+	$(BIN)/lakescout augment --warehouse $(LAKESCOUT_WAREHOUSE) --query partners/vendor_master.csv --column Vendor --output outputs/vendors_with_orders.parquet --overwrite
+	$(BIN)/lakescout stack --warehouse $(LAKESCOUT_WAREHOUSE) --query finance/registers/firms.tsv -k 3 --output outputs/firms_and_alike.csv --overwrite
 
 # Tools some tests use from Debian: Chromium (UI test) and docker-compose (validates docker-compose.yaml; no
 # container engine is needed).  Installed when missing and apt is usable (root on Debian); otherwise those tests skip.
@@ -83,4 +86,4 @@ test: venv test-tools
 	$(BIN)/pytest -q -rs $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(LAKESCOUT_WAREHOUSE) $(LAKESCOUT_LAKE) .airflow
+	rm -rf $(LAKESCOUT_WAREHOUSE) $(LAKESCOUT_LAKE) .airflow outputs

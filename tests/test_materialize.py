@@ -452,3 +452,44 @@ def test_bad_requests_are_one_line_each(ls, built, tmp_path):
             ls.augment(built["query"], "vendor", tau=0.15, output=str(tmp_path / "x.parquet"), **params)
         assert "\n" not in str(caught.value)
     assert os.listdir(tmp_path) == []
+
+
+def test_the_cli_writes_and_refuses_in_one_line(ls, built, tmp_path):
+    """``lakescout augment`` / ``stack`` / ``pairs``: a written file described in JSON; bad requests one line on
+    stderr, exit code 2, nothing written."""
+    import subprocess
+    import sys
+
+    cli = os.path.join(os.path.dirname(sys.executable), "lakescout")
+    common = ["--warehouse", built["warehouse"], "--query", built["query"]]
+
+    def run(*args):
+        return subprocess.run([cli, *args], capture_output=True, text=True, timeout=300)
+
+    out = str(tmp_path / "joined.parquet")
+    done = run("augment", *common, "--column", "vendor", "--tau", "0.15", "--output", out, "--json")
+    assert done.returncode == 0, done.stderr
+    described = json.loads(done.stdout)
+    assert described["output"]["path"] == out and described["rows"] == 40
+    assert pq_rows(out) == 40
+    done = run("stack", *common, "-k", "2", "--output", str(tmp_path / "u.csv"))
+    assert done.returncode == 0 and "wrote" in done.stdout and "u.csv (csv)" in done.stdout, done.stderr
+    done = run("pairs", *common, "--column", "vendor", "--tau", "0.15", "--json")
+    assert done.returncode == 0 and {"query_value", "lake_value", "distance", "query_rows", "lake_rows"} <= \
+        set(json.loads(done.stdout)[0])
+    for args, message in [(("augment", *common, "--column", "vendor", "--rank", "99", "--output", out + "2"),
+                            "there is no rank 99"),
+                          (("augment", *common, "--column", "vendor", "--output", out), "exists"),
+                          (("stack", *common, "--tables", "no/such.csv", "--output", out + "3"), "no lake table"),
+                          (("augment", *common, "--key", "country,city", "--table", "99999", "--output", out + "4"),
+                           "no lake table with id 99999")]:
+        done = run(*args)
+        assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert sorted(os.listdir(tmp_path)) == ["joined.parquet", "u.csv"]
+
+
+def pq_rows(path: str) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).metadata.num_rows

@@ -49,9 +49,9 @@ def environment() -> dict[str, str]:
                 PYSPARK_DRIVER_PYTHON=sys.executable)
 
 
-def run_job(module: str, master: str, args: list[str], what: str) -> dict:
+def run_job(module: str, master: str, args: list[str], what: str, undone: str) -> dict:
     """Run the application and return its answer; :class:`JobRefused` or :class:`JobFailed` otherwise (``what``
-    names the work in the message)."""
+    names the work in the message, ``undone`` what a failure left undone)."""
     log = tempfile.NamedTemporaryFile("w+", prefix=f"lakescout-{module}-", suffix=".log", delete=False)
     proc = subprocess.run(command(module, master, args), stdout=subprocess.PIPE, stderr=log, text=True,
                           env=environment())
@@ -61,6 +61,6 @@ def run_job(module: str, master: str, args: list[str], what: str) -> dict:
         raise JobRefused(result["refused"])
     if proc.returncode != 0 or result is None:
         log.seek(0)
-        raise JobFailed(f"{what} failed on Spark ({master}); nothing was written. Spark log: {log.name}\n"
+        raise JobFailed(f"{what} failed on Spark ({master}); {undone}. Spark log: {log.name}\n"
                         f"{log.read()[-3000:]}")
     return result

@@ -43,24 +43,13 @@ from discovery.materialize.planfile import JoinPlan, UnionPlan, load_plan
 from discovery.materialize.service import METADATA_KEY, Materialized, describe
 from discovery.materialize.union import (plan_layout, query_rows, replan_observed, row_hashes, type_notes,
                                          unit_rows)
-from spark_jobs.common import spark_session
+from spark_jobs.common import from_ipc, spark_session, to_ipc
 
 ORDER = "__order"
 
 
 def _tasks(spark, n: int) -> int:
     return max(1, min(n, 4 * int(spark.sparkContext.defaultParallelism)))
-
-
-def _ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
-def _from_ipc(data: bytes) -> pa.Table:
-    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
 
 
 def _shared(broadcast) -> dict:
@@ -208,7 +197,7 @@ def _join_spark(spark, plan: JoinPlan, output: str, fmt: str, overwrite: bool, l
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 try:
-                    part = _ipc(unit_partial(s["source"], i, s["work"][i], s["fan_out"], s["limits"]))
+                    part = to_ipc(unit_partial(s["source"], i, s["work"][i], s["fan_out"], s["limits"]))
                 except ValueError as exc:  # unreadable now, or a fan-out over its bound: the driver refuses
                     yield pa.RecordBatch.from_pylist([{"payload": None, "error": str(exc),
                                                        "fan_out": isinstance(exc, FanOutError)}])
@@ -223,7 +212,7 @@ def _join_spark(spark, plan: JoinPlan, output: str, fmt: str, overwrite: bool, l
     failed = [r for r in rows if r["error"]]
     if failed:
         raise (FanOutError if failed[0]["fan_out"] else LakeFileError)(failed[0]["error"])
-    reduced = combine([_from_ipc(r["payload"]) for r in rows], plan.source, plan.fan_out)
+    reduced = combine([from_ipc(r["payload"]) for r in rows], plan.source, plan.fan_out)
     table, notes, matched = finish(plan.keys, plan.base, plan.source, reduced, plan.fan_out)
     m = Materialized(table, describe(plan, table.schema, table.num_rows, plan.sources, notes, "spark", started,
                                      matched))

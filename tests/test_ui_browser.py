@@ -130,12 +130,7 @@ def test_login_open_page_search_and_screenshot(airflow_server):
             page.goto(f"{url}/lakescout/")
             assert page.locator("h1").inner_text() == "Lake discovery"
             assert "signed in as admin" in page.content()
-            page.select_option("#kind", "nary")
-            page.select_option("#table", value=str(_table_id(airflow_server["warehouse"], airflow_server["query"])))
-            page.fill("input[name='k']", "5")
-            page.fill("input[name='key']", ",".join(airflow_server["key"]))
-            page.click("#run-search")
-            page.wait_for_selector("#search-results", timeout=60000)
+            _nary_search_in_page(page, airflow_server, 5)
             cells = page.locator("#search-results tr td:nth-child(2)").all_inner_texts()
             scores = page.locator("#search-results tr td:nth-child(4)").all_inner_texts()
             assert [c.split(" (")[0] for c in cells] == [r["path"] for r in expected["results"]]
@@ -154,6 +149,16 @@ def test_login_open_page_search_and_screenshot(airflow_server):
             page.screenshot(path=os.path.join(ARTIFACTS, "lake_discovery_in_airflow.png"))
         finally:
             browser.close()
+
+
+def _nary_search_in_page(page, server: dict, k: int) -> None:
+    """Fill the page's form with an n-ary search of the server's query table and run it, until results show."""
+    page.select_option("#kind", "nary")
+    page.select_option("#table", value=str(_table_id(server["warehouse"], server["query"])))
+    page.fill("input[name='k']", str(k))
+    page.fill("input[name='key']", ",".join(server["key"]))
+    page.click("#run-search")
+    page.wait_for_selector("#search-results", timeout=60000)
 
 
 def _table_id(warehouse: str, path: str) -> int:
@@ -237,12 +242,7 @@ def test_preview_and_download_in_the_browser(airflow_server, tmp_path):
             page = context.new_page()
             browser_login(page, url, "admin", airflow_server["passwords"]["admin"])
             page.goto(f"{url}/lakescout/")
-            page.select_option("#kind", "nary")
-            page.select_option("#table", value=str(_table_id(airflow_server["warehouse"], airflow_server["query"])))
-            page.fill("input[name='k']", "1")
-            page.fill("input[name='key']", ",".join(airflow_server["key"]))
-            page.click("#run-search")
-            page.wait_for_selector("#search-results a.preview", timeout=60000)
+            _nary_search_in_page(page, airflow_server, 1)
             with context.expect_page() as opened:
                 page.click("#search-results a.preview")
             preview = opened.value

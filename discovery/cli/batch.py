@@ -1,15 +1,12 @@
 """``lakescout batch``: validate and run a batch of queries, in this process or on Spark; results to query_results."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import subprocess
-import sys
-import tempfile
 
 from ..config import load_config
-from .common import SparkFailed, UsageError, add_common, add_warehouse, spark_submit
+from ..submit import run_job
+from .common import UsageError, add_common, add_warehouse
 from .output import table
 
 
@@ -25,11 +22,7 @@ def cmd_batch(args) -> int:
         raise UsageError(f"batch spec {args.spec!r} is not UTF-8 text (byte {exc.start})") from None
     summary = None
     if args.master:
-        try:
-            summary = _batch_on_spark(args, spec)
-        except SparkFailed as exc:
-            print(f"lakescout batch: {exc}", file=sys.stderr)
-            return 1
+        summary = _batch_on_spark(args, spec)   # a failed application: JobFailed, exit code 1
     if summary is None:
         summary = run_batch(args.warehouse, spec, batch_id=args.batch_id, snapshot_id=args.snapshot)
     if args.json:
@@ -70,26 +63,10 @@ def _batch_on_spark(args, spec: str) -> dict | None:
     if done is not None:
         return done
     batch_snapshot(wh, batch, args.snapshot)  # a missing snapshot is refused before Spark starts
-    job = importlib.util.find_spec("spark_jobs.query_batch")
-    if job is None or job.origin is None:
-        raise UsageError("the spark_jobs package is not installed next to discovery")
-    cmd = [spark_submit(), "--master", args.master, job.origin, "--warehouse", args.warehouse,
-           "--spec", os.path.abspath(args.spec), "--batch-id", batch_id]
+    args_ = ["--warehouse", args.warehouse, "--spec", os.path.abspath(args.spec), "--batch-id", batch_id]
     if args.snapshot is not None:
-        cmd += ["--snapshot", str(args.snapshot)]
-    env = dict(os.environ, PYSPARK_PYTHON=os.environ.get("LAKESCOUT_PYSPARK_PYTHON", sys.executable),
-               PYSPARK_DRIVER_PYTHON=sys.executable)
-    log = tempfile.NamedTemporaryFile("w+", prefix="lakescout-batch-", suffix=".log", delete=False)
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
-    result = next((json.loads(line[len("LAKESCOUT_RESULT "):]) for line in proc.stdout.splitlines()
-                   if line.startswith("LAKESCOUT_RESULT ")), None)
-    if result is not None and "refused" in result:
-        raise UsageError(result["refused"])
-    if proc.returncode != 0 or result is None:
-        log.seek(0)
-        raise SparkFailed(f"batch {batch_id} failed on Spark; nothing was recorded. Spark log: {log.name}\n"
-                          f"{log.read()[-3000:]}")
-    return result
+        args_ += ["--snapshot", str(args.snapshot)]
+    return run_job("query_batch", args.master, args_, f"batch {batch_id}", "nothing was recorded")
 
 
 def register(sub) -> None:

@@ -1,27 +1,12 @@
-"""What every command shares: the errors that end a command, the options every command takes, and how a command
-starts a Spark application."""
+"""What every command shares: the error that ends a command and the options every command takes (a command starts a
+Spark application through :mod:`discovery.submit`)."""
 from __future__ import annotations
 
-import os
-import shutil
-import sys
 from typing import Callable, Iterator
 
 
 class UsageError(Exception):
     """Bad input from the user: printed as one clear line, exit code 2, never a traceback."""
-
-
-class SparkFailed(Exception):
-    """A Spark application that failed (not the user's input): exit code 1, with the tail of its log."""
-
-
-def spark_submit() -> str:
-    local = os.path.join(os.path.dirname(sys.executable), "spark-submit")
-    found = local if os.path.exists(local) else shutil.which("spark-submit")
-    if not found:
-        raise UsageError("spark-submit not found: install pyspark in this environment")
-    return found
 
 
 class Choices:

@@ -1,7 +1,6 @@
 """``lakescout refresh``: run the Spark stages that bring the index up to date with the lake."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -12,7 +11,8 @@ import time
 from .. import storage
 from ..config import load_config
 from ..store.lease import holder as lease_holder
-from .common import UsageError, add_common, add_warehouse, spark_submit
+from ..submit import command, environment
+from .common import UsageError, add_common, add_warehouse
 
 
 def cmd_refresh(args) -> int:
@@ -28,11 +28,7 @@ def cmd_refresh(args) -> int:
     busy = lease_holder(args.warehouse)  # checked again, atomically, when the refresh takes the lease
     if busy:
         raise UsageError(busy)
-    spec = importlib.util.find_spec("spark_jobs.refresh")
-    if spec is None or spec.origin is None:
-        raise UsageError("the spark_jobs package is not installed next to discovery")
-    cmd = [spark_submit(), "--master", args.master or config.spark.master, spec.origin,
-           "--warehouse", args.warehouse, "--lake", args.lake]
+    cmd = command("refresh", args.master or config.spark.master, ["--warehouse", args.warehouse, "--lake", args.lake])
     if args.full:
         cmd.append("--full")
     if args.config:
@@ -40,9 +36,7 @@ def cmd_refresh(args) -> int:
     for name in ("include", "exclude"):
         for pattern in getattr(args, name):
             cmd += [f"--{name}", pattern]
-    # Executors run LAKESCOUT_PYSPARK_PYTHON when set (a cluster's own environment), else this interpreter.
-    env = dict(os.environ, PYSPARK_PYTHON=os.environ.get("LAKESCOUT_PYSPARK_PYTHON", sys.executable),
-               PYSPARK_DRIVER_PYTHON=sys.executable)
+    env = environment()
     log = tempfile.NamedTemporaryFile("w+", prefix="lakescout-refresh-", suffix=".log", delete=False)
     started = time.time()
     result = None

@@ -82,7 +82,7 @@ def _on_spark(plan, output: str, fmt: str, overwrite: bool, master: str) -> dict
         args = ["--plan", folder, "--output", output, "--format", fmt] + (["--overwrite"] if overwrite else [])
         if os.environ.get("LAKESCOUT_CONFIG"):
             args += ["--config", os.environ["LAKESCOUT_CONFIG"]]
-        return run_job("materialize", master, args, f"writing {output!r}")
+        return run_job("materialize", master, args, f"writing {output!r}", "nothing was written")
 
 
 def stack(ls, query, *, output: str | None = None, format: str | None = None, overwrite: bool = False,

@@ -187,6 +187,14 @@ def sample(args) -> dict:
                                      "worst": min(j["right_share"] for j in at)}}
 
 
+def _untimed(workdir) -> str:
+    """The default configuration but for ``[embed] train_seconds``: no time budget, so a shared machine trains the
+    encoders the steps an idle one does (the budget otherwise stops a loaded machine's training early)."""
+    path = Path(workdir) / "untimed.toml"
+    path.write_text("[embed]\ntrain_seconds = 0.0\n")
+    return str(path)
+
+
 def load_default_tau() -> float:
     from discovery.config import Config
 
@@ -200,7 +208,7 @@ def autofj(args) -> dict | None:
     if root is None:
         return None
     names = sorted(d.name for d in Path(root).iterdir() if (d / "gt.csv").is_file())
-    wh, _ = autofj_warehouse(root, names, Path(args.workdir) / "autofj", args.master)
+    wh, _ = autofj_warehouse(root, names, Path(args.workdir) / "autofj", args.master, _untimed(args.workdir))
     ls = discovery.open(wh)
     tp = added = gold = 0
     per = []
@@ -270,7 +278,7 @@ def scale(args) -> dict:
         if not lake.exists():
             _scale_lake(lake / "suppliers", rows, names, rng)
         if not (wh / "snapshots").exists():
-            refresh_lake(str(lake), str(wh), "lakescout-bench-scale")
+            refresh_lake(str(lake), str(wh), "lakescout-bench-scale", _untimed(args.workdir))
         if not query.exists():
             written = [vary(n, "company", rng)[0] if rng.random() < 0.5 and vary(n, "company", rng) else n
                        for n in names]
@@ -324,7 +332,7 @@ def downstream(args) -> dict:
         pacsv.write_csv(pa.table({"town": [cities[i] for i in others], "mayor": [f"M{i}" for i in others]}),
                          str(lake / "mayors.csv"))
     if not (wh / "snapshots").exists():
-        refresh_lake(str(lake), str(wh), "lakescout-bench-downstream")
+        refresh_lake(str(lake), str(wh), "lakescout-bench-downstream", _untimed(args.workdir))
     n = 600
     pick = rng.integers(len(cities), size=n)
     shops = rng.uniform(0, 10, n)

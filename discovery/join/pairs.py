@@ -28,13 +28,11 @@ from .stage import COLUMN_KEY_BASE, ROW_KEYS, values_at
 @dataclass(frozen=True)
 class ValuePairs:
     """Matched values of one (query column, lake column): ``lake[i]`` is the nearest lake value of ``query[i]``
-    at ``distance[i]``; ``lake_rows[i]`` how many indexed lake rows hold it; ``values`` every distinct query value
-    searched (matched or not)."""
+    at ``distance[i]``; ``values`` every distinct query value searched (matched or not)."""
 
     query: list[str]
     lake: list[str]
     distance: np.ndarray
-    lake_rows: np.ndarray
     values: list[str]
 
 
@@ -83,9 +81,5 @@ def column_pairs(snapshot: Snapshot, qv: ColumnValues, table_id: int, ordinal: i
     ranks = [int(j) - first_rows[key] for j in pairs[:, 1]]
     read = lambda flt: snapshot.read("value_vectors", columns=ROW_KEYS, filter=flt)  # noqa: E731
     strings = values_at(read, {key: ranks})
-    lake = [strings[(key, r)] for r in ranks]
-    flt = ((pc.field("table_id") == table_id) & (pc.field("ordinal") == ordinal) & (pc.field("segment") == 0))
-    counts = snapshot.read("value_vectors", columns=["value", "frequency"], filter=flt)
-    frequency = dict(zip(counts.column("value").to_pylist(), counts.column("frequency").to_pylist()))
-    return ValuePairs([qv.values[int(i)] for i in pairs[:, 0]], lake, pairs[:, 2].astype(np.float64),
-                      np.array([frequency.get(v, 0) for v in lake], dtype=np.int64), list(qv.values))
+    return ValuePairs([qv.values[int(i)] for i in pairs[:, 0]], [strings[(key, r)] for r in ranks],
+                      pairs[:, 2].astype(np.float64), list(qv.values))

@@ -74,7 +74,7 @@ def union_sources(snapshot: Snapshot, query: QueryTable, results: list[dict]) ->
     return sources
 
 
-def chosen_columns(snapshot: Snapshot, table_id: int, wanted: list[str] | None, joined: list[str]) -> list[str]:
+def chosen_columns(snapshot: Snapshot, table_id: int, wanted: list[str] | None) -> list[str]:
     """The lake columns an augmentation adds: ``wanted`` (checked against the table), else every column."""
     names, _ = lake_columns(snapshot, table_id)
     if wanted is None:
@@ -88,7 +88,7 @@ def chosen_columns(snapshot: Snapshot, table_id: int, wanted: list[str] | None, 
 def _source(snapshot: Snapshot, table_id: int, kind: str, joined: list[str], added: list[str] | None,
             mapping: pa.Table, dim: int = 0, evidence: dict | None = None) -> JoinSource:
     names, types = lake_columns(snapshot, table_id)
-    added = chosen_columns(snapshot, table_id, added, joined)
+    added = chosen_columns(snapshot, table_id, added)
     kinds = dict(zip(names, types))
     return JoinSource(pinned_table(snapshot, table_id), kind, tuple(joined), tuple(added),
                       tuple(kinds.get(c, "string") for c in added), mapping, dim, evidence or {})

@@ -266,11 +266,12 @@ def _driver_peak(cmd: list[str], env: dict) -> tuple[dict, float, float]:
 
 def scale(args) -> dict:
     from discovery.demo_lake import entities as E
+    from discovery.demo_lake import vocab as V
     from discovery.demo_lake.variants import vary
 
     rng = np.random.default_rng(0)
     work = Path(args.workdir) / "scale"
-    names = E.unique(rng, args.query_rows, E.company)
+    names = E.unique(rng, args.query_rows, lambda r: f"{E.company(r)} {E.pick(r, V.FIRST_NAMES)}")
     query = work / "query.csv"
     figures = []
     for rows in (args.rows // 10, args.rows):

@@ -37,6 +37,23 @@ class Lakescout:
         table, and the stages of the recent refreshes of the warehouse."""
         return warehouse_status(self.warehouse, self.snapshot)
 
+    def tables(self, path: str | list[str] | None = None, format: str | list[str] | None = None,
+               status: str | list[str] | None = None) -> list[dict]:
+        """The lake tables this snapshot catalogues, by path, with format, status, rows, columns, bytes and the
+        version indexed; filtered by gitignore-style ``path`` patterns, ``format`` and ``status`` (each a value or a
+        list; default status: all but deleted).  See :func:`discovery.browse.list_tables`."""
+        from .browse import list_tables
+
+        return list_tables(self.snapshot, path, format, status)
+
+    def describe(self, table: str | int) -> dict:
+        """One lake table (an id or a catalogued path) as this snapshot knows it: catalog row, warnings, and each
+        column's inferred type, counts, the indexes it is in and why not the others.  See
+        :func:`discovery.browse.describe_table`."""
+        from .browse import describe_table
+
+        return describe_table(self.snapshot, table if isinstance(table, str) else check_id("table", table))
+
     def _checked(self, kind: str, query, params: dict) -> tuple[QueryTable, dict]:
         """The resolved query and the parameters checked by :mod:`discovery.params` (one-line
         :class:`~discovery.params.ParameterError` naming the parameter); counts of tables or columns are capped at

@@ -6,7 +6,8 @@ UI sets at login (the page is opened in the UI, so the browser sends that cookie
 gets 401 (403 for a forged one) and nothing is read from the warehouse.  What a logged-in user may do beyond reading
 is decided in :mod:`.access`.
 
-The routes live in one router per surface: the page (:mod:`.pages`) and the JSON API (:mod:`.api`).
+The routes live in one router per surface: the page (:mod:`.pages`), its view of the lake tables (:mod:`.tables`) and
+the JSON API (:mod:`.api`).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from airflow.api_fastapi.core_api.security import get_user
-from lakescout_ui import api, pages
+from lakescout_ui import api, pages, tables
 
 #: The largest uploaded query file a search reads (the form around it has its own small allowance).
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
@@ -28,6 +29,7 @@ def create_app() -> FastAPI:
                   dependencies=[Depends(get_user)])
     app.state.max_upload_bytes = MAX_UPLOAD_BYTES
     app.include_router(pages.router)
+    app.include_router(tables.router)
     app.include_router(api.router)
 
     @app.exception_handler(HTTPException)

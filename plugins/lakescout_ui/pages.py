@@ -11,25 +11,20 @@ from __future__ import annotations
 
 import os
 import uuid
-from pathlib import Path
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 from starlette.concurrency import run_in_threadpool
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from airflow.api_fastapi.core_api.security import get_user
 from discovery.batch import BatchError, available_kinds, batch_results, run_batch, search_parameters
 from discovery.store import WarehouseError
 from lakescout_ui.access import BATCH_DAG, may_search, warehouse
-from lakescout_ui.data import evidence_text, page_data
+from lakescout_ui.data import page_data
+from lakescout_ui.rendering import HERE, render
 from lakescout_ui.upload import FormRefused, received_form
 
-HERE = Path(__file__).parent
 STATIC = {"chart.umd.min.js": "application/javascript", "chart.js.LICENSE.md": "text/plain"}
-
-_templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
-_templates.filters["evidence"] = evidence_text
 
 router = APIRouter()
 
@@ -40,10 +35,8 @@ def _render(request: Request, user, search: dict | None = None, status: int = 20
         data = page_data(wh)
     except WarehouseError as exc:
         data = {"ready": False, "warehouse": wh.root, "problem": str(exc)}
-    page = _templates.get_template("page.html").render(data=data, search=search, user=user.get_name(),
-                                                       may_search=may_search(user), batch_dag=BATCH_DAG,
-                                                       base=request.scope.get("root_path", ""))
-    return HTMLResponse(page, status_code=status)
+    return render(request, "page.html", status, data=data, search=search, user=user.get_name(),
+                  may_search=may_search(user), batch_dag=BATCH_DAG)
 
 
 def _search_params(kind: str, k: int, method: str, column: str, key: str, tau: float | None = None) -> dict:

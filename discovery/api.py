@@ -54,6 +54,21 @@ class Lakescout:
 
         return describe_table(self.snapshot, table if isinstance(table, str) else check_id("table", table))
 
+    def find(self, words: str | list[str], k: int = DEFAULT_K, values: bool = False) -> dict:
+        """The ``k`` lake tables whose table and column names best match ``words`` (a list of terms, each a name or
+        part of one, in any case and with any separators; a string is one term), with the name each term matched;
+        ``values``: also match terms against the distinct values sampled from text columns.  See
+        :mod:`discovery.find`."""
+        from .find import find_tables
+        from .params import ParameterError, count
+
+        terms = [words] if isinstance(words, str) else words
+        if not isinstance(terms, (list, tuple)) or not all(isinstance(t, str) for t in terms):
+            raise ParameterError("words", "words must be a list of strings (names or parts of names)")
+        if not isinstance(values, bool):
+            raise ParameterError("values", f"values must be true or false, got {values!r}")
+        return find_tables(self.snapshot, list(terms), count("k", k), values)
+
     def _checked(self, kind: str, query, params: dict) -> tuple[QueryTable, dict]:
         """The resolved query and the parameters checked by :mod:`discovery.params` (one-line
         :class:`~discovery.params.ParameterError` naming the parameter); counts of tables or columns are capped at

@@ -141,3 +141,10 @@ def test_the_page_lists_and_describes_tables(ls, airflow_token, monkeypatch):
     assert by_path.status_code == 200 and 'id="described"' in by_path.text
     missing = client.get("/tables/no/such.csv", cookies=viewer)
     assert missing.status_code == 404 and "no lake table &#39;no/such.csv&#39;" in missing.text
+    found = client.get("/tables", params={"find": 'salary "hire date"'}, cookies=viewer)
+    expected = ls.find(["salary", "hire date"])["results"]
+    assert found.status_code == 200
+    assert f'id="find-summary">{len(expected)} table(s) for salary, hire date' in found.text
+    assert re.findall(r'<a href="/tables/(\d+)">', found.text) == [str(r["table_id"]) for r in expected]
+    refused = client.get("/tables", params={"find": "2024"}, cookies=viewer)
+    assert refused.status_code == 400 and "has no letters" in refused.text

@@ -11,11 +11,11 @@ from .. import __version__
 from ..config import configured_warehouse, load_config
 from ..query import QueryError
 from ..store import WarehouseError
-from . import batch, browse, demo, refresh, search, status
+from . import batch, browse, demo, find, refresh, search, status
 from .common import UsageError
 
 #: The command modules, in the order ``lakescout --help`` lists their commands; each has ``register(subparsers)``.
-COMMANDS = [refresh, status, browse, batch, demo, search]
+COMMANDS = [refresh, status, browse, find, batch, demo, search]
 
 
 class Parser(argparse.ArgumentParser):

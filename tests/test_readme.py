@@ -152,9 +152,9 @@ def test_a_changed_flag_or_output_fails_the_check(guide_folder):
     right = Block("runnable", "bash", "lakescout nary --warehouse warehouse --query "
                                       "retail/stores/store_locations_q1.csv --key country,city -k 2\n", 0)
     done = run_block(right, guide_folder)
-    check_ran(right, Block("output", "text", "  rank  J  table_id  path  mapping\n", 0), done)
+    check_ran(right, Block("output", "text", "  rank  J  table_id  path  mapping  not_found  matched\n", 0), done)
     with pytest.raises(AssertionError, match="header"):
-        check_ran(right, Block("output", "text", "  rank  score  table_id  path  mapping\n", 0), done)
+        check_ran(right, Block("output", "text", "  rank  J  table_id  path  mapping\n", 0), done)
 
 
 # -- the command table -----------------------------------------------------------------------------------------------

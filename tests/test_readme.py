@@ -78,7 +78,7 @@ def check_ran(block: Block, expected: Block | None, done: subprocess.CompletedPr
             f"{done.stdout[:3000]}"
 
 
-def _linked_copy(src: str, dst: str) -> None:
+def linked_copy(src: str, dst: str) -> None:
     """A copy of a warehouse whose immutable data files are hard links (fast), everything else copied: the runnable
     examples commit to it, and the session's warehouse must stay as it is."""
     def copy(a, b):
@@ -99,7 +99,7 @@ def guide_folder(indexed_lake, tmp_path_factory) -> str:
     lake, warehouse = indexed_lake
     folder = tmp_path_factory.mktemp("guide")
     os.symlink(lake, folder / "sample_lake")
-    _linked_copy(warehouse, str(folder / "warehouse"))
+    linked_copy(warehouse, str(folder / "warehouse"))
     return str(folder)
 
 

@@ -34,7 +34,7 @@ def _browse(request: Request, user, what: str, **args):
     return render(request, "tables.html", **context)
 
 
-@router.get("/tables")
+@router.get("/tables", include_in_schema=False)
 async def tables(request: Request, path: str = "", format: str = "", status: str = "", find: str = "",
                  values: bool = False, user=Depends(get_user)):
     if find.strip():
@@ -48,6 +48,6 @@ async def tables(request: Request, path: str = "", format: str = "", status: str
     return await run_in_threadpool(_browse, request, user, "tables", **args)
 
 
-@router.get("/tables/{table:path}")
+@router.get("/tables/{table:path}", include_in_schema=False)
 async def describe(request: Request, table: str, user=Depends(get_user)):
     return await run_in_threadpool(_browse, request, user, "describe", table=table)

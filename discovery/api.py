@@ -37,6 +37,38 @@ class Lakescout:
         table, and the stages of the recent refreshes of the warehouse."""
         return warehouse_status(self.warehouse, self.snapshot)
 
+    def tables(self, path: str | list[str] | None = None, format: str | list[str] | None = None,
+               status: str | list[str] | None = None) -> list[dict]:
+        """The lake tables this snapshot catalogues, by path, with format, status, rows, columns, bytes and the
+        version indexed; filtered by gitignore-style ``path`` patterns, ``format`` and ``status`` (each a value or a
+        list; default status: all but deleted).  See :func:`discovery.browse.list_tables`."""
+        from .browse import list_tables
+
+        return list_tables(self.snapshot, path, format, status)
+
+    def describe(self, table: str | int) -> dict:
+        """One lake table (an id or a catalogued path) as this snapshot knows it: catalog row, warnings, and each
+        column's inferred type, counts, the indexes it is in and why not the others.  See
+        :func:`discovery.browse.describe_table`."""
+        from .browse import describe_table
+
+        return describe_table(self.snapshot, table if isinstance(table, str) else check_id("table", table))
+
+    def find(self, words: str | list[str], k: int = DEFAULT_K, values: bool = False) -> dict:
+        """The ``k`` lake tables whose table and column names best match ``words`` (a list of terms, each a name or
+        part of one, in any case and with any separators; a string is one term), with the name each term matched;
+        ``values``: also match terms against the distinct values sampled from text columns.  See
+        :mod:`discovery.find`."""
+        from .find import find_tables
+        from .params import ParameterError, count
+
+        terms = [words] if isinstance(words, str) else words
+        if not isinstance(terms, (list, tuple)) or not all(isinstance(t, str) for t in terms):
+            raise ParameterError("words", "words must be a list of strings (names or parts of names)")
+        if not isinstance(values, bool):
+            raise ParameterError("values", f"values must be true or false, got {values!r}")
+        return find_tables(self.snapshot, list(terms), count("k", k), values)
+
     def _checked(self, kind: str, query, params: dict) -> tuple[QueryTable, dict]:
         """The resolved query and the parameters checked by :mod:`discovery.params` (one-line
         :class:`~discovery.params.ParameterError` naming the parameter); counts of tables or columns are capped at

@@ -178,6 +178,30 @@ def from_arrow(data, label: str = "query table", limits: Limits | None = None) -
                       arrow=pa.Table.from_arrays(table.columns, names=parsed.names))
 
 
+def catalog_entry(snapshot: Snapshot, name: str | int, served: bool = False) -> dict | None:
+    """The catalog row (:data:`CATALOG_COLUMNS`) that a lake table id or a catalogued lake path names, or None.
+
+    A path is relative to the lake, or absolute inside it; ``served`` applies the served rules to it
+    (:func:`_served_path`, which refuses ``..`` and paths outside the lake).  An id names its table whatever its
+    status; a path does not name a deleted table (another may have its path later).
+    """
+    label = str(name)
+    catalog = snapshot.cached("catalog", CATALOG_COLUMNS)
+    if isinstance(name, int) or label.isdigit():
+        hit = catalog.filter(pc.equal(catalog["table_id"], int(label)))
+        return hit.to_pylist()[0] if hit.num_rows else None
+    lake = snapshot.lake_root()
+    rel = label
+    if served:
+        rel = _served_path(lake, label)
+    elif lake and os.path.isabs(label) and os.path.abspath(label).startswith(os.path.abspath(lake) + os.sep):
+        rel = os.path.relpath(os.path.abspath(label), lake).replace(os.sep, "/")
+    hit = catalog.filter(pc.equal(catalog["path"], rel))
+    if hit.num_rows and hit.column("status")[0].as_py() != "deleted":
+        return hit.to_pylist()[0]
+    return None
+
+
 def resolve_query(snapshot: Snapshot, query: str | int | QueryTable, limits: Limits | None = None,
                   allow_files: bool = True) -> QueryTable:
     """Turn ``query`` (a lake table id, a path the catalog knows, or a file) into a :class:`QueryTable`.
@@ -191,21 +215,11 @@ def resolve_query(snapshot: Snapshot, query: str | int | QueryTable, limits: Lim
     limits = limits or Limits()
     label = str(query)
     served = not allow_files
-    catalog = snapshot.cached("catalog", CATALOG_COLUMNS)
+    row = catalog_entry(snapshot, query, served)
+    if row is not None:
+        return _from_lake(snapshot, row, label, limits, served)
     if isinstance(query, int) or label.isdigit():
-        hit = catalog.filter(pc.equal(catalog["table_id"], int(label)))
-        if hit.num_rows == 0:
-            raise QueryError(f"no lake table with id {label} in snapshot {snapshot.snapshot_id}")
-        return _from_lake(snapshot, hit.to_pylist()[0], label, limits, served)
-    lake = snapshot.lake_root()
-    rel = label
-    if served:
-        rel = _served_path(lake, label)
-    elif lake and os.path.isabs(label) and os.path.abspath(label).startswith(os.path.abspath(lake) + os.sep):
-        rel = os.path.relpath(os.path.abspath(label), lake).replace(os.sep, "/")
-    hit = catalog.filter(pc.equal(catalog["path"], rel))
-    if hit.num_rows and hit.column("status")[0].as_py() != "deleted":
-        return _from_lake(snapshot, hit.to_pylist()[0], label, limits, served)
+        raise QueryError(f"no lake table with id {label} in snapshot {snapshot.snapshot_id}")
     if served:
         raise QueryError(f"query {label!r} is refused: it is not a table of the lake; name a lake table id or a "
                          "catalogued lake path")

@@ -79,7 +79,7 @@ def check_ran(block: Block, expected: Block | None, done: subprocess.CompletedPr
             f"{done.stdout[:3000]}"
 
 
-def _linked_copy(src: str, dst: str) -> None:
+def linked_copy(src: str, dst: str) -> None:
     """A copy of a warehouse whose immutable data files are hard links (fast), everything else copied: the runnable
     examples commit to it, and the session's warehouse must stay as it is."""
     def copy(a, b):
@@ -100,7 +100,7 @@ def guide_folder(indexed_lake, tmp_path_factory) -> str:
     lake, warehouse = indexed_lake
     folder = tmp_path_factory.mktemp("guide")
     os.symlink(lake, folder / "sample_lake")
-    _linked_copy(warehouse, str(folder / "warehouse"))
+    linked_copy(warehouse, str(folder / "warehouse"))
     return str(folder)
 
 
@@ -153,9 +153,9 @@ def test_a_changed_flag_or_output_fails_the_check(guide_folder):
     right = Block("runnable", "bash", "lakescout nary --warehouse warehouse --query "
                                       "retail/stores/store_locations_q1.csv --key country,city -k 2\n", 0)
     done = run_block(right, guide_folder)
-    check_ran(right, Block("output", "text", "  rank  J  table_id  path  mapping\n", 0), done)
+    check_ran(right, Block("output", "text", "  rank  J  table_id  path  mapping  not_found  matched\n", 0), done)
     with pytest.raises(AssertionError, match="header"):
-        check_ran(right, Block("output", "text", "  rank  score  table_id  path  mapping\n", 0), done)
+        check_ran(right, Block("output", "text", "  rank  J  table_id  path  mapping\n", 0), done)
 
 
 # -- the command table -----------------------------------------------------------------------------------------------

@@ -12,11 +12,11 @@ from ..config import configured_warehouse, load_config
 from ..query import QueryError
 from ..store import WarehouseError
 from ..submit import JobFailed
-from . import batch, deliver, demo, refresh, search, status
+from . import batch, browse, deliver, demo, find, refresh, search, status
 from .common import UsageError
 
 #: The command modules, in the order ``lakescout --help`` lists their commands; each has ``register(subparsers)``.
-COMMANDS = [refresh, status, batch, demo, search, deliver]
+COMMANDS = [refresh, status, browse, find, batch, demo, search, deliver]
 
 
 class Parser(argparse.ArgumentParser):

@@ -95,8 +95,11 @@ def cmd_nary(args) -> int:
     print(f"snapshot {out['snapshot_id']}  query {out['query']}  key ({', '.join(out['key'])})  method {out['method']}"
           f"  {st['bits']}-bit XASH (alpha {st['alpha']})")
     rows = [{"rank": r["rank"], "J": r["joinability"], "table_id": r["table_id"], "path": r["path"],
-             "mapping": ", ".join(f"{q} -> {c}" for q, c in r["mapping"].items())} for r in out["results"]]
-    print(table(rows, ["rank", "J", "table_id", "path", "mapping"], flexible=("mapping",)))
+             "mapping": ", ".join(f"{q} -> {c}" for q, c in r["mapping"].items()),
+             "not_found": r["tuples_not_found"],
+             "matched": "; ".join("/".join(t) for t in r["matched_tuples"][:3])} for r in out["results"]]
+    print(table(rows, ["rank", "J", "table_id", "path", "mapping", "not_found", "matched"],
+                flexible=("mapping", "matched")))
     print(f"\n{st['matchable_tuples']} of {st['query_tuples']} distinct key tuples occur in the lake; initial column "
           f"{st['initial_column']!r}; candidate rows {st['candidate_rows_fetched']}, passing the filter "
           f"{st['rows_passing_filter']}, verified {st['rows_verified']} ({st['false_positive_rows']} false positives)")

@@ -6,8 +6,10 @@ UI sets at login (the page is opened in the UI, so the browser sends that cookie
 gets 401 (403 for a forged one) and nothing is read from the warehouse.  What a logged-in user may do beyond reading
 is decided in :mod:`.access`.
 
-The routes live in one router per surface: the page (:mod:`.pages`), the JSON API (:mod:`.api`) and the previews
-and downloads of a result's rows (:mod:`.deliver`).
+The routes live in one router per surface: the page (:mod:`.pages`), its view of the lake tables (:mod:`.tables`),
+the previews and downloads of a result's rows (:mod:`.deliver`) and the JSON API (:mod:`.api`), whose OpenAPI
+description is ``/lakescout/openapi.json`` (the page's routes are left out of it; no interactive docs are served:
+they would load scripts from the internet).
 """
 from __future__ import annotations
 
@@ -18,19 +20,32 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from airflow.api_fastapi.core_api.security import get_user
-from lakescout_ui import api, deliver, pages
+from discovery import __version__
+from lakescout_ui import api, deliver, pages, tables
 
 #: The largest uploaded query file a search reads (the form around it has its own small allowance).
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 
 
 def create_app() -> FastAPI:
-    app = FastAPI(title="Lakescout", description="Lake discovery page of the Airflow UI",
-                  dependencies=[Depends(get_user)])
+    app = FastAPI(title="Lakescout", version=__version__, dependencies=[Depends(get_user)],
+                  description="Lake discovery in the Airflow UI and its JSON API (routes under /api): status, lake "
+                              "tables, describe, find by name, union / join / n-ary search, recorded batches.  "
+                              "Every route needs an Airflow login (Authorization: Bearer <JWT>); a search needs the "
+                              "permission to trigger the query_batch DAG.",
+                  docs_url=None, redoc_url=None, openapi_url=None)
     app.state.max_upload_bytes = MAX_UPLOAD_BYTES
     app.include_router(pages.router)
+    app.include_router(tables.router)
     app.include_router(api.router)
     app.include_router(deliver.router)
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi(request: Request):
+        """The OpenAPI description of the JSON API, behind the login like every route (FastAPI's own is not), its
+        server the mount point (``/lakescout``)."""
+        root = request.scope.get("root_path", "").rstrip("/")
+        return {**app.openapi(), **({"servers": [{"url": root}]} if root else {})}
 
     @app.exception_handler(HTTPException)
     async def refused(request: Request, exc: HTTPException):

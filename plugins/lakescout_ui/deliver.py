@@ -25,8 +25,9 @@ from discovery.materialize.stored import stored_plans
 from discovery.store import WarehouseError
 from lakescout_ui.access import BATCH_DAG, may_search, warehouse
 from lakescout_ui.kept import kept
+from lakescout_ui.rendering import render
 
-router = APIRouter()
+router = APIRouter(include_in_schema=False)  # page routes: HTML and a CSV file, not the JSON API
 
 
 def _rows(batch_id: str, query_id: str, rank: int):
@@ -51,15 +52,12 @@ def _allowed(user) -> None:
 
 @router.get("/results/{batch_id}/{query_id}/{rank}/preview", response_class=HTMLResponse)
 async def preview(request: Request, batch_id: str, query_id: str, rank: int, user=Depends(get_user)):
-    from lakescout_ui.pages import render
-
     _allowed(user)
     m = await run_in_threadpool(_rows, batch_id, query_id, rank)
     shown = m.table.slice(0, load_config().materialize.preview_rows)
-    return HTMLResponse(render("preview.html", request, user, description=m.description,
-                               columns=shown.column_names, rows=[list(r.values()) for r in shown.to_pylist()],
-                               download=f"{request.scope.get('root_path', '')}/results/{batch_id}/{query_id}/"
-                                        f"{rank}/rows.csv"))
+    return render(request, "preview.html", description=m.description, columns=shown.column_names,
+                  rows=[list(r.values()) for r in shown.to_pylist()],
+                  download=f"{request.scope.get('root_path', '')}/results/{batch_id}/{query_id}/{rank}/rows.csv")
 
 
 @router.get("/results/{batch_id}/{query_id}/{rank}/rows.csv")

@@ -22,11 +22,11 @@ export PYSPARK_PYTHON := $(BIN)/python
 
 venv: $(STAMP) $(WARM)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-lineage.txt pyproject.toml
 	@java -version >/dev/null 2>&1 || { echo "Java 17 is required by Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet -r requirements.txt -r requirements-lineage.txt
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 

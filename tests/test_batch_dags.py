@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from airflow_env import airflow_env
+from airflow_env import airflow_env, datasets, lineage_events, openlineage_env
 from discovery.api import Lakescout
 from discovery.batch import save_standing, standing_changes
 from discovery.store import Warehouse, list_snapshots
@@ -39,16 +39,25 @@ def _dags_test(env: dict, dag_id: str, conf: dict | None = None) -> subprocess.C
     return subprocess.run(cmd, env=env["env"], capture_output=True, text=True, timeout=600)
 
 
-def test_query_batch_dag_records_results(env):
+def test_query_batch_dag_records_results_and_their_lineage(env, tmp_path):
     conf = {"name": "dag-batch", "queries": [
         {"id": "stores", "kind": "nary", "query": env["query"], "key": env["key"], "k": 4}]}
-    proc = _dags_test(env, "query_batch", conf)
+    events = str(tmp_path / "openlineage.jsonl")
+    proc = _dags_test({**env, "env": openlineage_env(env["env"], events)}, "query_batch", conf)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     batches = Warehouse(env["warehouse"]).read("query_batches").to_pylist()
     mine = [b for b in batches if b["name"] == "dag-batch"]
     assert len(mine) == 1 and mine[0]["batch_id"].startswith("dag-") and mine[0]["results"] == 4
     results = Warehouse(env["warehouse"]).read("query_results").to_pylist()
-    assert sorted(r["rank"] for r in results if r["batch_id"] == mine[0]["batch_id"]) == [1, 2, 3, 4]
+    mine_rows = [r for r in results if r["batch_id"] == mine[0]["batch_id"]]
+    assert sorted(r["rank"] for r in mine_rows) == [1, 2, 3, 4]
+    # the run task names the lake tables the batch touched (its query and its results) and what it wrote
+    run = lineage_events(events)["query_batch.run"]
+    touched = {env["query"]} | {r["path"] for r in mine_rows}
+    assert datasets(run, "inputs") == {("file", os.path.join(env["lake"], p)) for p in touched}
+    written = ("query_results", "query_batches")
+    assert datasets(run, "outputs") == {("file", f"{env['warehouse']}/{t}") for t in written}
+    assert not datasets(lineage_events(events)["query_batch.validate"], "inputs")
 
 
 def test_query_batch_dag_fails_on_a_bad_query_before_writing(env):

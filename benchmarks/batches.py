@@ -32,42 +32,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from benchmarks.common import ROOT, print_table, refresh_lake, write_result
-
-LAKESCOUT = os.path.join(os.path.dirname(sys.executable), "lakescout")
-#: Seconds between two load-average samples during a run.
-LOAD_EVERY = 5.0
+import harness
+from harness import LoadSampler, print_table, write_result
 
 
 def build_warehouse(workdir: str) -> tuple[str, float | None]:
     """(warehouse, refresh seconds or None when reused): the sample lake indexed by the real refresh."""
-    from discovery.demo_lake import generate_demo_lake
-
-    lake, warehouse = os.path.join(workdir, "lake"), os.path.join(workdir, "warehouse")
-    if os.path.isdir(os.path.join(warehouse, "snapshots")):
-        return warehouse, None
-    generate_demo_lake(lake, seed=7)
-    out, seconds = refresh_lake(lake, warehouse, "lakescout-bench-batches")
-    assert out.get("published"), out
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        active.stop()   # the benchmark's runs start their own processes; keep the cores for them
-    return warehouse, seconds
+    lake = harness.sample_lake(os.path.join(workdir, "lake"))
+    built = harness.build(lake, os.path.join(workdir, "warehouse"))
+    harness.stop_spark()   # the benchmark's runs start their own processes; keep the cores for them
+    return built.warehouse, built.seconds
 
 
 def union_queries(warehouse: str, n: int, k: int) -> list[dict]:
@@ -81,44 +62,11 @@ def union_queries(warehouse: str, n: int, k: int) -> list[dict]:
     return [{"id": f"q{i}", "kind": "union", "query": ids[i % len(ids)], "k": k} for i in range(n)]
 
 
-class LoadSampler:
-    """The 1-minute load average every :data:`LOAD_EVERY` seconds while a run lasts (first sample at its start)."""
-
-    def __init__(self) -> None:
-        self.samples: list[float] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def _sample(self) -> None:
-        while True:
-            self.samples.append(os.getloadavg()[0])
-            if self._stop.wait(LOAD_EVERY):
-                return
-
-    def __enter__(self) -> LoadSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def summary(self) -> dict:
-        return {"min": min(self.samples), "mean": sum(self.samples) / len(self.samples), "max": max(self.samples)}
-
-
 def run_cli(args: list[str], env: dict) -> tuple[dict, float, float, dict]:
     """(summary, wall seconds, CPU seconds of the process and the processes it waited for, load during the run)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with LoadSampler() as load:
-        t0 = time.perf_counter()
-        proc = subprocess.run([LAKESCOUT, *args, "--json"], capture_output=True, text=True, env=env)
-        wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise SystemExit(f"lakescout {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return json.loads(proc.stdout), wall, cpu, load.summary()
+        done = harness.cli(*args, "--json", env=env)
+    return done.json(), done.wall, done.cpu, load.summary()
 
 
 def _terminated(signum, frame):
@@ -130,7 +78,6 @@ def standalone_cluster(folder: str, workers: int):
     """A master and ``workers`` one-core workers started by ``scripts/spark_cluster.py`` (free ports), stopped on
     leaving, also when the run fails or is interrupted (SIGTERM too: the daemons lead their own process groups and
     would outlive this process)."""
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
     import spark_cluster
 
     previous = signal.signal(signal.SIGTERM, _terminated)

@@ -12,21 +12,17 @@ Usage: python benchmarks/bounded_reads.py [--small 10000] [--large 10000000] [--
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.common import print_table, write_result  # noqa: E402
+import harness
+from harness import print_table, write_result
 
 _CHILD = """
-import json, resource, sys, time
+import json, sys, time
 from discovery.config import Config
 from discovery.lake import list_lake, profile_table, read_lake_table
 from discovery.lake.profile import profile_limits
@@ -36,9 +32,7 @@ t0 = time.perf_counter()
 cfg = Config()
 parsed = read_lake_table(root, table.path, table.format, table.size, profile_limits(cfg.limits, cfg.profile))
 profile = profile_table(parsed, cfg.profile)
-print(json.dumps({"rows_read": parsed.num_rows, "seconds": time.perf_counter() - t0,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "warnings": parsed.warnings}))
+print(json.dumps({"rows_read": parsed.num_rows, "seconds": time.perf_counter() - t0, "warnings": parsed.warnings}))
 """
 
 
@@ -63,9 +57,8 @@ def write_table(folder: Path, rows: int, seed: int = 0) -> None:
 
 
 def profile_in_child(root: Path) -> dict:
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(root)], capture_output=True, text=True, check=True,
-                         env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    done = harness.python(_CHILD, root)
+    return {**done.json(), "peak_rss_mb": done.peak_rss_mb}
 
 
 def main() -> int:

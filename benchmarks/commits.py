@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,12 +28,11 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from benchmarks.common import print_table, write_result  # noqa: E402
-from discovery.maintenance import run_maintenance  # noqa: E402
-from discovery.refresh import begin_refresh, publish_snapshot  # noqa: E402
-from discovery.store import SCHEMAS, Warehouse, new_attempt_token  # noqa: E402
+import harness
+from discovery.maintenance import run_maintenance
+from discovery.refresh import begin_refresh, publish_snapshot
+from discovery.store import SCHEMAS, Warehouse, new_attempt_token
+from harness import print_table, write_result
 
 COLD = """
 import sys, time
@@ -74,9 +72,7 @@ def build(root: str, commits: int, rows: int) -> float:
 
 
 def _cold_once(root: str, expected_rows: int) -> tuple[float, float, float]:
-    out = subprocess.run([sys.executable, "-c", COLD, root], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    _, rows, open_s, table_s, total_s = out.stdout.split()
+    _, rows, open_s, table_s, total_s = harness.python(COLD, root).stdout.split()
     assert int(rows) == expected_rows, (rows, expected_rows)
     return float(open_s), float(table_s), float(total_s)
 

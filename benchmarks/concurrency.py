@@ -28,56 +28,32 @@ import argparse
 import json
 import os
 import random
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime, timezone
 
 import pyarrow as pa
 import requests
 from deltalake.exceptions import CommitFailedError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+import harness
+from airflow_server import api_server, bearer_token
+from discovery.demo_lake import load_ground_truth
+from discovery.store import SCHEMAS, Warehouse, new_attempt_token
+from discovery.store import warehouse as store
+from harness import print_table, write_result
+from lake_edits import append_last_rows
+from page_load import Answer, check_answers, run_clients, search
 
-from airflow_server import api_server, bearer_token  # noqa: E402
-from benchmarks.common import print_table, write_result  # noqa: E402
-from discovery.demo_lake import generate_demo_lake, load_ground_truth  # noqa: E402
-from discovery.lake import list_lake  # noqa: E402
-from discovery.store import SCHEMAS, Warehouse, list_snapshots, new_attempt_token  # noqa: E402
-from discovery.store import warehouse as store  # noqa: E402
-
-BIN = os.path.dirname(sys.executable)
 USER, PASSWORD = "admin", "lakescout-concurrency"
-#: Seconds a client waits for one answer before counting the request as unanswered.
-REQUEST_TIMEOUT = 600
 #: Longest wait for the first refresh of the window to start committing.
 STARTUP_SECONDS = 900
-
-_SUMMARY = re.compile(r'id="search-summary">\s*(\d+) result\(s\).*?from snapshot (\d+)\s*\(batch <code>([^<]+)</code>',
-                      re.S)
-_RESULTS = re.compile(r'<table id="search-results">(.*?)</table>', re.S)
-
-
-@dataclass
-class Answer:
-    """One request as the client saw it: HTTP status, latency, and what the page said it answered."""
-
-    status: int
-    seconds: float
-    kind: str
-    snapshot_id: int | None = None
-    batch_id: str | None = None
-    rows: int | None = None
-    error: str | None = None
 
 
 def search_forms(lake: str, k: int = 10) -> list[dict]:
@@ -91,92 +67,6 @@ def search_forms(lake: str, k: int = 10) -> list[dict]:
             + [{"kind": "nary", "table": t, "key": key, "k": str(k)} for t, key in nary])
 
 
-def search(session: requests.Session, url: str, token: str, form: dict) -> Answer:
-    """POST one search as the page's form does (multipart) and read the answer off the rendered page."""
-    started = time.perf_counter()
-    try:
-        r = session.post(f"{url}/lakescout/search", files={k: (None, v) for k, v in form.items()},
-                         headers={"Authorization": f"Bearer {token}"}, timeout=REQUEST_TIMEOUT)
-    except requests.RequestException as exc:
-        return Answer(0, time.perf_counter() - started, form["kind"], error=f"{type(exc).__name__}: {exc}")
-    answer = Answer(r.status_code, time.perf_counter() - started, form["kind"])
-    summary = _SUMMARY.search(r.text) if r.status_code == 200 else None
-    if summary is None:
-        answer.error = f"HTTP {r.status_code}: " + _error_text(r.text)
-        return answer
-    table = _RESULTS.search(r.text)
-    answer.snapshot_id, answer.batch_id = int(summary[2]), summary[3]
-    answer.rows = table[1].count("<tr><td") if table else 0
-    if answer.rows != int(summary[1]):
-        answer.error = f"page lists {answer.rows} rows but says {summary[1]} result(s)"
-    return answer
-
-
-def _error_text(page: str) -> str:
-    m = re.search(r'id="search-error">(.*?)</p>', page, re.S)
-    return (m[1] if m else page[:200]).strip()
-
-
-def run_clients(url: str, token: str, forms: list[dict], clients: int, *, seconds: float | None = None,
-                per_client: int | None = None, seed: int = 0) -> list[Answer]:
-    """``clients`` threads, each with its own HTTP session, searching forms drawn from ``forms`` (seeded) until
-    ``seconds`` have passed or each has sent ``per_client`` requests, whichever bound is given first."""
-    if seconds is None and per_client is None:
-        raise ValueError("give seconds or per_client: the load must be bounded")
-    answers: list[Answer] = []
-    lock = threading.Lock()
-    deadline = None if seconds is None else time.monotonic() + seconds
-
-    def client(i: int) -> None:
-        rng = random.Random(seed * 1000 + i)
-        mine = []
-        with requests.Session() as session:
-            while (per_client is None or len(mine) < per_client) and (deadline is None or time.monotonic() < deadline):
-                mine.append(search(session, url, token, rng.choice(forms)))
-        with lock:
-            answers.extend(mine)
-
-    threads = [threading.Thread(target=client, args=(i,), name=f"client-{i}") for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return answers
-
-
-def check_answers(warehouse: str, answers: list[Answer]) -> dict:
-    """What the warehouse recorded against what the clients were told (see the module docstring)."""
-    wh = Warehouse(warehouse)
-    published = {s.snapshot_id for s in list_snapshots(wh)}
-    ok = [a for a in answers if a.status == 200 and a.error is None]
-    ids = sorted({a.batch_id for a in ok})
-    files: dict[str, set[str]] = {}
-    rows: Counter = Counter()
-    mixed = 0
-    for fragment in wh.dataset("query_results").get_fragments():
-        batch = fragment.to_table(columns=["batch_id"]).column("batch_id").to_pylist()
-        mixed += len(set(batch)) > 1
-        for b in set(batch):
-            files.setdefault(b, set()).add(fragment.path)
-        rows.update(batch)
-    recorded = Counter(wh.read("query_batches", columns=["batch_id"]).column("batch_id").to_pylist())
-    return {
-        "answered": len(ok),
-        "errors": len(answers) - len(ok),
-        "server_errors": sum(1 for a in answers if a.status >= 500),
-        "unanswered": sum(1 for a in answers if a.status == 0),
-        "error_samples": sorted({a.error for a in answers if a.error})[:5],
-        "unpublished_snapshot": sum(1 for a in ok if a.snapshot_id not in published),
-        "snapshots_answered_from": sorted({a.snapshot_id for a in ok}),
-        "rows_returned": sum(a.rows for a in ok),
-        "rows_recorded": sum(rows[b] for b in ids),
-        "batches_with_other_row_count": sum(1 for a in ok if rows[a.batch_id] != a.rows),
-        "batches_not_in_one_file": sum(1 for a in ok if a.rows and len(files.get(a.batch_id, ())) != 1),
-        "files_with_several_batches": mixed,
-        "batches_not_recorded_once": sum(1 for b in ids if recorded[b] != 1),
-    }
-
-
 def latency(answers: list[Answer]) -> dict:
     secs = sorted(a.seconds for a in answers)
     if not secs:
@@ -185,31 +75,13 @@ def latency(answers: list[Answer]) -> dict:
             "p95_s": secs[min(len(secs) - 1, int(round(0.95 * (len(secs) - 1))))], "max_s": secs[-1]}
 
 
-def change_lake(lake: str, n: int, rng: random.Random) -> list[str]:
-    """Append a copy of the last row to ``n`` CSV tables (a changed lake for the next refresh)."""
-    files = [f.path for f in list_lake(lake) if f.format == "csv"]
-    picked = rng.sample(files, min(n, len(files)))
-    for rel in picked:
-        path = os.path.join(lake, rel)
-        with open(path, "rb") as fh:
-            data = fh.read()
-        lines = data.splitlines()
-        if len(lines) > 1:
-            with open(path, "ab") as fh:
-                fh.write((b"" if data.endswith(b"\n") else b"\n") + lines[-1] + b"\n")
-    return picked
-
-
 def lakescout_refresh(lake: str, warehouse: str, log) -> dict:
     """One ``lakescout refresh --json`` run; returns its result (or the failure)."""
-    started = time.perf_counter()
-    proc = subprocess.run([os.path.join(BIN, "lakescout"), "refresh", "--lake", lake, "--warehouse", warehouse,
-                           "--json"], capture_output=True, text=True)
-    log.write(proc.stderr)
-    out = {"seconds": round(time.perf_counter() - started, 1), "returncode": proc.returncode}
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode == 0 and lines:
-        result = json.loads(lines[-1])
+    done = harness.cli("refresh", "--lake", lake, "--warehouse", warehouse, "--json", check=False)
+    log.write(done.stderr)
+    out = {"seconds": round(done.wall, 1), "returncode": done.returncode}
+    if done.returncode == 0:
+        result = done.json()
         out.update(snapshot_id=result.get("snapshot_id"), refresh_id=result.get("refresh_id"))
     return out
 
@@ -217,7 +89,7 @@ def lakescout_refresh(lake: str, warehouse: str, log) -> dict:
 def refresh_loop(lake: str, warehouse: str, stop: threading.Event, log, rng: random.Random, out: list) -> None:
     """Change the lake and refresh, again and again until ``stop`` is set; the refresh then running runs to its end."""
     while not stop.is_set():
-        changed = change_lake(lake, 3, rng)
+        changed = append_last_rows(lake, 3, rng)
         run = lakescout_refresh(lake, warehouse, log)
         run["changed"] = len(changed)
         out.append(run)
@@ -234,7 +106,7 @@ def wait_for_commit(warehouse: str, table: str, version: int, refresher: threadi
 def serve_and_search(args, work: str) -> bool:
     """The served page under concurrent searches while refreshes commit; prints, writes JSON, returns success."""
     lake, warehouse = os.path.join(work, "lake"), os.path.join(work, "warehouse")
-    generate_demo_lake(lake, seed=7)
+    harness.sample_lake(lake)
     log = open(os.path.join(work, "refresh.log"), "a")
     print(f"building the index of {lake} with lakescout refresh ...", flush=True)
     first = lakescout_refresh(lake, warehouse, log)

@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -39,18 +37,16 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from discovery.encoders import (HashEncoder, JoinEncoderConfig, TableEncoderConfig, train_join_encoder,  # noqa: E402
+import harness
+from discovery.config import EmbedConfig
+from discovery.encoders import (HashEncoder, JoinEncoderConfig, TableEncoderConfig, train_join_encoder,
                                 train_table_encoder)
-from discovery.config import EmbedConfig  # noqa: E402
-from discovery.encoders.columns import parse_numbers  # noqa: E402
-from discovery.encoders.hash_encoder import prepare_strings  # noqa: E402
-from discovery.encoders.join_encoder import strip_punctuation  # noqa: E402
+from discovery.encoders.columns import parse_numbers
+from discovery.encoders.hash_encoder import prepare_strings
+from discovery.encoders.join_encoder import strip_punctuation
+from harness import K, metrics, ugen_layout
 
-DATA = ROOT.parent / "shared" / "benchmarks"
-K = 10
+DATA = Path(harness.SHARED) / "benchmarks"
 TAU = 0.12
 #: Match-quality taus, fractions of the maximum distance (PEXESO's 6 % and the range either side of it).
 MATCH_TAUS = (0.03, 0.06, 0.09, 0.12, 0.175, 0.25, 0.35)
@@ -78,39 +74,10 @@ def infer_kind(column: list[str | None]) -> str:
     return "float" if np.isfinite(parse_numbers(cells)).mean() >= 0.9 else "string"
 
 
-def metric_curves(ranked: list[str], truth: set[str], k: int = K) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """TACTUS §6.1 at every cut-off i = 1..k of one ranked answer: MAP@i = (1/i) sum_{j<=i} P@j, P@i and R@i, three
-    arrays of length k.  An answer shorter than k counts its missing places as misses, as a refused query does."""
-    hits = np.zeros(k)
-    hits[:min(len(ranked), k)] = [t in truth for t in ranked[:k]]
-    at = np.arange(1, k + 1)
-    found = np.cumsum(hits)
-    p_at = found / at
-    return np.cumsum(p_at) / at, p_at, found / max(len(truth), 1)
-
-
-def metrics(ranked: list[str], truth: set[str], k: int = K) -> tuple[float, float, float]:
-    """TACTUS §6.1: MAP@k = (1/k) sum_{i<=k} P@i, P@k, R@k (the last cut-off of :func:`metric_curves`)."""
-    map_at, p_at, r_at = metric_curves(ranked, truth, k)
-    return float(map_at[-1]), float(p_at[-1]), float(r_at[-1])
-
-
 def bipartite_score(q: np.ndarray, t: np.ndarray) -> float:
     sim = q @ t.T
     r, c = linear_sum_assignment(sim, maximize=True)
     return float(sim[r, c].sum())
-
-
-def ugen_layout(root: Path) -> tuple[list[str], list[str], dict[str, set[str]]]:
-    """UGEN-V1's lake table names, query table names and the unionable lake tables of each query."""
-    lake_names = sorted(p.name for p in (root / "datalake").glob("*.csv"))
-    query_names = sorted(p.name for p in (root / "query").glob("*.csv"))
-    truth: dict[str, set[str]] = {}
-    with open(root / "groundtruth.csv", newline="") as fh:
-        for row in csv.DictReader(fh):
-            if row["unionable"].strip() == "1":
-                truth.setdefault(row["query_table"], set()).add(row["data_lake_table"])
-    return lake_names, query_names, truth
 
 
 def union_benchmark(table_epochs: int) -> dict:
@@ -334,36 +301,23 @@ def distance_benchmark(join_steps: int) -> dict:
 
 def embed_stage_benchmark(join_steps: int, table_epochs: int) -> dict | None:
     """Time the embed stage (first build, then a refresh with nothing changed) on the fivethirtyeight lake."""
-    import os
     import tempfile
 
     lake = DATA / "fivethirtyeight"
     if not lake.is_dir():
         print(f"skipping embed-stage benchmark: {lake} not found")
         return None
-    os.environ.setdefault("LAKESCOUT_SPARK_MASTER", "local[2]")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from discovery.config import load_config
-    from discovery.refresh import StageContext, begin_refresh, publish_snapshot
-    from discovery.store import Warehouse, load_snapshot, new_attempt_token
-    from spark_jobs import embed_vectors, profile_columns, scan_lake
-    from spark_jobs.common import execute, spark_session
+    from discovery.store import Warehouse, load_snapshot
 
-    spark = spark_session("lakescout-bench-embed")
-    spark.sparkContext.setLogLevel("ERROR")
     with tempfile.TemporaryDirectory(prefix="lakescout-embed-bench-") as tmp:
-        cfg_path = Path(tmp) / "bench.toml"
-        cfg_path.write_text(f"[embed]\njoin_steps = {join_steps}\ntable_epochs = {table_epochs}\n")
-        config = load_config(str(cfg_path))
+        config = load_config(harness.config_file(tmp, "bench", f"[embed]\njoin_steps = {join_steps}\n"
+                                                             f"table_epochs = {table_epochs}\n"))
         root = str(Path(tmp) / "warehouse")
         runs = []
         for label in ("first build", "nothing changed"):
-            rid = begin_refresh(root)
-            for module in (scan_lake, profile_columns, embed_vectors):
-                ctx = StageContext(root, str(lake), rid, new_attempt_token(), False, config)
-                if execute(spark, module.STAGE, module.run, ctx) != 0:
-                    raise RuntimeError(f"stage {module.STAGE} failed on {lake}")
-            publish_snapshot(root, rid, str(lake))
+            rid = harness.refresh_stages(str(lake), root, ["scan", "profile", "embed"], config=config,
+                                         spark=harness.spark_session("lakescout-bench-embed")).result["refresh_id"]
             rows = {r["stage"]: r for r in Warehouse(root).read("refresh_runs").to_pylist()
                     if r["refresh_id"] == rid and r["status"] == "ok"}
             runs.append((label, rows))
@@ -398,9 +352,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    results = ROOT / "benchmarks" / "results"
-    previous = results / "encoders.json"
-    out: dict = json.loads(previous.read_text()) if previous.exists() else {}
+    out = harness.previous_result("encoders")
     if args.embed_stage:
         stage = embed_stage_benchmark(args.stage_join_steps, args.stage_table_epochs)
         if stage is not None:
@@ -414,9 +366,7 @@ def main() -> None:
             out["autofj"] = distance_benchmark(args.join_steps)
         else:
             print(f"skipping value-distance benchmark: {DATA / 'autofj'} not found")
-    results.mkdir(parents=True, exist_ok=True)
-    (results / "encoders.json").write_text(json.dumps(out, indent=2, default=float))
-    print(f"\nwrote {results / 'encoders.json'}")
+    harness.write_result("encoders", out, stamp=False, default=float)
 
 
 if __name__ == "__main__":

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from benchmarks.common import print_table, refresh_lake, write_result  # noqa: E402
+import harness
+from harness import print_table, write_result
 
 MODES = ("case and separators", "one synonym", "half synonyms")
 
@@ -76,15 +74,11 @@ def main() -> int:
     args = ap.parse_args()
 
     import discovery
-    from discovery.demo_lake import generate_demo_lake, load_ground_truth
+    from discovery.demo_lake import load_ground_truth
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="lakescout-bench-find-")
-    lake = os.path.join(workdir, "sample_lake")
-    if not os.path.isdir(os.path.join(lake, "_ground_truth")):
-        generate_demo_lake(lake, seed=7, lakehouse=True)
-    warehouse = args.warehouse or os.path.join(workdir, "warehouse")
-    if args.warehouse is None:
-        refresh_lake(lake, warehouse, "lakescout-bench-find")
+    lake = harness.sample_lake(os.path.join(workdir, "sample_lake"), lakehouse=True)
+    warehouse = args.warehouse or harness.build(lake, os.path.join(workdir, "warehouse")).warehouse
     gt = load_ground_truth(lake)
     truth: dict[str, list[tuple[str, str]]] = {}
     for r in gt["union_columns"]:

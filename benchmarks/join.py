@@ -70,7 +70,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import csv  # noqa: E402
 import json  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
@@ -80,18 +79,17 @@ import numpy as np  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import discovery  # noqa: E402
-from benchmarks.common import autofj_warehouse, print_table, shared_path  # noqa: E402
+import harness  # noqa: E402
 from discovery.config import Config, load_config  # noqa: E402
 from discovery.encoders.hash_encoder import prepare_strings  # noqa: E402
 from discovery.join import JoinIndex, chord_threshold, map_to_pivots, max_distance, select_pivots  # noqa: E402
 from discovery.join.metric import canonical_squared, from_chord  # noqa: E402
 from discovery.join.service import loaded_index  # noqa: E402
 from discovery.join.stage import COLUMN_KEY_BASE, ROW_KEYS  # noqa: E402
+from harness import print_table, shared_path  # noqa: E402
 
 METHODS = ("pexeso", "pexeso-h", "exact")
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def _unit(x):
@@ -370,8 +368,9 @@ def autofj(args):
     root = Path(root)
     names = sorted(d.name for d in root.iterdir() if (d / "gt.csv").is_file())
     with tempfile.TemporaryDirectory() as tmp:
-        wh, wall = autofj_warehouse(root, names, Path(args.workdir or tmp), args.master)
-        return _autofj_measure(root, names, wh, wall, args.seed)
+        built = harness.autofj_warehouse(root, names, Path(args.workdir or tmp), master=args.master)
+        harness.stop_spark()
+        return _autofj_measure(root, names, built.warehouse, built.seconds, args.seed)
 
 
 def _autofj_measure(root, names, wh, wall, seed):
@@ -644,12 +643,9 @@ def _tau_sweep(ls, names, kept, index, queries, metric, T, taus=AUTOFJ_TAUS):
 
 def _save(out, part=None):
     """Write join.json: ``part`` (e.g. "autofj") replaces that key only; the speed run replaces every other key."""
-    path = RESULTS / "join.json"
-    old = json.loads(path.read_text()) if path.exists() else {}
+    old = harness.previous_result("join")
     new = {**old, part: out} if part else {**out, **{k: v for k, v in old.items() if k == "autofj"}}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(new, indent=1))
-    return path
+    return harness.write_result("join", new, stamp=False, indent=1)
 
 
 def main(argv=None):
@@ -671,14 +667,16 @@ def main(argv=None):
         out = autofj(args)
         if out is not None:
             out["total_seconds"] = time.perf_counter() - t0
-            print(f"\nwrote {_save(out, 'autofj')} in {out['total_seconds']:.0f}s")
+            _save(out, "autofj")
+            print(f"in {out['total_seconds']:.0f}s")
         return
     out = {"defaults": {"tau": 0.06, "T": 0.6, "pivots": args.pivots, "levels": args.levels,
                         "queries": args.queries, "sweep_queries": args.sweep_queries, "vectors": args.vectors}}
     for i, dim in enumerate(int(d) for d in args.dims.split(",")):
         out[f"d{dim}"] = run_geometry(args, dim, full_sweeps=i == 0)
     out["total_seconds"] = time.perf_counter() - t0
-    print(f"\nwrote {_save(out)} in {out['total_seconds']:.0f}s")
+    _save(out)
+    print(f"in {out['total_seconds']:.0f}s")
 
 
 if __name__ == "__main__":

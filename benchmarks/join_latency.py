@@ -21,18 +21,15 @@ with the figures: on a shared machine the CPU seconds are the comparable figure.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import tempfile
 import time
 
-if __package__ in (None, ""):
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from benchmarks.common import print_table, write_result  # noqa: E402
-from benchmarks.join_memory import _model, refresh, write_lake  # noqa: E402
+import harness
+from harness import print_table, write_result
+from join_memory import refresh, write_lake
 
 METHODS = ("pexeso", "exact")
 STATS = ("candidate_pairs", "candidate_vectors", "lemma1_filtered", "distance_computations", "keys_verified",
@@ -47,29 +44,6 @@ def timed_join(ls, table: str, column: str, method: str, top_k: int) -> dict:
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     return {"answer": [(r["table_id"], r["column"], r["matched"]) for r in out["results"]], "cpu": cpu, "wall": wall,
             "stats": {k: out["stats"].get(k) for k in STATS + ("query_values", "held_bytes_max")}}
-
-
-def build_info(warehouse: str) -> dict:
-    """What the refresh built: the join encoder's steps (trained, planned, seconds), the pivot model (|P|, m,
-    partitions, how chosen) and the seconds of each stage of the snapshot's refresh (from ``refresh_runs``)."""
-    import pyarrow.compute as pc
-
-    import discovery
-    from discovery.encoders.stored import JOIN_MODEL
-
-    snap = discovery.open(warehouse).snapshot
-    version = snap.models[JOIN_MODEL]
-    enc = [r for r in snap.read("models", columns=["name", "version", "params"],
-                                filter=pc.field("name") == JOIN_MODEL).to_pylist() if r["version"] == version]
-    params = json.loads(enc[0]["params"])
-    model, n_vectors = _model(warehouse)
-    runs = snap.warehouse.read("refresh_runs").to_pylist()
-    last = max(r["refresh_id"] for r in runs)
-    keys = ("steps", "planned_steps", "seconds", "step_seconds", "values")
-    stages = {r["stage"]: r["seconds"] for r in runs if r["refresh_id"] == last and r["stage"] != "lease"}
-    return {"join_encoder": {k: params.get(k) for k in keys}, "value_vectors": n_vectors,
-            "n_pivots": len(model.pivots), "levels": model.grid.levels, "partitions": model.n_partitions,
-            "chosen_by": model.choice.get("by"), "stage_seconds": stages}
 
 
 def main(argv=None) -> int:
@@ -96,7 +70,7 @@ def main(argv=None) -> int:
         if not os.path.isdir(lake):
             write_lake(lake, args.tables, args.values)
         refresh_seconds = refresh(lake, warehouse, None, work, default_config=args.default_config)
-    build = build_info(warehouse)
+    build = harness.join_build(warehouse)
     enc = build["join_encoder"]
     print(f"build: refresh {refresh_seconds or 0:.0f} s (0: reused), stages {build['stage_seconds']}; join encoder "
           f"{enc['steps']} of {enc['planned_steps']} steps in {enc['seconds']} s; {build['value_vectors']} value "

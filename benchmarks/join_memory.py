@@ -5,7 +5,8 @@ Run: ``python benchmarks/join_memory.py [--tables 250] [--values 4000] [--workdi
 A generated lake of ``--tables`` tables, each with two string columns of ``--values`` distinct made-up names (so the
 lake has ``2 x tables x values`` value vectors), is refreshed twice with the real pipeline (``lakescout refresh``):
 once with a budget large enough for one partition, once with a quarter of that index's estimated size.  Queries go
-through ``discovery.open(...).join`` in child processes, each reporting its peak resident set (``VmHWM``); the fixed
+through ``discovery.open(...).join`` in child processes, each measured by its peak resident set (the kernel's
+high-water mark, as the harness reads it for a child); the fixed
 overhead is the peak of the same child answering the same queries on a one-table warehouse whose query columns have
 as many values (interpreter, libraries, the join encoder and the query's own encoding: everything but the lake's
 index).  The result: peak RSS of the partitioned query against budget + fixed overhead, the bytes each query held
@@ -17,30 +18,18 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import shutil
 import os
-import subprocess
+import shutil
 import sys
 import tempfile
-import time
 
 import numpy as np
 
-if __package__ in (None, ""):
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from benchmarks.common import ROOT, print_table, write_result  # noqa: E402
+import harness
+from harness import print_table, write_result
 
 SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ber", "dan", "fel", "gor", "hal", "jin", "kor", "lem",
              "mar", "nor", "pel", "quin", "ros", "stan", "tor", "ul", "vin", "wel", "yor", "zan"]
-CONFIG = """
-[embed]
-join_steps = 30
-table_epochs = 2
-train_tables = 64
-"""
-
-
 def _names(rng: np.random.Generator, n: int, domain: int) -> list[str]:
     """``n`` distinct made-up names of a domain (a domain prefix syllable keeps domains apart in the vector space)."""
     out: set[str] = set()
@@ -70,18 +59,13 @@ def write_lake(root: str, tables: int, values: int, seed: int = 0) -> None:
 
 
 def refresh(lake: str, warehouse: str, budget_mb: float | None, workdir: str, default_config: bool = False) -> float:
-    """Seconds of ``lakescout refresh`` of ``lake`` into ``warehouse`` with :data:`CONFIG` (a 30-step join encoder,
-    quick to build), or with ``default_config`` the project's defaults; ``budget_mb`` sets ``[join] memory_budget_mb``.
-    The configuration is always passed as a file (empty for the defaults), so neither ``$LAKESCOUT_CONFIG`` nor a
-    ``lakescout.toml`` in the working folder can change it."""
-    config = os.path.join(workdir, f"{'default' if default_config else 'budget'}_{budget_mb}.toml")
-    with open(config, "w") as fh:
-        fh.write(("" if default_config else CONFIG)
-                 + (f"\n[join]\nmemory_budget_mb = {budget_mb!r}\n" if budget_mb is not None else ""))
-    started = time.perf_counter()
-    subprocess.run([os.path.join(ROOT, ".venv", "bin", "lakescout"), "refresh", "--lake", lake, "--warehouse",
-                    warehouse, "--config", config], check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    """Seconds of ``lakescout refresh`` of ``lake`` into ``warehouse`` with :data:`harness.QUICK_TRAINING` (a
+    30-step join encoder, quick to build), or with ``default_config`` the project's defaults; ``budget_mb`` sets
+    ``[join] memory_budget_mb``."""
+    text = ("" if default_config else harness.QUICK_TRAINING) \
+        + (f"\n[join]\nmemory_budget_mb = {budget_mb!r}\n" if budget_mb is not None else "")
+    config = harness.config_file(workdir, f"{'default' if default_config else 'budget'}_{budget_mb}", text)
+    return harness.refresh_cli(lake, warehouse, config=config).seconds
 
 
 CHILD = """
@@ -93,26 +77,14 @@ for query, column in json.loads(sys.argv[2]):
     r = ls.join(query, column, top_k=10)
     out.append({"answer": [[x["table_id"], x["column"], x["matched"], x["matches"]] for x in r["results"]],
                 "held": r["stats"].get("held_bytes_max"), "partitions": r["stats"].get("partitions")})
-hwm = [int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM")][0]
-print(json.dumps({"vmhwm": hwm, "queries": out}))
+print(json.dumps(out))
 """
 
 
 def query_child(warehouse: str, queries: list[tuple[str, str]]) -> dict:
-    """Answers and peak RSS of a fresh process querying ``warehouse`` through ``discovery.open(...).join``."""
-    env = dict(os.environ, LAKESCOUT_CACHE_MB="0")
-    done = subprocess.run([sys.executable, "-c", CHILD, warehouse, json.dumps(queries)], check=True,
-                          capture_output=True, text=True, env=env, cwd=ROOT)
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def _model(warehouse: str):
-    import discovery
-    from discovery.join.stage import MODEL, PivotModel
-    from discovery.store import snapshot_model
-
-    snap = discovery.open(warehouse).snapshot
-    return PivotModel.from_stored(snapshot_model(snap, MODEL)), snap.read("value_vectors", columns=["table_id"]).num_rows
+    """Answers and peak RSS (bytes) of a fresh process querying ``warehouse`` through ``discovery.open(...).join``."""
+    done = harness.python(CHILD, warehouse, json.dumps(queries), env=dict(os.environ, LAKESCOUT_CACHE_MB="0"))
+    return {"vmhwm": int(done.peak_rss_mb * 2 ** 20), "queries": done.json()}
 
 
 def _partition_loads(warehouse: str, model, budget: float):
@@ -151,7 +123,7 @@ def main(argv=None) -> int:
         seconds["refresh_one_partition"] = refresh(lake, whole, None, work)
     if not os.path.isdir(small):
         seconds["refresh_tiny"] = refresh(tiny, small, None, work)
-    model, n_vectors = _model(whole)
+    model, n_vectors = harness.join_model(whole)
     if model.n_partitions != 1:
         raise SystemExit(f"{whole} has {model.n_partitions} partitions; the reference must be one partition")
     queries = [(f"t{t:04d}.csv", column) for t in range(0, args.tables, max(1, args.tables // args.queries))
@@ -163,7 +135,7 @@ def main(argv=None) -> int:
     if not os.path.isdir(parts):  # the same warehouse refreshed under the smaller budget: the pivots stage re-partitions
         shutil.copytree(whole, parts)
         seconds["refresh_quarter_budget"] = refresh(lake, parts, budget_mb, work)
-    pmodel, _ = _model(parts)
+    pmodel, _ = harness.join_model(parts)
     loads, capacity = _partition_loads(parts, pmodel, budget_mb * (1 << 20))
     runs["quarter_budget"] = query_child(parts, queries)
     strip = [[[a[:3] for a in q["answer"]] for q in runs[k]["queries"]] for k in ("one_partition", "quarter_budget")]

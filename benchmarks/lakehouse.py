@@ -25,16 +25,13 @@ from pathlib import Path
 
 import pyarrow as pa
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-
-import discovery  # noqa: E402
-from benchmarks.common import print_table, refresh_lake, shared_path, write_result  # noqa: E402
-from benchmarks.encoders import metrics, ugen_layout  # noqa: E402
-from discovery import storage  # noqa: E402
-from discovery.config import Limits  # noqa: E402
-from discovery.demo_lake.layouts import relayout  # noqa: E402
-from discovery.lake import LakeFileError, read_lake_table  # noqa: E402
+import discovery
+import harness
+from discovery import storage
+from discovery.config import Limits
+from discovery.demo_lake.layouts import relayout
+from discovery.lake import LakeFileError, read_lake_table
+from harness import metrics, print_table, shared_path, ugen_layout, write_result
 
 LAYOUTS = ("delta", "hive", "parts", "csv.gz", "jsonl", "iceberg", "csv")
 K = 10
@@ -73,14 +70,8 @@ def lay_out(ugen: Path, names: list[str], lake: str, catalog_db: str) -> dict[st
 def build(lake: str, warehouse: str) -> float:
     """Build ``warehouse`` unless an earlier run did, and return its full build's seconds as ``lakescout status``
     reports them (the stages of its first refresh), so every lake is timed the same way."""
-    from discovery.store import Warehouse, list_snapshots
-
-    if not (Warehouse(warehouse).exists() and list_snapshots(Warehouse(warehouse))):
-        out, _ = refresh_lake(lake, warehouse, "lakescout-bench-lakehouse")
-        if not out.get("published"):
-            raise RuntimeError(f"refresh of {lake} failed: {out}")
-    first = min(discovery.open(warehouse).status()["refreshes"], key=lambda r: r["refresh_id"])
-    return sum(stage["seconds"] for stage in first["stages"])
+    harness.build(lake, warehouse)
+    return sum(harness.stage_seconds(warehouse, first=True).values())
 
 
 def evaluate(warehouse: str, ugen: Path, queries: list[str], truth: dict, back: dict[str, str]) -> dict:

@@ -29,19 +29,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-if __package__ in (None, ""):
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import harness
+from harness import ROOT, print_table, write_result
 
-from benchmarks.common import ROOT, print_table, write_result
-
-LAKESCOUT = os.path.join(ROOT, ".venv", "bin", "lakescout")
 #: The sample queries of ``make demo``, as CLI arguments after ``--warehouse``.
 QUERIES = {
     "join": ["--query", "partners/vendor_master.csv", "--column", "Vendor"],
@@ -53,27 +48,17 @@ TARGETS = {"cold": {"join": 2.0, "union": 1.0, "nary": 1.0}, "warm": 0.05}
 
 def build_warehouse(workdir: str) -> str:
     """The sample lake under ``workdir``, indexed by ``lakescout refresh`` (reused when already published)."""
-    lake, warehouse = os.path.join(workdir, "lake"), os.path.join(workdir, "warehouse")
-    if os.path.isdir(os.path.join(warehouse, "snapshots")):
-        return warehouse
-    subprocess.run([LAKESCOUT, "demo-lake", lake], check=True, stdout=subprocess.DEVNULL)
-    started = time.perf_counter()
-    subprocess.run([LAKESCOUT, "refresh", "--lake", lake, "--warehouse", warehouse], check=True,
-                   stdout=subprocess.DEVNULL)
-    print(f"sample lake indexed by lakescout refresh in {time.perf_counter() - started:.1f} s")
-    return warehouse
+    lake = harness.sample_lake(os.path.join(workdir, "lake"), lakehouse=True)  # as ``lakescout demo-lake`` writes it
+    built = harness.build(lake, os.path.join(workdir, "warehouse"), via="cli")
+    if built.seconds is not None:
+        print(f"sample lake indexed by lakescout refresh in {built.seconds:.1f} s")
+    return built.warehouse
 
 
 def cli(kind: str, warehouse: str, env: dict | None = None) -> tuple[float, float, dict]:
     """Wall and CPU (user + system) time of one fresh ``lakescout <kind> ... --json`` process, and its answer."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run([LAKESCOUT, kind, "--warehouse", warehouse, *QUERIES[kind], "--json"], check=True,
-                          capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return wall, cpu, json.loads(done.stdout)
+    done = harness.cli(kind, "--warehouse", warehouse, *QUERIES[kind], "--json", env=env)
+    return done.wall, done.cpu, done.json()
 
 
 def ranking(answer: dict) -> list:
@@ -105,8 +90,7 @@ def first_runs(warehouse: str) -> dict:
             out[kind] = {"empty_cache_s": first, "filled_cache_s": second,
                          "same_answer": ranking(answers[kind]) == ranking(again)}
         warmed = dict(env, NUMBA_CACHE_DIR=os.path.join(cache, "warmed"))
-        subprocess.run([sys.executable, "-m", "discovery.join.warmup"], check=True, capture_output=True, cwd=ROOT,
-                       env=warmed)
+        harness.run([sys.executable, "-m", "discovery.join.warmup"], cwd=ROOT, env=warmed)
         seconds, _, after = cli("join", warehouse, warmed)
         out["join"].update(after_warmup_s=seconds, same_answer_after_warmup=ranking(after) == ranking(answers["join"]))
     return out
@@ -136,9 +120,7 @@ print(json.dumps(out))
 
 
 def warm_runs(warehouse: str, n: int) -> dict:
-    done = subprocess.run([sys.executable, "-c", WARM_CHILD, warehouse, json.dumps(QUERIES), str(n)], check=True,
-                          capture_output=True, text=True, cwd=ROOT)
-    return json.loads(done.stdout)
+    return harness.python(WARM_CHILD, warehouse, json.dumps(QUERIES), n, cwd=ROOT).json()
 
 
 # -- the phase breakdown: a cold CLI process whose phases are timed by wrappers --------------------------------------
@@ -230,11 +212,8 @@ def breakdown(kind: str, warehouse: str, env: dict | None = None) -> dict:
     argv = [kind, "--warehouse", warehouse, *QUERIES[kind]]
     wanted = ("discovery.api", f"discovery.{kind}.") + (("discovery.vectors",) if kind != "nary" else ())
     phases = [p for p in PHASES if p[1].startswith(wanted)]
-    spawned = time.time()
-    done = subprocess.run([sys.executable, "-c", PHASE_CHILD, str(spawned), json.dumps(phases), *argv], check=True,
-                          capture_output=True, text=True, cwd=ROOT, env=env)
-    wall = time.time() - spawned
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    done = harness.python(PHASE_CHILD, time.time(), json.dumps(phases), *argv, cwd=ROOT, env=env)
+    wall, got = done.wall, done.json()
     phases = {"interpreter start": got["start_to_main_s"], "imports (cli)": got["cli_import_s"],
               "imports (search modules)": got["search_imports_s"], **got["phases"]}
     phases["other (cli, output, exit)"] = wall - sum(phases.values())
@@ -245,8 +224,8 @@ def breakdown(kind: str, warehouse: str, env: dict | None = None) -> dict:
 def slowest_imports(kind: str, warehouse: str, top: int = 8) -> list[dict]:
     """Top-level packages by the import time of their own modules (``-X importtime`` self times, summed per
     package) over one cold query process."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "discovery.cli", kind, "--warehouse", warehouse,
-                           *QUERIES[kind]], capture_output=True, text=True, cwd=ROOT)
+    done = harness.run([sys.executable, "-X", "importtime", "-m", "discovery.cli", kind, "--warehouse", warehouse,
+                        *QUERIES[kind]], cwd=ROOT, check=False)
     totals: dict[str, float] = {}
     for line in done.stderr.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:

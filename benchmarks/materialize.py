@@ -25,33 +25,32 @@ figure goes through what a user calls: lakes built by the real refresh, tables w
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 
-import json  # noqa: E402
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from collections import defaultdict  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pyarrow as pa  # noqa: E402
-import pyarrow.csv as pacsv  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-
-import discovery  # noqa: E402
-from discovery.materialize import PlanError  # noqa: E402
-from benchmarks.common import RESULTS, autofj_warehouse, print_table, refresh_lake, shared_path, write_result  # noqa: E402,E501
+import discovery
+import harness
+from discovery.materialize import PlanError
+from harness import print_table, shared_path, write_result
 
 TAUS = (0.02, 0.04, 0.06, 0.08, 0.1)
+#: The parts of the benchmark, each run alone with its flag (all when none is given); a run keeps the parts of the
+#: last result file it does not measure again.
+PARTS = ("sample", "autofj", "scale", "downstream")
 #: The pandas baseline of ``scale``, in a process of its own so its peak RSS is its own: the lake table read whole,
 #: both sides normalised as the index normalises, two merges through the mapping (first lake row per value).
 PANDAS_MERGE = """
-import resource, time
+import time
 import pandas as pd, pyarrow as pa
 from discovery.normalize import normalize_array
 t0 = time.perf_counter()
@@ -62,7 +61,7 @@ q["__v"] = normalize_array(pa.array(q["vendor"])).to_pylist()
 m = pd.read_parquet("{mapping}")
 out = q.merge(m, left_on="__v", right_on="query_value", how="left")
 out = out.merge(lake.drop_duplicates("__v"), left_on="lake_value", right_on="__v", how="left")
-print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+print(time.perf_counter() - t0)
 """
 
 
@@ -74,15 +73,8 @@ def _rows_of(path: str, lake: str) -> list[dict]:
 
 
 def _sample_warehouse(workdir: Path) -> tuple[str, str]:
-    lake, wh = workdir / "sample_lake", workdir / "sample_wh"
-    if not lake.exists():
-        from discovery.demo_lake import generate_demo_lake
-
-        generate_demo_lake(str(lake), seed=7, lakehouse=True)
-    if not (wh / "snapshots").exists():
-        out, _ = refresh_lake(str(lake), str(wh), "lakescout-bench-materialize")
-        assert out.get("published"), out
-    return str(lake), str(wh)
+    lake = harness.sample_lake(str(workdir / "sample_lake"), lakehouse=True)
+    return lake, harness.build(lake, str(workdir / "sample_wh")).warehouse
 
 
 def _joins(ls, lake: str) -> list[dict]:
@@ -208,7 +200,8 @@ def autofj(args) -> dict | None:
     if root is None:
         return None
     names = sorted(d.name for d in Path(root).iterdir() if (d / "gt.csv").is_file())
-    wh, _ = autofj_warehouse(root, names, Path(args.workdir) / "autofj", args.master, _untimed(args.workdir))
+    wh = harness.autofj_warehouse(root, names, Path(args.workdir) / "autofj", master=args.master,
+                                  config=_untimed(args.workdir)).warehouse
     ls = discovery.open(wh)
     tp = added = gold = 0
     per = []
@@ -242,28 +235,6 @@ def _scale_lake(folder: Path, rows: int, names: list[str], rng) -> None:
     (folder / "_SUCCESS").touch()
 
 
-def _driver_peak(cmd: list[str], env: dict) -> tuple[dict, float, float]:
-    """Run ``cmd`` (a ``lakescout augment --master ... --json``); (its JSON, wall seconds, peak RSS in MiB of the
-    Spark application's Python driver, read from /proc while it runs)."""
-    import psutil
-
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = 0
-    while proc.poll() is None:
-        try:
-            for child in psutil.Process(proc.pid).children(recursive=True):
-                if "materialize.py" in " ".join(child.cmdline()) and "python" in child.name():
-                    peak = max(peak, child.memory_info().rss)
-        except psutil.Error:
-            pass
-        time.sleep(0.2)
-    out, err = proc.communicate()
-    if proc.returncode != 0:
-        raise RuntimeError(err[-3000:])
-    return json.loads(out), time.perf_counter() - t0, peak / 2 ** 20
-
-
 def scale(args) -> dict:
     from discovery.demo_lake import entities as E
     from discovery.demo_lake import vocab as V
@@ -278,8 +249,7 @@ def scale(args) -> dict:
         lake, wh = work / f"lake-{rows}", work / f"wh-{rows}"
         if not lake.exists():
             _scale_lake(lake / "suppliers", rows, names, rng)
-        if not (wh / "snapshots").exists():
-            refresh_lake(str(lake), str(wh), "lakescout-bench-scale", _untimed(args.workdir))
+        harness.build(str(lake), str(wh), config=_untimed(args.workdir))
         if not query.exists():
             written = [vary(n, "company", rng)[0] if rng.random() < 0.5 and vary(n, "company", rng) else n
                        for n in names]
@@ -287,14 +257,13 @@ def scale(args) -> dict:
         out = str(work / f"out-{rows}.parquet")
         if os.path.exists(out):
             os.unlink(out)
-        config = work / "spark.toml"
-        config.write_text("[materialize]\nspark_min_bytes = 0\n")
-        env = dict(os.environ, LAKESCOUT_CONFIG=str(config))
-        cmd = [os.path.join(os.path.dirname(sys.executable), "lakescout"), "augment", "--warehouse", str(wh),
-               "--query", str(query), "--column", "vendor", "--table", "suppliers", "--lake-column", "supplier",
-               "--output", out, "--master", args.master, "--json"]
-        described, seconds, peak = _driver_peak(cmd, env)
-        figures.append({"lake_rows": rows, "seconds": seconds, "driver_peak_mib": peak,
+        config = harness.config_file(str(work), "spark", "[materialize]\nspark_min_bytes = 0\n")
+        # the Spark application's Python driver (spark-submit runs spark_jobs/materialize.py)
+        done = harness.cli("augment", "--warehouse", str(wh), "--query", str(query), "--column", "vendor", "--table",
+                           "suppliers", "--lake-column", "supplier", "--output", out, "--master", args.master,
+                           "--json", env=dict(os.environ, LAKESCOUT_CONFIG=config), watch="materialize.py")
+        described = done.json()
+        figures.append({"lake_rows": rows, "seconds": done.wall, "driver_peak_mib": done.watched_peak_mb,
                         "matched_rows": described["matched_rows"], "engine": described["engine"]})
     big = figures[-1]
     ls = discovery.open(str(work / f"wh-{args.rows}"))
@@ -302,8 +271,8 @@ def scale(args) -> dict:
     mapping = work / "mapping.parquet"
     pq.write_table(pa.Table.from_pandas(pairs[["query_value", "lake_value"]]), mapping)
     merge = PANDAS_MERGE.format(lake=work / f"lake-{args.rows}" / "suppliers", query=query, mapping=mapping)
-    done = subprocess.run([sys.executable, "-c", merge], capture_output=True, text=True, check=True)
-    pandas_seconds, pandas_peak = (float(x) for x in done.stdout.split())
+    done = harness.python(merge)
+    pandas_seconds, pandas_peak = float(done.stdout.split()[-1]), done.peak_rss_mb
     out = {"figures": figures, "pandas_seconds": pandas_seconds, "pandas_process_peak_mib": pandas_peak,
            "spark_over_pandas": big["seconds"] / pandas_seconds, "mapping_pairs": len(pairs),
            "driver_peak_ratio": big["driver_peak_mib"] / figures[0]["driver_peak_mib"],
@@ -332,8 +301,7 @@ def downstream(args) -> dict:
         others = rng.permutation(len(cities))[:120]
         pacsv.write_csv(pa.table({"town": [cities[i] for i in others], "mayor": [f"M{i}" for i in others]}),
                          str(lake / "mayors.csv"))
-    if not (wh / "snapshots").exists():
-        refresh_lake(str(lake), str(wh), "lakescout-bench-downstream", _untimed(args.workdir))
+    harness.build(str(lake), str(wh), config=_untimed(args.workdir))
     n = 600
     pick = rng.integers(len(cities), size=n)
     shops = rng.uniform(0, 10, n)
@@ -369,15 +337,14 @@ def downstream(args) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for part in ("sample", "autofj", "scale", "downstream"):
+    for part in PARTS:
         ap.add_argument(f"--{part}", action="store_true")
     ap.add_argument("--workdir", default=None, help="keep lakes and warehouses here (default: a temp dir)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--query-rows", type=int, default=100_000)
     args = ap.parse_args(argv)
-    parts = [p for p in ("sample", "autofj", "scale", "downstream") if getattr(args, p)] or \
-        ["sample", "autofj", "scale", "downstream"]
+    parts = [p for p in PARTS if getattr(args, p)] or list(PARTS)
     tmp = None
     if args.workdir is None:
         tmp = args.workdir = tempfile.mkdtemp(prefix="lakescout-bench-materialize-")
@@ -388,18 +355,8 @@ def main(argv=None) -> int:
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
-    write_result("materialize", {**_previous(), **out})
+    write_result("materialize", {**harness.previous_result("materialize", PARTS), **out})
     return 0
-
-
-def _previous() -> dict:
-    """The parts of the last run's results this run did not measure again (each part keeps its own)."""
-    path = os.path.join(RESULTS, "materialize.json")
-    if not os.path.exists(path):
-        return {}
-    with open(path) as fh:
-        old = json.load(fh)
-    return {k: v for k, v in old.items() if k in ("sample", "autofj", "scale", "downstream")}
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import random
 import statistics
 import sys
@@ -32,16 +31,13 @@ from pathlib import Path
 
 import pyarrow as pa
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import harness
+from discovery.demo_lake import load_ground_truth, read_demo_table
+from discovery.nary import NaryIndex, build_postings
+from discovery.normalize import normalize_array
+from discovery.xash import XashModel, char_counts, merge_char_counts
 
-from discovery.demo_lake import generate_demo_lake, load_ground_truth, read_demo_table  # noqa: E402
-from discovery.nary import NaryIndex, build_postings  # noqa: E402
-from discovery.normalize import normalize_array  # noqa: E402
-from discovery.xash import XashModel, char_counts, merge_char_counts  # noqa: E402
-
-MATE_QUERIES = ROOT.parent / "shared" / "benchmarks" / "mate_queries"
-RESULTS = ROOT / "benchmarks" / "results" / "nary.json"
+MATE_QUERIES = Path(harness.SHARED) / "benchmarks" / "mate_queries"
 FILTERED = ("mate", "bloom", "scr")
 METHODS = ("mate", "bloom", "scr", "exhaustive")
 
@@ -70,7 +66,7 @@ def load_mate_tables() -> dict[str, tuple[list[str], list[list[str | None]]]]:
 
 def load_sample_lake(folder: Path) -> tuple[dict, list[tuple[str, list[str]]], dict]:
     """Readable tables of a freshly generated sample lake, its n-ary queries and their exact answers."""
-    generate_demo_lake(folder, seed=7, n_tables=300)
+    harness.sample_lake(str(folder), n_tables=300)
     truth = load_ground_truth(folder)
     tables = {}
     for entry in truth["tables"]:
@@ -227,35 +223,17 @@ def print_report(reports: list[dict], lake_info: dict) -> None:
 def run_warehouse(folder: Path, k: int, sizes: list[int]) -> dict:
     """The sample lake read through the real index: a refresh (scan, profile, xash) into a temporary warehouse,
     then every ground-truth query through :meth:`discovery.api.Lakescout.nary` with each method and hash size."""
-    import importlib
-    import os
-
     from discovery.api import Lakescout
-    from discovery.config import Config
-    from discovery.refresh import StageContext, begin_refresh, publish_snapshot
-    from discovery.store import new_attempt_token
-    from spark_jobs.common import execute, spark_session
 
-    os.environ.setdefault("LAKESCOUT_SPARK_MASTER", "local[2]")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    generate_demo_lake(folder / "lake", seed=7, n_tables=300)
-    truth = load_ground_truth(folder / "lake")
+    lake = harness.sample_lake(str(folder / "lake"), n_tables=300)
+    truth = load_ground_truth(lake)
     expected = defaultdict(dict)
     for row in truth["nary"]:
         if row["joinable_tuples"] > 0:
             expected[(row["query_table"], tuple(row["query_columns"]))][row["lake_table"]] = row["joinable_tuples"]
-    spark = spark_session("lakescout-bench-nary")
-    spark.sparkContext.setLogLevel("ERROR")
     warehouse = str(folder / "warehouse")
-    t0 = time.perf_counter()
-    refresh_id = begin_refresh(warehouse)
-    for name in ("scan_lake", "profile_columns", "xash_postings"):
-        module = importlib.import_module(f"spark_jobs.{name}")
-        ctx = StageContext(warehouse, str(folder / "lake"), refresh_id, new_attempt_token(), False, Config())
-        if execute(spark, module.STAGE, module.run, ctx) != 0:
-            raise RuntimeError(f"stage {module.STAGE} failed")
-    publish_snapshot(warehouse, refresh_id, str(folder / "lake"))
-    refresh_s = time.perf_counter() - t0
+    refresh_s = harness.refresh_stages(lake, warehouse, ["scan", "profile", "xash"],
+                                       spark=harness.spark_session("lakescout-bench-nary")).seconds
     ls = Lakescout(warehouse)
     rows, errors = [], []
     for bits in sizes:
@@ -282,7 +260,7 @@ def run_warehouse(folder: Path, k: int, sizes: list[int]) -> dict:
         entry["bloom_over_mate_time"] = entry["bloom_s"] / max(entry["mate_s"], 1e-12)
         entry["scr_over_mate_rows_verified"] = entry["scr_rows_verified"] / max(entry["mate_rows_verified"], 1)
         rows.append(entry)
-    spark.stop()
+    harness.stop_spark()
     print(f"\nsample lake through the real index ({len(expected)} queries, refresh {refresh_s:.1f} s, k = {k})")
     print(f"{'bits':>4} {'mate s':>7} {'bloom s':>7} {'scr s':>7} {'exh s':>7} {'scr/mate':>8} {'bloom/mate':>10} "
           f"{'verified mate/bloom/scr':>24} {'FP rows mate/bloom/scr':>23}")
@@ -301,7 +279,7 @@ def main() -> int:
     parser.add_argument("--bits", type=int, nargs="+", default=[128, 256, 512])
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=Path(harness.result_path("nary")))
     parser.add_argument("--no-warehouse", action="store_true", help="skip the sample lake read through a refresh")
     args = parser.parse_args()
     warehouse_report = None
@@ -342,10 +320,9 @@ def main() -> int:
     if warehouse_report is not None:
         targets["sample_lake_through_index_ground_truth"] = not warehouse_report["ground_truth_errors"]
     print("\ntargets:", ", ".join(f"{name}={'yes' if ok else 'NO'}" for name, ok in targets.items()))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"lake": lake_info, "k": args.k, "seed": args.seed, "sizes": reports,
-                                    "sample_lake_index": warehouse_report, "targets": targets}, indent=2))
-    print(f"wrote {args.out}")
+    harness.write_result("nary", {"lake": lake_info, "k": args.k, "seed": args.seed, "sizes": reports,
+                                  "sample_lake_index": warehouse_report, "targets": targets}, stamp=False,
+                         path=args.out)
     return 0
 
 

@@ -30,15 +30,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from benchmarks.common import print_table, shared_path, write_result  # noqa: E402
-from discovery.numjoin import BASELINES, NumericIndex, brute_force  # noqa: E402
+import harness
+from discovery.numjoin import BASELINES, NumericIndex, brute_force
+from harness import print_table, shared_path, write_result
 
 METHODS = ("pexeso", "pnodom", "pivot-table", "kdtree")
 
@@ -60,12 +58,6 @@ def index_sets(ix: NumericIndex) -> list[np.ndarray]:
     are in group order, which changes no method's set ids or scores)."""
     g = ix.groups
     return [g.vectors[g.start[g.set_start[s]]:g.start[g.set_start[s + 1]]] for s in range(g.n_sets)]
-
-
-def _peak_rss_gb() -> float:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20   # Linux: KiB
 
 
 def _cpu() -> float:
@@ -157,11 +149,11 @@ def syn(args) -> dict:
         print(f"\nSYN {key} (per query; speed-up = method CPU time / PEXESO's; dist_ratio = method distances / "
               f"PEXESO's)")
         print_table(rows[key], cols)
-    print(f"\npeak RSS {_peak_rss_gb():.2f} GB, wall {time.perf_counter() - t0:.0f} s")
+    print(f"\npeak RSS {harness.peak_rss_mb() / 1024:.2f} GB, wall {time.perf_counter() - t0:.0f} s")
     return {"vectors": n, "sets": len(sets), "dim": args.dim, "clusters": args.clusters, "sigma": args.sigma,
             "queries": args.queries, "centers": int(ix.centers.shape[0]), "groups": int(ix.groups.n_groups),
             "build_cpu_s": build, "brute_checked_queries": args.brute_queries, "wall_s": time.perf_counter() - t0,
-            "peak_rss_gb": _peak_rss_gb(), **rows}
+            "peak_rss_gb": harness.peak_rss_mb() / 1024, **rows}
 
 
 def real(args) -> dict | None:
@@ -240,13 +232,10 @@ def build_cost(name: str = "sample") -> dict | None:
     import shutil
     import tempfile
 
-    from benchmarks.common import refresh_lake
-    from discovery.demo_lake import generate_demo_lake
-
     with tempfile.TemporaryDirectory(prefix="numjoin-cost-") as tmp:
         lake = os.path.join(tmp, "lake")
         if COST_LAKES[name] is None:
-            generate_demo_lake(lake, seed=7)
+            harness.sample_lake(lake)
             label = "sample lake (300 tables, seed 7)"
         else:
             src = shared_path(*COST_LAKES[name])
@@ -254,11 +243,9 @@ def build_cost(name: str = "sample") -> dict | None:
                 return None
             shutil.copytree(src, lake)
             label = name
-        out, seconds = refresh_lake(lake, os.path.join(tmp, "wh"), f"numjoin-build-cost-{name}")
-        if not out.get("published"):
-            raise RuntimeError(f"{name} build failed: {out}")
-        cost = {"lake": label, "refresh_s": round(seconds, 1),
-                **_stage_share(out, _arrays_seconds(os.path.join(tmp, "wh")))}
+        built = harness.build(lake, os.path.join(tmp, "wh"))
+        cost = {"lake": label, "refresh_s": round(built.seconds, 1),
+                **_stage_share(built.result, _arrays_seconds(built.warehouse))}
     print(f"\nbuild cost on {label}: numeric stage {cost['numeric_stage_s']} s + arrays "
           f"{cost['numeric_arrays_s']} s = {100 * cost['numeric_share']:.1f}% of the stages "
           f"({sum(cost['stages_s'].values()):.1f} s)")
@@ -276,7 +263,6 @@ def coordinate_lake(args) -> dict | None:
     import pandas as pd
 
     import discovery
-    from benchmarks.common import refresh_lake
 
     root = shared_path("fivethirtyeight")
     if root is None:
@@ -303,10 +289,8 @@ def coordinate_lake(args) -> dict | None:
                 d = d[(d[la].abs() <= 90) & (d[lo].abs() <= 180)]
                 if len(d):
                     sets[(path, f"{la},{lo}")] = np.unique(d.to_numpy(np.float64), axis=0)
-        out, seconds = refresh_lake(lake, wh, "numjoin-538")
-        if not out.get("published"):
-            raise RuntimeError(f"coordinate lake build failed: {out}")
-        cost = {"refresh_s": round(seconds, 1), **_stage_share(out, _arrays_seconds(wh))}
+        built = harness.build(lake, wh)
+        cost = {"refresh_s": round(built.seconds, 1), **_stage_share(built.result, _arrays_seconds(wh))}
         ls = discovery.open(wh)
         keys = list(sets)
         for qname in ("clinton", "trump"):

@@ -24,18 +24,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-
-from benchmarks.common import print_table, refresh_lake, write_result  # noqa: E402
-from discovery import storage  # noqa: E402
-from discovery.demo_lake import layouts  # noqa: E402
-from discovery.demo_lake.vocab import CITIES, FIRST_NAMES  # noqa: E402
+import harness
+from discovery import storage
+from discovery.demo_lake import layouts
+from discovery.demo_lake.vocab import CITIES, FIRST_NAMES
+from harness import print_table, write_result
 
 
 def _table(rng: np.random.Generator, rows: int) -> pa.Table:
@@ -81,11 +78,6 @@ def put_keys(lake: str, objects: int) -> int:
     return files + (objects - files + 9) // 10
 
 
-def _vm(field: str) -> float:
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) for line in fh if line.startswith(field)) / 1024
-
-
 def _listing_peak(mode: str, lake: str, env: dict, out) -> None:
     """In a fresh process: (MB of Python allocations at the peak, MB of peak RSS over the RSS before listing,
     seconds, tables or objects).  One folder is listed the same way first, so imports, clients and botocore's S3
@@ -99,7 +91,7 @@ def _listing_peak(mode: str, lake: str, env: dict, out) -> None:
     fs, base = storage.filesystem(lake)
     warm = f"{lake}/hive/d000000"
     list_lake(warm) if mode == "list_lake" else fs.find(f"{base}/hive/d000000", detail=True)
-    before = _vm("VmRSS:")
+    before = harness.proc_status("VmRSS")
     tracemalloc.start()
     t0 = time.perf_counter()
     if mode == "list_lake":
@@ -108,7 +100,7 @@ def _listing_peak(mode: str, lake: str, env: dict, out) -> None:
         n = len(fs.find(base, detail=True, withdirs=False))
     seconds = time.perf_counter() - t0
     python = tracemalloc.get_traced_memory()[1] / 2**20
-    out.put((python, _vm("VmHWM:") - before, seconds, n))
+    out.put((python, (harness.proc_status("VmHWM") - before) / 2**20, seconds, n))
 
 
 def listing(server, objects: int) -> dict:
@@ -150,9 +142,11 @@ def main() -> int:
         os.environ.update(server.env)
         lake, warehouse = server.create_bucket("bench-lake") + "/lake", server.create_bucket("bench-wh") + "/wh"
         n_objects = write_lake(lake, args.objects)
-        first, build = refresh_lake(lake, warehouse, "lakescout-bench-s3")
+        spark = harness.spark_session("lakescout-bench-s3")
+        first = harness.refresh(lake, warehouse, spark=spark)
         server.requests(reset=True)
-        again, noop = refresh_lake(lake, warehouse, "lakescout-bench-s3")
+        again = harness.refresh(lake, warehouse, spark=spark)
+        (first, build), (again, noop) = (first.result, first.seconds), (again.result, again.seconds)
         lake_req, wh_req = server.requests(bucket="bench-lake"), server.requests(bucket="bench-wh")
     rows = [{"bucket": "lake", **lake_req}, {"bucket": "warehouse", **wh_req}]
     print(f"{n_objects} lake objects; full build {build:.1f} s (published: {first.get('published')}); "

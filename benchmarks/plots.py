@@ -19,11 +19,7 @@ import os
 import re
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from benchmarks.common import RESULTS  # noqa: E402
+from harness import RESULTS, ROOT
 
 #: The union quality curves the k plot shows (written by ``--record`` from a ``benchmarks/union.py`` run).
 UNION_K_RECORDED = os.path.join(ROOT, "benchmarks", "plots", "union_quality_vs_k.json")

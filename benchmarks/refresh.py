@@ -4,48 +4,34 @@ the tables changed.  Prints tables/s and the incremental/full time ratio (target
     .venv/bin/python benchmarks/refresh.py [--lakes sample,fivethirtyeight,ugen_v1] [--changed 0.01]
     .venv/bin/python benchmarks/refresh.py --scale 1000,4000,16000 [--work DIR]   (cost per table against size)
 
-Both refreshes run in one SparkSession (local[*]) so JVM start-up is not part of either figure.  The full build's
-seconds and CPU utilisation per stage (what ``lakescout refresh`` prints) are printed and kept in the JSON too.
+Both refreshes run in one SparkSession (the harness's, local[2]) so JVM start-up is not part of either figure.  The
+full build's seconds and CPU utilisation per stage (what ``lakescout refresh`` prints) are printed and kept in the
+JSON too.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import shutil
 import statistics
 import sys
 import tempfile
-import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from benchmarks.common import print_table, shared_path, write_result  # noqa: E402
-from discovery.demo_lake import generate_demo_lake  # noqa: E402
-from discovery.lake import list_lake  # noqa: E402
-from discovery.refresh.display import totals  # noqa: E402
-from spark_jobs.common import spark_session  # noqa: E402
-from spark_jobs.refresh import refresh  # noqa: E402
-from spark_jobs.stages import STAGES  # noqa: E402
+import harness
+from discovery.lake import list_lake
+from discovery.refresh.display import totals
+from harness import print_table, shared_path, write_result
+from lake_edits import append_last_rows
+from spark_jobs.stages import STAGES
 
 #: Shared data sets whose lake is a folder inside them.
 SHARED_LAKES = {"ugen_v1": ("ugen_v1", "datalake")}
 
 
-def _change(lake: str, fraction: float, seed: int = 3) -> list[str]:
-    """Append a row (a copy of the last) to ``fraction`` of the non-empty CSV tables (at least one),
-    deterministically."""
-    import random
-
-    files = [f.path for f in list_lake(lake) if f.format in ("csv", "tsv") and f.size > 0]
-    rng = random.Random(seed)
-    picked = rng.sample(files, max(1, round(fraction * len(list_lake(lake)))))
-    for rel in picked:
-        path = os.path.join(lake, rel)
-        with open(path, "rb") as fh:
-            data = fh.read()
-        with open(path, "ab") as fh:
-            fh.write((b"" if data.endswith(b"\n") else b"\n") + data.splitlines()[-1] + b"\n")
-    return picked
+def change(lake: str, fraction: float, seed: int = 3) -> list[str]:
+    """Append a row (a copy of the last) to ``fraction`` of the tables (at least one), deterministically."""
+    return append_last_rows(lake, max(1, round(fraction * len(list_lake(lake)))), random.Random(seed))
 
 
 def bench_lake(spark, name: str, source: str, fraction: float, work: str, rounds: int) -> dict:
@@ -55,16 +41,14 @@ def bench_lake(spark, name: str, source: str, fraction: float, work: str, rounds
     shutil.copytree(source, lake)
     n = len(list_lake(lake))
     wh = os.path.join(work, f"wh-{name}")
-    t0 = time.perf_counter()
-    full = refresh(spark, wh, lake)
-    t_full = time.perf_counter() - t0
+    first = harness.refresh(lake, wh, spark=spark)
+    full, t_full = first.result, first.seconds
     times, changed = [], []
     for round_ in range(rounds):
-        changed = _change(lake, fraction, seed=round_)
-        t0 = time.perf_counter()
-        inc = refresh(spark, wh, lake)
-        times.append(time.perf_counter() - t0)
-        assert full.get("published") and inc.get("published"), (full, inc)
+        changed = change(lake, fraction, seed=round_)
+        again = harness.refresh(lake, wh, spark=spark)
+        times.append(again.seconds)
+        assert full.get("published") and again.result.get("published"), (full, again.result)
     assert full.get("published"), full
     t_inc = statistics.median(times) if times else None
     stages = totals(full["stages"])
@@ -93,14 +77,12 @@ def main() -> int:
     args = p.parse_args()
     if args.scale is not None:
         return _scale(p, args)
-    spark = spark_session("lakescout-bench-refresh")
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = harness.spark_session("lakescout-bench-refresh")
     rows = []
     with tempfile.TemporaryDirectory() as work:
         for name in args.lakes.split(","):
             if name == "sample":
-                src = os.path.join(work, "_sample_src")
-                generate_demo_lake(src)
+                src = harness.sample_lake(os.path.join(work, "_sample_src"))
             else:
                 src = shared_path(*SHARED_LAKES.get(name, (name,)))
                 if src is None:
@@ -117,20 +99,19 @@ def main() -> int:
 
 
 def _scale(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from benchmarks.refresh_scale import parse_scales, run_scale
+    from refresh_scale import parse_scales, run_scale
 
     try:
         scales = parse_scales(args.scale)
     except ValueError as exc:
         parser.exit(2, f"error: {exc}\n")
-    spark = spark_session("lakescout-bench-refresh-scale")
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = harness.spark_session("lakescout-bench-refresh-scale")
     if args.work:
         os.makedirs(args.work, exist_ok=True)
-        result = run_scale(spark, scales, args.changed, args.work, _change, args.config)
+        result = run_scale(spark, scales, args.changed, args.work, change, args.config)
     else:
         with tempfile.TemporaryDirectory() as work:
-            result = run_scale(spark, scales, args.changed, work, _change, args.config)
+            result = run_scale(spark, scales, args.changed, work, change, args.config)
     write_result("refresh_scale", result)
     return 0
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 
 import discovery
-from discovery.demo_lake import generate_demo_lake
+import harness
 from discovery.lake import list_lake
 from discovery.store import Warehouse
+from harness import print_table
 from spark_jobs.stages import STAGES as REFRESH_STAGES
 
 #: Tables per generated part: the largest size the generator's name space allows with room to spare.
@@ -46,13 +46,8 @@ def parse_scales(text: str) -> list[int]:
 
 def build_parts(work: str, n_parts: int) -> list[str]:
     """Generate ``n_parts`` sample lakes of :data:`PART` tables (seeds 1000, 1001, ...) under ``work/_parts``."""
-    parts = []
-    for i in range(n_parts):
-        path = os.path.join(work, "_parts", f"p{i:03d}")
-        if not os.path.isdir(path):
-            generate_demo_lake(path, seed=1000 + i, n_tables=PART)
-        parts.append(path)
-    return parts
+    return [harness.sample_lake(os.path.join(work, "_parts", f"p{i:03d}"), seed=1000 + i, n_tables=PART)
+            for i in range(n_parts)]
 
 
 def assemble(work: str, parts: list[str], n_tables: int) -> str:
@@ -64,41 +59,11 @@ def assemble(work: str, parts: list[str], n_tables: int) -> str:
     return lake
 
 
-def stage_seconds(warehouse: str, refresh_id: int) -> dict[str, float]:
-    """Seconds of each stage of one refresh, from the run records the API's ``status()`` shows."""
-    runs = next(r for r in discovery.open(warehouse).status()["refreshes"] if r["refresh_id"] == refresh_id)
-    out: dict[str, float] = {}
-    for s in runs["stages"]:
-        if s["status"] == "ok":
-            out[s["stage"]] = out.get(s["stage"], 0.0) + s["seconds"]
-    return out
-
-
 def training_seconds(warehouse: str, refresh_id: int) -> float:
     """The longest encoder training of a refresh (the encoders train side by side), from the models' records."""
     models = Warehouse(warehouse).read("models", columns=["refresh_id", "params"]).to_pylist()
     spent = [json.loads(m["params"]).get("seconds", 0.0) for m in models if m["refresh_id"] == refresh_id]
     return max(spent, default=0.0)
-
-
-def peak_rss_mb(pid: int) -> float | None:
-    """Peak resident memory of a process in MB (``VmHWM`` in ``/proc/<pid>/status``; None where /proc has none)."""
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            kb = next((int(line.split()[1]) for line in fh if line.startswith("VmHWM:")), None)
-    except OSError:
-        return None
-    return None if kb is None else kb / 1024
-
-
-def driver_peak_rss(spark) -> dict[str, float | None]:
-    """Peak RSS in MB of the driver: this Python process and the JVM it launched (Spark's executors run in that JVM
-    on a local master; their Python workers are not the driver and are left out)."""
-    proc = getattr(spark.sparkContext._gateway, "proc", None)
-    jvm = peak_rss_mb(proc.pid) if proc is not None else None
-    python = peak_rss_mb(os.getpid())
-    total = python + jvm if python is not None and jvm is not None else None
-    return {"driver_python_peak_mb": python, "driver_jvm_peak_mb": jvm, "driver_peak_mb": total}
 
 
 def _per_table(seconds: dict[str, float], train: float, n: int) -> dict[str, float]:
@@ -118,25 +83,20 @@ def cpu_per_table(usage: list[dict], cores: int, n: int) -> dict[str, float]:
 def bench_scale(spark, work: str, parts: list[str], n_tables: int, fraction: float, change,
                 config: str | None = None) -> dict:
     """Full build and one incremental refresh of the ``n_tables`` lake; per-stage s/table and the ratio."""
-    from spark_jobs.refresh import refresh
-
     lake = assemble(work, parts, n_tables)
     listed = len(list_lake(lake))
     wh = os.path.join(work, f"wh-{n_tables}")
     shutil.rmtree(wh, ignore_errors=True)
-    t0 = time.perf_counter()
-    full = refresh(spark, wh, lake, config_path=config)
-    t_full = time.perf_counter() - t0
+    first = harness.refresh(lake, wh, config=config, spark=spark)
     changed = change(lake, fraction, seed=n_tables)
-    t0 = time.perf_counter()
-    inc = refresh(spark, wh, lake, config_path=config)
-    t_inc = time.perf_counter() - t0
+    again = harness.refresh(lake, wh, config=config, spark=spark)
+    (full, t_full), (inc, t_inc) = (first.result, first.seconds), (again.result, again.seconds)
     if not (full.get("published") and inc.get("published")):
         raise RuntimeError(f"refresh of the {n_tables}-table lake did not publish: {full} {inc}")
     api = discovery.open(wh)
     first = api.snapshot.read("catalog", columns=["table_id", "status"]).to_pylist()
     answered = len(api.union(next(r["table_id"] for r in first if r["status"] == "ok"), k=10)["results"])
-    full_s, inc_s = stage_seconds(wh, full["refresh_id"]), stage_seconds(wh, inc["refresh_id"])
+    full_s, inc_s = harness.stage_seconds(wh, full["refresh_id"]), harness.stage_seconds(wh, inc["refresh_id"])
     train = training_seconds(wh, full["refresh_id"])
     shutil.rmtree(lake, ignore_errors=True)
     shutil.rmtree(wh, ignore_errors=True)
@@ -145,7 +105,7 @@ def bench_scale(spark, work: str, parts: list[str], n_tables: int, fraction: flo
             **cpu_per_table(full.get("stages", []), spark.sparkContext.defaultParallelism, listed),
             "stages_full_s": full_s, "changed": len(changed),
             "incremental_s": t_inc, "stages_incremental_s": inc_s, "incremental_ratio": t_inc / t_full,
-            "union_answers": answered, **driver_peak_rss(spark)}
+            "union_answers": answered, **harness.driver_peak_rss(spark)}
 
 
 def slopes(rows: list[dict]) -> dict[str, float]:
@@ -156,8 +116,6 @@ def slopes(rows: list[dict]) -> dict[str, float]:
 
 def run_scale(spark, scales: list[int], fraction: float, work: str, change, config: str | None = None) -> dict:
     """Every scale in ascending order in one SparkSession; prints the per-stage table and returns the result."""
-    from benchmarks.common import print_table
-
     parts = build_parts(work, scales[-1] // PART)
     rows = []
     for n in scales:

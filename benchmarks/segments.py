@@ -9,7 +9,7 @@ Lakes: the sample lake (the default: ``sample_lake/`` of the repository, the Mak
 
 ``[embed] join_segments`` (default 3) gives each join-candidate value up to that many segment vectors besides the
 vector of the whole cell (:mod:`discovery.segments`); 0 keeps whole-cell vectors only.  The lake is refreshed with the
-real pipeline (``lakescout refresh``, :func:`benchmarks.webjoin.refresh`) with ``--config`` as given (the project's
+real pipeline (``lakescout refresh``, :func:`webjoin.refresh`) with ``--config`` as given (the project's
 defaults without it) into ``<workdir>/warehouse``; a copy of that warehouse is then refreshed with ``join_segments =
 0`` into ``<workdir>/warehouse_segments0``.  Both are kept and reused by a later run with the same lake and
 configuration (the copy is published before its own refresh, so a ``.done`` marker says it finished; the refreshes'
@@ -25,8 +25,8 @@ encoder (:func:`discovery.encoders.lake_training.join_requires`), so nothing is 
 ``encoder_version`` names the segment setting (:attr:`discovery.vectors.EncoderRefs.value_vector_version`), so the
 ``embed`` stage re-encodes the value vectors of every table (column and table vectors stay), and the ``pivots`` stage,
 seeing a new version in ``value_vectors``, reselects the pivots and maps every vector again.  So the ``pivots`` stages
-compare like for like; the ``embed`` stages do not.  ``build_info`` exposes stage seconds, not an encode part, so the
-training seconds each refresh's ``embed`` message reports are printed beside it, and ``embed - training`` (training
+compare like for like; the ``embed`` stages do not.  ``harness.join_build`` exposes stage seconds, not an encode part, so
+the training seconds each refresh's ``embed`` message reports are printed beside it, and ``embed - training`` (training
 taken as the longer encoder, as they train side by side; their sample reading stays in) estimates the encoding of the
 first build, which also encodes column and table vectors.  ``--reencode`` measures it like for like: a copy of the
 segments-0 warehouse is refreshed back to the configuration as given (``<workdir>/warehouse_reencode``), the exact
@@ -56,29 +56,15 @@ import tempfile
 import time
 import tomllib
 
-if __package__ in (None, ""):
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from benchmarks.common import ROOT, print_table, write_result  # noqa: E402
-from benchmarks.join_latency import build_info  # noqa: E402
-from benchmarks.webjoin import _published, refresh, segments_off  # noqa: E402
+import harness
+from harness import ROOT, print_table, write_result
+from webjoin import refresh, segments_off
 
 TOP_K = 10
 SEED = 0
 #: The Makefile's ``LAKESCOUT_LAKE``: where ``make sample-lake`` writes the sample lake.
 SAMPLE_LAKE = os.path.join(ROOT, "sample_lake")
 TRAINED = re.compile(r"\b(join|table) encoder \S+ trained in ([\d.]+) s")
-
-
-def sample_lake(path: str) -> str:
-    """The sample lake at ``path``, written as ``lakescout demo-lake`` writes it (seed 7, lakehouse tables) when
-    missing."""
-    if not os.path.isdir(path) or not os.listdir(path):
-        from discovery.demo_lake import generate_demo_lake
-
-        print(f"writing the sample lake to {path}", flush=True)
-        generate_demo_lake(path, seed=7, lakehouse=True)
-    return path
 
 
 def join_segments(config_text: str) -> int:
@@ -95,17 +81,10 @@ def without_segments(config_text: str) -> str:
     return segments_off(config_text)
 
 
-def last_refresh(warehouse: str) -> dict:
-    """The warehouse's last refresh from ``refresh_runs``: each stage's seconds and message, and the seconds of the
-    encoders its ``embed`` stage trained (none: it reused stored ones)."""
-    from discovery.store import Warehouse
-
-    runs = Warehouse(warehouse).read("refresh_runs").to_pylist()
-    last = max(r["refresh_id"] for r in runs)
-    stages = {r["stage"]: {"seconds": r["seconds"], "message": r["message"]}
-              for r in runs if r["refresh_id"] == last and r["stage"] != "lease"}
-    trained = {kind: float(s) for kind, s in TRAINED.findall(stages.get("embed", {}).get("message") or "")}
-    return {"refresh_id": last, "stages": stages, "trained": trained}
+def trained(warehouse: str) -> dict[str, float]:
+    """Seconds of the encoders the last refresh's ``embed`` stage trained (none: it reused stored ones)."""
+    embed = harness.refresh_record(warehouse)["stages"].get("embed", {})
+    return {kind: float(s) for kind, s in TRAINED.findall(embed.get("message") or "")}
 
 
 def index_size(warehouse: str) -> dict:
@@ -187,7 +166,7 @@ def build(lake: str, workdir: str, config_text: str, master: str, reencode: bool
     """The warehouses (name -> folder) refreshed or reused, and each one's refresh wall seconds (None: unknown)."""
     whs = {"segments": os.path.join(workdir, "warehouse"), "segments 0": os.path.join(workdir, "warehouse_segments0")}
     state = _state(workdir)
-    if _published(whs["segments"]):
+    if harness.published(whs["segments"]):
         if state.get("lake") != lake or state.get("config") != config_text:
             raise SystemExit(f"{workdir} holds a warehouse of another lake or configuration ({state.get('lake')}); "
                              "name another --workdir")
@@ -215,13 +194,13 @@ def build(lake: str, workdir: str, config_text: str, master: str, reencode: bool
 
 
 def build_row(name: str, warehouse: str, seconds: float | None) -> dict:
-    info, run, size = build_info(warehouse), last_refresh(warehouse), index_size(warehouse)
-    stages = info["stage_seconds"]
-    training = max(run["trained"].values(), default=0.0)
+    info, run, size = harness.join_build(warehouse), harness.refresh_record(warehouse), index_size(warehouse)
+    stages, took = info["stage_seconds"], trained(warehouse)
+    training = max(took.values(), default=0.0)
     return {"warehouse": name, "value vectors": info["value_vectors"], "whole": size["whole"],
             "segments": size["segments"], "value_vectors MB": size["value_vectors_mb"],
             "pivot_mappings MB": size["pivot_mappings_mb"], "refresh s": seconds, "embed s": stages.get("embed"),
-            "trained": ", ".join(f"{k} {v:.1f} s" for k, v in run["trained"].items()) or "none (reused)",
+            "trained": ", ".join(f"{k} {v:.1f} s" for k, v in took.items()) or "none (reused)",
             "embed - training s": None if stages.get("embed") is None else stages["embed"] - training,
             "pivots s": stages.get("pivots"), "|P|": info["n_pivots"], "m": info["levels"],
             "stages": stages, "embed message": run["stages"].get("embed", {}).get("message"),
@@ -242,7 +221,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.queries < 1:
         ap.error("--queries must be at least 1")
-    lake = os.path.abspath(args.lake) if args.lake else sample_lake(SAMPLE_LAKE)
+    lake = os.path.abspath(args.lake) if args.lake else harness.sample_lake(SAMPLE_LAKE, lakehouse=True)
     if not os.path.isdir(lake):
         ap.error(f"--lake {lake} is not a folder")
     name = args.name or os.path.basename(lake.rstrip(os.sep))

@@ -16,7 +16,7 @@ are never read by the benchmark.  Lakes and ground truths:
 
 For every method (``exact``, the default ``pgtus++``, ``pgtus``, ``pgtus++-approx``, ``tactus`` with the table encoder
 the refresh trained and stored) and every i = 1..k: MAP@i / P@i / R@i (TACTUS §6.1,
-``benchmarks.encoders.metric_curves``; a refused query counts as a miss) of the first i results of its top-k answer.
+``harness.metric_curves``; a refused query counts as a miss) of the first i results of its top-k answer.
 Each method is also queried at each ``--at`` cut-off below k (default 1, 5, 10) for its own top-i answer: those
 answers give the figures at i, recall@i against ``exact``'s top-i, mean query latency (index loaded once beforehand;
 each query file read once untimed, then queried by every method at every cut-off in a rotating order) with its ratio
@@ -58,24 +58,18 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import re  # noqa: E402
-import shutil  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import discovery  # noqa: E402
-from benchmarks.common import print_table, shared_path, write_result  # noqa: E402
-from benchmarks.encoders import metric_curves, metrics, ugen_layout  # noqa: E402
+import harness  # noqa: E402
 from discovery.config import load_config  # noqa: E402
 from discovery.encoders.columns import priority_sample, profile_column  # noqa: E402
 from discovery.encoders.stored import column_encoder  # noqa: E402
 from discovery.query import QueryError, resolve_query  # noqa: E402
-from discovery.store import Warehouse, list_snapshots  # noqa: E402
 from discovery.union import UnionIndex  # noqa: E402
 from discovery.union.scoring import exhaustive_scores  # noqa: E402
 from discovery.union.search import APPROXIMATE, DEFAULT_PHI_C, DEFAULT_PHI_REF_PER_K, DEFAULT_TAU  # noqa: E402
@@ -83,6 +77,7 @@ from discovery.union.synthetic import (build_index_inputs, draw_tables, generate
                                        table_vectors_of)
 from discovery.union.service import loaded_index  # noqa: E402
 from discovery.vectors import LakeEncoders, embed_query, embed_table, snapshot_encoders  # noqa: E402
+from harness import metric_curves, metrics, print_table, shared_path, ugen_layout, write_result  # noqa: E402
 
 TARGET_RECALL = 0.95
 METHODS = ("exact", "pgtus++", "pgtus", APPROXIMATE, "tactus")
@@ -100,11 +95,9 @@ def _lakes(names: list[str], workdir: Path) -> list[dict]:
                     "queries": [(os.path.join(root, "query", q), q) for q in queries], "truth": truth,
                     "key": os.path.basename})
     if "sample" in names:
-        from discovery.demo_lake import generate_demo_lake, load_ground_truth
+        from discovery.demo_lake import load_ground_truth
 
-        lake = workdir / "sample_lake"
-        if not (lake / "_ground_truth").is_dir():
-            generate_demo_lake(lake, seed=7)
+        lake = Path(harness.sample_lake(str(workdir / "sample_lake")))
         truth: dict[str, set[str]] = {}
         for r in load_ground_truth(lake)["union"]:
             truth.setdefault(r["query_table"], set())
@@ -125,23 +118,9 @@ def _lakes(names: list[str], workdir: Path) -> list[dict]:
 
 def _warehouse(lake: str, warehouse: Path, rebuild: bool) -> float | None:
     """Build ``warehouse`` from ``lake`` with the real refresh unless it holds a snapshot; refresh seconds or None."""
-    if rebuild and warehouse.exists():
-        shutil.rmtree(warehouse)
-    if Warehouse(str(warehouse)).exists() and list_snapshots(Warehouse(str(warehouse))):
-        return None
-    from spark_jobs.common import spark_session
-    from spark_jobs.refresh import refresh
-
-    os.environ.setdefault("LAKESCOUT_SPARK_MASTER", "local[2]")
-    spark = spark_session("lakescout-bench-union")
-    spark.sparkContext.setLogLevel("ERROR")
-    t0 = time.perf_counter()
-    out = refresh(spark, str(warehouse), lake)
-    seconds = time.perf_counter() - t0
-    spark.stop()
-    if not out.get("published"):
-        raise RuntimeError(f"refresh of {lake} failed: {out}")
-    return seconds
+    built = harness.build(lake, str(warehouse), rebuild=rebuild)
+    harness.stop_spark()
+    return built.seconds
 
 
 def _words(text: str) -> list[str]:

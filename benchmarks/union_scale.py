@@ -46,16 +46,14 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import resource  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from benchmarks.common import print_table, write_result  # noqa: E402
+import harness  # noqa: E402
 from discovery.union.arrays import load_arrays, save_arrays  # noqa: E402
 from discovery.union.compact import CompactIndex  # noqa: E402
+from harness import print_table, write_result  # noqa: E402
 
 #: child process programs: each prints one JSON line.  ``{folder}`` and ``{queries}`` are filled in.
 _COLD = {
@@ -116,9 +114,7 @@ print(json.dumps({{"mapped_rss": mapped_rss(), "heap_arrays": heap, "rss_before"
 
 def _child(program: str) -> tuple[float, dict]:
     started = time.time()
-    out = subprocess.run([sys.executable, "-c", program], check=True, capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})
-    return started, json.loads(out.stdout.strip().splitlines()[-1])
+    return started, harness.python(program).json()
 
 
 #: tables drawn and written per step of the generation (about 75k columns: a few hundred MB of float64 working copies).
@@ -230,13 +226,7 @@ def latency(folder: str, queries_file: str, k: int, tau: float) -> dict:
             "compact_cpu_median_s": statistics.median(cpu["compact"]),
             "tables_scored_exactly_mean": float(np.mean(scored)), "tables_scored_exactly_max": int(np.max(scored)),
             "exact_major_faults": faults["exact"], "compact_major_faults": faults["compact"],
-            **{f"process_{key}_bytes": _status(key) for key in ("VmHWM", "RssAnon", "RssFile")}}
-
-
-def _status(key: str) -> int:
-    """A byte figure of this process from ``/proc/self/status``."""
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith(key + ":"))
+            **{f"process_{key}_bytes": harness.proc_status(key) for key in ("VmHWM", "RssAnon", "RssFile")}}
 
 
 def memory(folder: str, queries_file: str, k: int, tau: float) -> dict:

@@ -47,19 +47,13 @@ import csv
 import os
 import random
 import re
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
-if __package__ in (None, ""):
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from benchmarks.common import ROOT, print_table, write_result  # noqa: E402
-from benchmarks.join_latency import build_info  # noqa: E402
-from benchmarks.webjoin_facts import ELECTIONS, PARTIES, PRESIDENTS, STATES, VICE_PRESIDENTS, rows  # noqa: E402
+import harness
+from harness import load_average, print_table, write_result
+from webjoin_facts import ELECTIONS, PARTIES, PRESIDENTS, STATES, VICE_PRESIDENTS, rows
 
 TOP_K = 5
 #: A column with fewer distinct values is no join candidate (``[embed] join_min_distinct``'s default).
@@ -248,19 +242,9 @@ def write_lake(tables: list[dict], lake: str) -> None:
 
 def refresh(lake: str, warehouse: str, config_text: str, workdir: str, master: str, name: str) -> dict:
     """``lakescout refresh`` of ``lake`` into ``warehouse`` with a configuration file holding ``config_text`` (empty:
-    the defaults; always a file, so neither ``$LAKESCOUT_CONFIG`` nor a ``lakescout.toml`` can change it); its wall
-    seconds and the peak resident set of the largest process it ran."""
-    config = os.path.join(workdir, f"{name}.toml")
-    with open(config, "w") as fh:
-        fh.write(config_text)
-    env = {k: v for k, v in os.environ.items() if k != "LAKESCOUT_CONFIG"}
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    started = time.perf_counter()
-    subprocess.run([os.path.join(ROOT, ".venv", "bin", "lakescout"), "refresh", "--lake", lake, "--warehouse",
-                    warehouse, "--config", config, "--master", master], check=True, stdout=subprocess.DEVNULL,
-                   env=env)
-    return {"seconds": time.perf_counter() - started,
-            "max_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+    the defaults); its wall seconds and the peak resident set of the largest process it ran."""
+    built = harness.refresh_cli(lake, warehouse, config=harness.config_file(workdir, name, config_text), master=master)
+    return {"seconds": built.seconds, "max_rss_mb": built.peak_rss_mb}
 
 
 def segments_off(config_text: str) -> str:
@@ -268,12 +252,6 @@ def segments_off(config_text: str) -> str:
     if re.search(r"^\[embed\]\s*$", config_text, re.MULTILINE):
         return re.sub(r"^\[embed\]\s*$", "[embed]\njoin_segments = 0", config_text, count=1, flags=re.MULTILINE)
     return config_text + "\n[embed]\njoin_segments = 0\n"
-
-
-def _published(warehouse: str) -> bool:
-    from discovery.store import Warehouse, list_snapshots
-
-    return Warehouse(warehouse).exists() and bool(list_snapshots(Warehouse(warehouse)))
 
 
 def _ask(ls, path: str, column: str, mode: str, method: str = "pexeso") -> dict:
@@ -323,10 +301,6 @@ def _summary(runs: dict[str, list[dict]]) -> list[dict]:
     return rows_
 
 
-def _load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workdir", default=None, help="lake and warehouses here (kept; an existing warehouse is reused)")
@@ -340,8 +314,8 @@ def main(argv=None) -> int:
     tables = generate_lake()
     write_lake(tables, lake)
     builds = {}
-    load_before = _load()
-    if not _published(wh):
+    load_before = load_average()
+    if not harness.published(wh):
         builds["default"] = refresh(lake, wh, config_text, workdir, args.master, "default")
     done = os.path.join(workdir, "segments0.done")  # the copy is published before its own refresh: a marker
     if not os.path.exists(done):
@@ -349,7 +323,7 @@ def main(argv=None) -> int:
         shutil.copytree(wh, wh0)
         builds["segments0"] = refresh(lake, wh0, segments_off(config_text), workdir, args.master, "segments0")
         open(done, "w").close()
-    built = {name: build_info(w) for name, w in (("default", wh), ("segments0", wh0))}
+    built = {name: harness.join_build(w) for name, w in (("default", wh), ("segments0", wh0))}
     print(f"lake: {len(tables)} tables, {len(QUERIES)} queries; refresh seconds and peak RSS: {builds}; "
           f"load {load_before}")
     for name, info in built.items():
@@ -385,10 +359,10 @@ def main(argv=None) -> int:
             print(f"\n{q['query']} top-{TOP_K} with defaults (table, column, matched, context score, context):")
             for (t, c, m), (_, _, score_, text) in zip(q["answer"], q["context"]):
                 print(f"  {t}.{c}  {m}  {score_}  {text}")
-    print(f"\npexeso and exact identical answers: {identical}; load average {_load()}")
+    print(f"\npexeso and exact identical answers: {identical}; load average {load_average()}")
     write_result("webjoin", {"workdir": workdir, "config": config_text, "builds": builds, "built": built,
                              "summary": summary,
-                             "runs": runs, "exact_identical": identical, "load_average": _load(),
+                             "runs": runs, "exact_identical": identical, "load_average": load_average(),
                              "load_before": load_before})
     return 0
 

@@ -8,7 +8,6 @@ answer is checked against what the warehouse recorded.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from datetime import datetime, timezone
@@ -22,8 +21,6 @@ from discovery.config import MaintenanceConfig
 from discovery.refresh import begin_refresh
 from discovery.store import SCHEMAS, Warehouse, list_snapshots, write_data_file
 from discovery.store import warehouse as store
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _results(batch: str, n: int) -> pa.Table:
@@ -140,9 +137,9 @@ CLIENTS, PER_CLIENT = 8, 4
 def test_concurrent_searches_while_a_refresh_commits(spark, demo_lake, tmp_path):
     import random
 
-    sys.path.insert(0, ROOT)
     from airflow_server import api_server, bearer_token
-    from benchmarks.concurrency import change_lake, check_answers, run_clients
+    from lake_edits import append_last_rows
+    from page_load import check_answers, run_clients
     from test_batch import nary_lake, refresh_for_nary
 
     env = nary_lake(demo_lake, str(tmp_path / "lake"))
@@ -154,7 +151,7 @@ def test_concurrent_searches_while_a_refresh_commits(spark, demo_lake, tmp_path)
         published = []
 
         def refresh() -> None:
-            change_lake(env["lake"], 3, random.Random(5))
+            append_last_rows(env["lake"], 3, random.Random(5))
             published.append(refresh_for_nary(spark, warehouse, env["lake"]))
 
         refresher = threading.Thread(target=refresh)

@@ -1,16 +1,18 @@
 """The soak, short: two cycles of lake edits, a refresh killed with SIGKILL each cycle, maintenance with log expiry,
-searches, each completed refresh checked against a fault-free twin and a fresh full build (``benchmarks/soak.py``).
+searches, each completed refresh checked against a fault-free twin and a fresh full build (``soak_run.py``; the
+long run is ``benchmarks/soak.py``).
 
 Seeded throughout; what it asserts (no mismatch, no missing file, no failed search) does not depend on where the
 kills land, which varies with the machine's speed."""
 from __future__ import annotations
 
-from benchmarks.soak import Editor, soak
+from lake_edits import Editor, make_lake
+from soak_run import soak
 
 
 def test_soak_cycles_agree_with_the_twin_and_a_fresh_build(spark, tmp_path):
-    report = soak(str(tmp_path), cycles=2, seed=3, kill_share=1.0, max_kill_delay=12.0, maintain_every=2,
-                  fresh_every=2, spark=spark, log=lambda s: None)
+    report = soak(spark, str(tmp_path), cycles=2, seed=3, kill_share=1.0, max_kill_delay=12.0, maintain_every=2,
+                  fresh_every=2, log=lambda s: None)
     assert report["cycles"] == 2 and report["refreshes"] == 2
     assert report["refresh_attempts_killed"] + report["kill_attempts_ended_first"] == 2
     assert report["maintenance_runs"] == 1
@@ -28,8 +30,6 @@ def test_soak_cycles_agree_with_the_twin_and_a_fresh_build(spark, tmp_path):
 
 def test_lake_edits_are_seeded(tmp_path):
     import random
-
-    from benchmarks.soak import make_lake
 
     done = []
     for run in ("a", "b"):

@@ -37,7 +37,7 @@ _COMMIT = re.compile(r"^(\d{20})\.json$")
 READERS = 16
 
 
-def _log(wh: Warehouse, name: str) -> tuple[pafs.FileSystem, str, dict[int, float]]:
+def commit_log(wh: Warehouse, name: str) -> tuple[pafs.FileSystem, str, dict[int, float]]:
     """(filesystem, log folder, {version: mtime of its commit file}) of ``name``."""
     fs, root = resolve(wh.table_uri(name))
     folder = f"{root.rstrip('/')}/_delta_log"
@@ -65,7 +65,7 @@ def _added(fs: pafs.FileSystem, folder: str, version: int) -> list[str]:
 def referenced_files(wh: Warehouse, name: str, pinned: Iterable[int] = (), since: float = 0.0) -> set[str] | None:
     """Table-relative paths of every file a retained version of ``name`` references; None when the retained range
     cannot be read in full (then no file of the table may be called an orphan)."""
-    fs, folder, commits = _log(wh, name)
+    fs, folder, commits = commit_log(wh, name)
     current = wh.version(name)
     first = first_retained(commits, current, pinned, since)
     try:

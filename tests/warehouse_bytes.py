@@ -1,6 +1,6 @@
 """Where a warehouse's bytes are: per top-level folder, and per Delta table and query-array folder by what keeps them.
 
-Used by the soak (``benchmarks/soak.py``) after every maintenance, on the faulted warehouse and on a fresh build of
+Used by the soak (``soak_run.py``) after every maintenance, on the faulted warehouse and on a fresh build of
 the same lake, to tell waste from data that retained snapshots legitimately need.  A data file of a Delta table is
 counted once, in the first of these categories that holds it:
 
@@ -32,7 +32,7 @@ def _size(path: str) -> int:
 
 
 def _table(wh, name: str, pins: set[int], window_seconds: float, now: float) -> dict[str, int]:
-    from discovery.store.orphans import _log, first_retained, referenced_files
+    from discovery.store.orphans import commit_log, first_retained, referenced_files
 
     folder = wh.table_uri(name)
     out = dict.fromkeys(("latest", "snapshots", "window", "range", "unreferenced", "log_json", "log_checkpoint",
@@ -42,7 +42,7 @@ def _table(wh, name: str, pins: set[int], window_seconds: float, now: float) -> 
         key = ("log_json" if f.endswith(".json") and f[:20].isdigit() and len(f) == 25
                else "log_checkpoint" if ".checkpoint" in f else "log_other")
         out[key] += os.path.getsize(os.path.join(log, f))
-    _, _, commits = _log(wh, name)
+    _, _, commits = commit_log(wh, name)
     current = wh.version(name)
     first = first_retained(commits, current, pins, now - window_seconds)
 

@@ -3,16 +3,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import numpy as np
+import plots
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # the benchmark scripts are not part of the installed package
-
-from benchmarks import plots  # noqa: E402
-from benchmarks.encoders import metric_curves, metrics  # noqa: E402
+from harness import metric_curves, metrics
 
 
 def test_curves_at_every_cutoff_are_the_metrics_of_the_prefix():

@@ -1,18 +1,11 @@
 """The web-table join benchmark's lake: deterministic, with the planted cell shapes and right answers."""
 from __future__ import annotations
 
-import os
-import sys
-
 import pyarrow as pa
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # the benchmark scripts are not part of the installed package
-
-from benchmarks.webjoin import QUERIES, generate_lake, right_answers  # noqa: E402
-
-from discovery.normalize import normalize_values  # noqa: E402
-from discovery.segments import glued_spellings, segments_of  # noqa: E402
+from discovery.normalize import normalize_values
+from discovery.segments import glued_spellings, segments_of
+from webjoin import QUERIES, generate_lake, right_answers
 
 
 def _cells(tables, table, column):

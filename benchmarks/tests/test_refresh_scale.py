@@ -9,11 +9,8 @@ import pytest
 
 from discovery.demo_lake import load_ground_truth
 from discovery.lake import list_lake
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # the benchmark scripts are not part of the installed package
-
-from benchmarks.refresh_scale import PART, assemble, build_parts, parse_scales, peak_rss_mb  # noqa: E402
+from harness import ROOT
+from refresh_scale import PART, assemble, build_parts, parse_scales
 
 
 def test_scales_are_sorted_multiples_of_a_part():
@@ -43,12 +40,3 @@ def test_lake_holds_distinct_parts_without_their_ground_truth(tmp_path):
     same = [f for f in set(first) & set(second) if os.path.isfile(os.path.join(lake, "p000", f))]
     assert all(open(os.path.join(lake, "p000", f), "rb").read() != open(os.path.join(lake, "p001", f), "rb").read()
                for f in same)  # other seeds: other content (and content hashes)
-
-
-def test_peak_rss_is_the_high_water_mark_of_a_process():
-    block = b"x" * (64 << 20)  # written, so resident
-    assert block[-1:] == b"x" and peak_rss_mb(os.getpid()) >= 64
-    del block
-    assert peak_rss_mb(os.getpid()) >= 64  # a high-water mark: freeing does not lower it
-    with open("/proc/sys/kernel/pid_max") as fh:
-        assert peak_rss_mb(int(fh.read()) + 1) is None  # no such process

@@ -6,8 +6,9 @@ CLI's ``lakescout refresh`` or the ``lake_refresh`` DAG; nothing here writes the
 """
 from __future__ import annotations
 
-from .params import DEFAULT_K, check_columns, check_id, check_params, check_query
-from .query import QueryTable, resolve_query
+from .params import DEFAULT_K, check_id, check_query
+from .query import resolve_query
+from .searches import Plan, limits, search_kind
 from .status import warehouse_status
 from .store import Snapshot, Warehouse, load_snapshot
 
@@ -69,94 +70,61 @@ class Lakescout:
             raise ParameterError("values", f"values must be true or false, got {values!r}")
         return find_tables(self.snapshot, list(terms), count("k", k), values)
 
-    def _checked(self, kind: str, query, params: dict) -> tuple[QueryTable, dict]:
-        """The resolved query and the parameters checked by :mod:`discovery.params` (one-line
-        :class:`~discovery.params.ParameterError` naming the parameter); counts of tables or columns are capped at
-        how many the snapshot indexes."""
-        counts = self.snapshot.counts
-        limits = {"tables": counts.get("tables_ok"), "columns": counts.get("rows_columns")}
-        for unit, table in (("tables", "catalog"), ("columns", "columns")):
-            if limits[unit] is None:
-                limits[unit] = self.snapshot.read(table, columns=["table_id"]).num_rows
-        checked = check_params(kind, params, limits)
-        table = resolve_query(self.snapshot, check_query(query))
-        check_columns(kind, checked, table)
-        return table, checked
+    def plan(self, kind: str, query, **params) -> Plan:
+        """The search of ``kind`` (:data:`discovery.searches.SEARCHES`) that ``query`` and ``params`` make, checked
+        and routed, ready to run (``.run(snapshot)``): one-line :class:`~discovery.params.ParameterError` naming a
+        bad parameter; counts of tables or columns are capped at how many the snapshot indexes."""
+        spec = search_kind(kind)
+        checked = spec.check(params, limits(self.snapshot))
+        return spec.plan(checked, resolve_query(self.snapshot, check_query(query)))
 
-    def union(self, query: str | int, k: int = DEFAULT_K, method: str = "pgtus++", **params) -> dict:
+    def search(self, kind: str, query, **params) -> dict:
+        """A search of any kind of :data:`discovery.searches.SEARCHES` (``union``, ``join``, ``nary``, ...) with
+        its parameters by name: what :meth:`union`, :meth:`join` and :meth:`nary` call, and what batches run."""
+        return self.plan(kind, query, **params).run(self.snapshot)
+
+    def union(self, query: str | int, k: int = DEFAULT_K, method: str | None = None, **params) -> dict:
         """Top-k tables unionable with ``query`` (a file, a catalogued lake path or a lake table id).
 
         ``method``: pgtus++ (default) | pgtus | exact (Definition 5 scores, exact's top-k) | pgtus++-approx |
         starmie (Definition 5 scores of approximate candidates) | tactus (dual-evidence score).  ``params``: tau,
         phi_c, phi_ref (pgtus++-approx), phi_r, k_prime, tau_abs, tau_drop (see :mod:`discovery.union`).
         """
-        from .union.service import union_search
-
-        table, checked = self._checked("union", query, dict(params, k=k, method=method))
-        return union_search(self.snapshot, table, **checked)
+        return self.search("union", query, k=k, **_given(method=method), **params)
 
     def join(self, query: str | int, column: str, tau: float | None = None, T: float | None = None,
-             top_k: int | None = None, method: str = "pexeso", tau_share: float | None = None,
+             top_k: int | None = None, method: str | None = None, tau_share: float | None = None,
              similarity: str | None = None, metric: str | None = None) -> dict:
         """Lake columns joinable with ``column`` of ``query``, with matched value pairs.
 
         A text column: the semantic join (PEXESO over value vectors).  ``tau``: distance threshold as a fraction of
-        the maximum distance (default ``[join] tau``); ``method``: pexeso | pexeso-h | exact (identical answers).
+        the maximum distance (default ``[join] tau``); ``method``: pexeso (default) | pexeso-h | exact (identical
+        answers).
 
         A number column, a coordinate pair (``column="lat,lng"``, latitude first or named so) or a column of
         fixed-length numeric lists: the numerical join (PEXESO over the values themselves, :mod:`discovery.numjoin`).
         ``tau`` is then a distance in the data's units (metres for coordinates), or ``tau_share`` a fraction of the
         query column's spread (default: ``[numjoin] tau_metres`` for coordinates, ``tau_share`` otherwise);
         ``similarity``: hit (distinct query values with a match, default) | all (matched pairs); ``metric`` for
-        lists: euclidean (default) | angular; ``method``: pexeso | pnodom | exact (identical answers).
+        lists: euclidean (default) | angular; ``method``: pexeso (default) | pnodom | exact (identical answers).
 
         ``top_k``: the k columns of highest joinability, any match counting; ``T``: instead, every column in which at
         least that share of the query column's distinct values find a match.  With neither, the ``top_k`` (10) most
         joinable columns.
         """
-        from .config import load_config
+        return self.search("join", query, column=column, **_given(tau=tau, T=T, top_k=top_k, method=method,
+                                                                   tau_share=tau_share, similarity=similarity,
+                                                                   metric=metric))
 
-        cfg = load_config()
-        params = {"column": column, "tau": tau, "method": method, "top_k": top_k}
-        if T is not None:
-            params["T"] = T
-        for name, value in (("tau_share", tau_share), ("similarity", similarity), ("metric", metric)):
-            if value is not None:
-                params[name] = value
-        table, checked = self._checked("join", query, params)
-        from .numjoin.service import join_target
-
-        target = join_target(checked, table)
-        if checked.get("top_k") is None and checked.get("T") is None:
-            checked["top_k"] = cfg.numjoin.top_k if target.numeric else cfg.join.top_k
-        if target.numeric:
-            from .numjoin.service import numeric_join_search
-
-            return numeric_join_search(self.snapshot, table, target.ordinals, tau=checked.get("tau"),
-                                       tau_share=checked.get("tau_share"), T=checked.get("T"),
-                                       top_k=checked.get("top_k"), similarity=checked.get("similarity") or "hit",
-                                       method=checked["method"], metric=checked.get("metric"))
-        from .join.service import join_search
-
-        checked["tau"] = cfg.join.tau if checked.get("tau") is None else checked["tau"]
-        checked["context_margin"] = cfg.join.context_margin
-        for name in ("tau_share", "similarity", "metric"):
-            checked.pop(name, None)
-        return join_search(self.snapshot, table, **checked)
-
-    def nary(self, query: str | int, key: str | list[str], k: int = DEFAULT_K, method: str = "mate",
+    def nary(self, query: str | int, key: str | list[str], k: int = DEFAULT_K, method: str | None = None,
              bits: int | None = None, initial_column: str | None = None) -> dict:
         """Top-k tables joinable with ``query`` on a multi-column ``key`` (MATE): table, J and column mapping.
 
-        ``method``: mate | scr | bloom | exhaustive (all return the same exact top-k).  ``bits`` other than the
+        ``method``: mate (default) | scr | bloom | exhaustive (all return the same exact top-k).  ``bits`` other than the
         index's size rebuilds the super keys in memory from the same postings; see :mod:`discovery.nary.loader`.
         """
-        from .nary.service import nary_search
-
-        table, checked = self._checked("nary", query, {"key": key, "k": k, "method": method, "bits": bits,
-                                                       "initial_column": initial_column})
-        return nary_search(self.snapshot, table, **checked)
-
+        return self.search("nary", query, key=key, k=k, **_given(method=method, bits=bits,
+                                                                 initial_column=initial_column))
 
     # -- acting on answers -----------------------------------------------------------------------------------------
     def stack(self, query, *, tables=None, k: int = DEFAULT_K, min_score: float | None = None,
@@ -222,6 +190,11 @@ class Lakescout:
 
         return pairs(self, query, column, rank=rank, table=table, lake_column=lake_column, tau=tau,
                      tau_share=tau_share, metric=metric, output=output, format=format, overwrite=overwrite)
+
+
+def _given(**params) -> dict:
+    """The parameters a caller gave (not None): the search kind fills in the others' defaults."""
+    return {k: v for k, v in params.items() if v is not None}
 
 
 def open_warehouse(warehouse: str, snapshot_id: int | None = None) -> Lakescout:

@@ -2,9 +2,9 @@
 
 A batch spec is ``{"name": ..., "snapshot_id": optional, "queries": [{"id": optional, "kind": "union"|"join"|"nary",
 "query": path or table id, <parameters of the search>}]}``; parameters may also be nested under ``"params"``.  Every
-query is checked before any runs (kind available, query resolvable, then parameter names, types, ranges, methods and
-column names by :mod:`discovery.params`, the checks the Python API and the CLI make), and the first problem raises
-:class:`BatchError` naming the query (index and id) and the field.  Results are written to ``query_results`` in one
+query is checked before any runs (kind known, query resolvable, then parameter names, types, ranges, methods and
+column names by its search kind, :mod:`discovery.searches`, as the Python API and the CLI check them), and the first
+problem raises :class:`BatchError` naming the query (index and id) and the field.  Results are written to ``query_results`` in one
 Delta commit per batch, so a batch is either recorded whole or not at all; a row in ``query_batches`` carries its
 summary.
 
@@ -12,8 +12,8 @@ A served batch (``served=True``: the Lake discovery page, the ``query_batch`` DA
 of users who do not own the server, so its queries name lake tables only, plus the uploads the page saved; see
 :mod:`discovery.query`.  The CLI and the Python API run unserved batches, which may also read local files.
 
-The searches are the :class:`discovery.api.Lakescout` methods.  A kind is available exactly when its method exists
-there, so the set of kinds grows as search methods land and nothing answers for a kind it cannot search.
+A kind is one of :data:`discovery.searches.SEARCHES`, checked, routed and answered by the registry's entry, as the
+Python API answers it.
 """
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from .api import Lakescout
-from .params import (ParameterError, check_columns, check_id, check_params, check_query, method_names,
-                     parameters)
+from .config import Config
+from .params import ParameterError, check_id, check_query
 from .query import QueryError, QueryTable, read_query_file, resolve_query
+from .searches import SEARCHES, limits
 from .store import SCHEMAS, Snapshot, Warehouse, WarehouseError, load_snapshot, new_attempt_token
 from .store.files import resolve
 from .store.warehouse import json_dumps
@@ -42,31 +42,8 @@ class BatchError(ValueError):
     """A batch that cannot run; the message names the query (index and id) and the field at fault."""
 
 
-@dataclass(frozen=True)
-class Kind:
-    """How a batch kind maps onto a search: the ``Lakescout`` method that answers it."""
-
-    method: str
-
-
-KINDS: dict[str, Kind] = {"union": Kind("union"), "join": Kind("join"), "nary": Kind("nary")}
-
 _SPEC_KEYS = {"name", "snapshot_id", "queries"}
 _QUERY_KEYS = {"id", "kind", "query", "params"}
-
-
-def available_kinds() -> list[str]:
-    """Kinds whose search method exists in this installation."""
-    return [k for k, spec in KINDS.items() if callable(getattr(Lakescout, spec.method, None))]
-
-
-def method_choices(kind: str) -> tuple[str, ...] | None:
-    """The ``method`` names the search of ``kind`` accepts (:func:`discovery.params.method_names`), or None when
-    its search is not installed."""
-    try:
-        return method_names(kind)
-    except ImportError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -141,11 +118,8 @@ def _parse_query(i: int, raw) -> BatchQuery:
         raise BatchError(f"{where}: field 'id' must be a non-empty string")
     where = f"query {i} (id {str(qid)!r})"
     kind = raw.get("kind")
-    if kind not in KINDS:
-        raise BatchError(f"{where}: field 'kind': {kind!r} is not one of {', '.join(KINDS)}")
-    if kind not in available_kinds():
-        raise BatchError(f"{where}: field 'kind': {kind} search is not available in this installation "
-                         f"(available: {', '.join(available_kinds()) or 'none'})")
+    if not isinstance(kind, str) or kind not in SEARCHES:
+        raise BatchError(f"{where}: field 'kind': {kind!r} is not one of {', '.join(SEARCHES)}")
     try:
         query = check_query(raw.get("query"))
     except ParameterError as exc:
@@ -162,16 +136,12 @@ def _parse_query(i: int, raw) -> BatchQuery:
 
 
 # -- validation against a snapshot -----------------------------------------------------------------------------------
-def search_parameters(kind: str) -> list[str]:
-    """Names of the parameters the search of ``kind`` accepts after the query (what a form or spec may set)."""
-    return list(parameters(kind))
-
-
 def _check_params(q: BatchQuery, table: QueryTable) -> None:
-    """Names, types and ranges of ``q``'s parameters and the query columns they name: the checks of
-    :mod:`discovery.params`, which the Python API and the CLI make too, so a batch refuses what they refuse."""
+    """Names, types and ranges of ``q``'s parameters and the query columns they name: the checks of its search kind
+    (:mod:`discovery.searches`), which the Python API and the CLI make too, so a batch refuses what they refuse."""
+    kind = SEARCHES[q.kind]
     try:
-        check_columns(q.kind, check_params(q.kind, q.params), table)
+        kind.plan(kind.check(q.params), table)
     except ParameterError as exc:
         raise BatchError(f"{q.label()}: field {exc.param!r}: {exc}") from None
     except QueryError as exc:  # a column no join takes (neither text nor numbers)
@@ -275,17 +245,19 @@ def recorded_batch(warehouse: Warehouse | str, batch_id: str) -> dict | None:
     return json.loads(t.column("summary")[0].as_py())
 
 
-def answer_query(ls: Lakescout, q: BatchQuery, batch_id: str, now: datetime, served: bool = False,
-                 uploads: Mapping[str, str] | None = None, table: QueryTable | None = None
-                 ) -> tuple[list[dict], dict]:
-    """(``query_results`` rows, summary entry) of one checked query answered by ``ls``, its table resolved again
-    (or ``table``); :class:`BatchError` when it can no longer be read or the search refuses it."""
+def answer_query(snap: Snapshot, q: BatchQuery, batch_id: str, now: datetime, served: bool = False,
+                 uploads: Mapping[str, str] | None = None, table: QueryTable | None = None,
+                 config: Config | None = None) -> tuple[list[dict], dict]:
+    """(``query_results`` rows, summary entry) of one checked query answered from ``snap``, its table resolved
+    again (or ``table``), its defaults from ``config`` (default: this process's); :class:`BatchError` when it can no
+    longer be read or the search refuses it."""
+    kind = SEARCHES[q.kind]
     try:
-        table = table if table is not None else _resolve(ls.snapshot, q, served, uploads or {})
-        answer = getattr(ls, KINDS[q.kind].method)(table, **q.params)
+        table = table if table is not None else _resolve(snap, q, served, uploads or {})
+        answer = kind.plan(kind.check(q.params, limits(snap)), table, config).run(snap)
     except (QueryError, ValueError) as exc:
         raise BatchError(f"{q.label()}: {exc}") from None
-    mine = result_rows(batch_id, q, ls.snapshot_id, answer, now)
+    mine = result_rows(batch_id, q, snap.snapshot_id, answer, now)
     entry = {"id": q.id, "kind": q.kind, "query": str(q.query), "results": len(mine),
              "top": [{k: r[k] for k in ("rank", "table_id", "path", "column", "score")} for r in mine[:3]],
              "stats": answer.get("stats", {})}
@@ -320,11 +292,10 @@ def run_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSpec, b
         return done
     batch, snap = validate_batch(wh, spec, snapshot_id, served, uploads)
     started = time.time()
-    ls = Lakescout(wh.root, snap.snapshot_id)
     now = datetime.now(timezone.utc)
     rows, per_query = [], []
     for q in batch.queries:
-        mine, entry = answer_query(ls, q, batch_id, now, served, uploads)
+        mine, entry = answer_query(snap, q, batch_id, now, served, uploads)
         rows.extend(mine)
         per_query.append(entry)
     return record_batch(wh, batch, snap, batch_id, rows, per_query, started, now, standing)

@@ -5,9 +5,9 @@ hands every task the same :class:`BatchShare` and merges what they answer (:func
 and summary :func:`discovery.batch.record_batch` commits, as the in-process :func:`discovery.batch.run_batch` does.
 
 Equal answers.  A share checks each query exactly as :func:`discovery.batch.validate_batch` does and answers it with
-the same :class:`~discovery.api.Lakescout` method and :func:`~discovery.batch.result_rows`, all rows stamped with the
+the same search kind (:mod:`discovery.searches`) and :func:`~discovery.batch.result_rows`, all rows stamped with the
 driver's batch id and time.  What a process would otherwise take from its own surroundings is fixed on the driver:
-the join defaults of the configuration (an executor may have none), the object-storage settings (``AWS_*``,
+the configuration the searches take their defaults from (an executor may have none), the object-storage settings (``AWS_*``,
 ``PYICEBERG_*``, applied when the share is unpickled, as :class:`~discovery.refresh.StageContext` does), absolute
 warehouse paths, and the tables only the driver can read (a served batch's uploads, the files an unserved batch
 names outside the lake), resolved and checked there and shipped with the share.  The batch then fails as in process:
@@ -37,10 +37,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import storage
-from .api import Lakescout
 from .batch import BatchError, BatchQuery, BatchSpec, answer_query, check_query_table
 from .config import Config
-from .store import Snapshot
+from .store import Snapshot, Warehouse, load_snapshot
 from .store.cache import INDEXES
 from .store.snapshot import CATALOG_COLUMNS
 
@@ -53,14 +52,16 @@ TASKS_PER_CORE = 4
 
 @dataclass(frozen=True)
 class BatchShare:
-    """What every task of one batch gets: the snapshot, the queries (join defaults pinned), the batch id and time,
-    the tables resolved on the driver (or the error their checks raised) and the driver's storage settings."""
+    """What every task of one batch gets: the snapshot, the queries, the batch id and time, the driver's
+    configuration, the tables resolved on the driver (or the error their checks raised) and the driver's storage
+    settings."""
 
     warehouse: str
     snapshot_id: int
     batch_id: str
     now: datetime
     queries: tuple[BatchQuery, ...]
+    config: Config
     served: bool = False
     resolved: dict = field(default_factory=dict)     # query index -> QueryTable, or the BatchError message
     storage_env: dict = field(default_factory=storage.client_env)
@@ -94,18 +95,6 @@ def task_count(n_queries: int, cores: int) -> int:
 def task_range(task: int, n_tasks: int, n_queries: int) -> range:
     """The query indexes of task ``task``: contiguous, sizes differing by at most one."""
     return range(task * n_queries // n_tasks, (task + 1) * n_queries // n_tasks)
-
-
-def _pinned(q: BatchQuery, config: Config) -> BatchQuery:
-    """``q`` with the defaults :meth:`Lakescout.join` would take from this process's configuration written in."""
-    if q.kind != "join":
-        return q
-    params = dict(q.params)
-    if params.get("tau") is None:
-        params["tau"] = config.join.tau
-    if params.get("top_k") is None and params.get("T") is None:
-        params["top_k"] = config.join.top_k
-    return BatchQuery(q.index, q.id, q.kind, q.query, params)
 
 
 def _lake_paths(snap: Snapshot, batch: BatchSpec) -> set[str]:
@@ -143,18 +132,18 @@ def plan_share(snap: Snapshot, batch: BatchSpec, batch_id: str, now: datetime, c
                 resolved[q.index] = str(exc)
     root = snap.warehouse.root
     root = root if "://" in root else os.path.abspath(root)
-    return BatchShare(root, snap.snapshot_id, batch_id, now, tuple(_pinned(q, config) for q in batch.queries),
-                      served, resolved)
+    return BatchShare(root, snap.snapshot_id, batch_id, now, batch.queries, config, served, resolved)
 
 
-def opened(warehouse: str, snapshot_id: int) -> Lakescout:
+def opened(warehouse: str, snapshot_id: int) -> Snapshot:
     """The snapshot opened once per process (the indexes it loads are cached by the same cache)."""
-    return INDEXES.get(("batch-snapshot", warehouse, snapshot_id), lambda: Lakescout(warehouse, snapshot_id))
+    return INDEXES.get(("batch-snapshot", warehouse, snapshot_id),
+                       lambda: load_snapshot(Warehouse(warehouse), snapshot_id))
 
 
 def answer_share(share: BatchShare, indexes: range) -> list[Outcome]:
     """Check and answer the queries ``indexes`` of ``share``."""
-    ls = opened(share.warehouse, share.snapshot_id)
+    snap = opened(share.warehouse, share.snapshot_id)
     out = []
     for i in indexes:
         q = share.queries[i]
@@ -163,12 +152,13 @@ def answer_share(share: BatchShare, indexes: range) -> list[Outcome]:
             out.append(Outcome(i, error=given, checked=False))
             continue
         try:
-            table = check_query_table(ls.snapshot, q, share.served, {}, table=given)
+            table = check_query_table(snap, q, share.served, {}, table=given)
         except BatchError as exc:
             out.append(Outcome(i, error=str(exc), checked=False))
             continue
         try:
-            rows, entry = answer_query(ls, q, share.batch_id, share.now, share.served, table=table)
+            rows, entry = answer_query(snap, q, share.batch_id, share.now, share.served, table=table,
+                                       config=share.config)
         except BatchError as exc:
             out.append(Outcome(i, error=str(exc), checked=True))
             continue

@@ -36,9 +36,9 @@ Order matters and is fixed by :func:`run_maintenance`:
    checkpoint lists the live files only, none of the removes.
 5. **Models, model files and query arrays.**  The ``models`` rows no retained snapshot uses and no next refresh
    builds on are deleted first, before compaction (:func:`prune_models`); the plain-file copies of encoder versions
-   and the query arrays of the union and numerical joins (:mod:`discovery.union.arrays`) that no retained snapshot
+   and the query-array folders of the union and the numerical join (:mod:`discovery.store.arrays`) that no retained snapshot
    uses are deleted last, locally and on object storage (:func:`prune_model_files`,
-   :func:`~discovery.union.arrays.prune_arrays`).
+   :func:`~discovery.store.arrays.prune_folders`).
 
 Maintenance and a refresh must not interleave (compaction removes files a refresh may be about to replace), so
 maintenance takes the warehouse lease a refresh takes (:mod:`discovery.store.lease`) and skips while another run
@@ -61,11 +61,11 @@ from deltalake.transaction import CommitProperties, PostCommitHookProperties
 from .batch import pinned_snapshots
 from .config import MaintenanceConfig, SparkConfig
 from .encoders.stored import MODEL_FILES, SET_MODEL, payload
-from .refresh.runs import record_takeover
+from .refresh.runs import query_array_folders, record_takeover
 from .store import (INDEX_TABLES, SCHEMAS, Lease, LeaseHeld, Warehouse, cleanup_warehouse, list_snapshots,
                     new_attempt_token)
 from .store.rewrite import drop_keys
-from .union.arrays import prune_arrays
+from .store.arrays import prune_folders
 
 
 @dataclass(frozen=True)
@@ -329,7 +329,8 @@ def _maintain(wh: Warehouse, cfg: MaintenanceConfig, tables_per_file: int, now: 
         entry["orphans_removed"] = len(orphans[entry["table"]])
         wh.table(entry["table"]).create_checkpoint()
     model_files = prune_model_files(wh, retained)
-    arrays = prune_arrays(wh, retained)
+    arrays = prune_folders(wh, {name for snap in retained for folder in query_array_folders()
+                                if (name := folder.name(snap.versions))})
     return {"status": "ok", "snapshots_kept": retention.kept, "snapshots_removed": retention.removed,
             "snapshots_pinned": retention.pinned, "tables": tables, "model_rows_removed": models,
             "model_files_removed": model_files,

@@ -1,7 +1,8 @@
-"""Search parameters, checked in one place: the Python API, the CLI and query batches refuse the same values.
+"""Search parameters, checked the same way everywhere: the domains the searches are sound on, and their checks.
 
-Every parameter a user can give a union, semantic-join or n-ary search is checked here before an index is read, with
-a one-line :class:`ParameterError` that names the parameter.  The domains are those the searches are sound on:
+Every parameter a user can give a union, semantic-join or n-ary search is checked before an index is read, with a
+one-line :class:`ParameterError` that names the parameter; the checks are the functions here, and each search kind
+(:mod:`discovery.searches`) names the ones its parameters take.  The domains:
 
 * union ``tau`` in (0, 1]: Definition 5 counts a column pair only when its similarity reaches tau, and the
   refinement and pruning bounds (Algorithm 3, Lemmas 1-3) assume a positive threshold; with tau <= 0 every pair
@@ -17,13 +18,10 @@ a one-line :class:`ParameterError` that names the parameter.  The domains are th
 Numbers must be finite and of their kind (a bool is not a number here, NaN and infinities are refused).  Counts of
 results or candidates larger than the lake are capped at its number of indexed tables (columns for join results and
 Starmie's k'), which returns the same answer: a top-k with k above the number of tables is every table.  Column names
-are checked against the query table by :func:`check_columns` once the query is resolved.  A union parameter is
-accepted only when :meth:`~discovery.union.search.UnionIndex.search` still takes it and it has a check here.
+are checked against the query table once the query is resolved (:meth:`discovery.searches.SearchKind.plan`).
 """
 from __future__ import annotations
 
-import importlib
-import inspect
 import math
 import numbers
 import os
@@ -55,7 +53,7 @@ class Param:
     capped: str = ""            # a count of "tables" or "columns": capped at how many the snapshot indexes
 
 
-def _shown(value) -> str:
+def shown(value) -> str:
     """A parameter's value as an error message shows it: scalars and short lists by their repr, cut at 80
     characters; anything else (a DataFrame, an array) by its type alone, never its content."""
     if not isinstance(value, (str, numbers.Number, bool, type(None), list, tuple)):
@@ -67,7 +65,7 @@ def _shown(value) -> str:
 def count(name: str, value) -> int:
     """A positive integer (a bool is not one)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ParameterError(name, f"{name} must be a positive integer, got {_shown(value)}")
+        raise ParameterError(name, f"{name} must be a positive integer, got {shown(value)}")
     if value < 1:
         raise ParameterError(name, f"{name} must be at least 1, got {int(value)}")
     return int(value)
@@ -79,10 +77,10 @@ def interval(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False)
 
     def check(name: str, value) -> float:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ParameterError(name, f"{name} must be a number in {shown}, got {_shown(value)}")
+            raise ParameterError(name, f"{name} must be a number in {shown}, got {shown(value)}")
         v = float(value)
         if not math.isfinite(v) or v < lo or v > hi or (lo_open and v == lo) or (hi_open and v == hi):
-            raise ParameterError(name, f"{name} must be a number in {shown}, got {_shown(value)}")
+            raise ParameterError(name, f"{name} must be a number in {shown}, got {shown(value)}")
         return v
 
     return check
@@ -96,17 +94,17 @@ def choice(options: tuple) -> Callable[[str, object], object]:
                 isinstance(value, numbers.Integral) and not isinstance(value, bool))
             if same_kind and value == option:
                 return option
-        raise ParameterError(name, f"{name} must be one of {', '.join(map(str, options))}, got {_shown(value)}")
+        raise ParameterError(name, f"{name} must be one of {', '.join(map(str, options))}, got {shown(value)}")
 
     return check
 
 
 def column_name(name: str, value) -> str:
-    """A query column name: a non-blank string (matched against the query table by :func:`check_columns`)."""
+    """A query column name: a non-blank string (matched against the query table when the search is planned)."""
     if not isinstance(value, str):
-        raise ParameterError(name, f"{name} must be a column name (a string), got {_shown(value)}")
+        raise ParameterError(name, f"{name} must be a column name (a string), got {shown(value)}")
     if not value.strip():
-        raise ParameterError(name, f"{name} must name a column of the query, got {_shown(value)}")
+        raise ParameterError(name, f"{name} must name a column of the query, got {shown(value)}")
     return value
 
 
@@ -121,26 +119,15 @@ def key_columns(name: str, value) -> list[str]:
     elif isinstance(value, (list, tuple)):
         names = [column_name(name, v).strip() for v in value]
     else:
-        raise ParameterError(name, f"{name} must be a list of column names or 'COL1,COL2[,...]', got {_shown(value)}")
+        raise ParameterError(name, f"{name} must be a list of column names or 'COL1,COL2[,...]', got {shown(value)}")
     if any(not n for n in names):
-        raise ParameterError(name, f"{name} {_shown(value)} has an empty column name; give it as COL1,COL2[,...]")
+        raise ParameterError(name, f"{name} {shown(value)} has an empty column name; give it as COL1,COL2[,...]")
     if len(names) < 2:
-        raise ParameterError(name, f"{name} {_shown(value)} names one column: that is a unary join, use the semantic "
+        raise ParameterError(name, f"{name} {shown(value)} names one column: that is a unary join, use the semantic "
                                    "join (`lakescout join`); an n-ary key needs two or more columns")
     if len(set(names)) != len(names):
         raise ParameterError(name, f"{name} columns must be distinct, got {names}")
     return names
-
-
-def _methods(module: str) -> tuple[str, ...]:
-    return tuple(importlib.import_module(module).METHODS)
-
-
-def method_names(kind: str) -> tuple[str, ...]:
-    """The ``method`` names a search of ``kind`` accepts, default first (what the CLI lists and the checks accept)."""
-    if kind == "join":
-        return tuple(dict.fromkeys(_methods("discovery.join.search") + _methods("discovery.numjoin.service")))
-    return _methods({"union": "discovery.union.search", "nary": "discovery.nary.search"}[kind])
 
 
 #: The domain of a join's ``tau``, said the same way whichever end of it a value misses: which half applies is known
@@ -151,7 +138,7 @@ JOIN_TAU_DOMAIN = ("a fraction in (0, 1) of the maximum distance for a text colu
 
 def join_tau_error(value, why: str = "") -> ParameterError:
     """The one refusal of a join ``tau`` outside :data:`JOIN_TAU_DOMAIN` (``why``: which half it missed, when known)."""
-    return ParameterError("tau", f"tau must be {JOIN_TAU_DOMAIN}, got {_shown(value)}{why}")
+    return ParameterError("tau", f"tau must be {JOIN_TAU_DOMAIN}, got {shown(value)}{why}")
 
 
 def join_tau(name: str, value) -> float:
@@ -162,66 +149,13 @@ def join_tau(name: str, value) -> float:
         raise join_tau_error(value) from None
 
 
-def _union_params() -> dict[str, Param]:
-    from .union.search import ARRIVALS
-
-    return {"k": Param(count, capped="tables"), "method": Param(choice(method_names("union"))),
-            "tau": Param(interval(0.0, 1.0, lo_open=True)), "phi_c": Param(count),
-            "phi_ref": Param(optional(count), capped="tables"), "phi_r": Param(optional(count), capped="tables"),
-            "k_prime": Param(optional(count), capped="columns"),
-            "tau_abs": Param(interval(-1.0, 1.0)), "tau_drop": Param(interval(0.0, 2.0)),
-            "arrival": Param(choice(tuple(ARRIVALS)))}
-
-
-def _join_params() -> dict[str, Param]:
-    """Both joins take these; which join a column goes to, and the domain of ``tau`` there (a fraction in (0, 1) for
-    text, a distance >= 0 in the column's units for numbers), is checked against the query by :func:`check_columns`
-    (:func:`discovery.numjoin.service.join_target`)."""
-    return {"column": Param(column_name, required=True), "tau": Param(optional(join_tau)),
-            "T": Param(optional(interval(0.0, 1.0))), "top_k": Param(optional(count), capped="columns"),
-            "method": Param(choice(method_names("join"))), "tau_share": Param(optional(interval(0.0, 1.0, lo_open=True))),
-            "similarity": Param(optional(choice(("hit", "all")))),
-            "metric": Param(optional(choice(("euclidean", "angular"))))}
-
-
-def _nary_params() -> dict[str, Param]:
-    from .xash import SUPPORTED_BITS
-
-    return {"key": Param(key_columns, required=True), "k": Param(count, capped="tables"),
-            "method": Param(choice(method_names("nary"))),
-            "bits": Param(optional(choice(tuple(SUPPORTED_BITS)))), "initial_column": Param(optional(column_name))}
-
-
-_KINDS = {"union": _union_params, "join": _join_params, "nary": _nary_params}
-
-
-def _union_search_names() -> set[str]:
-    """Keyword parameters :meth:`UnionIndex.search` takes from a user (not the ones the service fills in)."""
-    from .union.search import UnionIndex
-
-    sig = inspect.signature(UnionIndex.search)
-    return {p.name for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY} - {
-        "exclude_table_id", "query_table_vector"}
-
-
-def parameters(kind: str) -> dict[str, Param]:
-    """The parameters a search of ``kind`` (union | join | nary) accepts, by name."""
-    if kind not in _KINDS:
-        raise ParameterError("kind", f"kind must be one of {', '.join(_KINDS)}, got {_shown(kind)}")
-    spec = _KINDS[kind]()
-    if kind == "union":
-        accepted = _union_search_names() | {"k", "method"}
-        spec = {n: p for n, p in spec.items() if n in accepted}
-    return spec
-
-
 def check_id(name: str, value) -> int:
     """A snapshot or lake table id: an integer in int64's non-negative range (ids are stored as int64, and a larger
     Python int cannot even be compared with them)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ParameterError(name, f"{name} must be an integer id, got {_shown(value)}")
+        raise ParameterError(name, f"{name} must be an integer id, got {shown(value)}")
     if not 0 <= value <= MAX_ID:
-        raise ParameterError(name, f"{name} must be an id between 0 and {MAX_ID}, got {_shown(value)}")
+        raise ParameterError(name, f"{name} must be an id between 0 and {MAX_ID}, got {shown(value)}")
     return int(value)
 
 
@@ -236,51 +170,17 @@ def check_query(query) -> str | int | QueryTable:
         query = os.fspath(query)
     if isinstance(query, bool) or not isinstance(query, (str, numbers.Integral)):
         raise ParameterError("query", f"query must be a file path, a catalogued lake path, a table id, a pandas "
-                                      f"DataFrame or a pyarrow Table, got {_shown(query)}")
+                                      f"DataFrame or a pyarrow Table, got {shown(query)}")
     if isinstance(query, str):
         if not query.strip():
             raise ParameterError("query", "query must name a file, a catalogued lake path or a table id, got ''")
         if not query.isdigit():
             return query
         if not query.isdecimal():
-            raise ParameterError("query", f"query {_shown(query)} is neither a table id nor a usable file name")
+            raise ParameterError("query", f"query {shown(query)} is neither a table id nor a usable file name")
         check_id("query", int(query))
         return query
     return check_id("query", query)
-
-
-def check_params(kind: str, params: dict, limits: dict[str, int] | None = None) -> dict:
-    """``params`` checked for a search of ``kind``: the values to search with, or :class:`ParameterError`.
-
-    ``limits``: how many "tables" and "columns" the snapshot indexes; a count above its limit is capped at it, which
-    answers the same (a top-k over n items with k > n is all n).
-    """
-    spec = parameters(kind)
-    for name in params:
-        if name not in spec:
-            raise ParameterError(name, f"{name!r} is not a parameter of {kind} search (parameters: "
-                                       f"{', '.join(spec)})")
-    for name, p in spec.items():
-        if p.required and params.get(name) is None:
-            raise ParameterError(name, f"{name} is required for {kind} search")
-    out = {name: spec[name].check(name, value) for name, value in params.items()}
-    if kind == "join" and out.get("T") is not None and out.get("top_k") is not None:
-        raise ParameterError("T", "give either top_k (the k most joinable columns) or T (every column whose "
-                                  "joinability reaches T), not both")
-    k = out.get("k", DEFAULT_K)
-    for name in ("phi_ref", "phi_r"):
-        if out.get(name) is not None and out[name] < k:
-            raise ParameterError(name, f"{name} must be at least k ({k}), got {out[name]}")
-    if kind == "nary" and out.get("initial_column") is not None:
-        folded = {n.casefold(): n for n in out["key"]}
-        if out["initial_column"].casefold() not in folded:
-            raise ParameterError("initial_column", f"initial column {out['initial_column']!r} is not one of the key "
-                                                   f"columns {out['key']}")
-    for name, value in out.items():
-        unit = spec[name].capped
-        if unit and value is not None and limits and unit in limits:
-            out[name] = min(value, max(int(limits[unit]), 1))
-    return out
 
 
 def comma_hint(missing: str, table: QueryTable) -> str:
@@ -296,15 +196,8 @@ def comma_hint(missing: str, table: QueryTable) -> str:
     return ""
 
 
-def check_columns(kind: str, params: dict, table: QueryTable) -> None:
-    """The column parameters of checked ``params`` name distinct columns of the resolved query ``table``."""
-    if kind == "join":
-        from .numjoin.service import join_target
-
-        join_target(params, table)
-        return
-    names = list(params.get("key") or ())
-    param = "column" if kind == "join" else "key"
+def check_ordinals(param: str, names: list[str], table: QueryTable) -> list[int]:
+    """The ordinals of the distinct query columns ``names`` (the value of parameter ``param``) in ``table``."""
     ordinals = []
     for n in names:
         try:
@@ -313,3 +206,4 @@ def check_columns(kind: str, params: dict, table: QueryTable) -> None:
             raise ParameterError(param, str(exc) + comma_hint(n, table)) from None
     if len(set(ordinals)) != len(ordinals):
         raise ParameterError(param, f"key columns must be distinct, got {names}")
+    return ordinals

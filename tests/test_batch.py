@@ -19,8 +19,7 @@ import pyarrow.compute as pc
 import pytest
 
 import discovery
-from discovery.api import Lakescout
-from discovery.batch import (BatchError, available_kinds, batch_results, first_run, parse_spec, pinned_snapshots,
+from discovery.batch import (BatchError, batch_results, first_run, parse_spec, pinned_snapshots,
                              recent_batches, recorded_batch, run_batch, run_standing, save_standing, standing_changes,
                              standing_queries, validate_batch)
 from discovery.config import load_config
@@ -78,12 +77,6 @@ def _count(wh: str, table: str) -> int:
 
 
 # -- validation -----------------------------------------------------------------------------------------------------
-def test_available_kinds_are_the_installed_search_methods():
-    kinds = available_kinds()
-    assert "nary" in kinds
-    assert all(hasattr(Lakescout, k) for k in kinds)
-
-
 @pytest.mark.parametrize("query_patch, field", [
     ({"kind": "fuzzy"}, "kind"),
     ({"query": "no/such/file.csv"}, "query"),
@@ -104,12 +97,6 @@ def test_a_bad_query_is_refused_naming_query_and_field(nary_env, query_patch, fi
     message = str(err.value)
     assert "query 1 (id 'bad')" in message and repr(field) in message, message
     assert _count(nary_env["warehouse"], "query_results") == before  # nothing of the good query was written
-
-
-def test_unavailable_kinds_are_refused_at_validation(nary_env):
-    for kind in {"union", "join", "nary"} - set(available_kinds()):
-        with pytest.raises(BatchError, match="not available"):
-            parse_spec([{"kind": kind, "query": nary_env["query"]}])
 
 
 @pytest.mark.parametrize("spec, text", [

@@ -19,6 +19,7 @@ import pytest
 
 from discovery.batch import BatchError, batch_results, parse_spec, recorded_batch, run_batch
 from discovery.batch_share import BatchShare, task_count, task_range
+from discovery.config import Config
 from discovery.demo_lake import load_ground_truth
 from discovery.store import Warehouse
 from spark_jobs.query_batch import run_batch_spark
@@ -38,12 +39,16 @@ def batch_env(indexed_lake, tmp_path_factory):
     union = sorted({r["query_table"] for r in gt["union"]})[:6]
     join = gt["join"][0]
     nary = gt["nary"][0]
+    numeric = gt["numeric"][0]
     outside = root / "mine.csv"          # a file of the driver's machine, outside the lake
     shutil.copy2(os.path.join(lake, union[0]), outside)
     queries = [{"id": f"u{i}", "kind": "union", "query": q, "k": 4} for i, q in enumerate(union)]
     queries.append({"id": "u-exact", "kind": "union", "query": union[1], "k": 3, "method": "exact"})
     queries.append({"id": "u-file", "kind": "union", "query": str(outside), "k": 4})
     queries.append({"id": "j", "kind": "join", "query": join["query_table"], "column": join["query_column"]})
+    # a numerical join with no tau: each path takes the default of the numerical join, not the semantic join's
+    queries.append({"id": "jn", "kind": "join", "query": numeric["query_table"],
+                    "column": ",".join(numeric["query_columns"])})
     queries.append({"id": "n", "kind": "nary", "query": nary["query_table"], "key": list(nary["query_columns"]),
                     "k": 4})
     return {"lake": lake, "warehouse": wh, "queries": queries, "union": union}
@@ -108,7 +113,7 @@ def test_a_share_brings_the_drivers_storage_settings_to_the_task(monkeypatch):
     """As the refresh's StageContext: unpickled in a task, the share puts the driver's ``AWS_*`` into the task's
     environment before anything opens the warehouse."""
     batch = parse_spec([{"kind": "union", "query": 1}])
-    share = BatchShare("s3://bucket/wh", 1, "b", None, batch.queries,
+    share = BatchShare("s3://bucket/wh", 1, "b", None, batch.queries, Config(),
                        storage_env={"AWS_ENDPOINT_URL": "http://127.0.0.1:1", "AWS_REGION": "test-1"})
     data = pickle.dumps(share)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)

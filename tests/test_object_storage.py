@@ -103,7 +103,8 @@ def test_s3_build_equals_local_build(lakes):
 def test_numerical_join_on_s3_maps_the_published_arrays(lakes, demo_lake, monkeypatch, tmp_path):
     """The refresh uploads the numerical join arrays (``meta.json`` last); a query process downloads them once into
     its array cache, maps the copy, and answers as the local build: the planted coordinate join first."""
-    from discovery.numjoin.arrays import ARRAYS_DIR, numeric_arrays_name, open_numeric
+    from discovery.numjoin.arrays import numeric_arrays_name, open_numeric
+    from discovery.store.arrays import ARRAYS_DIR
 
     _, local_wh, _, wh_uri = lakes
     monkeypatch.setenv("LAKESCOUT_ARRAY_CACHE", str(tmp_path / "cache"))
@@ -281,7 +282,9 @@ def test_maintenance_prunes_the_query_arrays_of_an_s3_warehouse(s3_server):
     from types import SimpleNamespace
 
     from discovery.numjoin.arrays import numeric_arrays_name
-    from discovery.union.arrays import ARRAYS_DIR, arrays_name, prune_arrays
+    from discovery.refresh.runs import query_array_folders
+    from discovery.store.arrays import ARRAYS_DIR, prune_folders
+    from discovery.union.arrays import arrays_name
 
     root = s3_server.create_bucket("prune-bucket") + "/wh"
     kept = {"column_vectors": 5, "centroid_partitions": 4, "numeric_sets": 7}
@@ -291,12 +294,12 @@ def test_maintenance_prunes_the_query_arrays_of_an_s3_warehouse(s3_server):
         fs.pipe_file(f"{path}/{name}/codes.npy", b"x")
         fs.pipe_file(f"{path}/{name}/meta.json", b"{}")
     fs.pipe_file(f"{path}/union-half-written/codes.npy", b"x")  # a killed refresh's upload: no meta.json
-    removed = prune_arrays(SimpleNamespace(root=root), [SimpleNamespace(versions=kept)])
+    removed = prune_folders(SimpleNamespace(root=root), {folder.name(kept) for folder in query_array_folders()})
     assert sorted(removed) == sorted([arrays_name(old), numeric_arrays_name(old), "union-half-written"])
     left = sorted(p.rsplit("/", 1)[-1] for p in fs.ls(path, detail=False, refresh=True))
     assert left == sorted([arrays_name(kept), numeric_arrays_name(kept)])
     assert fs.cat_file(f"{path}/{arrays_name(kept)}/codes.npy") == b"x"
-    assert prune_arrays(SimpleNamespace(root=s3_server.create_bucket("empty-bucket") + "/wh"), []) == []
+    assert prune_folders(SimpleNamespace(root=s3_server.create_bucket("empty-bucket") + "/wh"), set()) == []
 
 
 def test_a_scheme_arrow_cannot_open_goes_through_fsspec_or_says_what_to_install():

@@ -34,8 +34,9 @@ from discovery.join.search import METHODS as JOIN_METHODS
 from discovery.join.service import join_search
 from discovery.nary.search import METHODS as NARY_METHODS
 from discovery.nary.service import nary_search
-from discovery.params import ParameterError, parameters
+from discovery.params import ParameterError
 from discovery.query import QueryError, resolve_query
+from discovery.searches import SEARCHES
 from discovery.union.search import METHODS as UNION_METHODS, UnionIndex
 from discovery.union.service import union_search
 
@@ -325,11 +326,11 @@ def test_nary_api(env, data):
 
 
 def test_every_union_search_parameter_is_checked():
-    """A keyword the union search takes but :mod:`discovery.params` does not know would be refused to users."""
+    """A keyword the union search takes but its search kind does not know would be refused to users."""
     sig = inspect.signature(UnionIndex.search)
     internal = {"exclude_table_id", "query_table_vector"}
     keywords = {p.name for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY} - internal
-    assert keywords | {"k", "method"} == set(parameters("union"))
+    assert keywords | {"k", "method"} == set(SEARCHES["union"].parameters)
 
 
 def test_named_domains(env):

@@ -104,14 +104,28 @@ def test_status_json(client, auth, warehouse):
 
 
 def test_search_form_errors_are_shown_not_raised(client, auth, warehouse):
-    from discovery.batch import available_kinds
-
     cookies = {"_token": auth["admin"]}
     unknown = client.post("/search", data={"kind": "fuzzy", "table": "1"}, cookies=cookies)
     assert unknown.status_code == 400 and "not available" in unknown.text
-    if available_kinds():
-        nothing = client.post("/search", data={"kind": available_kinds()[0]}, cookies=cookies)
-        assert nothing.status_code == 400 and "pick a lake table or upload a table file" in nothing.text
+    nothing = client.post("/search", data={"kind": "union"}, cookies=cookies)
+    assert nothing.status_code == 400 and "pick a lake table or upload a table file" in nothing.text
+
+
+def test_a_new_search_kind_is_on_the_page_with_its_methods_and_fields(client, auth, warehouse, monkeypatch):
+    """A kind added to the registry (:mod:`discovery.searches`) is a choice of the page's form, with its methods, and
+    the form's fields go to it as the parameters it takes."""
+    from discovery.params import Param, column_name, count
+    from discovery.searches import SEARCHES, SearchKind
+    from lakescout_ui.searching import form_params
+
+    kind = SearchKind("same_name", lambda: {"column": Param(column_name, required=True), "k": Param(count)},
+                      lambda: ("name", "name-exact"), lambda checked, table, config: None)
+    monkeypatch.setitem(SEARCHES, "same_name", kind)
+    page = client.get("/", cookies={"_token": auth["admin"]})
+    assert '<option value="same_name"' in page.text
+    assert 'data-kind="same_name" value="name">same_name: name<' in page.text
+    form = {"tau_value": 0.3, "k": 4, "method": "name", "column": " city ", "key": "a,b"}
+    assert form_params("same_name", form) == {"k": 4, "column": "city"}
 
 
 def test_a_viewer_reads_the_page_but_may_not_search(client, auth, warehouse):

@@ -193,7 +193,8 @@ def test_served_union_uses_the_stored_arrays_and_answers_as_the_full_index(index
     import discovery
     from discovery.demo_lake import load_ground_truth
     from discovery.store import Warehouse, load_snapshot, result_names
-    from discovery.union.arrays import ARRAYS_DIR, arrays_name
+    from discovery.store.arrays import ARRAYS_DIR
+    from discovery.union.arrays import arrays_name
     from discovery.union.service import compact_index, loaded_index
 
     lake, wh = indexed_lake
@@ -237,8 +238,10 @@ def _query(ls, query) -> tuple[np.ndarray, int | None, list[str]]:
 
 
 def test_arrays_of_a_warehouse_on_s3_are_uploaded_then_downloaded_once(s3_server, tmp_path, monkeypatch):
-    """write_arrays uploads a remote warehouse's arrays (``meta.json`` last); open_arrays downloads them once into
-    the local cache keyed by warehouse and snapshot versions, maps the copy, and answers as the in-memory index."""
+    """The union's folder (written as every index's, :mod:`discovery.store.arrays`) is uploaded for a remote
+    warehouse (``meta.json`` last); open_arrays downloads it once into the local cache keyed by warehouse and snapshot
+    versions, maps the copy, and answers as the in-memory index."""
+    from dataclasses import replace
     from types import SimpleNamespace
 
     from discovery.union import arrays
@@ -246,12 +249,13 @@ def test_arrays_of_a_warehouse_on_s3_are_uploaded_then_downloaded_once(s3_server
     _, vectors, owner, ordinal = _lake(1, tables=60, duplicates=5)
     built = CompactIndex.build(vectors, owner, ordinal)
     local = {name: getattr(built, name) for name in arrays.FILES}
-    monkeypatch.setattr(arrays, "build_arrays", lambda wh, versions, folder: arrays.save_arrays(folder, local, {}))
+    union = replace(arrays.UNION_ARRAYS, fill=lambda wh, versions, folder: arrays.save_arrays(folder, local, {}))
+    monkeypatch.setattr(arrays, "UNION_ARRAYS", union)
     monkeypatch.setenv("LAKESCOUT_ARRAY_CACHE", str(tmp_path / "cache"))
     warehouse = SimpleNamespace(root=s3_server.create_bucket("arrays") + "/warehouse")
     versions = {"column_vectors": 3, "centroid_partitions": 2}
     assert arrays.open_arrays(warehouse, versions) is None  # nothing written yet: the caller builds from Delta
-    target = arrays.write_arrays(warehouse, versions)
+    target = union.write(warehouse, versions)
     assert target.endswith(arrays.arrays_name(versions))
     opened = arrays.open_arrays(warehouse, versions)
     assert isinstance(opened["codes"], np.memmap) and opened["codes"].filename.startswith(str(tmp_path / "cache"))
@@ -292,9 +296,10 @@ def test_a_warehouse_written_again_at_its_uri_is_not_served_the_old_copy(s3_serv
 def test_maintenance_keeps_the_arrays_of_retained_snapshots_only(tmp_path):
     from types import SimpleNamespace
 
-    from discovery.union.arrays import ARRAYS_DIR, arrays_name, prune_arrays
-
     from discovery.numjoin.arrays import numeric_arrays_name
+    from discovery.refresh.runs import query_array_folders
+    from discovery.store.arrays import ARRAYS_DIR, prune_folders
+    from discovery.union.arrays import arrays_name
 
     kept = {"column_vectors": 5, "centroid_partitions": 4, "numeric_sets": 7}
     old = {"column_vectors": 3, "centroid_partitions": 4, "numeric_sets": 6}
@@ -304,6 +309,7 @@ def test_maintenance_keeps_the_arrays_of_retained_snapshots_only(tmp_path):
     for name in names:
         (root / name).mkdir(parents=True)
         (root / name / "meta.json").write_text("{}")
-    removed = prune_arrays(SimpleNamespace(root=str(tmp_path)), [SimpleNamespace(versions=kept)])
+    keep = {folder.name(kept) for folder in query_array_folders()}
+    removed = prune_folders(SimpleNamespace(root=str(tmp_path)), keep)
     assert sorted(removed) == sorted([arrays_name(old), numeric_arrays_name(old)])
     assert sorted(os.listdir(root)) == sorted([arrays_name(kept), numeric_arrays_name(kept), ".union-being-written"])

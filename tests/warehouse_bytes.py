@@ -68,10 +68,10 @@ def _table(wh, name: str, pins: set[int], window_seconds: float, now: float) -> 
 def breakdown(wh_root: str, window_seconds: float, now: float | None = None) -> dict:
     """``{"total", "categories": {category: bytes}, "folders": {top-level name: bytes}, "tables": {table:
     {category: bytes}}, "arrays": {folder: (category, bytes)}}`` of the warehouse at ``wh_root`` (see module doc)."""
-    from discovery.numjoin.arrays import numeric_arrays_name
+    from discovery.refresh.runs import query_array_folders
     from discovery.store import SCHEMAS, Warehouse, list_snapshots
+    from discovery.store.arrays import ARRAYS_DIR
     from discovery.store.orphans import pinned_versions
-    from discovery.union.arrays import ARRAYS_DIR, arrays_name
 
     now = time.time() if now is None else now
     wh = Warehouse(wh_root)
@@ -86,7 +86,7 @@ def breakdown(wh_root: str, window_seconds: float, now: float | None = None) -> 
             for k, v in tables[name].items():
                 cats[k] += v
     arrays = {}
-    names = lambda s: {arrays_name(s.versions), numeric_arrays_name(s.versions)}  # noqa: E731
+    names = lambda s: {folder.name(s.versions) for folder in query_array_folders()}  # noqa: E731
     latest = names(snaps[-1]) if snaps else set()
     retained = set().union(*(names(s) for s in snaps))
     root = os.path.join(wh_root, ARRAYS_DIR)

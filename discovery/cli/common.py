@@ -33,10 +33,11 @@ class Choices:
 
 
 def methods(kind: str) -> Choices:
+    """The methods of search ``kind`` (:data:`discovery.searches.SEARCHES`), the default first."""
     def load() -> tuple:
-        from ..params import method_names
+        from ..searches import SEARCHES
 
-        return method_names(kind)
+        return SEARCHES[kind].methods
 
     return Choices(load)
 

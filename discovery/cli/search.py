@@ -8,12 +8,16 @@ from .output import table
 
 
 # -- union ---------------------------------------------------------------------------------------------------------
-def cmd_union(args) -> int:
+def _search(kind: str, args, names: tuple[str, ...]) -> dict:
+    """The search of ``kind`` with the options of ``names`` the user gave: the kind fills in the defaults."""
     from ..api import Lakescout
 
-    params = {k: v for k, v in (("tau", args.tau), ("phi_c", args.phi_c), ("phi_ref", args.phi_ref),
-                                ("phi_r", args.phi_r)) if v is not None}
-    out = Lakescout(args.warehouse, args.snapshot).union(args.query, k=args.k, method=args.method, **params)
+    given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    return Lakescout(args.warehouse, args.snapshot).search(kind, args.query, **given)
+
+
+def cmd_union(args) -> int:
+    out = _search("union", args, ("k", "method", "tau", "phi_c", "phi_ref", "phi_r"))
     if args.json:
         print(json.dumps(out, default=str))
         return 0
@@ -29,12 +33,7 @@ def cmd_union(args) -> int:
 
 # -- join ----------------------------------------------------------------------------------------------------------
 def cmd_join(args) -> int:
-    from ..api import Lakescout
-
-    out = Lakescout(args.warehouse, args.snapshot).join(args.query, args.column, tau=args.tau, T=args.T,
-                                                        top_k=args.top_k, method=args.method,
-                                                        tau_share=args.tau_share, similarity=args.similarity,
-                                                        metric=args.metric)
+    out = _search("join", args, ("column", "tau", "T", "top_k", "method", "tau_share", "similarity", "metric"))
     if args.json:
         print(json.dumps(out, default=str))
         return 0
@@ -84,10 +83,7 @@ def _print_numeric_join(out: dict) -> int:
 
 # -- nary ------------------------------------------------------------------------------------------------------------
 def cmd_nary(args) -> int:
-    from ..api import Lakescout
-
-    out = Lakescout(args.warehouse, args.snapshot).nary(args.query, args.key, k=args.k, method=args.method,
-                                                         bits=args.bits, initial_column=args.initial_column)
+    out = _search("nary", args, ("key", "k", "method", "bits", "initial_column"))
     if args.json:
         print(json.dumps(out, default=str))
         return 0
@@ -113,10 +109,10 @@ def register(sub) -> None:
     u = sub.add_parser("union", help="tables unionable with a query table (PGTUS, TACTUS, Starmie, exact)")
     add_warehouse(u)
     u.add_argument("--query", required=True, help=QUERY_HELP)
-    u.add_argument("-k", type=int, default=10, help="number of results (default 10)")
-    u.add_argument("--method", default="pgtus++", choices=methods("union"), metavar="METHOD",
-                   help="search method: %(choices)s (default %(default)s; exact, pgtus and pgtus++ return the same "
-                        "exact top-k)")
+    u.add_argument("-k", type=int, default=None, help="number of results (default 10)")
+    u.add_argument("--method", default=None, choices=methods("union"), metavar="METHOD",
+                   help="search method: %(choices)s (the first is the default; exact, pgtus and pgtus++ return the "
+                        "same exact top-k)")
     u.add_argument("--tau", type=float, default=None,
                    help="column similarity threshold in (0, 1] of Definition 5 of PGTUS (default 0.4)")
     u.add_argument("--phi-c", type=int, default=None, help="centroids probed per query column (pgtus++-approx)")
@@ -146,9 +142,9 @@ def register(sub) -> None:
                       help="the k columns of highest joinability, any match counting (default [join] top_k, 10)")
     mode.add_argument("--T", type=float, default=None,
                       help="instead: every column in which this share of the query values find a match")
-    j.add_argument("--method", default="pexeso", choices=methods("join"), metavar="METHOD",
-                   help="%(choices)s (default %(default)s): pexeso-h for text, pnodom for numbers; every method "
-                        "gives identical answers")
+    j.add_argument("--method", default=None, choices=methods("join"), metavar="METHOD",
+                   help="%(choices)s (the first is the default): pexeso-h for text, pnodom for numbers; every "
+                        "method gives identical answers")
     add_snapshot(j)
     add_common(j, cmd_join)
 
@@ -158,10 +154,10 @@ def register(sub) -> None:
     n.add_argument("--key", required=True, help="key columns of the query, comma-separated: COL1,COL2[,...] (a "
                                                 "column with a comma in its name needs a key given as a list: Python "
                                                 "API or batch spec)")
-    n.add_argument("-k", type=int, default=10, help="number of results (default 10)")
-    n.add_argument("--method", default="mate", choices=methods("nary"), metavar="METHOD",
-                   help="%(choices)s (default %(default)s: XASH super keys; scr: none, bloom: Bloom-filter super "
-                        "keys); all return the same exact top-k")
+    n.add_argument("-k", type=int, default=None, help="number of results (default 10)")
+    n.add_argument("--method", default=None, choices=methods("nary"), metavar="METHOD",
+                   help="%(choices)s (the first, XASH super keys, is the default; scr: none, bloom: Bloom-filter "
+                        "super keys); all return the same exact top-k")
     n.add_argument("--bits", type=int, default=None, choices=Choices(xash_sizes), metavar="BITS",
                    help="super-key size: %(choices)s (default: the index's; another is derived in memory)")
     n.add_argument("--initial-column", default=None, help="key column whose posting lists are fetched "

@@ -43,17 +43,18 @@ def join_result(ls, query: QueryTable, column: str, rank: int, table, lake_colum
                 search: dict) -> tuple[str, list[int], dict, dict]:
     """``(kind, query column ordinals, result, search parameters)`` of the join to write; kind is text or
     numeric."""
-    from ..numjoin.service import join_target
+    from ..searches.join import route
 
-    target = join_target({"column": column, **search}, query)
-    kind = "numeric" if target.numeric else "text"
     if table is None:
-        answer = ls.join(query, column, top_k=rank, **search)
+        plan = ls.plan("join", query, column=column, top_k=rank, **{k: v for k, v in search.items() if v is not None})
+        answer = plan.run(ls.snapshot)
         results = answer["results"]
         if len(results) < rank:
             raise PlanError(f"the join of {query.label!r} on {column!r} has {len(results)} result(s); there is no "
                             f"rank {rank}")
-        return kind, target.ordinals, results[rank - 1], _used(answer)
+        return plan.route, plan.ordinals, results[rank - 1], _used(answer)
+    target = route({"column": column, **search}, query)
+    kind = "numeric" if target.numeric else "text"
     table_id = table_id_of(ls.snapshot, table)
     names, _ = lake_columns(ls.snapshot, table_id)
     if lake_column is not None:

@@ -91,9 +91,9 @@ def stored_plans(warehouse: Warehouse | str, batch_id: str, query_id: str, ranks
             key = params["key"] if isinstance(params["key"], list) else [k.strip() for k in params["key"].split(",")]
             ordinals, kind, used = [query.ordinal(c) for c in key], "nary", {}
         else:
-            from ..numjoin.service import join_target
+            from ..searches.join import route
 
-            target = join_target(params, query)
+            target = route(params, query)
             ordinals, kind = target.ordinals, "numeric" if target.numeric else "text"
             used = {k: params.get(k) for k in ("tau", "tau_share", "metric") if params.get(k) is not None}
             if kind == "text" and "tau" not in used:

@@ -1,35 +1,31 @@
 """Numerical join query arrays: each family's :class:`~.index.NumericIndex` as ``.npy`` files, versioned with
 ``numeric_sets``.
 
-The refresh writes them when it publishes a snapshot (:func:`write_numeric_arrays`, before the snapshot row) into
-``<warehouse>/query_arrays/numeric-v<FORMAT>-ns<v>/<family>/``, v the Delta version of ``numeric_sets`` the snapshot
-pins: the indexes follow from that version alone (the build is seeded), so snapshots pinning it share the folder.
+The refresh writes them when it publishes a snapshot (before the snapshot row) as the query-array folder
+:data:`NUMERIC_ARRAYS` (:mod:`discovery.store.arrays`, the protocol the union's folder follows too) named
+``numeric-v<FORMAT>-ns<v>``, one subfolder per family, v the Delta version of ``numeric_sets`` the snapshot pins: the
+indexes follow from that version alone (the build is seeded), so snapshots pinning it share the folder.
 Each family folder holds :meth:`NumericIndex.to_arrays`'s arrays and ``sets.arrow`` (what each set id is, an Arrow
 IPC file of :data:`~.stage.SET_FIELDS` mapped like the arrays); the
 folder's ``meta.json``, written last, lists the families and marks it complete.  A query process maps the arrays
 (:func:`open_numeric`) and rebuilds the index without computing a distance (:meth:`NumericIndex.from_arrays`).
 
-On object storage the folder is uploaded (``meta.json`` last) and a query process downloads it once into the local
-array cache (:func:`~discovery.storage.cached_folder`, as the union arrays), then maps the copy.  A snapshot without
-the folder (or a process that cannot write the cache) gets the same indexes built in memory from its
-``numeric_sets`` rows (:func:`build_numeric`): same rows, same seed, same index.
+A snapshot without the folder (or a process that cannot bring it to a local folder) gets the same indexes built in
+memory from its ``numeric_sets`` rows (:func:`build_numeric`): same rows, same seed, same index.
 """
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 
 import numpy as np
 import pyarrow as pa
 
-from ..storage import cached_folder, filesystem, is_remote, join, publish_folder, upload_folder
+from ..store.arrays import ArrayFolder
 from .index import NumericIndex
 from .stage import Family, families
 
 FORMAT = 2
-ARRAYS_DIR = "query_arrays"
 
 
 def numeric_arrays_name(versions: dict) -> str | None:
@@ -60,31 +56,12 @@ def _save_family(folder: str, fam: Family) -> dict:
             "bytes": index.nbytes}
 
 
-def write_numeric_arrays(warehouse, versions: dict) -> str | None:
-    """Write the snapshot's numerical join arrays unless they exist; returns the folder (local path or URI)."""
-    name = numeric_arrays_name(versions)
-    if name is None:
-        return None
-    target = join(join(warehouse.root, ARRAYS_DIR), name)
-    fs, path = filesystem(target)
-    if fs.exists(f"{path}/meta.json"):
-        return target
-    remote = is_remote(warehouse.root)
-    if not remote:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{name}.", dir=None if remote else os.path.dirname(path))
-    try:
-        meta = {fam.name: _save_family(os.path.join(tmp, fam.name), fam)
-                for fam in families(_rows(warehouse, versions))}
-        with open(os.path.join(tmp, "meta.json"), "w") as fh:
-            json.dump({"format": FORMAT, "numeric_sets": int(versions["numeric_sets"]), "families": meta}, fh)
-        if remote:
-            upload_folder(tmp, target)
-        else:
-            publish_folder(tmp, path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
+def _fill(warehouse, versions: dict, folder: str) -> None:
+    """Every family's arrays into its subfolder of ``folder``, then ``meta.json`` listing them."""
+    meta = {fam.name: _save_family(os.path.join(folder, fam.name), fam)
+            for fam in families(_rows(warehouse, versions))}
+    with open(os.path.join(folder, "meta.json"), "w") as fh:
+        json.dump({"format": FORMAT, "numeric_sets": int(versions["numeric_sets"]), "families": meta}, fh)
 
 
 def load_array(path: str):
@@ -97,19 +74,10 @@ def load_array(path: str):
 def open_numeric(warehouse, versions: dict) -> dict[str, tuple[NumericIndex, pa.Table]] | None:
     """The stored families of the snapshot pinning ``versions``, mapped (a remote warehouse's from their local
     copy), or None when it has none."""
-    name = numeric_arrays_name(versions)
-    if name is None:
+    path = NUMERIC_ARRAYS.open(warehouse, versions)
+    if path is None:
         return None
-    if is_remote(warehouse.root):
-        path = cached_folder(warehouse.root, join(join(warehouse.root, ARRAYS_DIR), name), name)
-        if path is None:
-            return None
-    else:
-        path = os.path.join(os.path.abspath(warehouse.root), ARRAYS_DIR, name)
-    meta_path = os.path.join(path, "meta.json")
-    if not os.path.exists(meta_path):
-        return None
-    with open(meta_path) as fh:
+    with open(os.path.join(path, "meta.json")) as fh:
         meta = json.load(fh)
     out = {}
     for fam in meta["families"]:
@@ -118,3 +86,7 @@ def open_numeric(warehouse, versions: dict) -> dict[str, tuple[NumericIndex, pa.
         sets = pa.ipc.open_file(pa.memory_map(os.path.join(folder, "sets.arrow"))).read_all()
         out[fam] = (NumericIndex.from_arrays(arrays), sets)
     return out
+
+
+#: The numerical join's query-array folder (:mod:`discovery.store.arrays`).
+NUMERIC_ARRAYS = ArrayFolder(numeric_arrays_name, _fill)

@@ -149,6 +149,20 @@ def coordinate_role(name: str) -> tuple[str, str] | None:
     return None
 
 
+#: Query column kinds the semantic join takes (text and dates); number columns go to the numerical join.
+TEXT_KINDS = ("string", "date", "datetime")
+
+
+def joinable_columns(table) -> str:
+    """The columns of a query table (:class:`discovery.query.QueryTable`) a join can take, for messages: text and
+    number columns, vector columns, coordinate pairs."""
+    kinds = table.kinds()
+    out = [n for n, k in zip(table.names, kinds) if k in TEXT_KINDS + ("int", "float")]
+    out += [f"{table.names[a]},{table.names[b]}" for a, b in coordinate_pairs(table.names)
+            if kinds[a] in ("int", "float") and kinds[b] in ("int", "float")]
+    return ", ".join(out) or "none"
+
+
 def distinct_rows(rows: np.ndarray, max_values: int = MAX_VALUES, seed: int = 0) -> tuple[np.ndarray, int]:
     """Distinct finite rows in ascending order (at most ``max_values``, a seeded sample beyond) and their count."""
     rows = rows[np.isfinite(rows).all(axis=1)]

@@ -2,7 +2,7 @@
 
 ``lakescout join --column price`` / ``--column lat,lng`` / ``Lakescout.join`` reach :func:`numeric_join_search`
 when the query column is numbers, a latitude / longitude pair or a fixed-length numeric list
-(:func:`join_target` decides, and checks the parameters of either join against the column).  The query's group is
+(:func:`discovery.searches.join.route` decides, and checks the parameters of either join against the column).  The query's group is
 read by the rules the ``numeric`` stage used on the lake (:func:`.columns.query_group`), searched with
 :meth:`~.index.NumericIndex.search` in its family's index (mapped from the snapshot's query arrays, else built from
 ``numeric_sets``), and reported with joinability (matched distinct query values / distinct query values; f_all:
@@ -16,112 +16,22 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow.compute as pc
 
-from ..join.search import METHODS as TEXT_METHODS
+from ..params import ParameterError
 from ..query import QueryError, QueryTable
 from ..store import Snapshot, result_names
 from ..store.cache import INDEXES, deep_nbytes
 from .arrays import build_numeric, open_numeric
 from .baselines import brute_force
-from .columns import KIND_METRICS, coordinate_pairs, parse_vector_column, query_group
+from .columns import KIND_METRICS, joinable_columns, query_group
 from .search import METHODS as SEARCH_METHODS
 from .stage import family_name
 
 METHODS = SEARCH_METHODS + ("exact",)
-#: Parameters only the numerical join takes.
-NUMERIC_ONLY = ("tau_share", "similarity", "metric")
 EVIDENCE_PAIRS = 5
-_TEXT_KINDS = ("string", "date", "datetime")
-
-
-@dataclass
-class JoinTarget:
-    numeric: bool
-    ordinals: list[int]
-
-
-def _error(param: str, message: str):
-    from ..params import ParameterError
-
-    return ParameterError(param, message)
-
-
-def joinable_columns(table: QueryTable) -> str:
-    """The query's columns a join can take, for messages: text and number columns, vector columns, coordinate
-    pairs."""
-    kinds = table.kinds()
-    out = [n for n, k in zip(table.names, kinds) if k in _TEXT_KINDS + ("int", "float")]
-    out += [f"{table.names[a]},{table.names[b]}" for a, b in coordinate_pairs(table.names)
-            if kinds[a] in ("int", "float") and kinds[b] in ("int", "float")]
-    return ", ".join(out) or "none"
-
-
-def join_target(params: dict, table: QueryTable) -> JoinTarget:
-    """Which join ``params["column"]`` of ``table`` takes, with the parameters checked against it.
-
-    A name that is not a column but splits at commas into two columns names a coordinate pair.  A number column,
-    a coordinate pair or a column of numeric lists goes to the numerical join; text (and dates) to the semantic
-    join; anything else is refused with the columns that can be joined.
-    """
-    from ..params import comma_hint, join_tau_error
-
-    column = params["column"]
-    try:
-        ordinals = [table.ordinal(column)]
-    except QueryError as exc:
-        parts = [p.strip() for p in column.split(",")]
-        if len(parts) < 2:
-            raise _error("column", str(exc) + comma_hint(column, table)) from None
-        if len(parts) != 2:
-            raise _error("column", f"column {column!r}: a numerical join takes one column, or a latitude and a "
-                                   "longitude column (LAT,LNG)") from None
-        try:
-            ordinals = [table.ordinal(p) for p in parts]
-        except QueryError as inner:
-            raise _error("column", str(inner)) from None
-        if ordinals[0] == ordinals[1]:
-            raise _error("column", f"column {column!r} names one column twice; give LAT,LNG")
-        kinds = table.kinds()
-        if any(kinds[i] not in ("int", "float") for i in ordinals):
-            raise _error("column", f"query {table.label!r} has no column {column!r}, and its parts are not a "
-                                   f"latitude and a longitude column (columns that can be joined: "
-                                   f"{joinable_columns(table)})")
-    kinds = table.kinds()
-    if len(ordinals) == 1:
-        kind = kinds[ordinals[0]]
-        name = table.names[ordinals[0]]
-        if kind == "empty":
-            raise QueryError(f"column {name!r} of query {table.label!r} is empty")
-        numeric = kind in ("int", "float") or (kind == "string"
-                                               and parse_vector_column(table.columns[ordinals[0]]) is not None)
-        if not numeric and kind not in _TEXT_KINDS:
-            raise QueryError(f"column {name!r} of query {table.label!r} is {kind}, neither text nor numbers: "
-                             f"columns that can be joined: {joinable_columns(table)}")
-    else:
-        numeric = True
-    method = params.get("method")
-    tau = params.get("tau")
-    if numeric:
-        if method is not None and method not in METHODS:
-            raise _error("method", f"method {method!r} is a semantic-join method; the numerical join takes "
-                                   f"{', '.join(METHODS)}")
-    else:
-        given = [p for p in NUMERIC_ONLY if params.get(p) is not None]
-        if given:
-            raise _error(given[0], f"{given[0]} is a parameter of the numerical join; column "
-                                   f"{table.names[ordinals[0]]!r} is text")
-        if method is not None and method not in TEXT_METHODS:
-            raise _error("method", f"method {method!r} is a numerical-join method; the semantic join takes "
-                                   f"{', '.join(TEXT_METHODS)}")
-        if tau is not None and not 0 < tau < 1:
-            raise join_tau_error(tau, f" (column {table.names[ordinals[0]]!r} is text)")
-    if tau is not None and params.get("tau_share") is not None:
-        raise _error("tau", "give tau (in the column's units) or tau_share (a fraction of its spread), not both")
-    return JoinTarget(numeric, ordinals)
 
 
 class LoadedNumeric:
@@ -174,7 +84,7 @@ def numeric_join_search(snapshot: Snapshot, q: QueryTable, ordinals: list[int], 
     label = group.label  # a coordinate pair as (latitude, longitude), whichever order it was named in
     metrics = KIND_METRICS[group.kind]
     if metric is not None and metric not in metrics:
-        raise _error("metric", f"metric {metric!r} does not apply to {group.kind} column {label!r} "
+        raise ParameterError("metric", f"metric {metric!r} does not apply to {group.kind} column {label!r} "
                                f"(metrics: {', '.join(metrics)})")
     metric = metric or metrics[0]
     values = group.values
@@ -221,4 +131,4 @@ def numeric_join_search(snapshot: Snapshot, q: QueryTable, ordinals: list[int], 
             "T": T, "top_k": top_k, "similarity": similarity, "results": results, "stats": stats}
 
 
-__all__ = ["METHODS", "JoinTarget", "join_target", "numeric_join_search", "set_values"]
+__all__ = ["METHODS", "numeric_join_search", "set_values"]

@@ -13,7 +13,6 @@ from ..store import INDEX_TABLES, SCHEMAS, Warehouse, new_attempt_token
 from ..store.lease import Lease, release_refresh
 from ..store.orphans import cleanup_warehouse
 from ..store.warehouse import json_dumps
-from ..union.arrays import write_arrays
 from .context import StageReport
 from .progress import mark_published
 
@@ -78,6 +77,16 @@ def record_stage(warehouse: str, refresh_id: int, report: StageReport, started: 
                                      once=report.status == "ok" and took_over is None)
 
 
+def query_array_folders() -> tuple:
+    """Every index's query-array folder (:mod:`discovery.store.arrays`): publishing a snapshot writes them, and
+    maintenance keeps those of the retained snapshots.  Imported when used, so a process that only reads refresh
+    runs loads no index code (nor numba)."""
+    from ..numjoin.arrays import NUMERIC_ARRAYS
+    from ..union.arrays import UNION_ARRAYS
+
+    return UNION_ARRAYS, NUMERIC_ARRAYS
+
+
 def publish_snapshot(warehouse: str, refresh_id: int, lake: str) -> dict:
     """Publish the current version of every index table as a snapshot (once per refresh), release the refresh's
     lease, and return the snapshot."""
@@ -101,13 +110,9 @@ def publish_snapshot(warehouse: str, refresh_id: int, lake: str) -> dict:
     latest_models: dict[str, str] = {}
     for m in sorted(models.to_pylist(), key=lambda r: r["created_at"]):
         latest_models[m["name"]] = m["version"]
-    if counts["rows_centroid_partitions"] or not counts["rows_column_vectors"]:
-        # Before the snapshot row, so a published snapshot finds its query arrays.  A refresh that stopped short of
-        # the centroids stage (a partial rebuild) has no partitions to lay them out by: queries build them instead.
-        write_arrays(wh, versions)
-    from ..numjoin.arrays import write_numeric_arrays  # here: a query that reads refresh runs needs no numba
-
-    write_numeric_arrays(wh, versions)
+    for folder in query_array_folders():  # before the snapshot row, so a published snapshot finds its arrays
+        if folder.applies(counts):
+            folder.write(wh, versions)
     last_id = pc.max(existing["snapshot_id"]).as_py() if existing.num_rows else 0
     snapshot_id = (last_id or 0) + 1
     row = {"snapshot_id": snapshot_id, "created_at": datetime.now(timezone.utc), "refresh_id": refresh_id,

@@ -1,10 +1,11 @@
 """Union query arrays: the compact index's columns as ``.npy`` files beside the Delta tables, versioned with them.
 
-The refresh writes them when it publishes a snapshot (:func:`write_arrays`, before the snapshot row, so a published
-snapshot finds them) into ``<warehouse>/query_arrays/union-v<FORMAT>-cv<a>-cp<b>/``, where a and b are the Delta
-versions of ``column_vectors`` and ``centroid_partitions`` the snapshot pins: everything in the files follows from
-those two versions, so snapshots that pin the same ones share a folder and a folder never goes stale.  A query
-process maps them (``np.load(mmap_mode="r")``, :func:`open_arrays`), except the table ids, the float32 vectors and
+The refresh writes them when it publishes a snapshot (before the snapshot row, so a published snapshot finds them)
+as the query-array folder :data:`UNION_ARRAYS` (:mod:`discovery.store.arrays`, the protocol every index's folder
+follows: written whole then renamed into place or uploaded, ``meta.json`` last; opened from a local copy on object
+storage; pruned by maintenance) named ``union-v<FORMAT>-cv<a>-cp<b>``, where a and b are the Delta versions of
+``column_vectors`` and ``centroid_partitions`` the snapshot pins: everything in the files follows from those two
+versions.  A query process maps them (``np.load(mmap_mode="r")``, :func:`open_arrays`), except the table ids, the float32 vectors and
 the ordinals, whose rows it reads with positioned reads for the tables it scores or returns (:class:`StoredRows`),
 so what stays resident is the codes and the column offsets every query reads whole: a cold process
 reads only what a query touches, and processes serving the same warehouse share the files through the page cache
@@ -15,38 +16,29 @@ partitions, as ``UnionIndex`` stores them, so matchings see the columns in the s
 ``col_offsets`` int32 (T + 1,) (int64 from 2^31 columns on: :func:`narrow_offsets`), ``ordinals`` int32 (n,),
 ``vectors`` float32 (n, d) unit rows, ``codes`` int8 (n, d),
 ``steps`` float32 (d,) and ``error`` float64 (d,) of the quantisation (:mod:`.quantised`); ``meta.json`` is written
-last and marks the folder complete.  A folder is written under a temporary name and renamed into place.
+last and marks the folder complete.
 
 The writer streams ``column_vectors`` batch by batch into the files, a block at a time through a short-lived map
 (:class:`_FileRows`), so it holds the (table, ordinal) keys of the columns but never their vectors, and its resident
 set does not grow with the files.
 
-Object storage.  Memory-mapping needs a local file, so for an ``s3://`` (or other remote) warehouse the writer
-uploads the folder (``meta.json`` last, :func:`~discovery.storage.upload_folder`) and a query process downloads it
-once into a local cache folder keyed by the warehouse and the folder name (:func:`~discovery.storage.cached_folder`:
-``$LAKESCOUT_ARRAY_CACHE``, default ``~/.cache/lakescout/query_arrays``), then maps the local copy; the name pins
-the content, so the cache needs no invalidation.  A snapshot without arrays (a
-warehouse written before they existed, or a cache folder that cannot be written) gets the same arrays built in
-memory from its Delta tables (:func:`build_arrays`), as the index was built before.
+A snapshot without arrays (a warehouse written before they existed, or a process that cannot write the local cache
+of a remote warehouse's folder) gets the same arrays built in memory from its Delta tables (:func:`build_arrays`).
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
-import tempfile
 
 import numpy as np
 
-from ..storage import cached_folder, filesystem, is_remote, join, publish_folder, upload_folder
+from ..store.arrays import ArrayFolder
 from .csr import offsets_from_counts
 from .matching import unit_rows
 from .quantised import encode, fit_steps
 
 #: Bumped when the files change meaning; part of the folder name, so an old folder is simply not found.
 FORMAT = 1
-ARRAYS_DIR = "query_arrays"
 FILES = ("table_ids", "col_offsets", "ordinals", "vectors", "codes", "steps", "error")
 #: arrays a query reads only the rows of the tables it scores (vectors) or returns (ordinals, table ids):
 #: positioned reads.
@@ -175,30 +167,6 @@ def save_arrays(folder: str, arrays: dict[str, np.ndarray], meta: dict) -> dict[
     return load_arrays(folder)
 
 
-def write_arrays(warehouse, versions: dict) -> str:
-    """Write the arrays of the snapshot pinning ``versions`` unless they exist; returns the folder (local path or
-    URI).  Called by the refresh before it publishes the snapshot."""
-    name = arrays_name(versions)
-    target = join(join(warehouse.root, ARRAYS_DIR), name)
-    fs, path = filesystem(target)
-    if fs.exists(f"{path}/meta.json"):
-        return target
-    if not is_remote(warehouse.root):
-        parent = os.path.dirname(path)
-        os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=f".{name}.", dir=parent)
-        try:
-            build_arrays(warehouse, versions, tmp)
-            publish_folder(tmp, path)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        return target
-    with tempfile.TemporaryDirectory(prefix="lakescout-arrays-") as tmp:
-        build_arrays(warehouse, versions, tmp)
-        upload_folder(tmp, target)
-    return target
-
-
 def load_arrays(folder: str) -> dict:
     """The arrays of a complete folder: ``table_ids``, ``vectors`` and ``ordinals`` as :class:`StoredRows`, the
     others memory-mapped."""
@@ -277,52 +245,15 @@ class StoredRows:
 def open_arrays(warehouse, versions: dict) -> dict[str, np.ndarray] | None:
     """The stored arrays of the snapshot pinning ``versions``, memory-mapped, or None when it has none (or they
     cannot be brought to a local folder)."""
-    name = arrays_name(versions)
-    if not is_remote(warehouse.root):
-        folder = os.path.join(os.path.abspath(warehouse.root), ARRAYS_DIR, name)
-        return load_arrays(folder) if os.path.exists(os.path.join(folder, "meta.json")) else None
-    local = cached_folder(warehouse.root, join(join(warehouse.root, ARRAYS_DIR), name), name)
-    return None if local is None else load_arrays(local)
+    folder = UNION_ARRAYS.open(warehouse, versions)
+    return None if folder is None else load_arrays(folder)
 
 
-def prune_arrays(warehouse, retained: list) -> list[str]:
-    """Delete the array folders (union and numerical join) that no retained snapshot pins; returns their names.
-
-    Safe while queries run: a local process that maps a deleted file keeps its pages until it unmaps them, and a
-    process reading a remote warehouse maps its own downloaded copy (a download cut short by the deletion leaves
-    no copy, and the query builds the arrays in memory).  Maintenance holds the warehouse lease, so no refresh is
-    uploading a folder meanwhile; a remote folder without ``meta.json`` is one a killed refresh left half written.
-    """
-    from ..numjoin.arrays import numeric_arrays_name
-
-    keep = {arrays_name(s.versions) for s in retained} | {numeric_arrays_name(s.versions) for s in retained}
-    if is_remote(warehouse.root):
-        return _prune_remote(join(warehouse.root, ARRAYS_DIR), keep)
-    root = os.path.join(warehouse.root, ARRAYS_DIR)
-    if not os.path.isdir(root):
-        return []
-    removed = []
-    for name in sorted(os.listdir(root)):
-        if name.startswith(".") or name in keep:
-            continue
-        with contextlib.suppress(FileNotFoundError):
-            shutil.rmtree(os.path.join(root, name))
-            removed.append(name)
-    return removed
+def _laid_out(counts: dict) -> bool:
+    """A snapshot whose refresh stopped short of the centroids stage (a partial rebuild) has no partitions to lay the
+    columns out by: its queries build the arrays in memory instead."""
+    return bool(counts.get("rows_centroid_partitions")) or not counts.get("rows_column_vectors")
 
 
-def _prune_remote(target: str, keep: set[str]) -> list[str]:
-    """:func:`prune_arrays` on object storage: the folders under ``target`` not in ``keep``, deleted."""
-    fs, path = filesystem(target)
-    try:
-        names = sorted(entry.rstrip("/").rsplit("/", 1)[-1] for entry in fs.ls(path, detail=False, refresh=True))
-    except FileNotFoundError:
-        return []
-    removed = []
-    for name in names:
-        if name in keep:
-            continue
-        with contextlib.suppress(FileNotFoundError):
-            fs.rm(f"{path}/{name}", recursive=True)
-            removed.append(name)
-    return removed
+#: The union's query-array folder (:mod:`discovery.store.arrays`).
+UNION_ARRAYS = ArrayFolder(arrays_name, build_arrays, _laid_out)

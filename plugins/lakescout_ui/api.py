@@ -10,7 +10,6 @@ limit, messages that name table, row and column without quoting cells.  The Open
 """
 from __future__ import annotations
 
-from typing import Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
@@ -20,6 +19,7 @@ from airflow.api_fastapi.core_api.security import get_user
 from discovery.api import Lakescout
 from discovery.batch import BatchError, batch_results, recent_batches, recorded_batch
 from discovery.query import QueryError
+from discovery.searches import SEARCHES
 from discovery.store import WarehouseError
 from lakescout_ui.access import BATCH_DAG, may_search, warehouse
 from lakescout_ui.data import page_data
@@ -108,9 +108,11 @@ def batch(batch_id: str):
 
 
 @router.post("/search/{kind}", openapi_extra={"requestBody": SEARCH_BODY},
-             summary="Search (union, join or nary) for a lake table or an uploaded file; the results are recorded "
-                     "in query_results")
-async def search(kind: Literal["union", "join", "nary"], request: Request, user=Depends(get_user)):
+             summary="Search (a kind of discovery.searches.SEARCHES: union, join, nary) for a lake table or an "
+                     "uploaded file; the results are recorded in query_results")
+async def search(kind: str, request: Request, user=Depends(get_user)):
+    if kind not in SEARCHES:
+        raise HTTPException(404, f"no search kind {kind!r} (kinds: {', '.join(SEARCHES)})")
     if not may_search(user):
         raise HTTPException(403, "searching records results, so it needs the permission to trigger the "
                                  f"{BATCH_DAG} DAG, which your Airflow role does not have")

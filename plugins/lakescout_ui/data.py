@@ -8,7 +8,8 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from discovery.batch import available_kinds, batch_results, method_choices, recent_batches, standing_changes
+from discovery.batch import batch_results, recent_batches, standing_changes
+from discovery.searches import SEARCHES
 from discovery.refresh.progress import clock, read_progress
 from discovery.status import warehouse_status
 from discovery.store import SCHEMAS, Warehouse, list_snapshots
@@ -111,13 +112,12 @@ def page_data(wh: Warehouse) -> dict:
     if not wh.exists() or not list_snapshots(wh):
         return {"ready": False, "warehouse": wh.root, "progress": refresh_progress(wh)}
     status = warehouse_status(wh)
-    kinds = available_kinds()
     return {"ready": True, "warehouse": wh.root, "progress": refresh_progress(wh), "status": status,
             "snapshots": snapshot_history(wh),
             "timings": stage_timings(wh), "sizes": index_sizes(wh), "batches": batches_with_results(wh),
             "takeovers": lease_takeovers(wh), "lease": lease_holder(wh.root),
-            "changes": recent_changes(wh), "tables": lake_tables(wh), "kinds": kinds,
-            "methods": {k: list(method_choices(k) or ()) for k in kinds}}
+            "changes": recent_changes(wh), "tables": lake_tables(wh), "kinds": list(SEARCHES),
+            "methods": {name: list(kind.methods) for name, kind in SEARCHES.items()}}
 
 
 def evidence_text(evidence: str, limit: int = 160) -> str:

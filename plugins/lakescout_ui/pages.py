@@ -13,7 +13,8 @@ from fastapi.responses import FileResponse, HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from airflow.api_fastapi.core_api.security import get_user
-from discovery.batch import BatchError, available_kinds
+from discovery.batch import BatchError
+from discovery.searches import SEARCHES
 from discovery.store import WarehouseError
 from lakescout_ui.access import BATCH_DAG, may_search, warehouse
 from lakescout_ui.data import page_data
@@ -40,7 +41,7 @@ def _answer(request: Request, user, form: dict, upload_path: str | None) -> HTML
     """Run the search the form asks for (:func:`~lakescout_ui.searching.run_search`) and render the page with its
     results."""
     try:
-        params = form_params(form["kind"], form) if form["kind"] in available_kinds() else {}
+        params = form_params(form["kind"], form) if form["kind"] in SEARCHES else {}
         answer = run_search(user, form["kind"], form["table"], params, upload_path, form.get("upload"))
         return _render(request, user, {"form": form, **answer})
     except (BatchError, WarehouseError, ValueError) as exc:

@@ -12,7 +12,8 @@ import json
 import os
 import uuid
 
-from discovery.batch import BatchError, available_kinds, batch_results, run_batch, search_parameters
+from discovery.batch import BatchError, batch_results, run_batch
+from discovery.searches import SEARCHES
 from lakescout_ui.kept import keep
 from lakescout_ui.access import warehouse
 
@@ -36,8 +37,8 @@ def form_fields(fields: dict[str, str]) -> dict:
 
 
 def form_params(kind: str, form: dict) -> dict:
-    """Form fields -> parameters of the search of ``kind`` (only those its method accepts)."""
-    accepted = search_parameters(kind)
+    """Form fields -> parameters of the search of ``kind`` (only those it accepts)."""
+    accepted = SEARCHES[kind].parameters
     params: dict = {}
     if form["tau_value"] is not None and "tau" in accepted:
         params["tau"] = form["tau_value"]
@@ -59,8 +60,8 @@ def run_search(user, kind: str, table: str | int | None, params: dict, upload_pa
     """Run one served search of ``kind`` on the lake ``table`` or the uploaded file and record it: the batch's
     summary and its ``query_results`` rows (evidence decoded).  Raises BatchError (and WarehouseError) naming what
     is wrong."""
-    if kind not in available_kinds():
-        raise BatchError(f"{kind!r} search is not available (available: {', '.join(available_kinds()) or 'none'})")
+    if kind not in SEARCHES:
+        raise BatchError(f"{kind!r} search is not available (available: {', '.join(SEARCHES)})")
     uploads = {}
     if upload_path is not None:
         query = f"upload:{os.path.basename(upload_name or 'query.csv')}"

@@ -1,0 +1,45 @@
+"""The union kind: the lake tables unionable with the query table (PGTUS, TACTUS, Starmie, exact;
+:mod:`discovery.union`)."""
+from __future__ import annotations
+
+import inspect
+
+from ..params import DEFAULT_K, Param, choice, count, interval, optional
+from ..query import QueryTable
+from .kind import Plan, SearchKind, at_least_k
+
+
+def _methods() -> tuple[str, ...]:
+    from ..union.search import METHODS
+
+    return METHODS
+
+
+def _parameters() -> dict[str, Param]:
+    """The union parameters with a check here that :meth:`UnionIndex.search` still takes from a user (not the ones
+    the service fills in): a parameter the search drops stops being accepted."""
+    from ..union.search import ARRIVALS, UnionIndex
+
+    spec = {"k": Param(count, capped="tables"), "method": Param(choice(_methods())),
+            "tau": Param(interval(0.0, 1.0, lo_open=True)), "phi_c": Param(count),
+            "phi_ref": Param(optional(count), capped="tables"), "phi_r": Param(optional(count), capped="tables"),
+            "k_prime": Param(optional(count), capped="columns"),
+            "tau_abs": Param(interval(-1.0, 1.0)), "tau_drop": Param(interval(0.0, 2.0)),
+            "arrival": Param(choice(tuple(ARRIVALS)))}
+    sig = inspect.signature(UnionIndex.search)
+    taken = {p.name for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY} - {
+        "exclude_table_id", "query_table_vector"}
+    return {n: p for n, p in spec.items() if n in taken | {"k", "method"}}
+
+
+def _answer(snapshot, table, **params) -> dict:
+    from ..union.service import union_search
+
+    return union_search(snapshot, table, **params)
+
+
+def _plan(checked: dict, table: QueryTable, config) -> Plan:
+    return Plan("union", table, {"k": DEFAULT_K, "method": _methods()[0], **checked}, _answer)
+
+
+UNION = SearchKind("union", _parameters, _methods, _plan, at_least_k)

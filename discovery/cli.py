@@ -55,6 +55,7 @@ def _spark_submit() -> str:
 
 def cmd_refresh(args) -> int:
     from .refresh.display import RefreshDisplay, totals, usage_text
+    from .refresh.launch import submit_env
     from .refresh.progress import Progress
 
     if not os.path.isdir(args.lake) and "://" not in args.lake:
@@ -79,8 +80,8 @@ def cmd_refresh(args) -> int:
         for pattern in getattr(args, name):
             cmd += [f"--{name}", pattern]
     # Executors run LAKESCOUT_PYSPARK_PYTHON when set (a cluster's own environment), else this interpreter.
-    env = dict(os.environ, PYSPARK_PYTHON=os.environ.get("LAKESCOUT_PYSPARK_PYTHON", sys.executable),
-               PYSPARK_DRIVER_PYTHON=sys.executable)
+    env = submit_env(dict(os.environ, PYSPARK_PYTHON=os.environ.get("LAKESCOUT_PYSPARK_PYTHON", sys.executable),
+                          PYSPARK_DRIVER_PYTHON=sys.executable))
     log = tempfile.NamedTemporaryFile("w+", prefix="lakescout-refresh-", suffix=".log", delete=False)
     started = time.time()
     result = None
@@ -272,6 +273,7 @@ def _batch_on_spark(args, spec: str) -> dict | None:
     """The summary of a batch answered by a ``spark-submit`` application on ``--master`` (``spark_jobs.query_batch``),
     or None when the batch is smaller than ``[batch] spark_min_queries`` and runs in this process instead."""
     from .batch import batch_snapshot, open_batch, parse_spec
+    from .refresh.launch import submit_env
 
     batch = parse_spec(spec)
     if len(batch.queries) < load_config().batch.spark_min_queries:
@@ -287,8 +289,8 @@ def _batch_on_spark(args, spec: str) -> dict | None:
            "--spec", os.path.abspath(args.spec), "--batch-id", batch_id]
     if args.snapshot is not None:
         cmd += ["--snapshot", str(args.snapshot)]
-    env = dict(os.environ, PYSPARK_PYTHON=os.environ.get("LAKESCOUT_PYSPARK_PYTHON", sys.executable),
-               PYSPARK_DRIVER_PYTHON=sys.executable)
+    env = submit_env(dict(os.environ, PYSPARK_PYTHON=os.environ.get("LAKESCOUT_PYSPARK_PYTHON", sys.executable),
+                          PYSPARK_DRIVER_PYTHON=sys.executable))
     log = tempfile.NamedTemporaryFile("w+", prefix="lakescout-batch-", suffix=".log", delete=False)
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
     result = next((json.loads(line[len("LAKESCOUT_RESULT "):]) for line in proc.stdout.splitlines()

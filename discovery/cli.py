@@ -12,11 +12,8 @@ import tempfile
 import textwrap
 import time
 
-from . import storage
-from .config import load_config
-from .query import QueryError
-from .store import Warehouse, WarehouseError
-from .store.lease import holder as lease_holder
+# Commands import what they use when they run: ``--help`` and the first line of a refresh come before pyarrow,
+# pandas and the index store are loaded (about a second and a half of imports).
 
 
 class UsageError(Exception):
@@ -54,13 +51,18 @@ def _spark_submit() -> str:
 
 
 def cmd_refresh(args) -> int:
-    from .refresh.display import RefreshDisplay, totals, usage_text
-    from .refresh.launch import submit_env
-    from .refresh.progress import Progress
-
+    say = (lambda text: None) if args.json else (lambda text: print(f"lakescout refresh: {text}", flush=True))
     if not os.path.isdir(args.lake) and "://" not in args.lake:
         raise UsageError(f"lake folder {args.lake!r} " + ("is not a folder" if os.path.exists(args.lake)
                                                           else "does not exist"))
+    say(f"checking the lake {args.lake} and the warehouse {args.warehouse}")
+    from . import storage
+    from .config import load_config
+    from .refresh.display import RefreshDisplay, failed_text, totals, usage_text
+    from .refresh.launch import submit_env
+    from .refresh.progress import NOTE, Progress
+    from .store.lease import holder as lease_holder
+
     storage.check(args.lake, "lake")
     storage.check(args.warehouse, "warehouse")
     config = load_config(args.config)
@@ -70,7 +72,9 @@ def cmd_refresh(args) -> int:
     spec = importlib.util.find_spec("spark_jobs.refresh")
     if spec is None or spec.origin is None:
         raise UsageError("the spark_jobs package is not installed next to discovery")
-    cmd = [_spark_submit(), "--master", args.master or config.spark.master, spec.origin,
+    master = args.master or config.spark.master
+    say(f"starting Spark ({master})")
+    cmd = [_spark_submit(), "--master", master, spec.origin,
            "--warehouse", args.warehouse, "--lake", args.lake]
     if args.full:
         cmd.append("--full")
@@ -91,6 +95,8 @@ def cmd_refresh(args) -> int:
             progress = Progress.parse(line)
             if progress is not None:
                 display.progress(progress)
+            elif line.startswith(NOTE):
+                display.note(line[len(NOTE):].rstrip())
             elif line.startswith('{"stage"'):
                 display.stage_finished(json.loads(line))
             elif line.startswith("LAKESCOUT_RESULT "):
@@ -109,13 +115,15 @@ def cmd_refresh(args) -> int:
         print(json.dumps(result, default=str))
     else:
         print(f"published snapshot {result['snapshot_id']} (refresh {result['refresh_id']}) "
-              f"in {result['seconds']} s (stages {usage_text(result['stage_seconds'], result['cpu'])})")
+              f"in {result['seconds']} s (stages {usage_text(result['stage_seconds'], result['cpu'])})"
+              + failed_text(result.get("failed_tables", {})))
     return 0
 
 
 # -- status ----------------------------------------------------------------------------------------------------------
 def cmd_status(args) -> int:
     from .status import warehouse_status
+    from .store import Warehouse
 
     st = warehouse_status(Warehouse(args.warehouse))
     if args.json:
@@ -273,6 +281,7 @@ def _batch_on_spark(args, spec: str) -> dict | None:
     """The summary of a batch answered by a ``spark-submit`` application on ``--master`` (``spark_jobs.query_batch``),
     or None when the batch is smaller than ``[batch] spark_min_queries`` and runs in this process instead."""
     from .batch import batch_snapshot, open_batch, parse_spec
+    from .config import load_config
     from .refresh.launch import submit_env
 
     batch = parse_spec(spec)
@@ -441,7 +450,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (UsageError, QueryError, WarehouseError, FileNotFoundError, ValueError) as exc:
+    except Exception as exc:
+        from .query import QueryError
+        from .store import WarehouseError
+
+        if not isinstance(exc, (UsageError, QueryError, WarehouseError, FileNotFoundError, ValueError)):
+            raise
         print(f"lakescout {args.command}: {exc}", file=sys.stderr)
         return 2
 

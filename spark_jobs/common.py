@@ -31,14 +31,18 @@ from spark_jobs.progress import StageProgress
 
 
 #: Settings of every Lakescout application that its submitter did not set (``--conf``, ``spark-defaults.conf``):
-#: Arrow transfers, no console bar (the stages report their own progress), and the worker daemon that keeps a task's
-#: fixed costs low (:mod:`spark_jobs.worker`).
+#: Arrow transfers, no console bar (the stages report their own progress), the worker daemon that keeps a task's
+#: fixed costs low (:mod:`spark_jobs.worker`), and Spark's log from warnings up (its INFO lines, some 300 a stage,
+#: went through every DAG task's log).
 SESSION_DEFAULTS = {"spark.sql.execution.arrow.pyspark.enabled": "true", "spark.ui.showConsoleProgress": "false",
-                    "spark.python.daemon.module": "spark_jobs.worker"}
-#: ... and of an application on a ``local`` master: no web UI.  Starting its web server took 1 to 5 s of a JVM start
-#: on a shared 2-core machine, a fixed cost of every refresh (and of every stage of the DAG), and a refresh on this
-#: machine reports its own progress; ``spark.ui.enabled=true`` in ``spark-defaults.conf`` brings it back.
-LOCAL_DEFAULTS = {"spark.ui.enabled": "false"}
+                    "spark.python.daemon.module": "spark_jobs.worker", "spark.log.level": "WARN"}
+#: ... and of an application on a ``local`` master: no web UI, and the driver on the loopback address.  Starting the
+#: UI's web server took 1 to 5 s of a JVM start on a shared 2-core machine, a fixed cost of every refresh (and of
+#: every stage of the DAG), and a refresh reports its own progress (``spark.ui.enabled=true`` in
+#: ``spark-defaults.conf`` brings it back).  Resolving and binding the host name costs every task a network round
+#: trip through the name service, which in sandboxed hosts multiplies per-task overhead.
+LOCAL_DEFAULTS = {"spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1",
+                  "spark.driver.bindAddress": "127.0.0.1"}
 
 
 def spark_session(app_name: str, master: str | None = None, java_options: str | None = None):
@@ -48,10 +52,8 @@ def spark_session(app_name: str, master: str | None = None, java_options: str | 
     default :func:`~discovery.refresh.launch.driver_java_options` (under spark-submit the submitter chose them).
 
     Under spark-submit (which hands its JVM to Python through ``PYSPARK_GATEWAY_PORT``) the master and every
-    ``--conf`` live in that JVM and are only visible once the context exists, so the builder must not name a master:
-    one set here would override ``--master`` and run a "cluster" refresh on the driver alone.  Started from plain
-    Python, a local master binds the driver to the loopback address: resolving and binding the host name costs every
-    task a network round trip through the name service, which in sandboxed hosts multiplies per-task overhead.
+    ``--conf`` live in that JVM's configuration, read here before the context exists; the builder must not name a
+    master: one set here would override ``--master`` and run a "cluster" refresh on the driver alone.
     """
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
@@ -71,8 +73,6 @@ def spark_session(app_name: str, master: str | None = None, java_options: str | 
         master = master or os.environ.get("LAKESCOUT_SPARK_MASTER", "local[*]")
         given = SparkConf(loadDefaults=False).setMaster(master)
         builder = builder.master(master)
-        if master.startswith("local"):
-            builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     local = (given.get("spark.master") or "local").startswith("local")
     for key, value in {**SESSION_DEFAULTS, **(LOCAL_DEFAULTS if local else {})}.items():
         if not given.contains(key):

@@ -311,7 +311,7 @@ class HeldOut:
         its best for ``patience`` checks, which ends training."""
         loss = self.loss(encode)
         self.losses.append((step, loss))
-        if loss < self.best - self.config.min_improvement * abs(self.best):
+        if not self.losses[:-1] or loss < self.best - self.config.min_improvement * abs(self.best):
             self.best, self.since_best = loss, 0
         else:
             self.since_best += 1
@@ -337,7 +337,9 @@ def train_join_encoder(values: list[str], config: JoinEncoderConfig = JoinEncode
     import torch
 
     from .mined import mine_pairs, word_matrix  # scipy.sparse: training only, kept off the query path
-    from .optim import Adam, SparseAdam
+    from torch.nn import functional as F
+
+    from .optim import Adam, RowAdam
 
     spelled = prepare_strings(values, config.canonicalize, config.spans)
     prepared = sorted({s for s in spelled if s})
@@ -352,27 +354,31 @@ def train_join_encoder(values: list[str], config: JoinEncoderConfig = JoinEncode
     torch.set_num_threads(config.threads)
     try:
         torch.manual_seed(config.seed)
-        embedding = torch.nn.EmbeddingBag(config.buckets, config.embed_dim, mode="sum", sparse=True)
+        embedding = torch.nn.EmbeddingBag(config.buckets, config.embed_dim, mode="sum")
         torch.nn.init.normal_(embedding.weight, std=0.1)
-        gate = torch.nn.Embedding(config.buckets, 1, sparse=True)
+        gate = torch.nn.Embedding(config.buckets, 1)
         torch.nn.init.zeros_(gate.weight)
         mlp = torch.nn.Sequential(torch.nn.Linear(config.embed_dim, config.hidden), torch.nn.ReLU(),
                                   torch.nn.Linear(config.hidden, config.dim))
-        opt_sparse = SparseAdam(list(embedding.parameters()) + list(gate.parameters()), lr=config.lr)
+        table, gates = embedding.weight.detach(), gate.weight.detach()  # updated row by row (RowAdam)
+        opt_rows = RowAdam([table, gates], lr=config.lr)
         opt_dense = Adam(mlp.parameters(), lr=config.lr)
         batch = min(config.batch_size, len(pool))
 
+        def bags(ids, weights, offsets, rows: torch.Tensor, row_gates: torch.Tensor) -> torch.Tensor:
+            """Unit vectors of the values whose features (``ids`` into ``rows``) and weights are given."""
+            n = len(offsets) - 1
+            w = torch.from_numpy(weights.astype(np.float32)) * _importance(row_gates[ids][:, 0])
+            bag = F.embedding_bag(ids, rows, torch.from_numpy(offsets[:-1]), mode="sum", per_sample_weights=w)
+            wsum = torch.zeros(n).index_add_(0, torch.from_numpy(np.repeat(np.arange(n), np.diff(offsets))), w)
+            return F.normalize(mlp(bag / wsum.clamp_min(1e-12)[:, None]), dim=1)
+
         def encode(strings: list[str]) -> torch.Tensor:
             ids, weights, offsets = featurize(strings, config)
-            id_t = torch.from_numpy(ids)
-            w = torch.from_numpy(weights.astype(np.float32)) * _importance(gate(id_t)[:, 0])
-            bag = embedding(id_t, torch.from_numpy(offsets[:-1]), per_sample_weights=w)
-            wsum = torch.zeros(len(strings)).index_add_(0, torch.from_numpy(np.repeat(
-                np.arange(len(strings)), np.diff(offsets))), w)
-            return torch.nn.functional.normalize(mlp(bag / wsum.clamp_min(1e-12)[:, None]), dim=1)
+            return bags(torch.from_numpy(ids), weights, offsets, table, gates)
 
         def export() -> JoinEncoder:
-            return JoinEncoder(replace(config, steps=step), _weights(embedding, gate, mlp), column)
+            return JoinEncoder(replace(config, steps=step), _weights(table, gates, mlp), column)
 
         stripped = strip_punctuation(prepared)
         words = word_matrix(stripped) if config.mined_share > 0 or config.hard_share > 0 else None
@@ -399,31 +405,36 @@ def train_join_encoder(values: list[str], config: JoinEncoderConfig = JoinEncode
                 one, other = (prepared[int(x)] for x in (mined[k] if rng.random() < 0.5 else mined[k][::-1]))
                 left.append(one)
                 right.append(vary(rng, other, vocabulary, 1) if rng.random() < 0.3 else other)
-            left = prepare_strings(left, config.canonicalize, config.spans)
-            right = prepare_strings(right, config.canonicalize, config.spans)
-            a, b = encode(left), encode(right)
+            (l_ids, l_w, l_off), (r_ids, r_w, r_off) = (
+                featurize(prepare_strings(side, config.canonicalize, config.spans), config) for side in (left, right))
+            used, local = np.unique(np.concatenate((l_ids, r_ids)), return_inverse=True)
+            rows = torch.from_numpy(used)
+            step_rows = table.index_select(0, rows).requires_grad_()  # the rows this step reads and trains
+            step_gates = gates.index_select(0, rows).requires_grad_()
+            local = torch.from_numpy(local)
+            a = bags(local[:len(l_ids)], l_w, l_off, step_rows, step_gates)
+            b = bags(local[len(l_ids):], r_w, r_off, step_rows, step_gates)
             loss = _pair_loss(a, b, config)
             if n_hard and config.hard_weight > 0:
                 start = batch - n_mined - 2 * n_hard
                 apart = (a[start:start + 2 * n_hard:2] - a[start + 1:start + 2 * n_hard:2]).pow(2).sum(dim=1)
                 apart = apart.clamp_min(1e-12).sqrt()
                 loss = loss + config.hard_weight * (config.hard_margin - apart).clamp_min(0).pow(2).mean()
-            opt_sparse.zero_grad()
             opt_dense.zero_grad()
             loss.backward()
-            opt_sparse.step()
+            opt_rows.step(rows, [step_rows.grad, step_gates.grad])
             opt_dense.step()
             step += 1
     finally:
         torch.set_num_threads(previous_threads)
-    return JoinEncoder(replace(config, steps=step), _weights(embedding, gate, mlp), column)
+    return JoinEncoder(replace(config, steps=step), _weights(table, gates, mlp), column)
 
 
-def _weights(embedding, gate, mlp) -> dict[str, np.ndarray]:
-    """The trained modules' weights as the numpy arrays :class:`JoinEncoder` computes with (copies)."""
+def _weights(table, gates, mlp) -> dict[str, np.ndarray]:
+    """The trained weights as the numpy arrays :class:`JoinEncoder` computes with (copies)."""
     return {
-        "embedding": embedding.weight.detach().numpy().copy(),
-        "importance": _importance(gate.weight.detach()[:, 0]).numpy(),
+        "embedding": table.numpy().copy(),
+        "importance": _importance(gates[:, 0]).numpy(),
         "w1": mlp[0].weight.detach().numpy().T.copy(), "b1": mlp[0].bias.detach().numpy().copy(),
         "w2": mlp[2].weight.detach().numpy().T.copy(), "b2": mlp[2].bias.detach().numpy().copy(),
     }

@@ -1,11 +1,12 @@
-"""Adam and sparse (lazy) Adam for the encoders' training, written out so that training never imports ``torch._dynamo``.
+"""Adam, and lazy Adam on rows of embedding tables, for the encoders' training, written out so that training never
+imports ``torch._dynamo``.
 
 ``torch.optim``'s optimizers wrap their methods so that ``torch.compile`` leaves them alone, and the wrapper imports
 ``torch._dynamo`` on first use: 2.6 to 5.6 CPU seconds in every process that trains (measured on the shared 2-core
 machine), more than a small lake's whole training, and paid by each of the embed stage's two training tasks.  The
 encoders compile nothing, so these classes do what ``torch.optim.Adam`` (its single-tensor CPU path, no weight decay,
-no AMSGrad) and ``torch.optim.SparseAdam`` do, operation for operation: the same tensors come out bit for bit
-(``tests/test_encoders_trained.py`` checks both against ``torch.optim``).
+no AMSGrad) and ``torch.optim.SparseAdam`` do, operation for operation: given the same gradients, the same tensors come
+out bit for bit (``tests/test_training_stop.py`` checks both against ``torch.optim``).
 """
 from __future__ import annotations
 
@@ -43,37 +44,39 @@ class Adam:
                 p.addcdiv_(exp_avg, denom, value=-step_size)
 
 
-class SparseAdam(Adam):
-    """``torch.optim.SparseAdam(params, lr)``: Adam whose moments and parameters change only in the rows a sparse
-    gradient holds (embedding tables of which a batch touches a few rows).  Where torch adds sparse tensors to the
-    dense state (``sparse_mask``, sparse ``add_``), this gathers and adds the coalesced gradient's rows by index: the
-    same float operations on the same rows (each row once), in a third less CPU time a step."""
+class RowAdam:
+    """Adam on the rows of embedding tables that a step read, as ``torch.optim.SparseAdam`` does (lazy Adam: moments
+    and weights change only in those rows), given those rows' dense gradients.
 
-    def __init__(self, params, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
-        super().__init__(params, lr, betas, eps)
-        self.steps = [0] * len(self.params)
+    A step reads a few thousand rows of tables of 2^18; training gathers them into a small tensor, so that autograd
+    differentiates that tensor instead of building sparse gradients of the whole table (which ``SparseAdam`` must then
+    coalesce): a join-encoder step took half the CPU time of torch's sparse path.  The update is ``SparseAdam``'s,
+    operation for operation, on the coalesced gradient (``tests/test_training_stop.py``); the gradient itself sums a
+    row's occurrences in another order than torch's sparse backward, so training equals it up to float rounding."""
 
-    def step(self) -> None:
+    def __init__(self, tables, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
         import torch
 
+        self.tables = list(tables)
+        self.lr, (self.beta1, self.beta2), self.eps = lr, betas, eps
+        self.state = [(torch.zeros_like(t), torch.zeros_like(t)) for t in self.tables]
+        self.steps = 0
+
+    def step(self, rows, grads) -> None:
+        """Update the ``rows`` (distinct indices) of every table with its gradient rows ``grads[i]``."""
+        import torch
+
+        self.steps += 1
+        step_size = self.lr * math.sqrt(1 - self.beta2 ** self.steps) / (1 - self.beta1 ** self.steps)
         with torch.no_grad():
-            for i, (p, (_, exp_avg, exp_avg_sq)) in enumerate(zip(self.params, self.state)):
-                if p.grad is None:
-                    continue
-                self.steps[i] += 1
-                grad = p.grad.coalesce()  # the update is non-linear, so each row once
-                rows, values = grad.indices()[0], grad.values()
-                if values.numel() == 0:
-                    continue
+            for table, grad, (exp_avg, exp_avg_sq) in zip(self.tables, grads, self.state):
                 old_avg = exp_avg.index_select(0, rows)
-                avg_update = values.sub(old_avg).mul_(1 - self.beta1)
+                avg_update = grad.sub(old_avg).mul_(1 - self.beta1)
                 exp_avg.index_add_(0, rows, avg_update)
                 old_sq = exp_avg_sq.index_select(0, rows)
-                sq_update = values.pow(2).sub_(old_sq).mul_(1 - self.beta2)
+                sq_update = grad.pow(2).sub_(old_sq).mul_(1 - self.beta2)
                 exp_avg_sq.index_add_(0, rows, sq_update)
                 numer = avg_update.add_(old_avg)
                 sq_update.add_(old_sq)
                 denom = sq_update.sqrt_().add_(self.eps)
-                step = self.steps[i]
-                step_size = self.lr * math.sqrt(1 - self.beta2 ** step) / (1 - self.beta1 ** step)
-                p.index_add_(0, rows, -step_size * numer.div_(denom))
+                table.index_add_(0, rows, -step_size * numer.div_(denom))

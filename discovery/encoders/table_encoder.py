@@ -337,10 +337,9 @@ def _flat(losses: list[float], loss: float, config: TableEncoderConfig) -> bool:
     """Record ``loss``; True when none of the last ``patience`` losses fell ``min_improvement`` below the best
     before them."""
     losses.append(loss)
-    best = losses[0]
-    since = 0
+    best, since = losses[0], 0
     for value in losses[1:]:
-        if value < best - config.min_improvement * abs(best):  # Eq. 4 falls below zero as training goes
+        if value < best - config.min_improvement * abs(best) or best == float("inf"):  # Eq. 4 may fall below 0
             best, since = value, 0
         else:
             since += 1

@@ -238,13 +238,15 @@ def train_table_encoder(tables: list[RawTable], column_encoder: Encoder | None =
                         config: TableEncoderConfig = TableEncoderConfig(),
                         kinds: list[list[str]] | None = None,
                         names: list[list[str]] | None = None,
-                        stop: Callable[[int], bool] | None = None) -> TableEncoder:
+                        stop: Callable[[int], bool] | None = None,
+                        on_check: Callable[[int, float], None] | None = None) -> TableEncoder:
     """Train the TACTUS table encoder on raw lake tables (each a list of columns of cells), Algorithm 1.
 
     ``kinds`` gives each column's inferred type ("string", "int", ...; default "string"), ``names`` each column's
     name (for the column encoder's header channel; default none).  Seeded; bounded by
     ``config.epochs``, if positive ``config.max_steps``, and ``stop(steps_done)`` asked after every batch (a time
-    budget); uses ``config.threads`` torch threads and restores the caller's setting afterwards.
+    budget); uses ``config.threads`` torch threads and restores the caller's setting afterwards.  ``on_check(steps,
+    held-out loss)`` is called at every held-out check (before each epoch).
     """
     import torch
 
@@ -274,8 +276,12 @@ def train_table_encoder(tables: list[RawTable], column_encoder: Encoder | None =
         steps = 0
         losses: list[float] = []
         for _ in range(config.epochs):
-            if held_views and _flat(losses, _held_loss(model, held_views, config), config):
-                break
+            if held_views:
+                loss = _held_loss(model, held_views, config)
+                if on_check is not None:
+                    on_check(steps, loss)
+                if _flat(losses, loss, config):
+                    break
             order = list(range(len(prepared)))
             order_rng.shuffle(order)
             for start in range(0, len(order), config.batch_size):

@@ -22,17 +22,17 @@ export PYSPARK_PYTHON := $(BIN)/python
 
 venv: $(STAMP) $(WARM)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-lineage.txt pyproject.toml
 	@java -version >/dev/null 2>&1 || { echo "Java 17 is required by Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet -r requirements.txt -r requirements-lineage.txt
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 # numba's cache, so that the first join, numerical join or union query need not compile its kernels; numba keys the
 # cache on the kernels' source files, so it is filled again whenever one of them changes.  Then the class archive
-# that Spark's driver JVM maps instead of loading its classes at every start (discovery/refresh/launch.py).
+# that Spark's driver JVM maps instead of loading its classes at every start (discovery/submit.py).
 $(WARM): $(STAMP) $(wildcard discovery/join/*.py) $(wildcard discovery/union/*.py) $(wildcard discovery/numjoin/*.py)
 	$(BIN)/python -m spark_jobs.warmup > /dev/null
 	$(BIN)/python -m discovery.join.warmup
@@ -53,6 +53,9 @@ demo: sample-lake
 	$(BIN)/lakescout join --warehouse $(LAKESCOUT_WAREHOUSE) --query partners/vendor_master.csv --column Vendor
 	$(BIN)/lakescout nary --warehouse $(LAKESCOUT_WAREHOUSE) --query retail/stores/store_locations_q1.csv --key country,city
 	$(BIN)/lakescout join --warehouse $(LAKESCOUT_WAREHOUSE) --query geo/weather_stations.csv --column lat,lng
+	@echo; echo "== answers written out (outputs/)"
+	$(BIN)/lakescout augment --warehouse $(LAKESCOUT_WAREHOUSE) --query partners/vendor_master.csv --column Vendor --output outputs/vendors_with_orders.parquet --overwrite
+	$(BIN)/lakescout stack --warehouse $(LAKESCOUT_WAREHOUSE) --query finance/registers/firms.tsv -k 3 --output outputs/firms_and_alike.csv --overwrite
 
 # Tools some tests use from Debian: Chromium (UI test) and docker-compose (validates docker-compose.yaml; no
 # container engine is needed).  Installed when missing and apt is usable (root on Debian); otherwise those tests skip.
@@ -85,4 +88,4 @@ test: venv test-tools
 	$(BIN)/pytest -q -rs $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(LAKESCOUT_WAREHOUSE) $(LAKESCOUT_LAKE) .airflow
+	rm -rf $(LAKESCOUT_WAREHOUSE) $(LAKESCOUT_LAKE) .airflow outputs

@@ -46,7 +46,7 @@ def write_result(name: str, payload: dict) -> str:
     return path
 
 
-def refresh_lake(lake: str, warehouse: str, app: str) -> tuple[dict, float]:
+def refresh_lake(lake: str, warehouse: str, app: str, config_path: str | None = None) -> tuple[dict, float]:
     """Build (or refresh) ``warehouse`` from ``lake`` with the real refresh on local[2]: (result, seconds)."""
     import time
 
@@ -57,5 +57,40 @@ def refresh_lake(lake: str, warehouse: str, app: str) -> tuple[dict, float]:
     spark = spark_session(app)
     spark.sparkContext.setLogLevel("ERROR")
     t0 = time.perf_counter()
-    out = refresh(spark, warehouse, lake)
+    out = refresh(spark, warehouse, lake, config_path=config_path)
     return out, time.perf_counter() - t0
+
+
+def autofj_warehouse(root, names: list[str], workdir, master: str,
+                     config_path: str | None = None) -> tuple[str, float | None]:
+    """Lake of the 100 AutoFJ tables (``<Dataset>_left.csv`` / ``<Dataset>_right.csv``) under ``workdir``,
+    refreshed into its warehouse by the real pipeline (every stage; default configuration unless ``config_path``)
+    unless the warehouse already has a snapshot; returns (warehouse, refresh wall seconds, or None when an existing
+    snapshot was reused)."""
+    import shutil
+    import time
+    from pathlib import Path
+
+    from discovery.store import Warehouse, list_snapshots
+    from spark_jobs.common import spark_session
+    from spark_jobs.refresh import refresh
+
+    root, workdir = Path(root), Path(workdir)
+    lake, wh = workdir / "lake", workdir / "warehouse"
+    lake.mkdir(parents=True, exist_ok=True)
+    for n in names:
+        for side in ("left", "right"):
+            if not (lake / f"{n}_{side}.csv").exists():
+                shutil.copyfile(root / n / f"{side}.csv", lake / f"{n}_{side}.csv")
+    if Warehouse(str(wh)).exists() and list_snapshots(Warehouse(str(wh))):
+        return str(wh), None
+    os.environ["LAKESCOUT_SPARK_MASTER"] = master
+    spark = spark_session("lakescout-bench-autofj")
+    spark.sparkContext.setLogLevel("ERROR")
+    t0 = time.perf_counter()
+    out = refresh(spark, str(wh), str(lake), config_path=config_path)
+    seconds = time.perf_counter() - t0
+    spark.stop()
+    if not out.get("published"):
+        raise RuntimeError(f"AutoFJ refresh failed: {out}")
+    return str(wh), seconds

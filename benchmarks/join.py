@@ -70,7 +70,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import csv  # noqa: E402
 import json  # noqa: E402
-import shutil  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -84,16 +83,13 @@ import scipy.sparse as sp  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import discovery  # noqa: E402
-from benchmarks.common import print_table, shared_path  # noqa: E402
+from benchmarks.common import autofj_warehouse, print_table, shared_path  # noqa: E402
 from discovery.config import Config, load_config  # noqa: E402
 from discovery.encoders.hash_encoder import prepare_strings  # noqa: E402
 from discovery.join import JoinIndex, chord_threshold, map_to_pivots, max_distance, select_pivots  # noqa: E402
 from discovery.join.metric import canonical_squared, from_chord  # noqa: E402
 from discovery.join.service import loaded_index  # noqa: E402
 from discovery.join.stage import COLUMN_KEY_BASE, ROW_KEYS  # noqa: E402
-from discovery.store import Warehouse, list_snapshots  # noqa: E402
-from spark_jobs.common import spark_session  # noqa: E402
-from spark_jobs.refresh import refresh  # noqa: E402
 
 METHODS = ("pexeso", "pexeso-h", "exact")
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -364,30 +360,6 @@ def _distance_summary(sq, tau_sq, metric):
             "share_within_tau": float((sq <= tau_sq).mean())}
 
 
-def _autofj_warehouse(root, names, workdir, master):
-    """Lake of the 100 AutoFJ tables under ``workdir``, refreshed into its warehouse by the real pipeline (every
-    stage, default configuration) unless the warehouse already has a snapshot; returns (warehouse, refresh wall
-    seconds, or None when an existing snapshot was reused)."""
-    lake, wh = workdir / "lake", workdir / "warehouse"
-    lake.mkdir(parents=True, exist_ok=True)
-    for n in names:
-        for side in ("left", "right"):
-            if not (lake / f"{n}_{side}.csv").exists():
-                shutil.copyfile(root / n / f"{side}.csv", lake / f"{n}_{side}.csv")
-    if Warehouse(str(wh)).exists() and list_snapshots(Warehouse(str(wh))):
-        return str(wh), None
-    os.environ["LAKESCOUT_SPARK_MASTER"] = master
-    spark = spark_session("lakescout-bench-autofj")
-    spark.sparkContext.setLogLevel("ERROR")
-    t0 = time.perf_counter()
-    out = refresh(spark, str(wh), str(lake))
-    seconds = time.perf_counter() - t0
-    spark.stop()
-    if not out.get("published"):
-        raise RuntimeError(f"AutoFJ refresh failed: {out}")
-    return str(wh), seconds
-
-
 def autofj(args):
     """The AutoFJ part (see the module docstring); returns its results, or None when the data is missing."""
     root = shared_path("autofj")
@@ -405,7 +377,7 @@ def autofj(args):
     root = Path(root)
     names = sorted(d.name for d in root.iterdir() if (d / "gt.csv").is_file())
     with tempfile.TemporaryDirectory() as tmp:
-        wh, wall = _autofj_warehouse(root, names, Path(args.workdir or tmp), args.master)
+        wh, wall = autofj_warehouse(root, names, Path(args.workdir or tmp), args.master)
         return _autofj_measure(root, names, wh, wall, args.seed)
 
 

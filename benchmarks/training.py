@@ -106,8 +106,9 @@ def join_curve(name: str, steps: int, quality_at: set[int], work: str) -> dict |
         return None
     config, tables = _sample(lake)
     values, columns = join_training_columns(tables, config.embed, config.embed.seed)
-    quality = None
-    if name == "autofj":
+    if name != "autofj":
+        quality = None
+    else:
         import benchmarks.encoders as enc_bench
 
         enc_bench.MATCH_TAUS = (0.03, 0.04, 0.06)

@@ -6,7 +6,8 @@ catalog what changed, commits once per refresh (a retried task does not commit t
 snapshot untouched until the final ``publish`` task, which emits the ``lakescout_snapshot`` asset that query DAGs can
 be scheduled on.  ``max_active_runs=1`` keeps this DAG to one run at a time; the warehouse lease, taken by ``begin``,
 renewed by every stage and released by ``publish`` (or the ``release`` teardown after a failure), keeps the DAG, a
-CLI refresh and maintenance from writing at once (``discovery.store.lease``).
+CLI refresh and maintenance from writing at once (``discovery.store.lease``).  With the OpenLineage provider
+configured, ``publish`` reports the lake tables the refresh read and the index tables it wrote (``discovery.lineage``).
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from airflow.sdk import Asset, Param, dag, task
 
 from discovery import storage
 from discovery.config import load_config
-from discovery.refresh.launch import submit_env
+from discovery.lineage import refresh_datasets, report_lineage
+from discovery.submit import submit_env
 from spark_jobs.stages import STAGES
 
 LAKE = os.environ.get("LAKESCOUT_LAKE", os.path.abspath("sample_lake"))
@@ -30,7 +32,7 @@ SNAPSHOT_ASSET = Asset(name="lakescout_snapshot", uri=f"file://{os.path.abspath(
 
 class StageSubmit(SparkSubmitOperator):
     """A refresh stage as a spark-submit application, with the run's storage credentials in its environment and the
-    driver JVM's options of ``discovery.refresh.launch`` in this task process's, which spark-submit inherits."""
+    driver JVM's options of ``discovery.submit`` in this task process's, which spark-submit inherits."""
 
     def execute(self, context):
         self.env_vars = {**(self.env_vars or {}), **storage.airflow_connection_env(context["params"].get("aws_conn_id", ""))}
@@ -113,7 +115,7 @@ def lake_refresh():
 
         storage.use_airflow_connection(params)
         out = publish_snapshot(params["warehouse"], refresh_id, params["lake"])
-        return {"snapshot_id": out["snapshot_id"], "refresh_id": refresh_id}
+        return {"snapshot_id": out["snapshot_id"], "refresh_id": refresh_id, "warehouse": params["warehouse"]}
 
     @task
     def release(params=None, ti=None) -> bool:
@@ -125,6 +127,7 @@ def lake_refresh():
         return refresh_id is not None and release_refresh(params["warehouse"], int(refresh_id))
 
     done = publish(refresh_id)
+    report_lineage(done.operator, lambda out: refresh_datasets(out["warehouse"], out["refresh_id"]))
     previous >> done
     done >> release().as_teardown(setups=refresh_id)
 

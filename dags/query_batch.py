@@ -12,6 +12,9 @@ connection (``spark_default``, as the refresh stages; empty: always in the task)
 whose tasks answer the queries (``spark_jobs.query_batch``), with the same answers, commit and failures.  For such a
 batch ``validate`` checks the spec and the snapshot only, and the Spark tasks check each query, all before anything
 is written, rather than one worker reading every query table twice.
+
+With the OpenLineage provider configured, ``run`` reports the lake tables the batch touched and ``query_results``
+(``discovery.lineage``).
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from datetime import datetime
 from airflow.sdk import Param, dag, task
 
 from discovery import storage
+from discovery.lineage import batch_datasets, report_lineage
 
 WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
 log = logging.getLogger(__name__)
@@ -95,8 +99,8 @@ def query_batch():
 
     @task
     def run(checked: dict, params=None, run_id=None) -> dict:
-        """Answer every query (in this task, or on Spark) and record the batch in one commit; the summary is the XCom
-        value."""
+        """Answer every query (in this task, or on Spark) and record the batch in one commit; the summary (and the
+        warehouse) is the XCom value."""
         from discovery.batch import run_batch
         from discovery.locations import check_location
 
@@ -112,9 +116,10 @@ def query_batch():
         else:
             summary = run_batch(warehouse, checked["spec"], **kwargs)
         log.info("batch summary: %s", json.dumps(summary, default=str))
-        return summary
+        return {**summary, "warehouse": warehouse}
 
-    run(validate())
+    answered = run(validate())
+    report_lineage(answered.operator, lambda out: batch_datasets(out["warehouse"], out))
 
 
 query_batch()

@@ -1,7 +1,8 @@
 """Python API: ``discovery.open(warehouse)`` returns a :class:`Lakescout` pinned to one snapshot.
 
-Methods mirror the CLI.  The object keeps answering from the snapshot it was opened on until :meth:`refresh` moves
-it to the latest one, so a long-running service sees a consistent index between refreshes.
+Methods mirror the CLI.  The object keeps answering from the snapshot it was opened on until :meth:`latest` moves it
+to the newest one, so a long-running service sees a consistent index between refreshes.  (Building a snapshot is the
+CLI's ``lakescout refresh`` or the ``lake_refresh`` DAG; nothing here writes the index.)
 """
 from __future__ import annotations
 
@@ -21,13 +22,52 @@ class Lakescout:
     def snapshot_id(self) -> int:
         return self.snapshot.snapshot_id
 
-    def refresh(self) -> Snapshot:
-        """Move to the latest published snapshot."""
+    def latest(self) -> Snapshot:
+        """Move to the latest published snapshot (later searches answer from it) and return it."""
         self.snapshot = load_snapshot(self.warehouse)
         return self.snapshot
 
+    #: The former name of :meth:`latest`, kept so existing code runs: it moves to the latest snapshot and builds
+    #: nothing (unlike ``lakescout refresh``, which builds one).
+    refresh = latest
+
     def status(self) -> dict:
+        """What ``lakescout status --json`` prints, for this object's snapshot: the snapshot, table counts by status
+        and format, failed and stale tables with their reasons, tables indexed with warnings, rows of each index
+        table, and the stages of the recent refreshes of the warehouse."""
         return warehouse_status(self.warehouse, self.snapshot)
+
+    def tables(self, path: str | list[str] | None = None, format: str | list[str] | None = None,
+               status: str | list[str] | None = None) -> list[dict]:
+        """The lake tables this snapshot catalogues, by path, with format, status, rows, columns, bytes and the
+        version indexed; filtered by gitignore-style ``path`` patterns, ``format`` and ``status`` (each a value or a
+        list; default status: all but deleted).  See :func:`discovery.browse.list_tables`."""
+        from .browse import list_tables
+
+        return list_tables(self.snapshot, path, format, status)
+
+    def describe(self, table: str | int) -> dict:
+        """One lake table (an id or a catalogued path) as this snapshot knows it: catalog row, warnings, and each
+        column's inferred type, counts, the indexes it is in and why not the others.  See
+        :func:`discovery.browse.describe_table`."""
+        from .browse import describe_table
+
+        return describe_table(self.snapshot, table if isinstance(table, str) else check_id("table", table))
+
+    def find(self, words: str | list[str], k: int = DEFAULT_K, values: bool = False) -> dict:
+        """The ``k`` lake tables whose table and column names best match ``words`` (a list of terms, each a name or
+        part of one, in any case and with any separators; a string is one term), with the name each term matched;
+        ``values``: also match terms against the distinct values sampled from text columns.  See
+        :mod:`discovery.find`."""
+        from .find import find_tables
+        from .params import ParameterError, count
+
+        terms = [words] if isinstance(words, str) else words
+        if not isinstance(terms, (list, tuple)) or not all(isinstance(t, str) for t in terms):
+            raise ParameterError("words", "words must be a list of strings (names or parts of names)")
+        if not isinstance(values, bool):
+            raise ParameterError("values", f"values must be true or false, got {values!r}")
+        return find_tables(self.snapshot, list(terms), count("k", k), values)
 
     def _checked(self, kind: str, query, params: dict) -> tuple[QueryTable, dict]:
         """The resolved query and the parameters checked by :mod:`discovery.params` (one-line
@@ -116,6 +156,72 @@ class Lakescout:
         table, checked = self._checked("nary", query, {"key": key, "k": k, "method": method, "bits": bits,
                                                        "initial_column": initial_column})
         return nary_search(self.snapshot, table, **checked)
+
+
+    # -- acting on answers -----------------------------------------------------------------------------------------
+    def stack(self, query, *, tables=None, k: int = DEFAULT_K, min_score: float | None = None,
+              method: str = "pgtus++", tau: float | None = None, query_rows: bool = True, dedupe: bool = False,
+              strict: bool = False, output: str | None = None, format: str | None = None, overwrite: bool = False,
+              master: str | None = None):
+        """The union a union search describes, as one table: the query's rows (unless ``query_rows`` is False),
+        then each result table's rows with its columns placed by the alignment that scored it (unaligned query
+        columns null), and provenance columns naming each row's lake table, its indexed version and the snapshot.
+
+        Which tables: the top ``k`` of the search (``method``, ``tau``), those of them scoring at least
+        ``min_score``, or the ``tables`` named (ids or lake paths).  ``dedupe`` keeps the first of identical rows.
+        Lake tables are read at the versions the snapshot indexed; a plain file changed since is used with a
+        warning, or refused with ``strict``.  Types: :mod:`discovery.materialize.coerce`.
+
+        Returns a ``pyarrow.Table`` (``.to_pandas()``) whose schema metadata ``b"lakescout"`` holds the JSON
+        description (rows, columns, sources, warnings); with ``output`` (a path or URI; ``format`` parquet, csv or
+        delta, else from the ending) writes it instead and returns the description.  With a Spark ``master`` and
+        lake tables of at least ``[materialize] spark_min_bytes``, the write runs as a Spark job.
+        """
+        from .materialize.actions import stack
+
+        return stack(self, query, tables=tables, k=k, min_score=min_score, method=method, tau=tau,
+                     query_rows=query_rows, dedupe=dedupe, strict=strict, output=output, format=format,
+                     overwrite=overwrite, master=master)
+
+    def augment(self, query, column: str | None = None, *, key: str | list[str] | None = None, rank: int = 1,
+                table: int | str | None = None, lake_column: str | None = None, lake_key=None, columns=None,
+                fan_out: str = "nearest", max_matches: int | None = None, tau: float | None = None,
+                tau_share: float | None = None, metric: str | None = None, strict: bool = False,
+                output: str | None = None, format: str | None = None, overwrite: bool = False,
+                master: str | None = None):
+        """The query's rows with columns of a lake table added through a join's matched values.
+
+        ``column`` joins as :meth:`join` does (text: each query value to its nearest lake value within ``tau``,
+        the pairs the search verifies; numbers, coordinates, vectors: the nearest lake value within tau); ``key``
+        joins on a multi-column key as :meth:`nary` does (equal normalised tuples).  The lake table is the
+        search's result at ``rank``, or ``table`` (id or path) through ``lake_column`` / ``lake_key``, else through
+        its most joinable column.  ``columns``: the lake columns to add (default all), named
+        ``<table short name>.<column>``, with ``<short>.distance``.
+
+        ``fan_out``: ``nearest`` (one row per query row: the first matching lake row in the table's order),
+        ``all`` (every matching lake row; more than ``max_matches``, default ``[materialize] max_matches``, for one
+        query row is refused) or
+        ``aggregate`` (count, first values, min / max / mean of number columns).  Several augmentations compose:
+        pass the returned table as the next ``query``.  Returns and writes as :meth:`stack` does.
+        """
+        from .materialize.actions import augment
+
+        return augment(self, query, column, key=key, rank=rank, table=table, lake_column=lake_column,
+                       lake_key=lake_key, columns=columns, fan_out=fan_out, max_matches=max_matches, tau=tau,
+                       tau_share=tau_share, metric=metric, strict=strict, output=output, format=format,
+                       overwrite=overwrite, master=master)
+
+    def pairs(self, query, column: str, *, rank: int = 1, table: int | str | None = None,
+              lake_column: str | None = None, tau: float | None = None, tau_share: float | None = None,
+              metric: str | None = None, output: str | None = None, format: str | None = None,
+              overwrite: bool = False):
+        """Every matched value pair of a join result (the result at ``rank``, or ``table`` / ``lake_column`` as in
+        :meth:`augment`): ``query_value``, ``lake_value``, ``distance``, and how many query rows and lake rows hold
+        each, nearest first.  Returns and writes as :meth:`stack` does."""
+        from .materialize.actions import pairs
+
+        return pairs(self, query, column, rank=rank, table=table, lake_column=lake_column, tau=tau,
+                     tau_share=tau_share, metric=metric, output=output, format=format, overwrite=overwrite)
 
 
 def open_warehouse(warehouse: str, snapshot_id: int | None = None) -> Lakescout:

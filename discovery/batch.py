@@ -17,7 +17,6 @@ there, so the set of kinds grows as search methods land and nothing answers for 
 """
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import time
@@ -31,7 +30,8 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from .api import Lakescout
-from .params import ParameterError, check_columns, check_id, check_params, check_query, parameters
+from .params import (ParameterError, check_columns, check_id, check_params, check_query, method_names,
+                     parameters)
 from .query import QueryError, QueryTable, read_query_file, resolve_query
 from .store import SCHEMAS, Snapshot, Warehouse, WarehouseError, load_snapshot, new_attempt_token
 from .store.files import resolve
@@ -44,18 +44,12 @@ class BatchError(ValueError):
 
 @dataclass(frozen=True)
 class Kind:
-    """How a batch kind maps onto a search: the ``Lakescout`` method and where the search keeps its tuple of method
-    names."""
+    """How a batch kind maps onto a search: the ``Lakescout`` method that answers it."""
 
     method: str
-    methods_from: str = ""
 
 
-KINDS: dict[str, Kind] = {
-    "union": Kind("union", methods_from="discovery.union"),
-    "join": Kind("join", methods_from="discovery.join"),
-    "nary": Kind("nary", methods_from="discovery.nary.search"),
-}
+KINDS: dict[str, Kind] = {"union": Kind("union"), "join": Kind("join"), "nary": Kind("nary")}
 
 _SPEC_KEYS = {"name", "snapshot_id", "queries"}
 _QUERY_KEYS = {"id", "kind", "query", "params"}
@@ -67,13 +61,12 @@ def available_kinds() -> list[str]:
 
 
 def method_choices(kind: str) -> tuple[str, ...] | None:
-    """The ``method`` names the search of ``kind`` accepts (its module's ``METHODS``), or None when unknown."""
+    """The ``method`` names the search of ``kind`` accepts (:func:`discovery.params.method_names`), or None when
+    its search is not installed."""
     try:
-        module = importlib.import_module(KINDS[kind].methods_from)
+        return method_names(kind)
     except ImportError:
         return None
-    choices = getattr(module, "METHODS", None)
-    return tuple(choices) if choices else None
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """Configuration: defaults in code, overridden by a TOML file.
 
 The file is ``$LAKESCOUT_CONFIG`` when set, else ``lakescout.toml`` in the working directory when present.  Sections
-mirror the dataclasses below (``[limits]``, ``[profile]``, ``[spark]``, ``[refresh]``, ``[batch]``, ...); unknown
-keys are an error so a typo never silently falls back to a default.
+mirror the dataclasses below (``[paths]``, ``[limits]``, ``[profile]``, ``[spark]``, ``[refresh]``, ``[batch]``,
+...); unknown keys are an error so a typo never silently falls back to a default.
 """
 from __future__ import annotations
 
@@ -10,6 +10,14 @@ import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+
+
+@dataclass(frozen=True)
+class PathsConfig:
+    """Where the commands find the warehouse when ``--warehouse`` is not given: ``$LAKESCOUT_WAREHOUSE`` first (the
+    variable the DAGs and the page read, so one setting serves every surface), then this key."""
+
+    warehouse: str = ""        # folder or URI; empty: none, and a command without --warehouse names what to set
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,21 @@ class BatchConfig:
     """
 
     spark_min_queries: int = 500
+
+
+@dataclass(frozen=True)
+class MaterializeConfig:
+    """Writing answers (``lakescout stack`` / ``augment``, the ``materialize`` DAG, the page's previews).
+
+    Given a Spark master (``--master``, the DAG's Spark connection), a write whose lake tables hold at least
+    ``spark_min_bytes`` runs as a Spark job (``spark_jobs.materialize``): executors read the tables, the driver never
+    holds one; a smaller one runs in the process that was asked, which needs no application start.  ``max_matches``
+    is the ``all`` fan-out's default bound, ``preview_rows`` how many rows the page shows before a download.
+    """
+
+    spark_min_bytes: int = 256 * 1024 * 1024
+    max_matches: int = 100
+    preview_rows: int = 50
 
 
 @dataclass(frozen=True)
@@ -249,12 +272,14 @@ class NumjoinConfig:
 
 @dataclass(frozen=True)
 class Config:
+    paths: PathsConfig = field(default_factory=PathsConfig)
     limits: Limits = field(default_factory=Limits)
     lake: LakeConfig = field(default_factory=LakeConfig)
     profile: ProfileConfig = field(default_factory=ProfileConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     refresh: RefreshConfig = field(default_factory=RefreshConfig)
     batch: BatchConfig = field(default_factory=BatchConfig)
+    materialize: MaterializeConfig = field(default_factory=MaterializeConfig)
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
     xash: XashConfig = field(default_factory=XashConfig)
     embed: EmbedConfig = field(default_factory=EmbedConfig)
@@ -300,3 +325,14 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
         return Config.from_dict(data)
     except ValueError as exc:
         raise ValueError(f"configuration file {str(p)!r}: {exc}") from None
+
+
+#: The environment variable that names the warehouse of every surface (CLI, DAGs, the page).
+WAREHOUSE_ENV = "LAKESCOUT_WAREHOUSE"
+
+
+def configured_warehouse(config: Config | None = None) -> str | None:
+    """The warehouse a command uses when none is given: ``$LAKESCOUT_WAREHOUSE``, else ``[paths] warehouse``, else
+    None.  The variable wins over the file, as ``$LAKESCOUT_CONFIG`` does over ``./lakescout.toml``: an environment
+    is set for one deployment or shell, a file is shared."""
+    return os.environ.get(WAREHOUSE_ENV) or (config or load_config()).paths.warehouse or None

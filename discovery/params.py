@@ -9,8 +9,9 @@ a one-line :class:`ParameterError` that names the parameter.  The domains are th
   probed), ``phi_ref`` and ``phi_r`` >= k (fewer candidates than answers cannot hold the top-k);
 * join ``tau`` in (0, 1) for a text column (a fraction of the metric's maximum distance,
   :func:`discovery.join.metric.chord_threshold`; 1 would match every value with every value), a finite distance
-  >= 0 in the column's units for a numerical join (numbers, coordinates in metres, vectors), ``T`` in [0, 1] (threshold search; T = 0: any column with a match)
-  or ``top_k`` >= 1 (top-k search), not both;
+  >= 0 in the column's units for a numerical join (numbers, coordinates in metres, vectors), refused with one
+  message naming both halves (:data:`JOIN_TAU_DOMAIN`); ``T`` in [0, 1] (threshold search; T = 0: any column with
+  a match) or ``top_k`` >= 1 (top-k search), not both;
 * n-ary ``key``: two or more distinct column names (one column is a unary join), ``bits`` one of the XASH sizes.
 
 Numbers must be finite and of their kind (a bool is not a number here, NaN and infinities are refused).  Counts of
@@ -29,7 +30,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from .query import QueryError, QueryTable
+from .query import QueryError, QueryTable, from_arrow, is_data
 
 #: Largest snapshot or lake table id (ids are int64).
 MAX_ID = 2 ** 63 - 1
@@ -55,6 +56,10 @@ class Param:
 
 
 def _shown(value) -> str:
+    """A parameter's value as an error message shows it: scalars and short lists by their repr, cut at 80
+    characters; anything else (a DataFrame, an array) by its type alone, never its content."""
+    if not isinstance(value, (str, numbers.Number, bool, type(None), list, tuple)):
+        return f"a {type(value).__name__}"
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -131,10 +136,36 @@ def _methods(module: str) -> tuple[str, ...]:
     return tuple(importlib.import_module(module).METHODS)
 
 
+def method_names(kind: str) -> tuple[str, ...]:
+    """The ``method`` names a search of ``kind`` accepts, default first (what the CLI lists and the checks accept)."""
+    if kind == "join":
+        return tuple(dict.fromkeys(_methods("discovery.join.search") + _methods("discovery.numjoin.service")))
+    return _methods({"union": "discovery.union.search", "nary": "discovery.nary.search"}[kind])
+
+
+#: The domain of a join's ``tau``, said the same way whichever end of it a value misses: which half applies is known
+#: only once the query column is read (text or numbers).
+JOIN_TAU_DOMAIN = ("a fraction in (0, 1) of the maximum distance for a text column, or a distance >= 0 in the "
+                   "column's units for numbers, coordinates (metres) and vectors")
+
+
+def join_tau_error(value, why: str = "") -> ParameterError:
+    """The one refusal of a join ``tau`` outside :data:`JOIN_TAU_DOMAIN` (``why``: which half it missed, when known)."""
+    return ParameterError("tau", f"tau must be {JOIN_TAU_DOMAIN}, got {_shown(value)}{why}")
+
+
+def join_tau(name: str, value) -> float:
+    """A join ``tau`` that lies in one half of :data:`JOIN_TAU_DOMAIN` (checked against the column's half later)."""
+    try:
+        return interval(0.0, math.inf)(name, value)
+    except ParameterError:
+        raise join_tau_error(value) from None
+
+
 def _union_params() -> dict[str, Param]:
     from .union.search import ARRIVALS
 
-    return {"k": Param(count, capped="tables"), "method": Param(choice(_methods("discovery.union.search"))),
+    return {"k": Param(count, capped="tables"), "method": Param(choice(method_names("union"))),
             "tau": Param(interval(0.0, 1.0, lo_open=True)), "phi_c": Param(count),
             "phi_ref": Param(optional(count), capped="tables"), "phi_r": Param(optional(count), capped="tables"),
             "k_prime": Param(optional(count), capped="columns"),
@@ -146,10 +177,9 @@ def _join_params() -> dict[str, Param]:
     """Both joins take these; which join a column goes to, and the domain of ``tau`` there (a fraction in (0, 1) for
     text, a distance >= 0 in the column's units for numbers), is checked against the query by :func:`check_columns`
     (:func:`discovery.numjoin.service.join_target`)."""
-    methods = tuple(dict.fromkeys(_methods("discovery.join.search") + _methods("discovery.numjoin.service")))
-    return {"column": Param(column_name, required=True), "tau": Param(optional(interval(0.0, math.inf))),
+    return {"column": Param(column_name, required=True), "tau": Param(optional(join_tau)),
             "T": Param(optional(interval(0.0, 1.0))), "top_k": Param(optional(count), capped="columns"),
-            "method": Param(choice(methods)), "tau_share": Param(optional(interval(0.0, 1.0, lo_open=True))),
+            "method": Param(choice(method_names("join"))), "tau_share": Param(optional(interval(0.0, 1.0, lo_open=True))),
             "similarity": Param(optional(choice(("hit", "all")))),
             "metric": Param(optional(choice(("euclidean", "angular"))))}
 
@@ -158,7 +188,7 @@ def _nary_params() -> dict[str, Param]:
     from .xash import SUPPORTED_BITS
 
     return {"key": Param(key_columns, required=True), "k": Param(count, capped="tables"),
-            "method": Param(choice(_methods("discovery.nary.search"))),
+            "method": Param(choice(method_names("nary"))),
             "bits": Param(optional(choice(tuple(SUPPORTED_BITS)))), "initial_column": Param(optional(column_name))}
 
 
@@ -200,11 +230,13 @@ def check_query(query) -> str | int | QueryTable:
     resolved (a server resolves queries under its own rules, :func:`discovery.query.resolve_query`)."""
     if isinstance(query, QueryTable):
         return query
+    if is_data(query):
+        return from_arrow(query, f"({type(query).__name__})")
     if isinstance(query, os.PathLike):
         query = os.fspath(query)
     if isinstance(query, bool) or not isinstance(query, (str, numbers.Integral)):
-        raise ParameterError("query", f"query must be a file path, a catalogued lake path or a table id, "
-                                      f"got {_shown(query)}")
+        raise ParameterError("query", f"query must be a file path, a catalogued lake path, a table id, a pandas "
+                                      f"DataFrame or a pyarrow Table, got {_shown(query)}")
     if isinstance(query, str):
         if not query.strip():
             raise ParameterError("query", "query must name a file, a catalogued lake path or a table id, got ''")

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from .config import Limits
 from . import storage
 from .lake import LakeFileError, locate, read_lake_table
+from .lake.arrow import parsed_from_arrow
 from .lake.profile import infer_type
 from .lake.source import join_lake_path
 from .store import Snapshot
@@ -41,6 +42,7 @@ class QueryTable:
     table_id: int | None = None   # set when the query is a lake table (excluded from its own results)
     path: str | None = None
     types: list[str | None] | None = None   # column types the table's format declares (None: inferred)
+    arrow: pa.Table | None = None           # the columns as given, typed, when the query came as data (from_arrow)
 
     def column(self, name: str) -> pa.Array:
         return self.columns[self.ordinal(name)]
@@ -150,6 +152,56 @@ def read_query_file(path: str, label: str | None = None, limits: Limits | None =
     return QueryTable(label, parsed.names, parsed.columns, types=parsed.types)
 
 
+def is_data(query) -> bool:
+    """Whether ``query`` is a table given as data: a pyarrow Table or RecordBatch, or a pandas DataFrame."""
+    if isinstance(query, (pa.Table, pa.RecordBatch)):
+        return True
+    return type(query).__name__ == "DataFrame" and type(query).__module__.startswith("pandas")
+
+
+def from_arrow(data, label: str = "query table", limits: Limits | None = None) -> QueryTable:
+    """A query given as data (:func:`is_data`), read as a lake table of a typed format is: nested columns as dotted
+    leaves, cells as trimmed text for the searches, types from the schema; the typed columns are kept as given
+    (``arrow``) for what is written from it.  A pandas index is not a column."""
+    if not isinstance(data, (pa.Table, pa.RecordBatch)):
+        data = pa.Table.from_pandas(data, preserve_index=False)
+    table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+    while any(pa.types.is_struct(f.type) for f in table.schema):
+        table = table.flatten()
+    try:
+        parsed = parsed_from_arrow(table, table.schema, limits or Limits())
+    except LakeFileError as exc:
+        raise QueryError(f"query {label}: {exc}") from None
+    if not parsed.names:
+        raise QueryError(f"query {label} has no columns")
+    return QueryTable(label, parsed.names, parsed.columns, types=parsed.types,
+                      arrow=pa.Table.from_arrays(table.columns, names=parsed.names))
+
+
+def catalog_entry(snapshot: Snapshot, name: str | int, served: bool = False) -> dict | None:
+    """The catalog row (:data:`CATALOG_COLUMNS`) that a lake table id or a catalogued lake path names, or None.
+
+    A path is relative to the lake, or absolute inside it; ``served`` applies the served rules to it
+    (:func:`_served_path`, which refuses ``..`` and paths outside the lake).  An id names its table whatever its
+    status; a path does not name a deleted table (another may have its path later).
+    """
+    label = str(name)
+    catalog = snapshot.cached("catalog", CATALOG_COLUMNS)
+    if isinstance(name, int) or label.isdigit():
+        hit = catalog.filter(pc.equal(catalog["table_id"], int(label)))
+        return hit.to_pylist()[0] if hit.num_rows else None
+    lake = snapshot.lake_root()
+    rel = label
+    if served:
+        rel = _served_path(lake, label)
+    elif lake and os.path.isabs(label) and os.path.abspath(label).startswith(os.path.abspath(lake) + os.sep):
+        rel = os.path.relpath(os.path.abspath(label), lake).replace(os.sep, "/")
+    hit = catalog.filter(pc.equal(catalog["path"], rel))
+    if hit.num_rows and hit.column("status")[0].as_py() != "deleted":
+        return hit.to_pylist()[0]
+    return None
+
+
 def resolve_query(snapshot: Snapshot, query: str | int | QueryTable, limits: Limits | None = None,
                   allow_files: bool = True) -> QueryTable:
     """Turn ``query`` (a lake table id, a path the catalog knows, or a file) into a :class:`QueryTable`.
@@ -163,21 +215,11 @@ def resolve_query(snapshot: Snapshot, query: str | int | QueryTable, limits: Lim
     limits = limits or Limits()
     label = str(query)
     served = not allow_files
-    catalog = snapshot.cached("catalog", CATALOG_COLUMNS)
+    row = catalog_entry(snapshot, query, served)
+    if row is not None:
+        return _from_lake(snapshot, row, label, limits, served)
     if isinstance(query, int) or label.isdigit():
-        hit = catalog.filter(pc.equal(catalog["table_id"], int(label)))
-        if hit.num_rows == 0:
-            raise QueryError(f"no lake table with id {label} in snapshot {snapshot.snapshot_id}")
-        return _from_lake(snapshot, hit.to_pylist()[0], label, limits, served)
-    lake = snapshot.lake_root()
-    rel = label
-    if served:
-        rel = _served_path(lake, label)
-    elif lake and os.path.isabs(label) and os.path.abspath(label).startswith(os.path.abspath(lake) + os.sep):
-        rel = os.path.relpath(os.path.abspath(label), lake).replace(os.sep, "/")
-    hit = catalog.filter(pc.equal(catalog["path"], rel))
-    if hit.num_rows and hit.column("status")[0].as_py() != "deleted":
-        return _from_lake(snapshot, hit.to_pylist()[0], label, limits, served)
+        raise QueryError(f"no lake table with id {label} in snapshot {snapshot.snapshot_id}")
     if served:
         raise QueryError(f"query {label!r} is refused: it is not a table of the lake; name a lake table id or a "
                          "catalogued lake path")

@@ -46,6 +46,17 @@ def bucket(uri: str) -> str:
     return str(uri).split("://", 1)[1].split("/", 1)[0] if is_remote(uri) else ""
 
 
+def dataset_name(location: str) -> tuple[str, str]:
+    """``(namespace, name)`` of a file or folder as the OpenLineage naming spec names a dataset: a local path is
+    namespace ``file`` and its absolute path (as Airflow's own ``file`` assets are named); ``scheme://bucket/key`` is
+    namespace ``scheme://bucket`` and name ``key`` (``s3a`` written ``s3``)."""
+    if not is_remote(location):
+        return "file", local_path(location)
+    proto = "s3" if scheme(location) == "s3a" else scheme(location)
+    rest = str(location).split("://", 1)[1]
+    return f"{proto}://{bucket(location)}", rest.split("/", 1)[1].rstrip("/") if "/" in rest else ""
+
+
 def join(root: str, rel: str) -> str:
     """``rel`` ('/'-separated) under ``root``, as a URI for a remote root and a native path for a local one."""
     if not rel:

@@ -246,19 +246,21 @@ def embed_batch(work: pa.Table, ctx, refs: EncoderRefs) -> tuple[dict[str, pa.Ta
 
 
 # -- query side ---------------------------------------------------------------------------------------------------
+def snapshot_refs(snapshot: Snapshot) -> EncoderRefs:
+    """The encoder versions and embed settings the snapshot's vectors were built with."""
+    version = snapshot.models.get(SET_MODEL)
+    if version is None:
+        raise WarehouseError(f"snapshot {snapshot.snapshot_id} has no vectors (no embed stage ran before it)")
+    _, params = payload(snapshot.warehouse.root, SET_MODEL, version, snapshot.version("models"))
+    return EncoderRefs.from_params(params)
+
+
 def snapshot_encoders(snapshot: Snapshot) -> LakeEncoders:
     """The encoders the snapshot's vectors were built with.  The versions a snapshot pins are read once per process
     and kept, like the encoders themselves, in the byte-bounded index cache, so a long-running process that serves
     snapshot after snapshot does not hold every snapshot's encoders."""
-    def refs() -> EncoderRefs:
-        version = snapshot.models.get(SET_MODEL)
-        if version is None:
-            raise WarehouseError(f"snapshot {snapshot.snapshot_id} has no vectors (no embed stage ran before it)")
-        _, params = payload(snapshot.warehouse.root, SET_MODEL, version, snapshot.version("models"))
-        return EncoderRefs.from_params(params)
-
     root = snapshot.warehouse.root
-    return INDEXES.get(("encoders", root, snapshot.snapshot_id), lambda: load_encoders(root, refs()))
+    return INDEXES.get(("encoders", root, snapshot.snapshot_id), lambda: load_encoders(root, snapshot_refs(snapshot)))
 
 
 def embed_query(snapshot: Snapshot, query: QueryTable, with_values: bool = False) -> TableEmbedding:

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from discovery.config import load_config
 from discovery.refresh import StageContext, StageReport, record_stage
-from discovery.refresh.launch import submit_env
+from discovery.submit import submit_env
 from discovery.store import (SCHEMAS, DataFile, Lease, candidate_files, drop_table_ids, new_attempt_token,
                              write_data_file)
 from discovery.store.files import resolve
@@ -49,7 +49,7 @@ def spark_session(app_name: str, master: str | None = None, java_options: str | 
     """The active session, or a new one on the master spark-submit was given, else ``master``,
     ``LAKESCOUT_SPARK_MASTER`` or local[*], with :data:`SESSION_DEFAULTS` (and on a local master
     :data:`LOCAL_DEFAULTS`) where the submitter set nothing else.  A JVM started here gets ``java_options``, by
-    default :func:`~discovery.refresh.launch.driver_java_options` (under spark-submit the submitter chose them).
+    default :func:`~discovery.submit.driver_java_options` (under spark-submit the submitter chose them).
 
     Under spark-submit (which hands its JVM to Python through ``PYSPARK_GATEWAY_PORT``) the master and every
     ``--conf`` live in that JVM's configuration, read here before the context exists; the builder must not name a
@@ -228,11 +228,11 @@ def sample_index_rows(spark, ctx: StageContext, name: str, columns: list[str], r
                             else t.column("ordinal").to_numpy()
                         t = t.filter(pa.array(_sample_mask(t.column("table_id").to_numpy(), second, seed, rate)))
                     if t.num_rows:
-                        yield pa.RecordBatch.from_pylist([{"payload": _ipc(t)}])
+                        yield pa.RecordBatch.from_pylist([{"payload": to_ipc(t)}])
 
     n_tasks = math.ceil(len(paths) / per_task)
     rows = spark.range(0, n_tasks, numPartitions=n_tasks).mapInArrow(run, "payload binary").collect()
-    parts = [_from_ipc(r["payload"]) for r in rows]
+    parts = [from_ipc(r["payload"]) for r in rows]
     out = pa.concat_tables(parts) if parts else SCHEMAS[name].empty_table().select(wanted)
     return out.sort_by([("table_id", "ascending"), ("ordinal", "ascending")]).select(columns)
 
@@ -279,10 +279,10 @@ def _work_tasks(spark, work: pa.Table, fn: Callable[[pa.Table, StageContext], tu
     work = work.sort_by("table_id")
     table_uri = ctx.store.table_uri(output)
     per_task, per_file = work_chunks(spark, ctx, work.num_rows)
-    shared = spark.sparkContext.broadcast(_ipc(work))
+    shared = spark.sparkContext.broadcast(to_ipc(work))
 
     def task(i: int):
-        for piece in file_chunks(_from_ipc(shared.value).slice(i * per_task, per_task), per_file):
+        for piece in file_chunks(from_ipc(shared.value).slice(i * per_task, per_task), per_file):
             out, counts = fn(piece, ctx)
             yield {"counts": counts}
             if out.num_rows:
@@ -319,14 +319,15 @@ def _rewrite_tasks(spark, name: str, table_ids: np.ndarray, ctx: StageContext, s
     return math.ceil(len(paths) / per_task), task
 
 
-def _ipc(table: pa.Table) -> bytes:
+def to_ipc(table: pa.Table) -> bytes:
+    """``table`` as Arrow IPC stream bytes: how tables travel in broadcasts and task results."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
 
 
-def _from_ipc(data: bytes) -> pa.Table:
+def from_ipc(data: bytes) -> pa.Table:
     return pa.ipc.open_stream(data).read_all()
 
 

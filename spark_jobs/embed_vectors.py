@@ -29,7 +29,7 @@ from discovery.encoders.stored import (COLUMN_MODEL, JOIN_MODEL, SET_MODEL, TABL
 from discovery.refresh import StageContext, StageReport, indexed_ids, plan_derived
 from discovery.store import DataFile, write_data_file
 from discovery.vectors import OUTPUTS, EmbedSpec, EncoderRefs, embed_batch
-from spark_jobs.common import (_from_ipc, _ipc, _rewrite_tasks, _run_tasks, file_chunks, merge_small, run_stage,
+from spark_jobs.common import (from_ipc, to_ipc, _rewrite_tasks, _run_tasks, file_chunks, merge_small, run_stage,
                                work_chunks)
 
 STAGE = "embed"
@@ -126,11 +126,11 @@ def _train(spark, ctx: StageContext, ok: pa.Table, jobs: list[tuple[str, str]], 
     cfg, lake, limits, rid, attempt = ctx.config.embed, ctx.lake, ctx.config.limits, ctx.refresh_id, ctx.attempt
     agreement = ctx.config.profile.type_agreement
     models_uri = ctx.store.table_uri("models")
-    sample = _ipc(sample_tables(ok, cfg.train_tables, cfg.seed).select(["table_id", "path", "format", "bytes"]))
+    sample = to_ipc(sample_tables(ok, cfg.train_tables, cfg.seed).select(["table_id", "path", "format", "bytes"]))
 
     def task(i: int):
         kind, reason = jobs[i]
-        tables = read_sample(_from_ipc(sample), lake, limits, agreement)
+        tables = read_sample(from_ipc(sample), lake, limits, agreement)
         if kind == "join":
             model = train_join_model(tables, cfg, agreement, n_ok, reason)
         else:
@@ -196,7 +196,7 @@ def run(spark, ctx: StageContext) -> StageReport:
         kinds += [("rewrite", name, rewrite, i) for i in range(n)]
     per_task, per_file = work_chunks(spark, ctx, work.num_rows)
     n_work = -(-work.num_rows // per_task)
-    shared = spark.sparkContext.broadcast(_ipc(work)) if n_work else None
+    shared = spark.sparkContext.broadcast(to_ipc(work)) if n_work else None
     uris = {name: wh.table_uri(name) for name in OUTPUTS}
     rid, attempt = ctx.refresh_id, ctx.attempt
 
@@ -206,7 +206,7 @@ def run(spark, ctx: StageContext) -> StageReport:
             for rec in rewrite(i):
                 yield {**rec, "output": name}
             return
-        for piece in file_chunks(_from_ipc(shared.value).slice((k - len(kinds)) * per_task, per_task), per_file):
+        for piece in file_chunks(from_ipc(shared.value).slice((k - len(kinds)) * per_task, per_task), per_file):
             out, counts, found = embed_batch(piece, ctx, refs)
             yield {"counts": counts, "notes": _notes(found)}
             for name, rows in out.items():

@@ -1,9 +1,9 @@
-"""Write the class-data-sharing archive of this environment's Spark (``discovery.refresh.launch.ARCHIVE``).
+"""Write the class-data-sharing archive of this environment's Spark (``discovery.submit.ARCHIVE``).
 
 Run once per environment (``make venv`` does): ``python -m spark_jobs.warmup``.  A local Spark application runs the
 kinds of job a refresh runs (Python tasks over ``mapInArrow``, a broadcast, results collected, the status tracker
 polled) in a JVM started with ``-XX:ArchiveClassesAtExit``, which writes every class it loaded to the archive when
-it exits.  Later driver JVMs map that archive (:func:`discovery.refresh.launch.driver_java_options`).
+it exits.  Later driver JVMs map that archive (:func:`discovery.submit.driver_java_options`).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import sys
 
 import pyarrow as pa
 
-from discovery.refresh.launch import ARCHIVE, COMPILER
+from discovery.submit import ARCHIVE, COMPILER
 from spark_jobs.common import spark_session
 
 

@@ -25,7 +25,7 @@ from discovery.nary.stage import (MODEL_NAME, fit_model, model_from_stored, mode
 from discovery.refresh import StageContext, StageReport, indexed_ids, plan_derived
 from discovery.store import DataFile, latest_model, save_model, write_data_file
 from discovery.store.files import resolve
-from spark_jobs.common import (_collect, _from_ipc, _ipc, _rewrite_tasks, _run_tasks, file_chunks, run_stage,
+from spark_jobs.common import (_collect, from_ipc, to_ipc, _rewrite_tasks, _run_tasks, file_chunks, run_stage,
                                work_chunks)
 
 STAGE = "xash"
@@ -37,15 +37,15 @@ def _build_tasks(spark, work: pa.Table, ctx: StageContext, model, version, with_
         return 0, lambda i: iter(())
     work = work.sort_by("table_id")
     per_task, per_file = work_chunks(spark, ctx, work.num_rows)
-    shared = spark.sparkContext.broadcast(_ipc(work))
+    shared = spark.sparkContext.broadcast(to_ipc(work))
     table_uri = ctx.store.table_uri("xash_postings")
     batch = partial(xash_batch, model=model, model_version=version, with_stats=with_stats)
 
     def task(i: int):
-        for piece in file_chunks(_from_ipc(shared.value).slice(i * per_task, per_task), per_file):
+        for piece in file_chunks(from_ipc(shared.value).slice(i * per_task, per_task), per_file):
             postings, stats, counts = batch(piece, ctx)
             yield {"counts": counts,
-                   "stats": base64.b64encode(_ipc(stats)).decode("ascii") if stats.num_rows else None}
+                   "stats": base64.b64encode(to_ipc(stats)).decode("ascii") if stats.num_rows else None}
             if postings.num_rows:
                 yield {"file": write_data_file(table_uri, postings, ctx.refresh_id, STAGE, ctx.attempt).to_dict()}
 
@@ -61,7 +61,7 @@ def _run(spark, parts) -> tuple[list[DataFile], list[str], dict, list[pa.Table]]
         return parts[j][1](i - int(offsets[j]))
 
     records = _run_tasks(spark, int(offsets[-1]), task)
-    stats = [_from_ipc(base64.b64decode(r["stats"])) for r in records if r.get("stats")]
+    stats = [from_ipc(base64.b64decode(r["stats"])) for r in records if r.get("stats")]
     files, removes, counts = _collect(records)
     return files, removes, counts, stats
 

@@ -26,3 +26,22 @@ def airflow_env(home: str, warehouse: str, lake: str | None = None, **extra: str
     if lake is not None:
         env["LAKESCOUT_LAKE"] = lake
     return env
+
+
+def openlineage_env(env: dict, events_file: str) -> dict:
+    """``env`` with Airflow's OpenLineage provider configured to write every event to ``events_file`` (OpenLineage's
+    file transport, one JSON event a line)."""
+    return {**env, "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "file", "log_file_path": events_file,
+                                                                   "append": True})}
+
+
+def lineage_events(events_file: str) -> dict[str, dict]:
+    """The COMPLETE event of each job (``dag_id.task_id``) in ``events_file``, by job name."""
+    with open(events_file, encoding="utf-8") as fh:
+        events = [json.loads(line) for line in fh if line.strip()]
+    return {e["job"]["name"]: e for e in events if e.get("eventType") == "COMPLETE"}
+
+
+def datasets(event: dict, side: str) -> set[tuple[str, str]]:
+    """``(namespace, name)`` of an event's ``inputs`` or ``outputs``."""
+    return {(d["namespace"], d["name"]) for d in event.get(side) or []}

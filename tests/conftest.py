@@ -98,3 +98,13 @@ def s3_server():
         else:
             os.environ[k] = v
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def airflow_token():
+    """``token(user, role)``: a JWT from Airflow's configured auth manager, as its login gives one."""
+    from airflow.api_fastapi.app import create_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    manager = create_auth_manager()
+    return lambda user, role: manager.generate_jwt(SimpleAuthManagerUser(username=user, role=role))

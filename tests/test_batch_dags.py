@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from airflow_env import airflow_env
+from airflow_env import airflow_env, datasets, lineage_events, openlineage_env
 from discovery.api import Lakescout
 from discovery.batch import save_standing, standing_changes
 from discovery.store import Warehouse, list_snapshots
@@ -27,7 +27,7 @@ def env(spark, demo_lake, tmp_path_factory):
     lake = nary_lake(demo_lake, str(root / "lake"))
     warehouse = str(root / "wh")
     refresh_for_nary(spark, warehouse, lake["lake"])
-    proc_env = airflow_env(str(root / "airflow"), warehouse, lake["lake"])
+    proc_env = airflow_env(str(root / "airflow"), warehouse, lake["lake"], LAKESCOUT_OUTPUT_ROOT=str(root / "outputs"))
     subprocess.run([AIRFLOW, "db", "migrate"], env=proc_env, check=True, capture_output=True, timeout=600)
     return {**lake, "warehouse": warehouse, "env": proc_env}
 
@@ -39,16 +39,25 @@ def _dags_test(env: dict, dag_id: str, conf: dict | None = None) -> subprocess.C
     return subprocess.run(cmd, env=env["env"], capture_output=True, text=True, timeout=600)
 
 
-def test_query_batch_dag_records_results(env):
+def test_query_batch_dag_records_results_and_their_lineage(env, tmp_path):
     conf = {"name": "dag-batch", "queries": [
         {"id": "stores", "kind": "nary", "query": env["query"], "key": env["key"], "k": 4}]}
-    proc = _dags_test(env, "query_batch", conf)
+    events = str(tmp_path / "openlineage.jsonl")
+    proc = _dags_test({**env, "env": openlineage_env(env["env"], events)}, "query_batch", conf)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     batches = Warehouse(env["warehouse"]).read("query_batches").to_pylist()
     mine = [b for b in batches if b["name"] == "dag-batch"]
     assert len(mine) == 1 and mine[0]["batch_id"].startswith("dag-") and mine[0]["results"] == 4
     results = Warehouse(env["warehouse"]).read("query_results").to_pylist()
-    assert sorted(r["rank"] for r in results if r["batch_id"] == mine[0]["batch_id"]) == [1, 2, 3, 4]
+    mine_rows = [r for r in results if r["batch_id"] == mine[0]["batch_id"]]
+    assert sorted(r["rank"] for r in mine_rows) == [1, 2, 3, 4]
+    # the run task names the lake tables the batch touched (its query and its results) and what it wrote
+    run = lineage_events(events)["query_batch.run"]
+    touched = {env["query"]} | {r["path"] for r in mine_rows}
+    assert datasets(run, "inputs") == {("file", os.path.join(env["lake"], p)) for p in touched}
+    written = ("query_results", "query_batches")
+    assert datasets(run, "outputs") == {("file", f"{env['warehouse']}/{t}") for t in written}
+    assert not datasets(lineage_events(events)["query_batch.validate"], "inputs")
 
 
 def test_query_batch_dag_fails_on_a_bad_query_before_writing(env):
@@ -123,3 +132,40 @@ def test_a_dag_run_pointed_outside_the_allowed_locations_fails_before_touching_i
     assert proc.returncode != 0 or "failed" in out.lower(), out[-4000:]
     assert "param 'warehouse': a run may use only the configured warehouse" in out, out[-4000:]
     assert not elsewhere.exists()
+
+
+def test_materialize_dag_writes_a_recorded_answer_and_emits_its_asset(env, tmp_path):
+    """A query_batch answer written by the materialize DAG (two join results added one after the other, counts and
+    aggregates) is the table the API writes for the same results; the run emits ``lakescout_output`` naming it."""
+    import sqlite3
+
+    from deltalake import DeltaTable
+
+    conf = {"name": "to-write", "queries": [{"id": "stores", "kind": "nary", "query": env["query"],
+                                             "key": env["key"], "k": 3}]}
+    assert _dags_test(env, "query_batch", conf).returncode == 0
+    batch = next(b for b in Warehouse(env["warehouse"]).read("query_batches").to_pylist() if b["name"] == "to-write")
+    from pathlib import Path
+
+    outputs = Path(env["env"]["LAKESCOUT_OUTPUT_ROOT"])
+    menv = env
+    run = {"batch_id": batch["batch_id"], "query_id": "stores", "ranks": [1, 2], "output": "stores_joined",
+           "fan_out": "aggregate"}
+    proc = _dags_test(menv, "materialize", run)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    written = DeltaTable(str(outputs / "stores_joined")).to_pyarrow_table()
+    ls = Lakescout(env["warehouse"])
+    ranked = ls.nary(env["query"], env["key"], k=2)["results"]
+    once = ls.augment(env["query"], key=env["key"], table=ranked[0]["table_id"], fan_out="aggregate")
+    twice = ls.augment(once, key=env["key"], table=ranked[1]["table_id"], fan_out="aggregate")
+    assert written.column_names == twice.column_names and written.num_rows == twice.num_rows > 0
+    assert written.to_pylist() == twice.replace_schema_metadata(None).to_pylist()
+    db = sqlite3.connect(os.path.join(env["env"]["AIRFLOW_HOME"], "airflow.db"))
+    extras = [json.loads(e) for (e,) in db.execute(
+        "SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id WHERE a.name = 'lakescout_output'")]
+    assert {"path": str(outputs / "stores_joined"), "rows": written.num_rows}.items() <= extras[-1].items()
+
+    refused = _dags_test(menv, "materialize", {**run, "output": str(tmp_path / "elsewhere")})
+    out = refused.stdout + refused.stderr
+    assert refused.returncode != 0 and "param 'output'" in out, out[-3000:]
+    assert not (tmp_path / "elsewhere").exists()

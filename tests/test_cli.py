@@ -65,8 +65,11 @@ def test_clear_errors_for_bad_input(tmp_path):
     assert missing.returncode == 2 and "no Lakescout warehouse" in missing.stderr and "Traceback" not in missing.stderr
     nolake = _cli("refresh", "--lake", str(tmp_path / "nolake"), "--warehouse", str(tmp_path / "wh"))
     assert nolake.returncode == 2 and "does not exist" in nolake.stderr and "Traceback" not in nolake.stderr
-    usage = _cli("status")
-    assert usage.returncode == 2 and "--warehouse" in usage.stderr
+    unset = {k: v for k, v in os.environ.items() if k not in ("LAKESCOUT_WAREHOUSE", "LAKESCOUT_CONFIG")}
+    usage = subprocess.run([os.path.join(BIN, "lakescout"), "status"], capture_output=True, text=True, env=unset,
+                           cwd=tmp_path)
+    assert usage.returncode == 2 and usage.stderr.count("\n") == 1
+    assert "--warehouse" in usage.stderr and "$LAKESCOUT_WAREHOUSE" in usage.stderr
 
 
 def test_argument_errors_are_one_line(tmp_path):
@@ -118,6 +121,14 @@ def test_batch_command_records_results(indexed_lake, tmp_path):
 
     rows = [r for r in Warehouse(wh).read("query_results").to_pylist() if r["batch_id"] == "cli-test"]
     assert [r["rank"] for r in rows] == [1, 2, 3] and all(r["kind"] == "union" for r in rows)
+    human = _cli("batch", "--warehouse", wh, "--spec", str(spec), "--batch-id", "cli-test")   # recorded already
+    assert human.returncode == 0 and re.fullmatch(
+        rf"batch cli-test \(batch\)  snapshot {summary['snapshot_id']}  1 query, 3 results in \d+\.\d s, recorded in "
+        "query_results", human.stdout.splitlines()[0]), human.stdout
+    header, rule, row = human.stdout.splitlines()[1:4]
+    assert header.split() == ["id", "kind", "query", "results", "score", "best"]
+    assert row.split()[:4] == [summary["queries"][0]["id"], "union", q, "3"]
+    assert row.split()[-1] == summary["queries"][0]["top"][0]["path"]
     spec.write_text(json.dumps({"queries": [{"kind": "union", "query": "missing.csv"}]}))
     bad = _cli("batch", "--warehouse", wh, "--spec", str(spec))
     assert bad.returncode == 2 and "query 0" in bad.stderr and "Traceback" not in bad.stderr

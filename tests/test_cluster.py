@@ -204,3 +204,28 @@ def test_lake_refresh_dag_on_the_cluster_equals_the_local_build(cluster, indexed
     log = (proc.stdout + proc.stderr).splitlines()
     reported = [Progress.parse(line) for line in log if PREFIX in line]
     assert {p.stage for p in reported if p.state == "done" and p.done == p.total > 0} == set(STAGES)
+
+
+def test_cli_writes_on_the_cluster_what_it_writes_in_process(cluster, indexed_lake, tmp_path):
+    """``lakescout stack`` and ``augment`` with ``--master spark://...`` (lake tables above ``[materialize]
+    spark_min_bytes``, here 0) read the lake tables on the cluster's executors and write the files the in-process
+    engine writes."""
+    import pyarrow.parquet as pq
+
+    lake, warehouse = indexed_lake
+    config = tmp_path / "lakescout.toml"
+    config.write_text(Path(os.environ["LAKESCOUT_CONFIG"]).read_text() + "\n[materialize]\nspark_min_bytes = 0\n")
+    env = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), LAKESCOUT_CONFIG=str(config))
+    commands = {"stack": ["--query", "finance/registers/firms.tsv", "-k", "5", "--dedupe"],
+                "augment": ["--query", "partners/vendor_master.csv", "--column", "Vendor", "--fan-out", "all"]}
+    ls = discovery.open(warehouse)
+    for verb, args in commands.items():
+        out = str(tmp_path / f"{verb}.parquet")
+        proc = subprocess.run([os.path.join(BIN, "lakescout"), verb, "--warehouse", warehouse, *args, "--output", out,
+                               "--master", cluster["master"], "--json"], capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+        assert json.loads(proc.stdout)["engine"] == "spark"
+        local = (ls.stack("finance/registers/firms.tsv", k=5, dedupe=True) if verb == "stack"
+                 else ls.augment("partners/vendor_master.csv", "Vendor", fan_out="all"))
+        assert pq.read_table(out).replace_schema_metadata(None).equals(local.replace_schema_metadata(None))
+    assert _workers_that_ran(cluster, "lakescout-materialize")

@@ -1,19 +1,25 @@
-"""The real lake_refresh DAG, run by Airflow (`airflow dags test`, SQLite metadata DB) with SparkSubmitOperator."""
+"""The real lake_refresh DAG, run by Airflow (`airflow dags test`, SQLite metadata DB) with SparkSubmitOperator, and
+the OpenLineage events it emits through Airflow's provider (file transport) when one is configured."""
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import re
 import subprocess
 import sys
+import tomllib
 
+import pyarrow.compute as pc
 import pytest
 
-from airflow_env import airflow_env
+from airflow_env import airflow_env, datasets, lineage_events, openlineage_env
 
 from discovery.store import Warehouse, load_snapshot
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
 BIN = os.path.dirname(sys.executable)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_dag_imports_without_errors(tmp_path):
@@ -25,9 +31,10 @@ def test_dag_imports_without_errors(tmp_path):
     assert "lake_refresh" in proc.stdout
 
 
-def test_lake_refresh_dag_run_publishes_a_snapshot(tmp_path, small_lake):
+def test_lake_refresh_dag_run_publishes_a_snapshot_and_its_lineage(tmp_path, small_lake):
     home, wh = str(tmp_path / "airflow"), str(tmp_path / "wh")
-    env = airflow_env(home, wh, small_lake)
+    events = str(tmp_path / "openlineage.jsonl")
+    env = openlineage_env(airflow_env(home, wh, small_lake), events)
     airflow = os.path.join(BIN, "airflow")
     subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)
     proc = subprocess.run([airflow, "dags", "test", "lake_refresh"], env=env, capture_output=True, text=True,
@@ -37,3 +44,36 @@ def test_lake_refresh_dag_run_publishes_a_snapshot(tmp_path, small_lake):
     assert snap.counts["tables_ok"] > 0 and snap.counts["tables_error"] > 0
     stages = {r["stage"] for r in Warehouse(wh).read("refresh_runs").to_pylist() if r["status"] == "ok"}
     assert {"scan", "profile", "publish"} <= stages
+    # the publish task names the lake tables this refresh read (the ok ones: an error table was never indexed) and
+    # every index table it wrote; the other tasks name none
+    completed = lineage_events(events)
+    publish = completed["lake_refresh.publish"]
+    catalog = snap.read("catalog", filter=(pc.field("refresh_id") == snap.refresh_id))
+    ok = catalog.filter(pc.equal(catalog["status"], "ok")).column("path").to_pylist()
+    assert datasets(publish, "inputs") == {("file", os.path.join(small_lake, p)) for p in ok}
+    assert datasets(publish, "outputs") == {("file", f"{wh}/{name}") for name in [*snap.versions, "snapshots"]}
+    first = next(d for d in publish["inputs"] if d["name"] == os.path.join(small_lake, sorted(ok)[0]))
+    columns = snap.read("columns", filter=pc.field("table_id") == catalog.filter(
+        pc.equal(catalog["path"], sorted(ok)[0]))["table_id"][0]).sort_by("ordinal").to_pylist()
+    assert [(f["name"], f["type"]) for f in first["facets"]["schema"]["fields"]] == [
+        (c["name"], c["type"]) for c in columns]
+    for job in ("lake_refresh.begin", "lake_refresh.scan", "lake_refresh.release"):
+        assert not datasets(completed[job], "inputs") | datasets(completed[job], "outputs"), job
+
+
+def test_lineage_is_an_optional_extra_off_unless_configured(tmp_path):
+    """The provider pinned in the ``lineage`` extra is the one requirements-lineage.txt installs, and it emits
+    nothing until a transport is configured."""
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
+        extra = tomllib.load(fh)["project"]["optional-dependencies"]["lineage"]
+    with open(os.path.join(ROOT, "requirements-lineage.txt"), encoding="utf-8") as fh:
+        pinned = {n.lower(): v for n, v in re.findall(r"^([\w.-]+)==(\S+)$", fh.read(), re.M)}
+    name, version = extra[0].split("==")
+    assert pinned[name] == version == importlib.metadata.version(name)
+    code = "from airflow.providers.openlineage.conf import is_disabled; print(is_disabled())"
+    base = airflow_env(str(tmp_path / "airflow"), str(tmp_path / "wh"))
+    for env, disabled in ((base, "True"), (openlineage_env(base, str(tmp_path / "events.jsonl")), "False")):
+        env = {k: v for k, v in env.items() if not k.startswith(("OPENLINEAGE", "AIRFLOW__OPENLINEAGE__"))
+               or k == "AIRFLOW__OPENLINEAGE__TRANSPORT" and disabled == "False"}
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        assert proc.stdout.strip().splitlines()[-1] == disabled, proc.stderr[-2000:]

@@ -11,7 +11,9 @@ from discovery.api import Lakescout
 from discovery.cli import main
 from discovery.config import Config
 from discovery.demo_lake import load_ground_truth
-from discovery.query import QueryError
+from discovery.normalize import normalize_array
+from discovery.nary.service import MATCHED_SAMPLE
+from discovery.query import QueryError, resolve_query
 
 from test_nary_stage import run_refresh
 
@@ -58,7 +60,7 @@ def test_json_shape_and_self_exclusion(warehouse, truth, capsys):
     assert out["key"] == list(key) and out["method"] == "mate" and out["query"] == query
     assert [r["rank"] for r in out["results"]] == [1, 2, 3]
     for r in out["results"]:
-        assert set(r) == {"rank", "table_id", "path", "joinability", "mapping"}
+        assert set(r) == {"rank", "table_id", "path", "joinability", "mapping", "matched_tuples", "tuples_not_found"}
         assert expected[r["path"]] == (r["joinability"], [r["mapping"][c] for c in key])
     for field in ("candidate_rows_fetched", "rows_passing_filter", "false_positive_rows", "rows_verified"):
         assert isinstance(out["stats"][field], int)
@@ -73,6 +75,30 @@ def test_json_shape_and_self_exclusion(warehouse, truth, capsys):
     assert main(["nary", "--warehouse", warehouse, "--query", query, "--key", ",".join(key)]) == 0
     human = capsys.readouterr().out
     assert "rank" in human and f"{key[0]} -> " in human
+
+
+def _tuples(snapshot, table: str, columns: list[str]) -> set[tuple[str, ...]]:
+    """The distinct normalised tuples of ``columns`` over the rows of ``table`` that have a value in each."""
+    t = resolve_query(snapshot, table)
+    values = [normalize_array(t.column(c)).to_pylist() for c in columns]
+    return {row for row in zip(*values) if None not in row}
+
+
+def test_results_carry_their_matched_tuples(warehouse, truth):
+    """Each result's matched tuples are query tuples that one row of the lake table holds under its mapping, as
+    many as J (up to the sample's bound), and the tuples not found are the rest of the query's distinct tuples."""
+    ls = Lakescout(warehouse)
+    for (query, key), _ in list(truth.items())[:4]:
+        out = ls.nary(query, list(key), k=3)
+        asked = _tuples(ls.snapshot, query, list(key))
+        assert out["stats"]["query_tuples"] == len(asked)
+        for r in out["results"]:
+            held = asked & _tuples(ls.snapshot, r["path"], [r["mapping"][c] for c in key])
+            assert len(held) == r["joinability"]
+            matched = [tuple(t) for t in r["matched_tuples"]]
+            assert len(matched) == len(set(matched)) == min(r["joinability"], MATCHED_SAMPLE)
+            assert set(matched) <= held
+            assert r["tuples_not_found"] == len(asked) - r["joinability"]
 
 
 def run_error(argv, capsys) -> str:

@@ -9,7 +9,7 @@ import sys
 import pyarrow as pa
 import pytest
 
-from discovery.refresh.launch import COMPILER, driver_java_options, submit_env
+from discovery.submit import COMPILER, driver_java_options, submit_env
 from spark_jobs.worker import spark_archives
 
 

@@ -130,12 +130,7 @@ def test_login_open_page_search_and_screenshot(airflow_server):
             page.goto(f"{url}/lakescout/")
             assert page.locator("h1").inner_text() == "Lake discovery"
             assert "signed in as admin" in page.content()
-            page.select_option("#kind", "nary")
-            page.select_option("#table", value=str(_table_id(airflow_server["warehouse"], airflow_server["query"])))
-            page.fill("input[name='k']", "5")
-            page.fill("input[name='key']", ",".join(airflow_server["key"]))
-            page.click("#run-search")
-            page.wait_for_selector("#search-results", timeout=60000)
+            _nary_search_in_page(page, airflow_server, 5)
             cells = page.locator("#search-results tr td:nth-child(2)").all_inner_texts()
             scores = page.locator("#search-results tr td:nth-child(4)").all_inner_texts()
             assert [c.split(" (")[0] for c in cells] == [r["path"] for r in expected["results"]]
@@ -156,6 +151,16 @@ def test_login_open_page_search_and_screenshot(airflow_server):
             browser.close()
 
 
+def _nary_search_in_page(page, server: dict, k: int) -> None:
+    """Fill the page's form with an n-ary search of the server's query table and run it, until results show."""
+    page.select_option("#kind", "nary")
+    page.select_option("#table", value=str(_table_id(server["warehouse"], server["query"])))
+    page.fill("input[name='k']", str(k))
+    page.fill("input[name='key']", ",".join(server["key"]))
+    page.click("#run-search")
+    page.wait_for_selector("#search-results", timeout=60000)
+
+
 def _table_id(warehouse: str, path: str) -> int:
     import pyarrow.compute as pc
 
@@ -163,3 +168,93 @@ def _table_id(warehouse: str, path: str) -> int:
 
     cat = Warehouse(warehouse).read("catalog")
     return cat.filter(pc.equal(cat["path"], path))["table_id"][0].as_py()
+
+
+def _links(response: httpx.Response) -> list[tuple[str, str]]:
+    """(preview, download) links of each result row of a search page."""
+    previews = re.findall(r'<a class="preview" href="([^"]+)"', response.text)
+    downloads = re.findall(r'<a class="download" href="([^"]+)"', response.text)
+    return list(zip(previews, downloads))
+
+
+def _as_csv(table) -> str:
+    import io
+
+    import pyarrow.csv as pacsv
+
+    from discovery.materialize.output import writable
+
+    buffer = io.BytesIO()
+    pacsv.write_csv(writable(table.replace_schema_metadata(None)), buffer)
+    return buffer.getvalue().decode()
+
+
+def test_a_result_row_previews_and_downloads_its_joined_rows(airflow_server, tmp_path):
+    """Each result row of a search links a preview of the joined rows and a CSV of all of them: the rows the API
+    writes for that result, for a lake-table query and for an upload; a viewer may do neither."""
+    import discovery
+
+    url, key = airflow_server["url"], ",".join(airflow_server["key"])
+    auth = {"Authorization": f"Bearer {airflow_server['tokens']['admin']}"}
+    found = _search(airflow_server, "admin", {"kind": "nary", "table": airflow_server["query"], "key": key, "k": "2"})
+    links = _links(found)
+    assert len(links) == 2
+    ls = discovery.open(airflow_server["warehouse"])
+    results = ls.nary(airflow_server["query"], airflow_server["key"], k=2)["results"]
+    for (preview, download), result in zip(links, results):
+        expected = ls.augment(airflow_server["query"], key=airflow_server["key"], table=result["table_id"])
+        page = httpx.get(url + html.unescape(preview), headers=auth, timeout=300)
+        assert page.status_code == 200 and 'id="preview-rows"' in page.text, page.text[-2000:]
+        assert f"{expected.num_rows} rows" in page.text and result["path"] in page.text
+        csv = httpx.get(url + html.unescape(download), headers=auth, timeout=300)
+        assert csv.status_code == 200 and csv.headers["content-type"].startswith("text/csv")
+        assert csv.text == _as_csv(expected)
+        viewer = {"Authorization": f"Bearer {airflow_server['tokens']['viewer']}"}
+        assert httpx.get(url + html.unescape(download), headers=viewer, timeout=60).status_code == 403
+    upload = tmp_path / "stores.csv"
+    upload.write_bytes(open(os.path.join(airflow_server["lake"], airflow_server["query"]), "rb").read())
+    with open(upload, "rb") as fh:
+        found = _search(airflow_server, "admin", {"kind": "nary", "key": key, "k": "1"},
+                        files={"upload": ("stores.csv", fh, "text/csv")})
+    (_, download), = _links(found)
+    csv = httpx.get(url + html.unescape(download), headers=auth, timeout=300)
+    expected = ls.augment(str(upload), key=airflow_server["key"], rank=1)  # an upload is no lake table: its twin
+    assert csv.status_code == 200 and csv.text == _as_csv(expected)             # in the lake can rank first
+    missing = httpx.get(f"{url}/lakescout/results/ui-000000000000/search/1/rows.csv", headers=auth, timeout=60)
+    assert missing.status_code == 400 and "no recorded batch" in missing.json()["detail"]
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="/usr/bin/chromium is not installed")
+def test_preview_and_download_in_the_browser(airflow_server, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    import discovery
+
+    url = airflow_server["url"]
+    ls = discovery.open(airflow_server["warehouse"])
+    first = ls.nary(airflow_server["query"], airflow_server["key"], k=1)["results"][0]
+    expected = ls.augment(airflow_server["query"], key=airflow_server["key"], table=first["table_id"])
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(accept_downloads=True, viewport={"width": 1400, "height": 1000})
+            page = context.new_page()
+            browser_login(page, url, "admin", airflow_server["passwords"]["admin"])
+            page.goto(f"{url}/lakescout/")
+            _nary_search_in_page(page, airflow_server, 1)
+            with context.expect_page() as opened:
+                page.click("#search-results a.preview")
+            preview = opened.value
+            preview.wait_for_selector("#preview-rows", timeout=60000)
+            header = preview.locator("#preview-rows tr th").all_inner_texts()
+            assert header == expected.column_names
+            shown = preview.locator("#preview-rows tr").count() - 1
+            assert shown == min(expected.num_rows, 50)
+            with preview.expect_download() as download:
+                preview.click("#download")
+            path = tmp_path / "rows.csv"
+            download.value.save_as(str(path))
+            assert path.read_text() == _as_csv(expected)
+        finally:
+            browser.close()

@@ -218,9 +218,9 @@ class JoinIndex:
 
     def _nearest(self, query, pred: MatchPredicate, cols: np.ndarray, keys: np.ndarray, stats: dict,
                  block_cells: int = 1 << 22) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The canonical witness of each matched key (``column * |Q| + query value``, sorted): the lake vector of the
-        column nearest to any of the value's vectors, ties by the lower caller row; returns (keys, sorted lake
-        positions, squared chords).
+        """The canonical witness of each key (``column * |Q| + query value``, sorted): the lake vector of the column
+        nearest to any of the value's vectors, ties by the lower caller row; returns (keys, sorted lake positions,
+        squared chords), position -1 (chord inf) for a key with no vector within tau.
 
         Verification stops a key at the first match it finds, and which one that is depends on the method and on the
         index's layout.  The witness names the lake value a matched query value links to: the evidence shown, and the
@@ -232,7 +232,7 @@ class JoinIndex:
         """
         started = time.perf_counter()
         nq = query.n
-        out_x, out_sq = np.empty(keys.size, np.int64), np.empty(keys.size)
+        out_x, out_sq = np.full(keys.size, -1, np.int64), np.full(keys.size, np.inf)
         rows = np.flatnonzero(np.isin(self.col, cols))
         rows = rows[np.argsort(self.col[rows], kind="stable")]
         lake_at = np.searchsorted(self.col[rows], np.stack([cols, cols + 1]))
@@ -246,6 +246,8 @@ class JoinIndex:
             of_value = np.repeat(np.arange(values.size), np.diff(np.r_[q_first, qpos.size]))
             qv, qsq = query.vectors[qpos], query.sq_norms[qpos]
             r = rows[la:lb]
+            if not (r.size and qpos.size):
+                continue
             # The nearest pair's canonical value lies within the band of its fast one, so the pairs that can be
             # nearest are those within two bands of the value's least fast value (and within one of tau).  Blocks
             # keep every pair under the limit known so far (the least only falls), and the final limit picks.
@@ -271,9 +273,31 @@ class JoinIndex:
             ri, qi, sq = ri[ok], qi[ok], sq[ok]
             best = np.lexsort((qpos[qi], self.order[r[ri]], sq, of_value[qi]))
             first = best[np.r_[True, np.diff(of_value[qi][best]) != 0]]
-            out_x[ka:kb], out_sq[ka:kb] = r[ri[first]], sq[first]
+            at = ka + of_value[qi[first]]
+            out_x[at], out_sq[at] = r[ri[first]], sq[first]
         stats.update(witness_distances=computed, witness_seconds=time.perf_counter() - started)
         return keys, out_x, out_sq
+
+    def witnesses(self, query_vectors, column_id: int, tau: float, value_ids=None) -> np.ndarray:
+        """The pairs a search reports for lake column ``column_id``, for every query value: rows (query value, caller
+        row, distance), one per value with a vector within ``tau`` of the column's, its nearest (:meth:`_nearest`,
+        over the column's vectors).
+
+        A search finds which values match and names each one's nearest; here the column is given, so every value is
+        resolved against it directly and the pairs are those of any search that returns the column, whatever it
+        found of the others: the whole value mapping of one join result.
+        """
+        query = self._query(query_vectors, value_ids)
+        c = int(np.searchsorted(self.column_values, column_id))
+        if c >= self.column_values.size or self.column_values[c] != column_id:
+            return np.zeros((0, 3))
+        max_sq = float(max(self.sq_norms.max(), query.sq_norms.max()))
+        pred = MatchPredicate(chord_threshold(tau, self.metric), self.vectors.shape[1], max_sq)
+        keys, x, sq = self._nearest(query, pred, np.array([c]), c * query.n + np.arange(query.n, dtype=np.int64), {})
+        found = x >= 0
+        dist = from_chord(np.sqrt(np.maximum(sq[found], 0.0)), self.metric)
+        pairs = np.column_stack([query.orig[keys[found] % query.n], self.order[x[found]], dist])
+        return pairs[np.argsort(pairs[:, 0], kind="stable")]
 
     def _results(self, query, verified, need: int, top: TopK | None, pred: MatchPredicate,
                  stats) -> list[JoinableColumn]:

@@ -71,6 +71,21 @@ def _with_partitions(batch, values: dict[str, str | None]):
     return table
 
 
+def dataset_file_tables(root: str, rel: str, sub: str, kind: str, inner: str, limits: Limits):
+    """The rows of data file ``sub`` of dataset ``rel`` (a ``kind`` hive or parts folder of ``inner`` files), batch
+    by batch as Arrow tables, with a Hive folder's partition values as columns."""
+    values = _partition_values(sub) if kind == "hive" else {}
+    try:
+        for batch in _file_batches(root, f"{rel}/{sub}", inner, limits):
+            yield _with_partitions(batch, values)
+    except LakeFileError as exc:
+        raise LakeFileError(f"data file {sub!r}: {exc.reason}") from None
+    except (pa.ArrowException, OSError) as exc:
+        if isinstance(exc, PermissionError):
+            raise
+        raise LakeFileError(f"data file {sub!r} cannot be read: {str(exc).splitlines()[0]}") from None
+
+
 def read_dataset(root: str, rel: str, fmt: str, limits: Limits) -> ParsedTable:
     kind, _, inner = fmt.partition("/")
     files = data_files(root, rel)
@@ -81,16 +96,7 @@ def read_dataset(root: str, rel: str, fmt: str, limits: Limits) -> ParsedTable:
 
     def batches():
         for sub in wanted:
-            values = _partition_values(sub) if kind == "hive" else {}
-            try:
-                for batch in _file_batches(root, f"{rel}/{sub}", inner, limits):
-                    yield _with_partitions(batch, values)
-            except LakeFileError as exc:
-                raise LakeFileError(f"data file {sub!r}: {exc.reason}") from None
-            except (pa.ArrowException, OSError) as exc:
-                if isinstance(exc, PermissionError):
-                    raise
-                raise LakeFileError(f"data file {sub!r} cannot be read: {str(exc).splitlines()[0]}") from None
+            yield from dataset_file_tables(root, rel, sub, kind, inner, limits)
 
     table, more = take_rows(batches(), limits.max_rows)
     if table is None:

@@ -62,7 +62,8 @@ def _catalog_table(root: str, rel: str):
     return _catalog(name).load_table(f"{namespace.strip('/')}.{rel}" if namespace else rel)
 
 
-def _open(root: str, rel: str):
+def open_table(root: str, rel: str):
+    """The pyiceberg table at ``rel`` of the lake ``root`` (a folder's newest metadata, or a catalog's table)."""
     from pyiceberg.table import StaticTable
 
     try:
@@ -80,12 +81,12 @@ def _open(root: str, rel: str):
 
 def iceberg_version(root: str, rel: str) -> str:
     """The current snapshot id (``empty`` for a table with no snapshot yet)."""
-    snapshot = _open(root, rel).current_snapshot()
+    snapshot = open_table(root, rel).current_snapshot()
     return str(snapshot.snapshot_id) if snapshot else "empty"
 
 
 def read_iceberg(root: str, rel: str, fmt: str, limits: Limits) -> ParsedTable:
-    table = _open(root, rel)
+    table = open_table(root, rel)
     try:
         schema = table.schema().as_arrow()
         batches = table.scan(limit=limits.max_rows + 1).to_arrow_batch_reader()

@@ -13,6 +13,9 @@ done for all candidate pairs of a table at once:
    smallest of the best ones, whatever set of candidate pairs (with or without false positives) reached this step.
 3. :func:`injective_match` decides per pair whether some injective mapping matches all key values (Hall's condition
    over the key-column subsets): true vs false positive rows for the statistics.
+
+:func:`matched_tuples` then explains a result: the query tuples its J counts, read off the table's rows under the
+chosen mapping.
 """
 from __future__ import annotations
 
@@ -115,3 +118,28 @@ def best_mapping(hits: np.ndarray, tuple_ids: np.ndarray, floor: int = 0) -> tup
 
     descend(0, np.arange(n), ())
     return best_j, best_map
+
+
+def _row_keys(values: np.ndarray) -> np.ndarray:
+    """Each row of an int64 matrix as one opaque value, so that rows compare (``np.isin``) as wholes."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return values.view(np.dtype((np.void, 8 * values.shape[1]))).ravel()
+
+
+def matched_tuples(index: "NaryIndex", tuples: np.ndarray, table_id: int, columns: tuple[int, ...]) -> np.ndarray:
+    """The distinct query ``tuples`` (value ids, in key order) that some row of ``table_id`` holds with key value
+    ``i`` in lake column ``columns[i]``: the tuples J (Eq. 2) counts under that mapping, in ``tuples``' order."""
+    lo, hi = np.searchsorted(index.row_table, [table_id, table_id + 1])     # a table's rows are contiguous
+    if hi == lo or tuples.shape[0] == 0:
+        return tuples[:0]
+    starts = index.cell_ptr[lo:hi]
+    counts = index.cell_ptr[lo + 1:hi + 1] - starts
+    cells = expand_ranges(starts, counts)
+    owner = np.repeat(np.arange(hi - lo), counts)
+    col = index.cell_col[cells]
+    rows = np.full((hi - lo, len(columns)), -1, dtype=np.int64)
+    for i, c in enumerate(columns):
+        mine = col == c
+        rows[owner[mine], i] = index.cell_vid[cells[mine]]
+    rows = rows[(rows >= 0).all(axis=1)]
+    return tuples[np.isin(_row_keys(tuples), _row_keys(rows))]

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from discovery.nary.joinability import best_mapping, column_hits, injective_match
-from discovery.nary.query import QueryColumns, prepare_query
+from discovery.nary.query import PreparedQuery, QueryColumns, prepare_query
 from discovery.nary.ranges import expand_ranges
 from discovery.xash import superkey_covers
 
@@ -79,6 +79,7 @@ class NarySearchResult:
     k: int
     results: list[NaryMatch] = field(default_factory=list)
     stats: NaryStats | None = None
+    query: PreparedQuery | None = None      # the distinct matchable tuples searched for (to explain results)
 
     def to_dict(self) -> dict:
         return {"method": self.method, "key": list(self.key), "k": self.k,
@@ -131,7 +132,7 @@ def search(index: "NaryIndex", query_columns: QueryColumns, key: list[str], k: i
     query = prepare_query(index, query_columns, key, initial_column)
     stats = NaryStats(initial_column=query.key[query.initial], query_tuples=query.n_tuples,
                       matchable_tuples=int(query.tuples.shape[0]))
-    result = NarySearchResult(method=method, key=list(query.key), k=int(k), stats=stats)
+    result = NarySearchResult(method=method, key=list(query.key), k=int(k), stats=stats, query=query)
     if query.tuples.shape[0] == 0:
         return result
 

@@ -3,7 +3,9 @@
 Shared by :meth:`discovery.api.Lakescout.nary` and ``lakescout nary``.  The query goes through
 :func:`discovery.query.resolve_query` like every search; a lake table used as the query is excluded from its own
 results inside the search (so the top-k stays exact over the other tables).  Results name lake columns by their
-profiled names (``columns`` table) and tables by their catalogued path.
+profiled names (``columns`` table) and tables by their catalogued path, and explain themselves: the first
+:data:`MATCHED_SAMPLE` of the distinct key tuples J counts (normalised, as matched; in the index's value order) and
+how many of the query's distinct key tuples the table does not hold.
 """
 from __future__ import annotations
 
@@ -12,11 +14,16 @@ from dataclasses import asdict
 
 
 from discovery.config import Limits
+from discovery.nary.joinability import matched_tuples
 from discovery.nary.loader import load_nary_index
 from discovery.nary.query import validate_key
 from discovery.nary.search import METHODS
 from discovery.query import QueryError, resolve_query
 from discovery.store import Snapshot, result_names
+
+
+#: Matched key tuples a result carries: enough to see what joined, bounded whatever J is.
+MATCHED_SAMPLE = 10
 
 
 def parse_key(key: str | list[str] | tuple[str, ...]) -> list[str]:
@@ -62,9 +69,15 @@ def nary_search(snapshot: Snapshot, query: str | int, key: str | list[str], k: i
         raise QueryError(f"query {table.label!r}: {exc}") from None
     finished = time.perf_counter()
     paths, lake_names = result_names(snapshot, [m.table_id for m in found.results])
-    results = [{"rank": rank, "table_id": m.table_id, "path": paths.get(m.table_id), "joinability": m.joinability,
-                "mapping": {q: lake_names.get((m.table_id, c), f"#{c}") for q, c in m.mapping.items()}}
-               for rank, m in enumerate(found.results, start=1)]
+    results = []
+    for rank, m in enumerate(found.results, start=1):
+        tuples = matched_tuples(index, found.query.tuples, m.table_id, tuple(m.mapping[c] for c in found.key))
+        sample = index.vocab.take(tuples[:MATCHED_SAMPLE].ravel()).to_pylist()
+        results.append({"rank": rank, "table_id": m.table_id, "path": paths.get(m.table_id),
+                        "joinability": m.joinability,
+                        "mapping": {q: lake_names.get((m.table_id, c), f"#{c}") for q, c in m.mapping.items()},
+                        "matched_tuples": [sample[i:i + len(names)] for i in range(0, len(sample), len(names))],
+                        "tuples_not_found": found.stats.query_tuples - m.joinability})
     stats = asdict(found.stats)
     stats.update(bits=index.model.bits, alpha=index.model.alpha, index_rows=index.n_rows,
                  index_postings=index.n_postings, load_seconds=round(loaded - started, 4),

@@ -78,6 +78,31 @@ def parse_number_column(col: pa.Array) -> np.ndarray:
     return out
 
 
+def _list_cells(cells: list) -> list[np.ndarray | None]:
+    """Each cell as a numeric list (finite numbers), else None."""
+    rows: list = []
+    for c in cells:
+        row = None
+        m = _LIST.match(c) if c else None
+        if m and m.group(1).strip():
+            try:
+                row = np.array([float(x) for x in m.group(1).split(",")], dtype=np.float64)
+            except ValueError:
+                row = None
+            if row is not None and not np.isfinite(row).all():
+                row = None
+        rows.append(row)
+    return rows
+
+
+def _as_rows(rows: list[np.ndarray | None], dim: int) -> np.ndarray:
+    out = np.full((len(rows), dim), np.nan)
+    for i, r in enumerate(rows):
+        if r is not None and r.size == dim:
+            out[i] = r
+    return out
+
+
 def parse_vector_column(col: pa.Array) -> np.ndarray | None:
     """Cells as rows of a fixed-length numeric list (NaN rows where a cell is not one), or None when the column is
     not a vector column (fewer than :data:`AGREEMENT` of its present cells parse, or lengths differ, or length < 2)."""
@@ -85,32 +110,23 @@ def parse_vector_column(col: pa.Array) -> np.ndarray | None:
     present = [c for c in cells if c is not None and c.strip()]
     if not present or not present[0].lstrip().startswith("["):
         return None
-    rows: list = []
+    rows = _list_cells(cells)
     lengths: dict[int, int] = {}
-    for c in cells:
-        row = None
-        m = _LIST.match(c) if c else None
-        if m:
-            try:
-                row = np.array([float(x) for x in m.group(1).split(",")], dtype=np.float64) if m.group(1).strip() \
-                    else None
-            except ValueError:
-                row = None
-            if row is not None and not np.isfinite(row).all():
-                row = None
+    for row in rows:
         if row is not None:
             lengths[row.size] = lengths.get(row.size, 0) + 1
-        rows.append(row)
     if not lengths:
         return None
     dim, count = max(lengths.items(), key=lambda kv: (kv[1], kv[0]))
     if dim < 2 or count < AGREEMENT * len(present):
         return None
-    out = np.full((len(cells), dim), np.nan)
-    for i, r in enumerate(rows):
-        if r is not None and r.size == dim:
-            out[i] = r
-    return out
+    return _as_rows(rows, dim)
+
+
+def vector_rows(col: pa.Array, dim: int) -> np.ndarray:
+    """Cells as rows of ``dim`` numbers, NaN rows where a cell is no such list (the cells of a column already known
+    to be a vector column, as :func:`parse_vector_column` reads them)."""
+    return _as_rows(_list_cells(col.to_pylist()), dim)
 
 
 def _numeric(values: np.ndarray, present: int) -> bool:

@@ -67,7 +67,7 @@ def join_target(params: dict, table: QueryTable) -> JoinTarget:
     a coordinate pair or a column of numeric lists goes to the numerical join; text (and dates) to the semantic
     join; anything else is refused with the columns that can be joined.
     """
-    from ..params import comma_hint
+    from ..params import comma_hint, join_tau_error
 
     column = params["column"]
     try:
@@ -118,8 +118,7 @@ def join_target(params: dict, table: QueryTable) -> JoinTarget:
             raise _error("method", f"method {method!r} is a numerical-join method; the semantic join takes "
                                    f"{', '.join(TEXT_METHODS)}")
         if tau is not None and not 0 < tau < 1:
-            raise _error("tau", f"tau must be in (0, 1) for a text column (a fraction of the maximum distance), "
-                                f"got {tau}")
+            raise join_tau_error(tau, f" (column {table.names[ordinals[0]]!r} is text)")
     if tau is not None and params.get("tau_share") is not None:
         raise _error("tau", "give tau (in the column's units) or tau_share (a fraction of its spread), not both")
     return JoinTarget(numeric, ordinals)

@@ -128,6 +128,18 @@ class CompactIndex:
             return self._exact(query, k, tau, exclude, method)
         return self._bounded(query, k, tau, exclude, method)
 
+    def score(self, query_column_vectors: np.ndarray, table_ids: list[int], *, tau: float) -> list[UnionResult]:
+        """Definition 5 score and alignment of each of ``table_ids`` (ids the index lacks, and tables with no
+        admissible pair, are left out), best first as a search ranks them: what a search would report for them,
+        whether or not they would make its top k."""
+        query = unit_rows(np.asarray(query_column_vectors, dtype=np.float32))
+        pos = [bisect_left(self.table_ids, t) for t in table_ids]
+        tix = np.array(sorted({p for p, t in zip(pos, table_ids) if p < len(self.table_ids)
+                               and int(self.table_ids[p]) == t}), dtype=np.int64)
+        if not tix.size:
+            return []
+        return self._ranked([self._score(query, tix, tau)], len(tix), -1)[0]
+
     def _exact(self, query: np.ndarray, k: int, tau: float, exclude: int, method: str) -> UnionSearch:
         if self._col_table is None:
             self._col_table = np.repeat(np.arange(len(self.table_ids), dtype=np.int32), np.diff(self.col_offsets))

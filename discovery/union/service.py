@@ -104,6 +104,18 @@ def compact_index(snapshot: Snapshot) -> LoadedCompactIndex:
                        lambda: LoadedCompactIndex(snapshot))
 
 
+def union_scores(snapshot: Snapshot, query, table_ids: list[int], tau: float = DEFAULT_TAU) -> list[dict]:
+    """Results, in :func:`union_search`'s shape (rank as they order among themselves), for the lake tables
+    ``table_ids`` the user names: their Definition 5 scores and alignments, exactly as a search returning them
+    reports them; a table with no column pair reaching tau is left out."""
+    q = resolve_query(snapshot, query)
+    found = compact_index(snapshot).index.score(embed_query(snapshot, q).column_vectors, table_ids, tau=tau)
+    paths, names = result_names(snapshot, [r.table_id for r in found])
+    return [{"rank": rank, "table_id": r.table_id, "path": paths.get(r.table_id), "score": r.score,
+             "alignment": [[q.names[qc], names.get((r.table_id, lc), str(lc)), sim] for qc, lc, sim in r.alignment]}
+            for rank, r in enumerate(found, start=1)]
+
+
 def union_search(snapshot: Snapshot, query: str | int, k: int = 10, method: str = "pgtus++", **params) -> dict:
     """Top-``k`` lake tables unionable with ``query``, in the JSON shape of ``lakescout union --json``."""
     if method not in METHODS:

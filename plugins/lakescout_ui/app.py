@@ -3,167 +3,49 @@
 Plugin apps are not behind Airflow's authentication by default, so every route here depends on Airflow's own
 ``get_user``: the auth manager's JWT from an ``Authorization: Bearer`` header, or the ``_token`` cookie the Airflow
 UI sets at login (the page is opened in the UI, so the browser sends that cookie).  Without a valid token a request
-gets 401 (403 for a forged one) and nothing is read from the warehouse.  Reading the page needs only a login; a
-search commits to ``query_results`` as a ``query_batch`` run does, so it needs what triggering that DAG needs: the
-auth manager is asked ``is_authorized_dag(method="POST", access_entity=RUN)`` for ``query_batch``, the question
-Airflow's own trigger route asks (without a team: the page is not part of a team's bundle).
+gets 401 (403 for a forged one) and nothing is read from the warehouse.  What a logged-in user may do beyond reading
+is decided in :mod:`.access`.
 
-A search runs as a served batch (:mod:`discovery.batch`): it names a lake table (id or catalogued path) or an uploaded
-file, never another file of the server, and its errors name the table, row and column without quoting cells.  Its
-form is read only once the user may search, within a byte limit, and the upload is removed after (:mod:`.upload`).
-
-The page is rendered on the server (Jinja2); charts use Chart.js vendored under ``static/`` so it works offline.
+The routes live in one router per surface: the page (:mod:`.pages`), its view of the lake tables (:mod:`.tables`),
+the previews and downloads of a result's rows (:mod:`.deliver`) and the JSON API (:mod:`.api`), whose OpenAPI
+description is ``/lakescout/openapi.json`` (the page's routes are left out of it; no interactive docs are served:
+they would load scripts from the internet).
 """
 from __future__ import annotations
 
 import html
-import os
-import uuid
-from pathlib import Path
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
-from starlette.concurrency import run_in_threadpool
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from fastapi.responses import HTMLResponse, JSONResponse
 
-from airflow.api_fastapi.app import get_auth_manager
-from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
 from airflow.api_fastapi.core_api.security import get_user
-from discovery.batch import BatchError, available_kinds, batch_results, run_batch, search_parameters
-from discovery.store import Warehouse, WarehouseError
-from lakescout_ui.data import evidence_text, page_data
-from lakescout_ui.upload import FormRefused, received_form
+from discovery import __version__
+from lakescout_ui import api, deliver, pages, tables
 
-HERE = Path(__file__).parent
-STATIC = {"chart.umd.min.js": "application/javascript", "chart.js.LICENSE.md": "text/plain"}
+#: The largest uploaded query file a search reads (the form around it has its own small allowance).
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
-BATCH_DAG = "query_batch"
-
-_templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
-_templates.filters["evidence"] = evidence_text
-
-
-def _warehouse() -> Warehouse:
-    return Warehouse(os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse")))
-
-
-def _may_search(user) -> bool:
-    """Whether ``user`` may trigger the ``query_batch`` DAG, which is what a search from the page amounts to."""
-    return get_auth_manager().is_authorized_dag(method="POST", access_entity=DagAccessEntity.RUN,
-                                                details=DagDetails(id=BATCH_DAG), user=user)
-
-
-def _render(request: Request, user, search: dict | None = None, status: int = 200) -> HTMLResponse:
-    wh = _warehouse()
-    try:
-        data = page_data(wh)
-    except WarehouseError as exc:
-        data = {"ready": False, "warehouse": wh.root, "problem": str(exc)}
-    page = _templates.get_template("page.html").render(data=data, search=search, user=user.get_name(),
-                                                       may_search=_may_search(user), batch_dag=BATCH_DAG,
-                                                       base=request.scope.get("root_path", ""))
-    return HTMLResponse(page, status_code=status)
-
-
-def _search_params(kind: str, k: int, method: str, column: str, key: str, tau: float | None = None) -> dict:
-    """Form fields -> parameters of the search of ``kind`` (only those its method accepts)."""
-    accepted = search_parameters(kind)
-    params: dict = {}
-    if tau is not None and "tau" in accepted:
-        params["tau"] = tau
-    for name in ("k", "top_k"):
-        if name in accepted:
-            params[name] = k
-            break
-    if method and "method" in accepted:
-        params["method"] = method
-    if column and "column" in accepted:
-        params["column"] = column.strip()
-    if key and "key" in accepted:
-        params["key"] = [c.strip() for c in key.split(",") if c.strip()]
-    return params
-
-
-def _form(fields: dict[str, str]) -> dict:
-    """The search form's fields, with the page's defaults for those not sent; raises BatchError for a bad ``k``."""
-    form = {name: fields.get(name, "") for name in ("kind", "table", "method", "column", "key", "tau")}
-    try:
-        form["k"] = int(fields.get("k") or 10)
-    except ValueError:
-        raise BatchError(f"k must be a whole number, got {fields['k']!r}") from None
-    try:
-        form["tau_value"] = float(form["tau"]) if form["tau"].strip() else None
-    except ValueError:
-        raise BatchError(f"tau must be a number, got {form['tau']!r}") from None
-    return form
-
-
-def _answer(request: Request, user, form: dict, upload_path: str | None) -> HTMLResponse:
-    """Run the search the form asks for as a served one-query batch and render the page with its results."""
-    kind, uploads = form["kind"], {}
-    try:
-        if kind not in available_kinds():
-            raise BatchError(f"{kind!r} search is not available (available: "
-                             f"{', '.join(available_kinds()) or 'none'})")
-        if upload_path is not None:
-            query = f"upload:{os.path.basename(form['upload'])}"
-            uploads[query] = upload_path
-        elif form["table"].strip():
-            query = form["table"].strip()
-        else:
-            raise BatchError("pick a lake table or upload a table file (CSV, TSV, JSON Lines, compressed or not)")
-        params = _search_params(kind, form["k"], form["method"], form["column"], form["key"], form["tau_value"])
-        spec = {"name": f"ui:{user.get_name()}", "queries": [{"id": "search", "kind": kind, "query": query, **params}]}
-        summary = run_batch(_warehouse(), spec, batch_id=f"ui-{uuid.uuid4().hex[:12]}", served=True, uploads=uploads)
-        rows = batch_results(_warehouse(), summary["batch_id"]).to_pylist()
-        return _render(request, user, {"form": form, "summary": summary, "rows": rows})
-    except (BatchError, WarehouseError, ValueError) as exc:
-        return _render(request, user, {"form": form, "error": str(exc)}, status=400)
 
 
 def create_app() -> FastAPI:
-    app = FastAPI(title="Lakescout", description="Lake discovery page of the Airflow UI",
-                  dependencies=[Depends(get_user)])
+    app = FastAPI(title="Lakescout", version=__version__, dependencies=[Depends(get_user)],
+                  description="Lake discovery in the Airflow UI and its JSON API (routes under /api): status, lake "
+                              "tables, describe, find by name, union / join / n-ary search, recorded batches.  "
+                              "Every route needs an Airflow login (Authorization: Bearer <JWT>); a search needs the "
+                              "permission to trigger the query_batch DAG.",
+                  docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.max_upload_bytes = MAX_UPLOAD_BYTES
+    app.include_router(pages.router)
+    app.include_router(tables.router)
+    app.include_router(api.router)
+    app.include_router(deliver.router)
 
-    @app.get("/", response_class=HTMLResponse)
-    def page(request: Request, user=Depends(get_user)):
-        return _render(request, user)
-
-    @app.get("/api/status")
-    def status():
-        wh = _warehouse()
-        try:
-            return JSONResponse(page_data(wh))
-        except WarehouseError as exc:
-            raise HTTPException(404, str(exc)) from None
-
-    @app.get("/static/{name}")
-    def static(name: str):
-        if name not in STATIC:
-            raise HTTPException(404, "no such file")
-        return FileResponse(HERE / "static" / name, media_type=STATIC[name])
-
-    @app.post("/search", response_class=HTMLResponse)
-    async def search(request: Request, user=Depends(get_user)):
-        # No Form or File parameters: FastAPI would read (and spool) the whole body before this check.
-        form = _form({})
-        if not _may_search(user):
-            return await run_in_threadpool(
-                _render, request, user, {"form": form, "error": f"searching needs the permission to trigger the "
-                                         f"{BATCH_DAG} DAG, which your Airflow role does not have"}, 403)
-        try:
-            async with received_form(request, MAX_UPLOAD_BYTES) as received:
-                form = _form(received.fields)
-                if received.path is not None:
-                    form["upload"] = received.filename
-                # Searching and rendering read Delta tables and run numpy for seconds: off the event loop, so
-                # concurrent requests (and the rest of the api-server) are not queued behind one search.
-                return await run_in_threadpool(_answer, request, user, form, received.path)
-        except FormRefused as exc:
-            return await run_in_threadpool(_render, request, user, {"form": form, "error": str(exc)}, exc.status)
-        except BatchError as exc:
-            return await run_in_threadpool(_render, request, user, {"form": form, "error": str(exc)}, 400)
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi(request: Request):
+        """The OpenAPI description of the JSON API, behind the login like every route (FastAPI's own is not), its
+        server the mount point (``/lakescout``)."""
+        root = request.scope.get("root_path", "").rstrip("/")
+        return {**app.openapi(), **({"servers": [{"url": root}]} if root else {})}
 
     @app.exception_handler(HTTPException)
     async def refused(request: Request, exc: HTTPException):

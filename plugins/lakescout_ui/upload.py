@@ -1,4 +1,5 @@
-"""Receiving the page's search form: read only for a user who may search, bounded while it streams, no file left.
+"""Receiving a search (the page's form, or the JSON API's body): read only for a user who may search, bounded while
+it streams, no file left.
 
 FastAPI parses a route's ``Form`` and ``File`` parameters before the route and its dependencies run, spooling an
 upload whole to disk before anyone is asked whether the user may search.  The search route therefore declares none
@@ -10,6 +11,7 @@ and Starlette's spooled copy is closed with the form.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -110,3 +112,25 @@ async def received_form(request: Request, max_upload_bytes: int) -> AsyncIterato
             await form.close()
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+async def received_json(request: Request) -> dict:
+    """The JSON object of ``request``'s body, read within :data:`FORM_BYTES`; raises :class:`FormRefused` (413 past
+    the limit, 400 for a body that is not a JSON object)."""
+    too_large = f"the search request is larger than {FORM_BYTES:,} bytes"
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > FORM_BYTES:
+        raise FormRefused(413, too_large)
+    body = bytearray()
+    try:
+        async for chunk in _bounded(request, FORM_BYTES, too_large):
+            body += chunk
+    except _TooLarge as exc:
+        raise FormRefused(413, str(exc)) from None
+    try:
+        value = json.loads(bytes(body))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FormRefused(400, f"the search request is not valid JSON (at byte {getattr(exc, 'pos', 0)})") from None
+    if not isinstance(value, dict):
+        raise FormRefused(400, "the search request must be a JSON object: {\"table\": ..., parameters of the search}")
+    return value

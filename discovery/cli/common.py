@@ -1,0 +1,60 @@
+"""What every command shares: the error that ends a command and the options every command takes (a command starts a
+Spark application through :mod:`discovery.submit`)."""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one clear line, exit code 2, never a traceback."""
+
+
+class Choices:
+    """An option's choices read from the module that owns them only when argparse needs them (``--help``, or a
+    value to check), so that naming them costs no import on every call and no second list that could disagree."""
+
+    def __init__(self, load: Callable[[], tuple]):
+        self._load = load
+        self._names: tuple | None = None
+
+    def _all(self) -> tuple:
+        if self._names is None:
+            self._names = tuple(self._load())
+        return self._names
+
+    def __iter__(self) -> Iterator:
+        return iter(self._all())
+
+    def __contains__(self, value) -> bool:
+        return value in self._all()
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+def methods(kind: str) -> Choices:
+    def load() -> tuple:
+        from ..params import method_names
+
+        return method_names(kind)
+
+    return Choices(load)
+
+
+def add_warehouse(p) -> None:
+    p.add_argument("--warehouse", default=None, metavar="PATH",
+                   help="warehouse folder or URI (default: $LAKESCOUT_WAREHOUSE, else [paths] warehouse of the "
+                        "configuration)")
+
+
+def add_snapshot(p) -> None:
+    p.add_argument("--snapshot", type=int, default=None, metavar="ID", help="snapshot id (default: the latest)")
+
+
+def add_common(p, func, config: bool = True) -> None:
+    """``--config`` (every command that reads the configuration) and ``--json``, and the function that runs it."""
+    if config:
+        p.add_argument("--config", default=None, metavar="FILE",
+                       help="TOML configuration file (default: $LAKESCOUT_CONFIG, else ./lakescout.toml)")
+    p.add_argument("--json", action="store_true", help="print JSON with every value in full instead of tables")
+    p.set_defaults(func=func)

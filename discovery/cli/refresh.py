@@ -1,0 +1,90 @@
+"""``lakescout refresh``: run the Spark stages that bring the index up to date with the lake."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from .common import UsageError, add_common, add_warehouse
+
+
+def cmd_refresh(args) -> int:
+    """Run the refresh application and show its progress; its first line comes before the store, the lake readers
+    and pyarrow are imported (about a second), the next before Spark starts."""
+    say = (lambda text: None) if args.json else (lambda text: print(f"lakescout refresh: {text}", flush=True))
+    if not os.path.isdir(args.lake) and "://" not in args.lake:
+        raise UsageError(f"lake folder {args.lake!r} " + ("is not a folder" if os.path.exists(args.lake)
+                                                          else "does not exist"))
+    say(f"checking the lake {args.lake} and the warehouse {args.warehouse}")
+    from .. import storage
+    from ..config import load_config
+    from ..refresh.display import RefreshDisplay, failed_text, totals, usage_text
+    from ..refresh.progress import NOTE, Progress
+    from ..store.lease import holder as lease_holder
+    from ..submit import command, environment
+
+    storage.check(args.lake, "lake")
+    storage.check(args.warehouse, "warehouse")
+    config = load_config(args.config)
+    busy = lease_holder(args.warehouse)  # checked again, atomically, when the refresh takes the lease
+    if busy:
+        raise UsageError(busy)
+    master = args.master or config.spark.master
+    say(f"starting Spark ({master})")
+    cmd = command("refresh", master, ["--warehouse", args.warehouse, "--lake", args.lake])
+    if args.full:
+        cmd.append("--full")
+    if args.config:
+        cmd += ["--config", args.config]
+    for name in ("include", "exclude"):
+        for pattern in getattr(args, name):
+            cmd += [f"--{name}", pattern]
+    env = environment()
+    log = tempfile.NamedTemporaryFile("w+", prefix="lakescout-refresh-", suffix=".log", delete=False)
+    started = time.time()
+    result = None
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=env) as proc, \
+            RefreshDisplay(quiet=args.json) as display:
+        for line in proc.stdout:
+            progress = Progress.parse(line)
+            if progress is not None:
+                display.progress(progress)
+            elif line.startswith(NOTE):
+                display.note(line[len(NOTE):].rstrip())
+            elif line.startswith('{"stage"'):
+                display.stage_finished(json.loads(line))
+            elif line.startswith("LAKESCOUT_RESULT "):
+                result = json.loads(line[len("LAKESCOUT_RESULT "):])
+    if result is not None and "refused" in result:
+        raise UsageError(result["refused"])
+    if proc.returncode != 0 or result is None or "failed_stage" in result:
+        log.seek(0)
+        tail = log.read()[-3000:]
+        print(f"refresh failed{' in stage ' + result['failed_stage'] if result else ''}; "
+              f"the last snapshot still answers queries. Spark log: {log.name}\n{tail}", file=sys.stderr)
+        return 1
+    result["seconds"] = round(time.time() - started, 1)
+    result.update(totals(result.get("stages", [])))
+    if args.json:
+        print(json.dumps(result, default=str))
+    else:
+        print(f"published snapshot {result['snapshot_id']} (refresh {result['refresh_id']}) "
+              f"in {result['seconds']} s (stages {usage_text(result['stage_seconds'], result['cpu'])})"
+              + failed_text(result.get("failed_tables", {})))
+    return 0
+
+
+def register(sub) -> None:
+    r = sub.add_parser("refresh", help="bring the index up to date with the lake (runs the Spark stages)")
+    r.add_argument("--lake", required=True, help="lake folder or URI")
+    add_warehouse(r)
+    r.add_argument("--full", action="store_true", help="rebuild every index table from scratch")
+    r.add_argument("--master", default=None, help="Spark master (default from config: local[*])")
+    r.add_argument("--include", action="append", default=[], metavar="PATTERN",
+                   help="index only lake tables matching this gitignore-style pattern (repeatable)")
+    r.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
+                   help="leave out lake tables matching this pattern (repeatable)")
+    add_common(r, cmd_refresh)

@@ -1,0 +1,52 @@
+"""``lakescout status``: the latest snapshot, table counts, failed tables and recent refreshes."""
+from __future__ import annotations
+
+import json
+
+from .common import add_common, add_warehouse
+from .output import table, wrapped
+
+
+def cmd_status(args) -> int:
+    from ..status import warehouse_status
+    from ..store import Warehouse
+
+    st = warehouse_status(Warehouse(args.warehouse))
+    if args.json:
+        print(json.dumps(st, default=str, indent=2))
+        return 0
+    snap = st["snapshot"]
+    print(f"warehouse  {st['warehouse']}")
+    if snap:
+        print(f"snapshot   {snap['snapshot_id']} published {snap['created_at']} (refresh {snap['refresh_id']}), "
+              f"{st['snapshots']} snapshot(s) in all")
+        t = st["tables"]
+        print(f"tables     {t.get('ok', 0)} ok, {t.get('stale', 0)} stale, {t.get('error', 0)} error, "
+              f"{t.get('deleted', 0)} deleted")
+        print(f"formats    {', '.join(f'{k} {v}' for k, v in st.get('formats', {}).items()) or 'none'}")
+        rows = ", ".join(f"{k} {v}" for k, v in st.get("index_rows", {}).items() if v)
+        print(wrapped(f"rows       {rows or 'none'} (rows of each index table in this snapshot)", 11))
+    else:
+        print("snapshot   none published yet")
+    print(f"\nfailed and stale tables ({len(st['errors'])}; a stale table's last indexed rows still answer):")
+    print(table(st["errors"], ["table_id", "path", "format", "status", "reason"], flexible=("reason",)))
+    if st["warnings"]:
+        print(f"\ntables indexed with warnings ({len(st['warnings'])}):")
+        print(table([{**w, "warnings": "; ".join(w["warnings"])} for w in st["warnings"]],
+                    ["table_id", "path", "warnings"], flexible=("warnings",)))
+    print("\nrecent refreshes:")
+    for r in st["refreshes"]:
+        published = f"snapshot {r['snapshot_id']}" if r["snapshot_id"] else "not published"
+        print(f"  refresh {r['refresh_id']} started {r['started_at']}: {published}")
+        stages = [{"stage": s["stage"], "status": s["status"], "seconds": f"{s['seconds']:.1f}",
+                   **{k: s[f"tables_{k}"] for k in ("processed", "added", "changed", "deleted", "failed")},
+                   "rows": s["rows_written"]} for s in r["stages"]]
+        print(table(stages, ["stage", "status", "seconds", "processed", "added", "changed", "deleted", "failed",
+                             "rows"], indent=4))
+    return 0
+
+
+def register(sub) -> None:
+    s = sub.add_parser("status", help="latest snapshot, table counts, failed tables, recent refreshes")
+    add_warehouse(s)
+    add_common(s, cmd_status)

@@ -1,0 +1,12 @@
+"""Acting on answers: the union or join an answer describes, written as a table with its provenance.
+
+:mod:`.actions` is the front door (``stack``, ``augment``, ``pairs``, behind the API's methods of the same names and
+the CLI); :mod:`.plans` turns answers into plans over lake tables pinned to their indexed versions; :mod:`.union` and
+:mod:`.augment` are the row transforms; :mod:`.coerce` types columns; :mod:`.output` writes atomically.
+"""
+from .augment import FanOut, FanOutError
+from .output import FORMATS, OutputError
+from .plans import PlanError
+from .service import METADATA_KEY, Materialized
+
+__all__ = ["FanOut", "FanOutError", "FORMATS", "OutputError", "PlanError", "METADATA_KEY", "Materialized"]

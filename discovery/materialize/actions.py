@@ -1,0 +1,192 @@
+"""The three actions on an answer, as the Python API and the CLI take them: ``stack`` (write the union), ``augment``
+(write the join) and ``pairs`` (write the join's value mapping).
+
+Each checks its parameters here (one-line :class:`~discovery.params.ParameterError` naming the parameter, as every
+search does), resolves the query once (a file, a lake table, or a table given as data), runs the search the
+parameters describe through the same :class:`~discovery.api.Lakescout` methods users call, picks the results
+(:mod:`.select`), and materialises them (:mod:`.service`).  With ``output`` the table is written (:mod:`.output`)
+and the description returned; without, the table is returned with the description in its schema metadata.
+"""
+from __future__ import annotations
+
+import numbers
+import time
+
+import pyarrow as pa
+
+from ..config import load_config
+from ..params import ParameterError, check_query, choice, count, interval, key_columns, optional
+from ..query import QueryTable, resolve_query
+from .augment import MODES, FanOut
+from .output import output_format, write_table
+from .planfile import JoinPlan, UnionPlan
+from .select import join_result, nary_result, union_results
+from .service import Materialized, join_plan, join_source, run_plan, union_plan
+
+
+def _query(ls, query) -> QueryTable:
+    return resolve_query(ls.snapshot, check_query(query))
+
+
+def _names(name: str, value) -> list[str] | None:
+    """A list of names, given as a list or as one comma-separated string."""
+    if value is None:
+        return None
+    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value)
+    if not names or not all(isinstance(n, str) and n.strip() for n in names):
+        raise ParameterError(name, f"{name} must name columns, as a list or 'COL1,COL2'")
+    return names
+
+
+def _tables(value) -> list | None:
+    if value is None:
+        return None
+    items = value if isinstance(value, (list, tuple)) else [value]
+    if not items or any(isinstance(t, bool) or not isinstance(t, (str, numbers.Integral)) for t in items):
+        raise ParameterError("tables", "tables must be lake table ids or catalogued paths")
+    return list(items)
+
+
+def _deliver(m: Materialized, output: str | None, fmt: str | None, overwrite: bool):
+    if output is None:
+        return m.with_metadata()
+    fmt = output_format(output, fmt)
+    started = time.perf_counter()
+    size = write_table(m.with_metadata(), output, fmt, overwrite)
+    m.description["output"] = {"path": output, "format": fmt, "bytes": size,
+                               "seconds": round(time.perf_counter() - started, 3)}
+    return m.description
+
+
+def _run(plan, output: str | None, fmt: str | None, overwrite: bool, master: str | None):
+    """Materialise ``plan`` here, or, with a ``master`` and lake tables of at least ``[materialize]
+    spark_min_bytes``, as a Spark job (which writes ``output`` itself)."""
+    cfg = load_config()
+    size = sum(s.table.bytes for s in plan.sources)
+    if master and output is not None and size >= cfg.materialize.spark_min_bytes:
+        return _on_spark(plan, output, output_format(output, fmt), overwrite, master)
+    return _deliver(run_plan(plan, cfg.limits), output, fmt, overwrite)
+
+
+def _on_spark(plan, output: str, fmt: str, overwrite: bool, master: str) -> dict:
+    import os
+    import tempfile
+
+    from ..submit import run_job
+    from .output import check_target
+    from .planfile import save_plan
+
+    check_target(output, fmt, overwrite)
+    with tempfile.TemporaryDirectory(prefix="lakescout-plan-") as folder:
+        save_plan(plan, folder)
+        args = ["--plan", folder, "--output", output, "--format", fmt] + (["--overwrite"] if overwrite else [])
+        if os.environ.get("LAKESCOUT_CONFIG"):
+            args += ["--config", os.environ["LAKESCOUT_CONFIG"]]
+        return run_job("materialize", master, args, f"writing {output!r}", "nothing was written")
+
+
+def stack(ls, query, *, output: str | None = None, format: str | None = None, overwrite: bool = False,
+          master: str | None = None, **params):
+    """Write (or return) the union of ``query`` with the lake tables a union search picks; see
+    :meth:`discovery.api.Lakescout.stack`."""
+    return _run(stack_plan(ls, query, **params), output, format, overwrite, master)
+
+
+def stack_plan(ls, query, *, tables=None, k: int = 10, min_score: float | None = None, method: str = "pgtus++",
+               tau: float | None = None, query_rows: bool = True, dedupe: bool = False,
+               strict: bool = False) -> UnionPlan:
+    """The plan :func:`stack` runs."""
+    q = _query(ls, query)
+    k = count("k", k)
+    min_score = optional(interval(0.0, float("inf"), lo_open=True))("min_score", min_score)
+    params = {} if tau is None else {"tau": tau}
+    results = union_results(ls, q, _tables(tables), k, min_score, method, params)
+    return union_plan(ls.snapshot, q, results, include_query=bool(query_rows), dedupe=bool(dedupe),
+                      strict=bool(strict))
+
+
+def _fan_out(fan_out: str, max_matches: int) -> FanOut:
+    return FanOut(choice(MODES)("fan_out", fan_out), count("max_matches", max_matches))
+
+
+def augment(ls, query, column: str | None = None, *, output: str | None = None, format: str | None = None,
+            overwrite: bool = False, master: str | None = None, **params):
+    """Write (or return) ``query`` joined to a lake table; see :meth:`discovery.api.Lakescout.augment`."""
+    return _run(augment_plan(ls, query, column, **params), output, format, overwrite, master)
+
+
+def augment_plan(ls, query, column: str | None = None, *, key=None, rank: int = 1, table=None,
+                 lake_column: str | None = None, lake_key=None, columns=None, fan_out: str = "nearest",
+                 max_matches: int | None = None, tau: float | None = None, tau_share: float | None = None,
+                 metric: str | None = None, strict: bool = False) -> JoinPlan:
+    """The plan :func:`augment` runs."""
+    if (column is None) == (key is None):
+        raise ParameterError("column", "give column (a semantic or numerical join) or key (an n-ary join), not "
+                             + ("both" if column is not None else "neither"))
+    q = _query(ls, query)
+    rank = count("rank", rank)
+    fan = _fan_out(fan_out, load_config().materialize.max_matches if max_matches is None else max_matches)
+    added = _names("columns", columns)
+    if key is not None:
+        key = key_columns("key", key)
+        for c in key:
+            q.ordinal(c)
+        result = nary_result(ls, q, key, rank, table, _names("lake_key", lake_key), {})
+        ordinals = [q.ordinal(c) for c in key]
+        source = join_source(ls.snapshot, q, "nary", ordinals, result, {}, added)
+    else:
+        search = {k: v for k, v in (("tau", tau), ("tau_share", tau_share), ("metric", metric)) if v is not None}
+        kind, ordinals, result, used = join_result(ls, q, column, rank, table, lake_column, search)
+        source = join_source(ls.snapshot, q, kind, ordinals, result, used, added)
+    return join_plan(ls.snapshot, q, source, ordinals, fan_out=fan, strict=bool(strict), result=result)
+
+
+def pairs(ls, query, column: str, *, rank: int = 1, table=None, lake_column: str | None = None,
+          tau: float | None = None, tau_share: float | None = None, metric: str | None = None,
+          output: str | None = None, format: str | None = None, overwrite: bool = False):
+    """The whole value mapping of a join result: every matched (query value, lake value, distance) with the query
+    rows and lake rows holding each; see :meth:`discovery.api.Lakescout.pairs`."""
+    q = _query(ls, query)
+    search = {k: v for k, v in (("tau", tau), ("tau_share", tau_share), ("metric", metric)) if v is not None}
+    kind, ordinals, result, used = join_result(ls, q, column, count("rank", rank), table, lake_column, search)
+    source = join_source(ls.snapshot, q, kind, ordinals, result, used, [])
+    table_ = mapping_table(q, source, ordinals)
+    described = {"kind": "pairs", "snapshot_id": ls.snapshot.snapshot_id, "query": q.label, "rows": table_.num_rows,
+                 "columns": [{"name": f.name, "type": str(f.type)} for f in table_.schema],
+                 "sources": [{**source.to_dict(), **{k: result[k] for k in ("rank", "joinability", "matched")
+                                                     if k in result}}], "warnings": []}
+    return _deliver(Materialized(table_, described), output, format, overwrite)
+
+
+def mapping_table(q: QueryTable, source, ordinals: list[int]) -> pa.Table:
+    """The mapping of ``source`` as rows, nearest first: query value, lake value, distance, and how many query rows
+    and lake rows (every row at the pinned version) hold each value."""
+    import pyarrow.compute as pc
+
+    from .keys import cell_keys
+    from .local import lake_key_counts
+
+    mapping = source.mapping
+    keys = cell_keys([q.columns[i] for i in ordinals], source.kind, source.dim)
+    query_counts = pc.value_counts(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
+    lake_counts = lake_key_counts(source, load_config().limits)
+    counted = []
+    for column, counts in (("query_key", query_counts), ("lake_key", lake_counts)):
+        at = pc.index_in(mapping.column(column), value_set=counts.field("values"))
+        counted.append(pc.fill_null(counts.field("counts").take(at), 0))
+    out = pa.table({"query_value": _shown(mapping.column("query_key"), source),
+                    "lake_value": _shown(mapping.column("lake_key"), source), "distance": mapping.column("distance"),
+                    "query_rows": counted[0], "lake_rows": counted[1]})
+    return out.take(pc.sort_indices(mapping.column("distance")))  # stable: ties in the mapping's value order
+
+
+def _shown(keys: pa.ChunkedArray, source) -> pa.Array:
+    """Keys as users read them: text as normalised, numbers as numbers, coordinates and vectors as lists."""
+    import numpy as np
+
+    keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    if source.kind in ("text", "number"):
+        return keys
+    width = keys.type.byte_width // 8
+    values = np.frombuffer(keys.buffers()[1], dtype=np.float64, count=len(keys) * width).reshape(-1, width)
+    return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), width)

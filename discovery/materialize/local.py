@@ -1,0 +1,60 @@
+"""Running a plan in this process: each lake table read unit by unit, the rows written kept, nothing else.
+
+The steps are those a Spark job runs on its executors (:mod:`spark_jobs.materialize`): :func:`.union.unit_rows` and
+:func:`.augment.unit_partial` per unit of a lake table (:func:`discovery.lake.pinned.units`), then the same finishing
+step; here one process takes the units in order.  A union holds the rows it writes; an augmentation holds the query
+and the matching lake rows (reduced as it reads), never a lake table.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..config import Limits
+from ..lake.pinned import units
+from .augment import FanOut, JoinSource, combine, finish, unit_partial
+from .planfile import JoinPlan, UnionPlan
+from .union import UnionSource, first_rows, plan_layout, query_rows, replan_observed, type_notes, unit_rows
+
+
+def run_union(plan: UnionPlan, limits: Limits) -> tuple[pa.Table, list[str], list[UnionSource]]:
+    """The union ``plan`` describes (the query's rows first, unless it leaves them out); also the warnings and the
+    sources as finally typed (:func:`.union.replan_observed`)."""
+    columns = [c.combine_chunks() for c in plan.query.columns]
+    planned, attempt = plan.sources, 0
+    while True:
+        layout = plan_layout(plan.query.column_names, [c.type for c in columns], f"query {plan.query_label!r}",
+                             planned, plan.snapshot_id)
+        parts = [query_rows(columns, plan.query_label, layout)] if plan.include_query else []
+        observed: dict[tuple[int, str], set[str]] = {}
+        for source in planned:
+            for unit in units(source.table):
+                rows, seen = unit_rows(source, unit, layout, limits)
+                parts += rows
+                for lake, kinds in seen.items():
+                    observed.setdefault((source.table.table_id, lake), set()).update(kinds)
+        if not observed:
+            break
+        attempt += 1
+        planned = replan_observed(planned, observed, attempt)
+    table = pa.concat_tables(parts) if parts else layout.schema.empty_table()
+    if plan.dedupe:
+        table = first_rows(table, list(layout.query_names))
+    return table, type_notes(plan.sources, planned) + list(layout.warnings), planned
+
+
+def run_augment(plan: JoinPlan, limits: Limits) -> tuple[pa.Table, list[str], int]:
+    """The query's rows with the plan's lake columns added by its fan-out; also the warnings and how many rows
+    found a match."""
+    source, fan_out = plan.source, plan.fan_out
+    parts = [unit_partial(source, i, unit, fan_out, limits) for i, unit in enumerate(units(source.table))]
+    return finish(plan.keys, plan.base, source, combine(parts, source, fan_out), fan_out)
+
+
+def lake_key_counts(source: JoinSource, limits: Limits) -> pa.StructArray:
+    """How many rows of ``source``'s lake table (every row, at the pinned version) hold each mapped lake value:
+    ``value_counts`` of their keys."""
+    every = FanOut("all", 2 ** 62)
+    keys = [unit_partial(source, i, unit, every, limits).column("__key") for i, unit in enumerate(units(source.table))]
+    keys = pa.chunked_array(keys, type=source.mapping.schema.field("lake_key").type).combine_chunks()
+    return pc.value_counts(keys)

@@ -1,0 +1,139 @@
+"""From an answer to a plan: which lake tables, at which versions, joined or aligned how.
+
+A union plan is the answer's tables with their Definition 5 alignments (:func:`union_sources`); a join plan is one
+lake table with its join columns and the value mapping of the result (:func:`join_source`): the semantic join's
+pairs (:func:`discovery.join.pairs.column_pairs`), the numerical join's nearest values
+(:func:`discovery.numjoin.pairs.group_pairs`) or the n-ary join's key mapping.  The mapping is computed from the
+snapshot the answer came from, by the functions that give the search its evidence, so the table written is the one
+the answer describes.  Lake tables are pinned to the versions that snapshot indexed (:mod:`discovery.lake.pinned`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..lake.pinned import PinnedTable, pin
+from ..query import QueryError, QueryTable
+from ..store import Snapshot
+from .augment import JoinSource
+from .keys import cell_keys, value_keys
+from .union import UnionSource
+
+_CATALOG = ["table_id", "path", "format", "bytes", "status", "content_hash", "version"]
+
+
+class PlanError(QueryError):
+    """An answer that cannot be turned into a table: the message names the table, rank or column at fault."""
+
+
+def pinned_table(snapshot: Snapshot, table_id: int) -> PinnedTable:
+    """The lake table ``table_id`` as ``snapshot`` indexed it; an unknown, deleted or failed table is refused."""
+    catalog = snapshot.cached("catalog", _CATALOG)
+    hit = catalog.filter(pc.equal(catalog["table_id"], table_id))
+    if hit.num_rows == 0:
+        raise PlanError(f"no lake table with id {table_id} in snapshot {snapshot.snapshot_id}")
+    row = hit.to_pylist()[0]
+    if row["status"] not in ("ok", "stale"):
+        raise PlanError(f"lake table {row['path']!r} is {row['status']} in snapshot {snapshot.snapshot_id}: it has "
+                        "no indexed rows to write")
+    return pin(row, snapshot.lake_root(), snapshot.snapshot_id)
+
+
+def table_id_of(snapshot: Snapshot, table: int | str) -> int:
+    """The id of a lake table named by id or by catalogued path."""
+    catalog = snapshot.cached("catalog", _CATALOG)
+    if isinstance(table, int) or (isinstance(table, str) and table.isdigit()):
+        if int(table) >= 2 ** 63 or not pc.any(pc.equal(catalog["table_id"], int(table))).as_py():
+            raise PlanError(f"no lake table with id {table} in snapshot {snapshot.snapshot_id}")
+        return int(table)
+    hit = catalog.filter(pc.and_(pc.equal(catalog["path"], str(table)), pc.not_equal(catalog["status"], "deleted")))
+    if hit.num_rows == 0:
+        raise PlanError(f"no lake table {table!r} in snapshot {snapshot.snapshot_id} (name a table id or a "
+                        "catalogued lake path)")
+    return int(hit.column("table_id")[0].as_py())
+
+
+def lake_columns(snapshot: Snapshot, table_id: int) -> tuple[list[str], list[str]]:
+    """Names and profiled types of a lake table's columns, in order."""
+    cols = snapshot.cached("columns", ["table_id", "ordinal", "name", "type"])
+    mine = cols.filter(pc.equal(cols["table_id"], table_id)).sort_by("ordinal")
+    return mine.column("name").to_pylist(), mine.column("type").to_pylist()
+
+
+def union_sources(snapshot: Snapshot, query: QueryTable, results: list[dict]) -> list[UnionSource]:
+    """The union plan of ``results`` (union answers: table id, score, alignment of query to lake column names)."""
+    sources = []
+    for r in results:
+        names, types = lake_columns(snapshot, r["table_id"])
+        kind = dict(zip(names, types))
+        aligned = tuple((query.ordinal(qc), lc, float(sim)) for qc, lc, sim in r["alignment"])
+        sources.append(UnionSource(pinned_table(snapshot, r["table_id"]), aligned,
+                                   tuple(kind.get(lc, "string") for _, lc, _ in aligned), r.get("rank"),
+                                   r.get("score")))
+    return sources
+
+
+def chosen_columns(snapshot: Snapshot, table_id: int, wanted: list[str] | None) -> list[str]:
+    """The lake columns an augmentation adds: ``wanted`` (checked against the table), else every column."""
+    names, _ = lake_columns(snapshot, table_id)
+    if wanted is None:
+        return names
+    missing = [c for c in wanted if c not in names]
+    if missing:
+        raise PlanError(f"lake table {table_id} has no column {missing[0]!r} (columns: {', '.join(names)})")
+    return list(dict.fromkeys(wanted))
+
+
+def _source(snapshot: Snapshot, table_id: int, kind: str, joined: list[str], added: list[str] | None,
+            mapping: pa.Table, dim: int = 0, evidence: dict | None = None) -> JoinSource:
+    names, types = lake_columns(snapshot, table_id)
+    added = chosen_columns(snapshot, table_id, added)
+    kinds = dict(zip(names, types))
+    return JoinSource(pinned_table(snapshot, table_id), kind, tuple(joined), tuple(added),
+                      tuple(kinds.get(c, "string") for c in added), mapping, dim, evidence or {})
+
+
+def text_source(snapshot: Snapshot, query: QueryTable, ordinal: int, table_id: int, lake_ordinal: int, tau: float,
+                added: list[str] | None) -> JoinSource:
+    """A semantic-join plan: every query value's nearest lake value within ``tau``."""
+    from ..join.pairs import all_query_values, column_pairs
+
+    pairs = column_pairs(snapshot, all_query_values(snapshot, query, ordinal), table_id, lake_ordinal, tau)
+    names, _ = lake_columns(snapshot, table_id)
+    mapping = pa.table({"query_key": pa.array(pairs.query, pa.string()), "lake_key": pa.array(pairs.lake, pa.string()),
+                        "distance": pa.array(pairs.distance, pa.float64())})
+    return _source(snapshot, table_id, "text", [names[lake_ordinal]], added, mapping,
+                   evidence={"tau": tau, "query_values": len(pairs.values)})
+
+
+def numeric_source(snapshot: Snapshot, query: QueryTable, ordinals: list[int], table_id: int,
+                   lake_ordinals: list[int], added: list[str] | None, tau: float | None = None,
+                   tau_share: float | None = None, metric: str | None = None) -> JoinSource:
+    """A numerical-join plan: every query value's nearest lake value (number, coordinate pair, vector) within tau."""
+    from ..numjoin.pairs import group_pairs
+
+    pairs = group_pairs(snapshot, query, ordinals, table_id, lake_ordinals, tau, tau_share, metric)
+    kind = pairs.kind
+    names, _ = lake_columns(snapshot, table_id)
+    mapping = pa.table({"query_key": value_keys(pairs.query, kind), "lake_key": value_keys(pairs.lake, kind),
+                        "distance": pa.array(pairs.distance, pa.float64())})
+    dim = pairs.values.shape[1] if kind == "vector" else 0
+    return _source(snapshot, table_id, kind, [names[o] for o in lake_ordinals], added, mapping, dim,
+                   {"tau": pairs.tau, "units": pairs.units, "metric": pairs.metric,
+                    "query_values": int(pairs.values.shape[0])})
+
+
+def key_source(snapshot: Snapshot, query: QueryTable, key: list[str], table_id: int, lake_key: list[str],
+               added: list[str] | None) -> JoinSource:
+    """An n-ary plan: rows join where the normalised key tuple of the query equals the lake's under the mapping."""
+    names, _ = lake_columns(snapshot, table_id)
+    missing = [c for c in lake_key if c not in names]
+    if missing:
+        raise PlanError(f"lake table {table_id} has no column {missing[0]!r} (columns: {', '.join(names)})")
+    keys = cell_keys([query.columns[query.ordinal(c)] for c in key], "key")
+    distinct = pc.unique(keys.drop_null() if isinstance(keys, pa.Array) else keys.combine_chunks().drop_null())
+    mapping = pa.table({"query_key": distinct, "lake_key": distinct,
+                        "distance": pa.array(np.zeros(len(distinct)), pa.float64())})
+    return _source(snapshot, table_id, "key", list(lake_key), added, mapping,
+                   evidence={"mapping": dict(zip(key, lake_key))})

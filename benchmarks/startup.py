@@ -9,8 +9,9 @@ Lakes: ``small``, 20 fivethirtyeight tables of 4 to 30 KB (the first 20 such CSV
 * ``cli``: ``lakescout refresh`` into a new warehouse;
 * ``dag``: ``airflow dags test lake_refresh`` with the Makefile's environment (a project-local ``AIRFLOW_HOME`` whose
   database is migrated first, untimed; ``spark_default`` on ``local[*]``); task seconds from its database;
-* ``queries``: on the sample lake's warehouse, ``lakescout --help``, ``status``, a union, an n-ary, a text join and a
-  coordinate join (``make demo``'s queries), ``--query-runs`` times each after one untimed run.
+* ``queries``: on the sample lake's warehouse (one built by each checkout), ``lakescout --help``, ``status``, a
+  union, an n-ary, a text join and a coordinate join (``make demo``'s queries), ``--query-runs`` times each after
+  one untimed run.
 
 Each run reports wall seconds, seconds to its first line of output, the CPU seconds of its whole process tree (every
 process sampled every 0.1 s: the JVM, the Python driver and workers, Airflow's task processes), and for queries the
@@ -176,17 +177,23 @@ def main() -> int:
                     print(f"{part} {name} {who}: {out['wall_s']:.1f} s wall, first line {out['first_output_s']:.2f} "
                           f"s, {out['cpu_s']:.1f} CPU s, exit {out['rc']}, load {out['load']:.1f}", flush=True)
     if "queries" in parts:
-        warehouse = os.path.join(args.work, "wh-queries")
-        if not os.path.isdir(os.path.join(warehouse, "snapshots")):
-            cli_refresh(ROOT, sample_lake(args.work), warehouse)
-        for kind, argv in QUERIES.items():
-            cmd = [os.path.join(BIN, "lakescout"), *argv] + ([] if kind == "help" else ["--warehouse", warehouse])
+        # Each checkout queries a warehouse it built: a stored model of one commit need not load in another.
+        warehouses = {who: os.path.join(args.work, f"wh-queries-{who}") for who in codes}
+        for who, code in codes.items():
+            if not os.path.isdir(os.path.join(warehouses[who], "snapshots")):
+                cli_refresh(code, sample_lake(args.work), warehouses[who])
+
+        def command(kind: str, who: str) -> list[str]:
+            return [os.path.join(BIN, "lakescout"), *QUERIES[kind]] + (
+                [] if kind == "help" else ["--warehouse", warehouses[who]])
+
+        for kind in QUERIES:
             for who, code in codes.items():
-                timed(cmd, env_for(code), code)
+                timed(command(kind, who), env_for(code), code)
             runs = {who: [] for who in codes}
             for _ in range(args.query_runs):
                 for who, code in codes.items():
-                    runs[who].append(timed(cmd, env_for(code), code))
+                    runs[who].append(timed(command(kind, who), env_for(code), code))
             for who, outs in runs.items():
                 row = {"part": "query", "lake": kind, "code": who,
                        **{k: statistics.median(o[k] for o in outs) for k in ("wall_s", "cpu_s", "peak_rss_mb")},

@@ -145,7 +145,7 @@ def test_no_command_prints_the_commands_and_an_example():
 #: Run ``lakescout ARGS`` in a fresh interpreter and print, on the last line, which heavy modules it had imported.
 HEAVY = ("torch", "numba", "pyarrow", "pandas", "pyiceberg", "boto3", "s3fs", "scipy")
 _IMPORTS = """
-import contextlib, io, json, sys
+import contextlib, io, json, os, sys
 from discovery.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     try:
@@ -153,6 +153,8 @@ with contextlib.redirect_stdout(io.StringIO()):
     except SystemExit as exc:  # --help
         code = exc.code
 print(json.dumps({"code": code, "loaded": sorted(m for m in json.loads(sys.argv[2]) if m in sys.modules)}))
+sys.stdout.flush()
+os._exit(0)  # as the console script leaves (discovery.cli.entry): no interpreter finalisation under native threads
 """
 
 

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 
+
 import discovery
 from discovery.api import Lakescout
 from discovery.cli import build_parser, main

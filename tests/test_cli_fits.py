@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 
-
 import discovery
 from discovery.api import Lakescout
 from discovery.cli import build_parser, main

@@ -28,7 +28,7 @@ from ..storage import cached_folder, filesystem, is_remote, join, publish_folder
 from .index import NumericIndex
 from .stage import Family, families
 
-FORMAT = 2
+FORMAT = 3
 ARRAYS_DIR = "query_arrays"
 
 
@@ -40,7 +40,7 @@ def numeric_arrays_name(versions: dict) -> str | None:
 def _rows(warehouse, versions: dict):
     return warehouse.read("numeric_sets", versions["numeric_sets"],
                           columns=["table_id", "set_no", "kind", "names", "ordinals", "spread", "total", "dim",
-                                   "values"])
+                                   "values", "quantity"])
 
 
 def build_numeric(warehouse, versions: dict) -> dict[str, tuple[NumericIndex, pa.Table]]:

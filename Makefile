@@ -31,8 +31,10 @@ $(STAMP): requirements.txt requirements-lineage.txt pyproject.toml
 	touch $(STAMP)
 
 # numba's cache, so that the first join, numerical join or union query need not compile its kernels; numba keys the
-# cache on the kernels' source files, so it is filled again whenever one of them changes.
+# cache on the kernels' source files, so it is filled again whenever one of them changes.  Then the class archive
+# that Spark's driver JVM maps instead of loading its classes at every start (discovery/submit.py).
 $(WARM): $(STAMP) $(wildcard discovery/join/*.py) $(wildcard discovery/union/*.py) $(wildcard discovery/numjoin/*.py)
+	$(BIN)/python -m spark_jobs.warmup > /dev/null
 	$(BIN)/python -m discovery.join.warmup
 	$(BIN)/python -m discovery.union.warmup
 	$(BIN)/python -m discovery.numjoin.warmup

@@ -73,6 +73,7 @@ import json  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
+from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -362,9 +363,15 @@ def autofj(args):
     root = shared_path("autofj")
     if root is None:
         return None
-    if load_config() != Config():
-        raise SystemExit("the AutoFJ benchmark measures the default configuration: unset LAKESCOUT_CONFIG and run "
-                         "outside a folder holding lakescout.toml")
+    if args.train_seconds is not None:  # the defaults but the training time budget: a loaded machine's clock
+        # would otherwise decide how many steps the join encoder trains (lake_training.StepBudget)
+        budget = Path(tempfile.mkdtemp(prefix="lakescout-autofj-")) / "lakescout.toml"
+        budget.write_text(f"[embed]\ntrain_seconds = {args.train_seconds!r}\n")
+        os.environ["LAKESCOUT_CONFIG"] = str(budget)
+    config = load_config()
+    if replace(config, embed=replace(config.embed, train_seconds=Config().embed.train_seconds)) != Config():
+        raise SystemExit("the AutoFJ benchmark measures the default configuration (--train-seconds aside): unset "
+                         "LAKESCOUT_CONFIG and run outside a folder holding lakescout.toml")
     root = Path(root)
     names = sorted(d.name for d in root.iterdir() if (d / "gt.csv").is_file())
     with tempfile.TemporaryDirectory() as tmp:
@@ -659,6 +666,8 @@ def main(argv=None):
     ap.add_argument("--levels", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--autofj", action="store_true", help="run the AutoFJ quality part instead of the speed part")
+    ap.add_argument("--train-seconds", type=float, default=None,
+                    help="AutoFJ: [embed] train_seconds of the refresh, 0 for none (default: the configuration's)")
     ap.add_argument("--workdir", default=None, help="AutoFJ: keep lake and warehouse here (default: a temp dir)")
     ap.add_argument("--master", default="local[2]", help="AutoFJ: Spark master of the refresh")
     args = ap.parse_args(argv)

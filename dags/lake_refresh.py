@@ -22,6 +22,7 @@ from airflow.sdk import Asset, Param, dag, task
 from discovery import storage
 from discovery.config import load_config
 from discovery.lineage import refresh_datasets, report_lineage
+from discovery.submit import submit_env
 from spark_jobs.stages import STAGES
 
 LAKE = os.environ.get("LAKESCOUT_LAKE", os.path.abspath("sample_lake"))
@@ -30,10 +31,12 @@ SNAPSHOT_ASSET = Asset(name="lakescout_snapshot", uri=f"file://{os.path.abspath(
 
 
 class StageSubmit(SparkSubmitOperator):
-    """A refresh stage as a spark-submit application, with the run's storage credentials in its environment."""
+    """A refresh stage as a spark-submit application, with the run's storage credentials in its environment and the
+    driver JVM's options of ``discovery.submit`` in this task process's, which spark-submit inherits."""
 
     def execute(self, context):
         self.env_vars = {**(self.env_vars or {}), **storage.airflow_connection_env(context["params"].get("aws_conn_id", ""))}
+        os.environ.update(submit_env(dict(os.environ)))
         return super().execute(context)
 
 

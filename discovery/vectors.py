@@ -10,6 +10,8 @@ indexed.
   (TACTUS Eq. 7), with numeric distribution features for columns inferred numeric (same type inference as the
   profile stage, same agreement), and the column's name as a channel of its own (:mod:`.encoders.header`) when
   ``[embed] header_weight`` is above 0: a query's columns get their names' channel exactly as lake columns do.
+* Quantity: what each number column measures (:mod:`.quantities`, from its name, cells and values), so that union
+  alignment pairs only number columns of compatible quantities, the query's as the lake's.
 * Table vector: the trained TACTUS table encoder over the column vectors, or their normalised mean when the lake had
   too few tables to train one.
 * Value vectors: for join candidates (string columns with at least ``join_min_distinct`` distinct values), the
@@ -27,9 +29,10 @@ import numpy as np
 import pyarrow as pa
 
 from .encoders.base import Encoder
-from .encoders.columns import ColumnProfile, priority_sample, profile_column
+from .encoders.columns import NUMERIC_KINDS, ColumnProfile, parse_numbers, priority_sample, profile_column
 from .encoders.stored import COLUMN_MODEL, JOIN_MODEL, SET_MODEL, TABLE_MODEL, payload, stored_encoder
 from .lake import LakeFileError, infer_type, read_lake_table
+from .quantities import quantity
 from .query import QueryError, QueryTable
 from .segments import RULE, glued_spellings, value_segments
 from .store import SCHEMAS, Snapshot, WarehouseError
@@ -134,6 +137,7 @@ class TableEmbedding:
     column_vectors: np.ndarray   # (columns, dim) float32
     table_vector: np.ndarray     # (table dim,) float32
     values: list[ColumnValues]   # join-candidate columns only
+    quantities: list[str]        # per column: what a number column measures ("" for none and for other kinds)
 
 
 def is_join_candidate(kind: str, profile: ColumnProfile, spec: EmbedSpec) -> bool:
@@ -155,6 +159,12 @@ def column_values(join: Encoder, profile: ColumnProfile, ordinal: int, max_value
                         np.r_[np.zeros(n, dtype=np.int32), number].astype(np.int32))
 
 
+def column_quantities(kinds: list[str], profiles: list[ColumnProfile], names: list[str]) -> list[str]:
+    """The quantity (:func:`.quantities.quantity`) of every number column, "" for the others."""
+    return [quantity(name, prof.values, prof.counts, parse_numbers(prof.values)) if kind in NUMERIC_KINDS else ""
+            for kind, prof, name in zip(kinds, profiles, names)]
+
+
 def embed_table(encoders: LakeEncoders, columns: list[pa.Array], names: list[str],
                 with_values: bool = True) -> TableEmbedding:
     """Column vectors, table vector and (with ``with_values`` and a join encoder) value vectors of one table whose
@@ -173,7 +183,8 @@ def embed_table(encoders: LakeEncoders, columns: list[pa.Array], names: list[str
     if with_values and encoders.join is not None:
         values = [column_values(encoders.join, prof, j, spec.join_max_values, spec.join_segments, columns[j])
                   for j, (kind, prof) in enumerate(zip(kinds, profiles)) if is_join_candidate(kind, prof, spec)]
-    return TableEmbedding(kinds, vectors, encoders.table.encode_table(vectors), values)
+    return TableEmbedding(kinds, vectors, encoders.table.encode_table(vectors), values,
+                          column_quantities(kinds, profiles, names))
 
 
 # -- the embed stage's per-table work (runs in Spark tasks) -------------------------------------------------------
@@ -218,6 +229,7 @@ def embed_batch(work: pa.Table, ctx, refs: EncoderRefs) -> tuple[dict[str, pa.Ta
             c["content_hash"] += [digest] * n
             c["ordinal"] += list(range(n))
             c["encoder_version"] += [refs.column] * n
+            c["quantity"] += emb.quantities
             vecs["column_vectors"].append(emb.column_vectors)
         if item["do_table_vectors"]:
             c = cols["table_vectors"]

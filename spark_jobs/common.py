@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from discovery.config import load_config
 from discovery.refresh import StageContext, StageReport, record_stage
+from discovery.submit import submit_env
 from discovery.store import (SCHEMAS, DataFile, Lease, candidate_files, drop_table_ids, new_attempt_token,
                              write_data_file)
 from discovery.store.files import resolve
@@ -29,16 +30,32 @@ from spark_jobs.progress import StageProgress
 
 
 
-def spark_session(app_name: str, master: str | None = None):
+#: Settings of every Lakescout application that its submitter did not set (``--conf``, ``spark-defaults.conf``):
+#: Arrow transfers, no console bar (the stages report their own progress), the worker daemon that keeps a task's
+#: fixed costs low (:mod:`spark_jobs.worker`), and Spark's log from warnings up (its INFO lines, some 300 a stage,
+#: went through every DAG task's log).
+SESSION_DEFAULTS = {"spark.sql.execution.arrow.pyspark.enabled": "true", "spark.ui.showConsoleProgress": "false",
+                    "spark.python.daemon.module": "spark_jobs.worker", "spark.log.level": "WARN"}
+#: ... and of an application on a ``local`` master: no web UI, and the driver on the loopback address.  Starting the
+#: UI's web server took 1 to 5 s of a JVM start on a shared 2-core machine, a fixed cost of every refresh (and of
+#: every stage of the DAG), and a refresh reports its own progress (``spark.ui.enabled=true`` in
+#: ``spark-defaults.conf`` brings it back).  Resolving and binding the host name costs every task a network round
+#: trip through the name service, which in sandboxed hosts multiplies per-task overhead.
+LOCAL_DEFAULTS = {"spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1",
+                  "spark.driver.bindAddress": "127.0.0.1"}
+
+
+def spark_session(app_name: str, master: str | None = None, java_options: str | None = None):
     """The active session, or a new one on the master spark-submit was given, else ``master``,
-    ``LAKESCOUT_SPARK_MASTER`` or local[*].
+    ``LAKESCOUT_SPARK_MASTER`` or local[*], with :data:`SESSION_DEFAULTS` (and on a local master
+    :data:`LOCAL_DEFAULTS`) where the submitter set nothing else.  A JVM started here gets ``java_options``, by
+    default :func:`~discovery.submit.driver_java_options` (under spark-submit the submitter chose them).
 
     Under spark-submit (which hands its JVM to Python through ``PYSPARK_GATEWAY_PORT``) the master and every
-    ``--conf`` live in that JVM and are only visible once the context exists, so the builder must not name a master:
-    one set here would override ``--master`` and run a "cluster" refresh on the driver alone.  Started from plain
-    Python, a local master binds the driver to the loopback address: resolving and binding the host name costs every
-    task a network round trip through the name service, which in sandboxed hosts multiplies per-task overhead.
+    ``--conf`` live in that JVM's configuration, read here before the context exists; the builder must not name a
+    master: one set here would override ``--master`` and run a "cluster" refresh on the driver alone.
     """
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
     # py4j logs "Closing down clientserver connection" at INFO from its exit hook, after the streams a host
@@ -49,15 +66,28 @@ def spark_session(app_name: str, master: str | None = None):
     if active is not None:
         return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (SparkSession.builder.appName(app_name)
-               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-               .config("spark.ui.showConsoleProgress", "false"))
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+    builder = SparkSession.builder.appName(app_name)
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        given = SparkConf()  # what spark-submit set, read from its JVM
+    else:
         master = master or os.environ.get("LAKESCOUT_SPARK_MASTER", "local[*]")
+        given = SparkConf(loadDefaults=False).setMaster(master)
         builder = builder.master(master)
-        if master.startswith("local"):
-            builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-    return builder.getOrCreate()
+    local = (given.get("spark.master") or "local").startswith("local")
+    for key, value in {**SESSION_DEFAULTS, **(LOCAL_DEFAULTS if local else {})}.items():
+        if not given.contains(key):
+            builder = builder.config(key, value)
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        return builder.getOrCreate()
+    saved = os.environ.get("SPARK_SUBMIT_OPTS")
+    os.environ["SPARK_SUBMIT_OPTS"] = submit_env({"SPARK_SUBMIT_OPTS": saved or ""}, java_options)["SPARK_SUBMIT_OPTS"]
+    try:  # the JVM PySpark launches for this session reads them
+        return builder.getOrCreate()
+    finally:
+        if saved is None:
+            os.environ.pop("SPARK_SUBMIT_OPTS", None)
+        else:
+            os.environ["SPARK_SUBMIT_OPTS"] = saved
 
 
 def _flag(text: str) -> bool:

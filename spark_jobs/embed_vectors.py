@@ -110,9 +110,11 @@ def choose_encoders(spark, ctx: StageContext, ok: pa.Table) -> tuple[EncoderRefs
 
 
 def _steps_text(params: dict, budget: float) -> str:
-    """``234 steps``, or ``117 of 234 steps (train_seconds 150)`` when the time budget cut them."""
+    """``234 steps``, or ``117 of 234 steps (train_seconds 150)`` when the time budget cut them, or ``75 of 234 steps
+    (held-out loss flat)`` when training stopped as the held-out loss no longer fell."""
     if params["steps"] < params["planned_steps"]:
-        return f"{params['steps']} of {params['planned_steps']} steps (train_seconds {budget:g})"
+        why = f"train_seconds {budget:g}" if params.get("stopped") == "time budget" else "held-out loss flat"
+        return f"{params['steps']} of {params['planned_steps']} steps ({why})"
     return f"{params['steps']} steps"
 
 

@@ -7,15 +7,16 @@ from __future__ import annotations
 import sys
 from functools import partial
 
-from discovery.numjoin.stage import numeric_batch
-from discovery.refresh import StageContext, StageReport, plan_derived
+from discovery.numjoin.stage import numeric_batch, plan_numeric
+from discovery.refresh import StageContext, StageReport
 from spark_jobs.common import replace_tables, run_stage
 
 STAGE = "numeric"
 
 
 def run(spark, ctx: StageContext) -> StageReport:
-    plan = plan_derived(ctx.store.read("catalog"), ctx.store.pairs("numeric_sets"), ctx.full)
+    rows = ctx.store.read("numeric_sets", columns=["table_id", "content_hash", "rule"])
+    plan = plan_numeric(ctx.store.read("catalog"), rows, ctx.full)
     batch = partial(numeric_batch, max_values=ctx.config.numjoin.max_values)
     version, counts, rows = replace_tables(spark, "numeric_sets", plan.work, plan.remove_ids, batch, ctx, STAGE)
     if version is None and (plan.work.num_rows or len(plan.remove_ids)):

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from discovery.join.cost import CANDIDATES, choose_parameters
+from discovery.join.cost import CANDIDATES, MIN_VECTORS, SMALL_LAKE, choose_parameters
 from discovery.join.partitioning import partition_capacity, partition_count, settle
 from discovery.join.stage import (COLUMN_KEY_BASE, MODEL, Histograms, column_keys, current_model, fit_pivot_model,
                                   mapping_batch)
@@ -130,6 +130,9 @@ def _refit(spark, ctx: StageContext, encoder_version: str, n_rows: int, budget: 
     vectors, keys, value_bytes = _sample(spark, ctx, n_rows)
     if cfg.n_pivots and cfg.levels:
         n_pivots, levels, choice = cfg.n_pivots, cfg.levels, {"by": "configuration"}
+    elif n_rows < MIN_VECTORS:
+        n_pivots, levels = cfg.n_pivots or SMALL_LAKE[0], cfg.levels or SMALL_LAKE[1]
+        choice = {"by": f"small lake (under {MIN_VECTORS} value vectors)"}
     else:
         pinned = [(p, m) for p, m in CANDIDATES if cfg.n_pivots in (0, p) and cfg.levels in (0, m)]
         n_pivots, levels, choice = choose_parameters(vectors, keys, n_rows, cfg.tau, cfg.metric, cfg.seed,

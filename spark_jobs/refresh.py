@@ -7,7 +7,8 @@ import json
 import sys
 
 from discovery.config import load_config
-from discovery.refresh import StageContext, begin_refresh, publish_snapshot
+from discovery.refresh import StageContext, begin_refresh, failed_tables, publish_snapshot
+from discovery.refresh.progress import note
 from discovery.store import Lease, LeaseHeld, new_attempt_token, release_refresh
 from spark_jobs.common import add_pattern_args, execute, flat_patterns, spark_session
 from spark_jobs.stages import STAGES
@@ -25,6 +26,7 @@ def refresh(spark, warehouse: str, lake: str, full: bool = False, config_path: s
     The refresh holds the warehouse lease throughout, renewed from a background thread, and releases it when it
     publishes or fails; :class:`~discovery.store.LeaseHeld` is raised when another run holds it."""
     config = load_config(config_path)
+    note("taking the warehouse lease, checking the index tables")
     refresh_id = begin_refresh(warehouse, run, config)
     usage: list[dict] = []
     try:
@@ -38,7 +40,8 @@ def refresh(spark, warehouse: str, lake: str, full: bool = False, config_path: s
                             "stages": usage}
             lease.check()
             # the lake as the stages resolved it (absolute)
-            return {**publish_snapshot(warehouse, refresh_id, ctx.lake), "stages": usage}
+            return {**publish_snapshot(warehouse, refresh_id, ctx.lake), "stages": usage,
+                    "failed_tables": failed_tables(warehouse, refresh_id)}
     finally:
         release_refresh(warehouse, refresh_id)
 
@@ -51,8 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", default=None)
     add_pattern_args(p)
     args = p.parse_args(argv)
+    spark = spark_session("lakescout-refresh")
+    note(f"Spark started ({spark.sparkContext.master}, {spark.sparkContext.defaultParallelism} cores)")
     try:
-        out = refresh(spark_session("lakescout-refresh"), args.warehouse, args.lake, args.full, args.config,
+        out = refresh(spark, args.warehouse, args.lake, args.full, args.config,
                       include=flat_patterns(args.include), exclude=flat_patterns(args.exclude))
     except LeaseHeld as exc:
         print("LAKESCOUT_RESULT " + json.dumps({"refused": str(exc)}))

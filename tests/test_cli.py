@@ -29,13 +29,26 @@ def test_refresh_then_status(small_lake, tmp_path):
     # Each stage's summary line and the final line give seconds and CPU utilisation (a local master: known).
     for stage in ("scan", "profile", "embed", "centroids", "pivots", "xash", "numeric"):
         assert re.search(rf"^  {stage} +ok .* \d+\.\d s  cpu \d+%$", proc.stdout, re.MULTILINE), proc.stdout
-    assert re.search(r"^published snapshot 1 .* \(stages \d+\.\d s  cpu \d+%\)$", proc.stdout, re.MULTILINE)
+    final = proc.stdout.splitlines()[-1]
+    assert re.fullmatch(r"published snapshot 1 .* \(stages \d+\.\d s  cpu \d+%\); (\d+) tables failed: (.*) "
+                        r"\(lakescout status says why\)", final), final
+    # What it does shows from the first line: the checks, then Spark starting, before any stage reports.
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("lakescout refresh: checking the lake")
+    first_stage = next(i for i, line in enumerate(lines) if line.startswith("  scan"))
+    assert {"lakescout refresh: starting Spark (local[2])", "lakescout refresh: Spark started (local[2], 2 cores)",
+            "lakescout refresh: taking the warehouse lease, checking the index tables"} <= set(lines[:first_stage])
     st = _cli("status", "--warehouse", wh, "--json")
     assert st.returncode == 0
     data = json.loads(st.stdout)
     assert data["snapshot"]["snapshot_id"] == 1
     assert data["tables"]["error"] == len(data["errors"]) > 0
     assert all(e["reason"] for e in data["errors"])
+    # The final line names the tables this refresh could not index (the first five, then how many more).
+    failed = sorted(e["path"] for e in data["errors"])
+    count, named = re.fullmatch(r".*; (\d+) tables failed: (.*) \(lakescout status says why\)", final).groups()
+    more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+    assert int(count) == len(failed) and named == ", ".join(failed[:5]) + more
     catalog = Warehouse(wh).read("catalog").sort_by("path").to_pylist()
     live = [r["format"] for r in catalog if r["status"] != "deleted"]
     assert data["formats"] == {f: live.count(f) for f in sorted(set(live))}
@@ -127,3 +140,41 @@ def test_no_command_prints_the_commands_and_an_example():
     for command in ("refresh", "status", "batch", "demo-lake", "union", "join", "nary"):
         assert re.search(rf"^  {command} +\S", proc.stdout, re.MULTILINE), command
     assert "example:  lakescout demo-lake" in proc.stdout
+
+
+#: Run ``lakescout ARGS`` in a fresh interpreter and print, on the last line, which heavy modules it had imported.
+HEAVY = ("torch", "numba", "pyarrow", "pandas", "pyiceberg", "boto3", "s3fs", "scipy")
+_IMPORTS = """
+import contextlib, io, json, os, sys
+from discovery.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        code = main(json.loads(sys.argv[1]))
+    except SystemExit as exc:  # --help
+        code = exc.code
+print(json.dumps({"code": code, "loaded": sorted(m for m in json.loads(sys.argv[2]) if m in sys.modules)}))
+sys.stdout.flush()
+os._exit(0)  # as the console script leaves (discovery.cli.entry): no interpreter finalisation under native threads
+"""
+
+
+def _imported(*args) -> dict:
+    proc = subprocess.run([sys.executable, "-c", _IMPORTS, json.dumps(args), json.dumps(HEAVY)], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_help_and_union_queries_load_only_what_they_use(indexed_lake):
+    """Imports follow the command: ``--help`` loads none of the heavy libraries, a union or n-ary query no torch
+    (nor numba, whose kernels only joins run), a text join no torch (its encoder computes in numpy)."""
+    _, wh = indexed_lake
+    assert _imported("--help") == {"code": 0, "loaded": []}
+    assert _imported("refresh", "--help") == {"code": 0, "loaded": []}
+    union = _imported("union", "--warehouse", wh, "--query", "finance/registers/firms.tsv", "-k", "3")
+    assert union["code"] == 0 and not {"torch", "numba"} & set(union["loaded"])
+    nary = _imported("nary", "--warehouse", wh, "--query", "retail/stores/store_locations_q1.csv", "--key",
+                     "country,city")
+    assert nary["code"] == 0 and not {"torch", "numba"} & set(nary["loaded"])
+    join = _imported("join", "--warehouse", wh, "--query", "partners/vendor_master.csv", "--column", "Vendor")
+    assert join["code"] == 0 and "torch" not in join["loaded"]

@@ -10,8 +10,6 @@ import re
 import subprocess
 import sys
 
-import pytest
-
 import discovery
 from discovery.api import Lakescout
 from discovery.cli import build_parser, main

@@ -81,10 +81,12 @@ def grown(spark, tmp_path_factory) -> dict:
     # the encoders are kept as the lake grows, so the pivots are refitted for the partition count alone
     config.write_text(FAST_CONFIG.replace("[embed]\n", "[embed]\nretrain_growth = 100.0\n")
                       + f"\n[join]\nmemory_budget_mb = {budget / (1 << 20)!r}\n")
-    assert refresh(spark, wh, lake, config_path=str(config)).get("published")
-    first = _stored(wh)
-    _write_tables(lake, 10, 10, seed=6)
-    out = refresh(spark, wh, lake, config_path=str(config))
+    with pytest.MonkeyPatch.context() as patch:  # a lake this small gets the small-lake |P| and m without the model
+        patch.setattr("spark_jobs.pivot_mappings.MIN_VECTORS", 0)
+        assert refresh(spark, wh, lake, config_path=str(config)).get("published")
+        first = _stored(wh)
+        _write_tables(lake, 10, 10, seed=6)
+        out = refresh(spark, wh, lake, config_path=str(config))
     assert out.get("published")
     return {"lake": lake, "wh": wh, "budget": budget, "first": first, "second": _stored(wh),
             "message": _pivots_message(wh, out["refresh_id"])}

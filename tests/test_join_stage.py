@@ -15,6 +15,7 @@ import pytest
 
 import discovery
 from discovery.demo_lake import load_ground_truth
+from discovery.join.cost import MIN_VECTORS, SMALL_LAKE
 from discovery.join.stage import COLUMN_KEY_BASE, MODEL, PivotModel
 from discovery.join.pivots import map_to_pivots
 from discovery.store import Warehouse, load_snapshot, snapshot_model
@@ -67,6 +68,9 @@ def test_mappings_are_the_pivot_distances_of_every_value_vector(indexed_lake):
     assert np.allclose(stored, mapped, atol=1e-6)
     assert np.array_equal(pm.column("cell").to_numpy(), model.grid.leaf_cells(stored.astype(np.float32)))
     assert set(pm.column("model_version").to_pylist()) == {model.version}
+    # a lake this small (under MIN_VECTORS value vectors) takes SMALL_LAKE without running the cost model
+    assert vv.num_rows < MIN_VECTORS and (len(model.pivots), model.grid.levels) == SMALL_LAKE
+    assert model.choice["by"].startswith("small lake") and "cost" not in model.choice
 
 
 @pytest.mark.parametrize("tau,T", [(0.06, 0.6), (0.15, 0.3), (0.25, 0.8)])

@@ -10,7 +10,6 @@ import os
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 
 import discovery

@@ -49,3 +49,44 @@ def test_caps_are_seeded_samples_and_reported():
     cols = _cols([str(i) for i in range(500)])
     a, b = column_groups(names, cols, max_values=50), column_groups(names, cols, max_values=50)
     assert a[0].total == 500 and len(a[0].values) == 50 and np.array_equal(a[0].values, b[0].values)
+
+
+def _place_cells(rng, n, digits=6):
+    lat = np.round(rng.uniform(48.80, 48.90, n), digits)
+    lon = np.round(rng.uniform(2.25, 2.45, n), digits)
+    return [f"{v:.{digits}f}" for v in lat], [f"{v:.{digits}f}" for v in lon]
+
+
+def test_coordinate_names_in_any_common_form():
+    for lat, lon in [("pickup_latitude", "pickup_longitude"), ("lat1", "lon1"), ("Latitude (deg)", "Longitude (deg)"),
+                     ("Breitengrad", "Längengrad"), ("y_lat", "x_lon"), ("LAT_DD", "LNG_DD"), ("latitud", "longitud")]:
+        assert coordinate_pairs(["name", lat, lon]) == [(1, 2)], (lat, lon)
+    assert coordinate_pairs(["lat1", "lon2", "lat2", "lon1"]) == [(0, 3), (2, 1)]
+    assert coordinate_role("long") == ("lon", "") and coordinate_role("long_jump") is None
+
+
+def test_coordinates_found_by_values_and_what_is_no_place():
+    rng = np.random.default_rng(0)
+    lat, lon = _place_cells(rng, 30)
+    kinds = lambda names, cols: {g.label: g.kind for g in column_groups(names, cols)}  # noqa: E731
+    # unnamed neighbours written as positions: a place, latitude first
+    assert kinds(["site", "", "column_3"], _cols(["a"] * 30, lat, lon))[",column_3"] == "coordinates"
+    # axis letters: x is the longitude
+    got = {g.label: g for g in column_groups(["x", "y"], _cols(lon, lat))}
+    assert got["y,x"].kind == "coordinates" and got["y,x"].values[:, 0].min() > 48
+    # one side named: its role holds, the other takes the rest
+    got = {g.label: g for g in column_groups(["lng", "pos"], _cols(lon, lat))}
+    assert got["pos,lng"].kind == "coordinates"
+    # a longitude beyond 90 tells the order of unnamed neighbours
+    far = [f"{v:.5f}" for v in rng.uniform(100, 120, 30)]
+    assert kinds(["", "column_2"], _cols(far, lat)).get(",column_2") is None
+    assert kinds(["", "column_2"], _cols(far, lat))["column_2,"] == "coordinates"
+    # what is no place: percentages (named, or carrying 1 decimal), integers, named measurements, too few points
+    pct = [f"{v:.1f}" for v in rng.uniform(10, 60, 30)]
+    assert "coordinates" not in kinds(["", "column_2"], _cols(pct, pct[::-1])).values()
+    assert "coordinates" not in kinds(["share_a", "share_b"], _cols(lat, lon)).values()
+    assert "coordinates" not in kinds(["adjpoll_a", "adjpoll_b"], _cols(lat, lon)).values()
+    ints = [str(int(float(v))) for v in lat]
+    assert "coordinates" not in kinds(["", "column_2"], _cols(ints, lon)).values()
+    assert "coordinates" not in kinds(["", "column_2"], _cols(lat[:5] * 6, lon[:5] * 6)).values()
+    assert "coordinates" not in kinds(["", "name", "column_3"], _cols(lat, ["a"] * 30, lon)).values()

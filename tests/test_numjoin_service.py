@@ -24,9 +24,10 @@ import discovery
 from discovery.config import load_config
 from discovery.numjoin import brute_force
 from discovery.params import ParameterError
+from discovery.quantities import cells_quantity, compatible
 from discovery.query import QueryError
 from discovery.refresh import StageContext, begin_refresh, publish_snapshot
-from discovery.numjoin.service import loaded_numeric
+from discovery.numjoin.service import allowed_sets, loaded_numeric, set_values
 from discovery.numjoin.stage import family_name
 from discovery.store import Warehouse, load_snapshot, new_attempt_token
 
@@ -74,7 +75,9 @@ def make_lake(lake: str, seed: int = 3) -> None:
 
 # -- the reference -----------------------------------------------------------------------------------------------------
 def lake_sets(lake: str) -> dict:
-    """{(path, "col" or "lat,lng", metric): distinct values} read with pandas."""
+    """{(path, "col" or "lat,lng", metric): distinct values} read with pandas; each number column's quantity (the
+    rule both sides apply, :func:`discovery.quantities.cells_quantity` over its cells as written) under
+    ``("quantity", path, column)``."""
     out = {}
     for f in sorted(os.listdir(lake)):
         p = os.path.join(lake, f)
@@ -83,6 +86,7 @@ def lake_sets(lake: str) -> dict:
             for c in df.columns:
                 if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]):
                     out[(f, c, "absolute")] = np.unique(df[c].dropna().to_numpy(float))[:, None]
+                    out[("quantity", f, c)] = cells_quantity(c, pd.read_csv(p, dtype=str)[c].dropna().tolist())
             lat = next((c for c in df.columns if c.lower() in ("lat", "latitude")), None)
             lng = next((c for c in df.columns if c.lower() in ("lng", "longitude")), None)
             if lat and lng:
@@ -90,6 +94,7 @@ def lake_sets(lake: str) -> dict:
         elif f.endswith(".parquet"):
             t = pq.read_table(p)
             out[(f, "id", "absolute")] = np.unique(t.column("id").to_numpy().astype(float))[:, None]
+            out[("quantity", f, "id")] = cells_quantity("id", [str(v) for v in t.column("id").to_pylist()])
             emb = np.array(t.column("emb").to_pylist(), dtype=np.float64)
             out[(f, "emb", "euclidean")] = np.unique(emb, axis=0)
             out[(f, "emb", "angular")] = np.unique(emb[np.abs(emb).sum(axis=1) > 0], axis=0)
@@ -99,7 +104,9 @@ def lake_sets(lake: str) -> dict:
 def reference(sets: dict, query_key: tuple, tau: float, similarity: str = "hit") -> dict:
     """{(path, column): score} of every set of the query's metric with at least one match, the query's table out."""
     metric = query_key[2]
-    keys = [k for k in sets if k[2] == metric and k[0] != query_key[0]]
+    mine = sets.get(("quantity", *query_key[:2]), "")
+    keys = [k for k in sets if k[2] == metric and k[0] != query_key[0]
+            and compatible(mine, sets.get(("quantity", *k[:2]), ""))]
     found = brute_force([sets[k] for k in keys], sets[query_key], tau, metric, T=0.0, similarity=similarity)
     return {keys[s.set_id][:2]: s.score for s in found.sets}
 
@@ -154,8 +161,12 @@ def test_top_k_equals_brute_force(env, method):
         assert all(expected[key] == v for key, v in answer(out).items())
         assert [r["rank"] for r in out["results"]] == list(range(1, len(out["results"]) + 1))
     if method == "exact":   # brute force reports the pairs it compared: every query value with every lake value
-        ix, _ = loaded_numeric(load_snapshot(Warehouse(env["warehouse"]))).families[family_name("absolute", 1)]
-        assert out["stats"]["distance_computations"] == out["stats"]["query_values"] * ix.groups.vectors.shape[0]
+        # of a compatible quantity (the coordinates' and the ids' columns are not counts)
+        ix, sets = loaded_numeric(load_snapshot(Warehouse(env["warehouse"]))).families[family_name("absolute", 1)]
+        allowed = allowed_sets(out["stats"]["query_quantity"], sets)
+        assert out["stats"]["query_quantity"] == "count" and 0 < allowed.sum() < ix.n_sets
+        compared = sum(set_values(ix, s).shape[0] for s in range(ix.n_sets) if allowed[s])
+        assert out["stats"]["distance_computations"] == out["stats"]["query_values"] * compared
     else:
         assert 0 < out["stats"]["distance_computations"]
 
@@ -193,11 +204,11 @@ def test_refusals_are_one_line(env):
     flags = os.path.join(env["lake"], "flags.csv")
     with pytest.raises(QueryError, match=r"is bool, neither text nor numbers: columns that can be joined: word$"):
         ls.join(flags, "flag")
-    with pytest.raises(ParameterError, match="tau must be in \\(0, 1\\) for a text column"):
+    with pytest.raises(ParameterError, match=r"tau must be a fraction in \(0, 1\) of the maximum distance for a text column.*got 3\.0 \(column 'word' is text\)$"):
         ls.join(flags, "word", tau=3.0)
     with pytest.raises(ParameterError, match="semantic-join method"):
         ls.join(os.path.join(env["lake"], "t1.csv"), "count", method="pexeso-h")
-    with pytest.raises(ParameterError, match="tau must be a number"):
+    with pytest.raises(ParameterError, match=r"tau must be a fraction .* or a distance >= 0 .*, got -1\.0$"):
         ls.join(os.path.join(env["lake"], "t1.csv"), "count", tau=-1.0)
     with pytest.raises(ParameterError, match="has no column"):
         ls.join(os.path.join(env["lake"], "t1.csv"), "lat,nope")
@@ -273,3 +284,27 @@ def test_batch_and_standing_queries(env, tmp_path):
     save_standing(wh, "places", {"queries": [spec["queries"][0]]})
     first = run_standing(wh, "places")
     assert first["changes"]["new"] == len(direct["results"])
+
+
+def test_a_place_found_by_values_is_in_the_index_and_joins(spark, tmp_path):
+    """Sensors whose positions sit in columns ``x`` / ``y`` (no latitude word): the stage indexes them as a place, a
+    query by names finds them, and naming the pair explicitly from their side finds the stations; shares in range
+    written with one decimal are no place."""
+    rng = np.random.default_rng(1)
+    lake, wh = str(tmp_path / "lake"), str(tmp_path / "wh")
+    os.makedirs(lake)
+    lat, lng = np.round(rng.uniform(51.4, 51.6, 30), 6), np.round(rng.uniform(-0.2, 0.1, 30), 6)
+    pd.DataFrame({"station": [f"s{i}" for i in range(30)], "lat": lat, "lng": lng}).to_csv(f"{lake}/stations.csv",
+                                                                                        index=False)
+    pd.DataFrame({"sensor": [f"x{i}" for i in range(20)], "x": lng[:20] + 1e-6, "y": lat[:20]}).to_csv(
+        f"{lake}/sensors.csv", index=False)
+    pd.DataFrame({"region": [f"r{i}" for i in range(30)], "a": np.round(rng.uniform(40, 60, 30), 1),
+                  "b": np.round(rng.uniform(0, 30, 30), 1)}).to_csv(f"{lake}/shares.csv", index=False)
+    refresh_numeric(spark, wh, lake)
+    rows = load_snapshot(Warehouse(wh)).read("numeric_sets", columns=["table_id", "kind", "names", "rule"]).to_pylist()
+    assert sorted(tuple(r["names"]) for r in rows if r["kind"] == "coordinates") == [("lat", "lng"), ("y", "x")]
+    ls = discovery.open(wh)
+    found = ls.join(os.path.join(lake, "stations.csv"), "lat,lng")["results"]
+    assert [(r["path"], r["column"], r["matched"]) for r in found] == [("sensors.csv", "y,x", 20)]
+    back = ls.join(os.path.join(lake, "sensors.csv"), "y,x")["results"]
+    assert [(r["path"], r["column"]) for r in back] == [("stations.csv", "lat,lng")]

@@ -29,7 +29,8 @@ def _rows(seed: int) -> pa.Table:
                     values[:] = 0.0
             row = {"table_id": int(tid), "content_hash": f"h{tid}", "set_no": no, "kind": kind, "ordinals": [no],
                    "names": [f"c{no}"], "dim": int(values.shape[1]), "size": int(values.shape[0]),
-                   "total": int(values.shape[0]), "spread": 1.0, "unit": None, "values": values.reshape(-1)}
+                   "total": int(values.shape[0]), "spread": 1.0, "unit": None, "values": values.reshape(-1),
+                   "quantity": "count" if kind == "number" and tid % 2 else "", "rule": "r"}
             for k in out:
                 out[k].append(row[k])
     return pa.table(out, schema=SCHEMAS["numeric_sets"])

@@ -171,7 +171,48 @@ def test_a_spark_batch_on_the_s3_warehouse_records_the_in_process_rows(lakes, sp
     assert strip(batch_results(wh_uri, "s3-spark")) == strip(batch_results(wh_uri, "s3-here"))
 
 
+def test_answers_on_the_s3_lake_are_written_to_s3_as_the_local_ones(lakes, spark, s3_server):
+    """A union and a join of the S3 warehouse, read from the S3 lake (a Delta, a Hive and a JSON Lines table among
+    them) and written to the bucket as Parquet and Delta, in this process and on Spark, hold what the local build's
+    writes hold."""
+    from deltalake import DeltaTable
+    import pyarrow.parquet as pq
+
+    from discovery.materialize.actions import stack_plan
+    from spark_jobs.materialize import run_plan_spark
+
+    local, local_wh, lake_uri, wh_uri = lakes
+    out = s3_server.create_bucket("out-bucket")
+    s3, here = discovery.open(wh_uri), discovery.open(local_wh)
+    fs, _ = storage.filesystem(out)
+
+    def plain(table: pa.Table) -> pa.Table:
+        return table.replace_schema_metadata(None)
+
+    union = here.stack(UNION_QUERY, k=5)
+    import json
+
+    formats = {src["format"] for src in json.loads(union.schema.metadata[b"lakescout"])["sources"]}
+    assert "delta" in formats and len(formats) >= 2
+    described = s3.stack(UNION_QUERY, k=5, output=f"{out}/union.parquet")
+    assert described["rows"] == union.num_rows
+    with fs.open("out-bucket/union.parquet", "rb") as fh:
+        assert plain(pq.read_table(fh)).equals(plain(union))
+    run_plan_spark(spark, stack_plan(s3, UNION_QUERY, k=5), f"{out}/union_delta", "delta")
+    written = DeltaTable(f"{out}/union_delta", storage_options=storage.delta_options(out)).to_pyarrow_table()
+    assert plain(written).equals(plain(union))
+    assert not [p for p in fs.ls("out-bucket", detail=False) if ".staging-" in p]
+    join = here.augment(JOIN_QUERY, JOIN_COLUMN)
+    s3.augment(JOIN_QUERY, JOIN_COLUMN, output=f"{out}/join.csv")
+    with fs.open("out-bucket/join.csv", "rb") as fh:
+        import pyarrow.csv as pacsv
+
+        assert pacsv.read_csv(fh).column(JOIN_COLUMN).to_pylist() == join.column(JOIN_COLUMN).to_pylist()
+
+
 def test_incremental_refresh_on_s3_processes_exactly_the_changes(lakes, spark, s3_server):
+    """Changes the S3 lake and republishes its warehouse: the tests that compare it with the local build come
+    before this one (pytest runs a module's tests in the order they are written)."""
     from deltalake import write_deltalake
 
     local, _, lake_uri, wh_uri = lakes
@@ -317,42 +358,3 @@ def test_a_scheme_arrow_cannot_open_goes_through_fsspec_or_says_what_to_install(
             storage.arrow_filesystem(uri)
     else:
         assert isinstance(storage.arrow_filesystem(uri)[0], pafs.PyFileSystem)
-
-
-def test_answers_on_the_s3_lake_are_written_to_s3_as_the_local_ones(lakes, spark, s3_server):
-    """A union and a join of the S3 warehouse, read from the S3 lake (a Delta, a Hive and a JSON Lines table among
-    them) and written to the bucket as Parquet and Delta, in this process and on Spark, hold what the local build's
-    writes hold."""
-    from deltalake import DeltaTable
-    import pyarrow.parquet as pq
-
-    from discovery.materialize.actions import stack_plan
-    from spark_jobs.materialize import run_plan_spark
-
-    local, local_wh, lake_uri, wh_uri = lakes
-    out = s3_server.create_bucket("out-bucket")
-    s3, here = discovery.open(wh_uri), discovery.open(local_wh)
-    fs, _ = storage.filesystem(out)
-
-    def plain(table: pa.Table) -> pa.Table:
-        return table.replace_schema_metadata(None)
-
-    union = here.stack(UNION_QUERY, k=5)
-    import json
-
-    formats = {src["format"] for src in json.loads(union.schema.metadata[b"lakescout"])["sources"]}
-    assert "delta" in formats and len(formats) >= 2
-    described = s3.stack(UNION_QUERY, k=5, output=f"{out}/union.parquet")
-    assert described["rows"] == union.num_rows
-    with fs.open("out-bucket/union.parquet", "rb") as fh:
-        assert plain(pq.read_table(fh)).equals(plain(union))
-    run_plan_spark(spark, stack_plan(s3, UNION_QUERY, k=5), f"{out}/union_delta", "delta")
-    written = DeltaTable(f"{out}/union_delta", storage_options=storage.delta_options(out)).to_pyarrow_table()
-    assert plain(written).equals(plain(union))
-    assert not [p for p in fs.ls("out-bucket", detail=False) if ".staging-" in p]
-    join = here.augment(JOIN_QUERY, JOIN_COLUMN)
-    s3.augment(JOIN_QUERY, JOIN_COLUMN, output=f"{out}/join.csv")
-    with fs.open("out-bucket/join.csv", "rb") as fh:
-        import pyarrow.csv as pacsv
-
-        assert pacsv.read_csv(fh).column(JOIN_COLUMN).to_pylist() == join.column(JOIN_COLUMN).to_pylist()

@@ -328,7 +328,7 @@ def test_nary_api(env, data):
 def test_every_union_search_parameter_is_checked():
     """A keyword the union search takes but its search kind does not know would be refused to users."""
     sig = inspect.signature(UnionIndex.search)
-    internal = {"exclude_table_id", "query_table_vector"}
+    internal = {"exclude_table_id", "query_table_vector", "query_quantities"}  # derived from the query
     keywords = {p.name for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY} - internal
     assert keywords | {"k", "method"} == set(SEARCHES["union"].parameters)
 

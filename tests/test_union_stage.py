@@ -14,6 +14,7 @@ import discovery
 from discovery.config import load_config
 from discovery.demo_lake import load_ground_truth
 from discovery.lake import list_lake
+from discovery.quantities import codes
 from discovery.refresh import StageContext
 from discovery.store import Warehouse, load_snapshot, snapshot_model
 from discovery.union import assign_to_centroids, unionability
@@ -26,10 +27,11 @@ from spark_jobs.refresh import refresh
 pytestmark = pytest.mark.spark
 
 
-def _vectors(snap):
-    cv = snap.read("column_vectors", columns=["table_id", "ordinal", "vector"])
+def _vectors(snap, with_quantities: bool = False):
+    cv = snap.read("column_vectors", columns=["table_id", "ordinal", "vector", "quantity"])
     mat = np.asarray(cv.column("vector").to_pylist(), dtype=np.float32)
-    return cv.column("table_id").to_numpy(), cv.column("ordinal").to_numpy(), mat
+    out = cv.column("table_id").to_numpy(), cv.column("ordinal").to_numpy(), mat
+    return (*out, codes(cv.column("quantity").to_pylist())) if with_quantities else out
 
 
 def test_partitions_cover_every_column_once_with_true_counts(indexed_lake):
@@ -56,7 +58,7 @@ def test_exact_union_equals_brute_force_and_pgtus_finds_it(indexed_lake):
     lake, wh = indexed_lake
     ls = discovery.open(wh)
     snap = ls.snapshot
-    tids, ords, mat = _vectors(snap)
+    tids, ords, mat, qty = _vectors(snap, with_quantities=True)
     gt = load_ground_truth(lake)
     queries = sorted({r["query_table"] for r in gt["union"]})[:4]
     catalog = snap.read("catalog", columns=["table_id", "path"])
@@ -65,11 +67,12 @@ def test_exact_union_equals_brute_force_and_pgtus_finds_it(indexed_lake):
         exact = ls.union(q, k=5, method="exact")
         qid = ids[q]
         qvec = mat[tids == qid][np.argsort(ords[tids == qid])]
+        qq = qty[tids == qid][np.argsort(ords[tids == qid])]
         brute = []
         for t in np.unique(tids):
             if t == qid:
                 continue
-            score = unionability(qvec, mat[tids == t], DEFAULT_TAU).score
+            score = unionability(qvec, mat[tids == t], DEFAULT_TAU, qq, qty[tids == t]).score
             if score > 0:
                 brute.append((-round(score, 5), int(t)))
         brute.sort()

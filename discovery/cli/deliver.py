@@ -110,7 +110,7 @@ def _common(p, what: str) -> None:
     add_snapshot(p)
     p.add_argument("--output", default=None, metavar="PATH",
                    help=f"where to write {what}: a path or URI (s3://...); without it, a preview is printed")
-    p.add_argument("--format", choices=FORMATS, default=None,
+    p.add_argument("--format", choices=FORMATS, default=None, metavar="FORMAT",
                    help="output format: parquet, csv or delta (default: from the ending, .parquet or .csv; else a "
                         "Delta table)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output (refused otherwise)")
@@ -158,7 +158,7 @@ def register(sub) -> None:
     _join_choice(a)
     a.add_argument("--lake-key", default=None, help="with --table and --key: the lake columns of the key, in order")
     a.add_argument("--columns", default=None, help="lake columns to add, comma-separated (default all)")
-    a.add_argument("--fan-out", choices=MODES, default="nearest",
+    a.add_argument("--fan-out", choices=MODES, default="nearest", metavar="MODE",
                    help="one row per query row with its first match (nearest, default), every match (all), or "
                         "count / first / min / max / mean (aggregate)")
     a.add_argument("--max-matches", type=int, default=None,

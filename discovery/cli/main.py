@@ -9,9 +9,6 @@ from typing import Iterator
 
 from .. import __version__
 from ..config import configured_warehouse, load_config
-from ..query import QueryError
-from ..store import WarehouseError
-from ..submit import JobFailed
 from . import batch, browse, deliver, demo, find, refresh, search, status
 from .common import UsageError
 
@@ -92,12 +89,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with configuration(getattr(args, "config", None)):
             return run(args)
-    except (UsageError, QueryError, WarehouseError, FileNotFoundError, ValueError) as exc:
-        print(f"lakescout {args.command}: {exc}", file=sys.stderr)
-        return 2
-    except JobFailed as exc:
-        print(f"lakescout {args.command}: {exc}", file=sys.stderr)
-        return 1
+    except Exception as exc:
+        # Imported here, not at the top: ``--help`` and a refresh's first line come before the store and pyarrow.
+        from ..query import QueryError
+        from ..store import WarehouseError
+        from ..submit import JobFailed
+
+        if isinstance(exc, (UsageError, QueryError, WarehouseError, FileNotFoundError, ValueError)):
+            print(f"lakescout {args.command}: {exc}", file=sys.stderr)
+            return 2
+        if isinstance(exc, JobFailed):
+            print(f"lakescout {args.command}: {exc}", file=sys.stderr)
+            return 1
+        raise
 
 
 def entry() -> None:

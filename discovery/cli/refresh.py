@@ -8,27 +8,33 @@ import sys
 import tempfile
 import time
 
-from .. import storage
-from ..config import load_config
-from ..store.lease import holder as lease_holder
-from ..submit import command, environment
 from .common import UsageError, add_common, add_warehouse
 
 
 def cmd_refresh(args) -> int:
-    from ..refresh.display import RefreshDisplay, totals, usage_text
-    from ..refresh.progress import Progress
-
+    """Run the refresh application and show its progress; its first line comes before the store, the lake readers
+    and pyarrow are imported (about a second), the next before Spark starts."""
+    say = (lambda text: None) if args.json else (lambda text: print(f"lakescout refresh: {text}", flush=True))
     if not os.path.isdir(args.lake) and "://" not in args.lake:
         raise UsageError(f"lake folder {args.lake!r} " + ("is not a folder" if os.path.exists(args.lake)
                                                           else "does not exist"))
+    say(f"checking the lake {args.lake} and the warehouse {args.warehouse}")
+    from .. import storage
+    from ..config import load_config
+    from ..refresh.display import RefreshDisplay, failed_text, totals, usage_text
+    from ..refresh.progress import NOTE, Progress
+    from ..store.lease import holder as lease_holder
+    from ..submit import command, environment
+
     storage.check(args.lake, "lake")
     storage.check(args.warehouse, "warehouse")
     config = load_config(args.config)
     busy = lease_holder(args.warehouse)  # checked again, atomically, when the refresh takes the lease
     if busy:
         raise UsageError(busy)
-    cmd = command("refresh", args.master or config.spark.master, ["--warehouse", args.warehouse, "--lake", args.lake])
+    master = args.master or config.spark.master
+    say(f"starting Spark ({master})")
+    cmd = command("refresh", master, ["--warehouse", args.warehouse, "--lake", args.lake])
     if args.full:
         cmd.append("--full")
     if args.config:
@@ -46,6 +52,8 @@ def cmd_refresh(args) -> int:
             progress = Progress.parse(line)
             if progress is not None:
                 display.progress(progress)
+            elif line.startswith(NOTE):
+                display.note(line[len(NOTE):].rstrip())
             elif line.startswith('{"stage"'):
                 display.stage_finished(json.loads(line))
             elif line.startswith("LAKESCOUT_RESULT "):
@@ -64,7 +72,8 @@ def cmd_refresh(args) -> int:
         print(json.dumps(result, default=str))
     else:
         print(f"published snapshot {result['snapshot_id']} (refresh {result['refresh_id']}) "
-              f"in {result['seconds']} s (stages {usage_text(result['stage_seconds'], result['cpu'])})")
+              f"in {result['seconds']} s (stages {usage_text(result['stage_seconds'], result['cpu'])})"
+              + failed_text(result.get("failed_tables", {})))
     return 0
 
 

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import json
 
-from ..store import Warehouse
 from .common import add_common, add_warehouse
 from .output import table, wrapped
 
 
 def cmd_status(args) -> int:
     from ..status import warehouse_status
+    from ..store import Warehouse
 
     st = warehouse_status(Warehouse(args.warehouse))
     if args.json:

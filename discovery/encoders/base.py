@@ -83,15 +83,17 @@ class Encoder(ABC):
         return header_vectors(names, self.column.header_dim, seed=self.column.seed)
 
     def column_vector(self, values: list[str], counts: np.ndarray, kind: str,
-                      value_vectors: np.ndarray | None = None, header: np.ndarray | None = None) -> np.ndarray:
+                      value_vectors: np.ndarray | None = None, header: np.ndarray | None = None,
+                      numbers: np.ndarray | None = None) -> np.ndarray:
         """Column vector (column_dim,) from a column's sampled distinct values and their frequencies (Eq. 7 + numeric
         features) and, when the header channel is on, its name's vector ``header`` (from :meth:`header_vectors`;
-        None: no name): ``unit([sqrt(w) * header, sqrt(1 - w) * values])``."""
+        None: no name): ``unit([sqrt(w) * header, sqrt(1 - w) * values])``.  ``numbers``: the values'
+        :func:`parse_numbers`, when the caller has them."""
         if value_vectors is None:
             value_vectors = self.encode_values(values)
         vec = unit(weighted_mean(value_vectors, counts))
         if kind in NUMERIC_KINDS and self.column.numeric_weight > 0 and len(values):
-            feats = numeric_features(parse_numbers(values), counts)
+            feats = numeric_features(parse_numbers(values) if numbers is None else numbers, counts)
             vec = vec + self.column.numeric_weight * project(feats, self._numeric_projection)
         w = self.column.header_weight
         if w > 0:

@@ -71,9 +71,21 @@ def priority_sample(values: list[str], counts: np.ndarray, max_values: int) -> n
     """
     if len(values) <= max_values:
         return np.arange(len(values))
-    h = 0.8 + 0.2 * stable_uniform(values, _PRIORITY_SEED)
+    return priority_sample_of(priority_weights(values), counts, max_values)
+
+
+def priority_weights(values: list[str]) -> np.ndarray:
+    """The stable h(w) of each value that :func:`priority_sample` divides its count by (one string at a time, so a
+    subset's weights are the same rows of the whole column's)."""
+    return 0.8 + 0.2 * stable_uniform(values, _PRIORITY_SEED)
+
+
+def priority_sample_of(h: np.ndarray, counts: np.ndarray, max_values: int) -> np.ndarray:
+    """:func:`priority_sample` from the values' :func:`priority_weights` ``h``."""
+    if len(h) <= max_values:
+        return np.arange(len(h))
     priority = counts / h
-    chosen = np.lexsort((np.arange(len(values)), -priority))[:max_values]
+    chosen = np.lexsort((np.arange(len(h)), -priority))[:max_values]
     return np.sort(chosen)
 
 

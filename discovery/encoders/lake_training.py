@@ -43,10 +43,10 @@ from discovery.lake import LakeFileError, infer_type, read_lake_table
 
 from .base import Encoder
 from .columns import priority_sample, profile_column
-from .join_encoder import JoinEncoder, JoinEncoderConfig, train_join_encoder
+from .join_encoder import JoinEncoderConfig, train_join_encoder
 from .ngrams import stable_uniform
 from .stored import JOIN_MODEL, TABLE_MODEL, model_version
-from .table_encoder import TableEncoder, TableEncoderConfig, train_table_encoder
+from .table_encoder import TableEncoderConfig, held_out_tables, table_steps, train_table_encoder
 
 _SAMPLE_SEED = 0x5A3
 #: Paths hashed at a time when sampling tables.
@@ -183,9 +183,11 @@ class StepBudget:
             self.limit = max(self.limit, min(done, self.planned))
         return self.limit
 
-    def record(self) -> dict:
-        """What the model's params keep: steps planned and used, and the probed pace."""
-        return {"planned_steps": self.planned, "steps": self.limit,
+    def record(self, steps: int) -> dict:
+        """What the model's params keep: steps planned and trained, what stopped training short of the plan (the
+        time budget, or the held-out loss no longer falling), and the probed pace."""
+        stopped = None if steps >= self.planned else "time budget" if steps >= self.limit else "held-out loss"
+        return {"planned_steps": self.planned, "steps": steps, "stopped": stopped,
                 "step_seconds": None if self.step_seconds is None else round(self.step_seconds, 4)}
 
 
@@ -204,11 +206,9 @@ def train_join_model(tables: list[SampledTable], config: EmbedConfig, type_agree
     steps = join_steps(config, len(values))
     budget = StepBudget(config.train_seconds, steps)
     encoder = train_join_encoder(values, replace(join_config(config), steps=steps), stop=budget, columns=columns)
-    if budget.limit < steps:  # the stored config names the steps trained, as if they had been configured
-        encoder = JoinEncoder(replace(encoder.config, steps=budget.limit), encoder.weights, encoder.column)
     return _trained(JOIN_MODEL, encoder, join_requires(config, type_agreement), started,
                     {"lake_tables": lake_tables, "sample_tables": len(tables), "values": len(values),
-                     **budget.record(), "reason": reason})
+                     **budget.record(encoder.config.steps), "reason": reason})
 
 
 def train_table_model(tables: list[SampledTable], config: EmbedConfig, column: Encoder,
@@ -218,21 +218,12 @@ def train_table_model(tables: list[SampledTable], config: EmbedConfig, column: E
     if len(tables) < 2:
         return None
     cfg = table_config(config)
-    budget = StepBudget(config.train_seconds, table_steps(cfg, len(tables)))
+    budget = StepBudget(config.train_seconds, table_steps(cfg, len(tables) - held_out_tables(cfg, len(tables))))
     encoder = train_table_encoder([t for t, _, _ in tables], column, cfg, [k for _, k, _ in tables],
                                   [n for _, _, n in tables], stop=budget)
-    if budget.limit < budget.planned:
-        encoder = TableEncoder(encoder.base, replace(cfg, max_steps=budget.limit), encoder.weights)
     return _trained(TABLE_MODEL, encoder, table_requires(config, column_version), started,
                     {"lake_tables": lake_tables, "sample_tables": len(tables), "epochs": cfg.epochs,
-                     **budget.record(), "reason": reason})
-
-
-def table_steps(cfg: TableEncoderConfig, n_tables: int) -> int:
-    """Batches :func:`train_table_encoder` runs over ``n_tables`` tables (batches of one table are skipped)."""
-    per_epoch = n_tables // cfg.batch_size + (1 if n_tables % cfg.batch_size >= 2 else 0)
-    steps = cfg.epochs * per_epoch
-    return min(steps, cfg.max_steps) if cfg.max_steps else steps
+                     **budget.record(encoder.config.max_steps or budget.planned), "reason": reason})
 
 
 def _trained(name: str, encoder: Encoder, requires: dict, started: float, extra: dict) -> TrainedModel:

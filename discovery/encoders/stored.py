@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from discovery.config import EmbedConfig
+from discovery.quantities import RULE as QUANTITY_RULE
 from discovery.store import SCHEMAS, Warehouse, WarehouseError
 from discovery.store.cache import INDEXES
 
@@ -81,8 +82,9 @@ def column_encoder(config: EmbedConfig) -> Encoder:
 
 
 def column_requires(type_agreement: float) -> dict:
-    """Besides its bytes, column vectors depend on the type inference that marks columns numeric."""
-    return {"type_agreement": type_agreement}
+    """Besides its bytes, column vectors depend on the type inference that marks columns numeric, and the rows that
+    hold them on the rule that gives number columns their quantity (:mod:`discovery.quantities`)."""
+    return {"type_agreement": type_agreement, "quantity_rule": QUANTITY_RULE}
 
 
 def model_rows(warehouse: Warehouse, name: str) -> list[ModelRow]:

@@ -33,20 +33,29 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pyarrow as pa
 
 from .base import Encoder
-from .columns import ColumnProfile, priority_sample, profile_column
+from .columns import (NUMERIC_KINDS, ColumnProfile, parse_numbers, priority_sample_of, priority_weights,
+                      profile_column)
 from .deterministic import matmul, unit
 from .hash_encoder import HashEncoder
 
 
 @dataclass(frozen=True)
 class TableEncoderConfig:
-    """Model and training parameters of the TACTUS table encoder (paper defaults where it gives them)."""
+    """Model and training parameters of the TACTUS table encoder (paper defaults where it gives them).
+
+    Training stops when the loss on held-out tables stops falling: ``holdout`` of the tables (at most
+    ``holdout_max``) are kept out of training, their original and positive views drawn once, and after every epoch
+    the loss of Eq. 4 over them (in batches of ``batch_size``) is computed; after ``patience`` epochs without a fall
+    of ``min_improvement`` times the best loss (in magnitude) below it, training ends.  A lake with fewer than
+    ``holdout_min`` held-out tables trains on all of them for ``epochs`` epochs.  The held-out views have their own
+    generator, so a model stopped after n steps is the model trained with ``max_steps = n``.
+    """
 
     out_dim: int = 128
     heads: int = 4
@@ -60,6 +69,11 @@ class TableEncoderConfig:
     row_fraction: tuple[float, float] = (0.5, 0.9)
     column_fraction: tuple[float, float] = (0.5, 1.0)
     max_rows: int = 1000
+    holdout: float = 0.1
+    holdout_max: int = 128
+    holdout_min: int = 32
+    patience: int = 3
+    min_improvement: float = 0.01
     seed: int = 0
     threads: int = 1
 
@@ -98,8 +112,8 @@ class TableEncoder(Encoder):
     def encode_values(self, values: list[str] | pa.Array) -> np.ndarray:
         return self.base.encode_values(values)
 
-    def column_vector(self, values, counts, kind, value_vectors=None, header=None) -> np.ndarray:
-        return self.base.column_vector(values, counts, kind, value_vectors, header)
+    def column_vector(self, values, counts, kind, value_vectors=None, header=None, numbers=None) -> np.ndarray:
+        return self.base.column_vector(values, counts, kind, value_vectors, header, numbers)
 
     @property
     def table_dim(self) -> int:
@@ -133,6 +147,8 @@ class _PreparedColumn:
     vectors: np.ndarray
     kind: str
     header: np.ndarray | None   # the name's header-channel vector (None: channel off)
+    priority: np.ndarray | None  # priority_weights of the values, when there are more than a sample holds
+    numbers: np.ndarray | None   # parse_numbers of the values of a numeric column
 
 
 class PreparedTable:
@@ -154,10 +170,11 @@ class PreparedTable:
             codes = col.profile.row_codes[rows[rows < col.profile.row_codes.size]]
             counts = np.bincount(codes[codes >= 0], minlength=len(col.profile.values)).astype(np.float64)
             present = np.flatnonzero(counts)
-            values = [col.profile.values[i] for i in present]
-            chosen = present[priority_sample(values, counts[present], self.encoder.column.max_values)]
+            chosen = present if col.priority is None else present[
+                priority_sample_of(col.priority[present], counts[present], self.encoder.column.max_values)]
             out[j] = self.encoder.column_vector([col.profile.values[i] for i in chosen], counts[chosen], col.kind,
-                                                col.vectors[chosen], col.header)
+                                                col.vectors[chosen], col.header,
+                                                None if col.numbers is None else col.numbers[chosen])
         return out
 
 
@@ -179,8 +196,11 @@ def prepare_tables(encoder: Encoder, tables: list[RawTable], kinds: list[list[st
     for i, (rows, cols) in enumerate(zip(shapes, profiles)):
         table_kinds = kinds[i] if kinds else ["string"] * len(cols)
         headers = encoder.header_vectors(names[i] if names else [None] * len(cols))
+        sample = encoder.column.max_values
         columns = [_PreparedColumn(p, vectors[[position[v] for v in p.values]].reshape(-1, encoder.dim), k,
-                                   None if headers is None else headers[j])
+                                   None if headers is None else headers[j],
+                                   priority_weights(p.values) if len(p.values) > sample else None,
+                                   parse_numbers(p.values) if k in NUMERIC_KINDS else None)
                    for j, (p, k) in enumerate(zip(cols, table_kinds))]
         prepared.append(PreparedTable(encoder, rows, columns))
     return prepared
@@ -218,15 +238,19 @@ def train_table_encoder(tables: list[RawTable], column_encoder: Encoder | None =
                         config: TableEncoderConfig = TableEncoderConfig(),
                         kinds: list[list[str]] | None = None,
                         names: list[list[str]] | None = None,
-                        stop: Callable[[int], bool] | None = None) -> TableEncoder:
+                        stop: Callable[[int], bool] | None = None,
+                        on_check: Callable[[int, float], None] | None = None) -> TableEncoder:
     """Train the TACTUS table encoder on raw lake tables (each a list of columns of cells), Algorithm 1.
 
     ``kinds`` gives each column's inferred type ("string", "int", ...; default "string"), ``names`` each column's
     name (for the column encoder's header channel; default none).  Seeded; bounded by
     ``config.epochs``, if positive ``config.max_steps``, and ``stop(steps_done)`` asked after every batch (a time
-    budget); uses ``config.threads`` torch threads and restores the caller's setting afterwards.
+    budget); uses ``config.threads`` torch threads and restores the caller's setting afterwards.  ``on_check(steps,
+    held-out loss)`` is called at every held-out check (before each epoch).
     """
     import torch
+
+    from .optim import Adam
 
     encoder = column_encoder or HashEncoder()
     usable = [i for i, t in enumerate(tables) if len(t) > 0]
@@ -236,6 +260,11 @@ def train_table_encoder(tables: list[RawTable], column_encoder: Encoder | None =
         raise ValueError(f"column dimension {encoder.column_dim} is not divisible by {config.heads} heads")
     prepared = prepare_tables(encoder, [tables[i] for i in usable], [kinds[i] for i in usable] if kinds else None,
                               config.max_rows, [names[i] for i in usable] if names else None)
+    held_rng = random.Random(config.seed ^ 0x7AB1)  # its own draws: the training's stay those of max_steps = n
+    held = set(held_rng.sample(range(len(prepared)), held_out_tables(config, len(prepared))))
+    held_views = [_view(prepared[i], np.random.Generator(np.random.PCG64([config.seed, i])), config, positive)
+                  for positive in (False, True) for i in sorted(held)]
+    prepared = [t for i, t in enumerate(prepared) if i not in held]
     rng = np.random.Generator(np.random.PCG64(config.seed))
     order_rng = random.Random(config.seed)
     previous_threads = torch.get_num_threads()
@@ -243,9 +272,16 @@ def train_table_encoder(tables: list[RawTable], column_encoder: Encoder | None =
     try:
         torch.manual_seed(config.seed)
         model = _attentive_table_model(encoder.column_dim, config)
-        opt = torch.optim.Adam(model.parameters(), lr=config.lr)
+        opt = Adam(model.parameters(), lr=config.lr)
         steps = 0
+        losses: list[float] = []
         for _ in range(config.epochs):
+            if held_views:
+                loss = _held_loss(model, held_views, config)
+                if on_check is not None:
+                    on_check(steps, loss)
+                if _flat(losses, loss, config):
+                    break
             order = list(range(len(prepared)))
             order_rng.shuffle(order)
             for start in range(0, len(order), config.batch_size):
@@ -268,7 +304,52 @@ def train_table_encoder(tables: list[RawTable], column_encoder: Encoder | None =
                 break
     finally:
         torch.set_num_threads(previous_threads)
-    return TableEncoder(encoder, config, model.export())
+    planned = table_steps(config, len(prepared))
+    return TableEncoder(encoder, replace(config, max_steps=steps) if steps < planned else config, model.export())
+
+
+def held_out_tables(config: TableEncoderConfig, n_tables: int) -> int:
+    """Tables of ``n_tables`` kept out of training for the stopping loss (0 below ``holdout_min``)."""
+    n = min(config.holdout_max, int(config.holdout * n_tables))
+    return n if n >= config.holdout_min else 0
+
+
+def table_steps(config: TableEncoderConfig, n_tables: int) -> int:
+    """Batches :func:`train_table_encoder` runs over ``n_tables`` training tables (batches of one are skipped)."""
+    per_epoch = n_tables // config.batch_size + (1 if n_tables % config.batch_size >= 2 else 0)
+    steps = config.epochs * per_epoch
+    return min(steps, config.max_steps) if config.max_steps else steps
+
+
+def _held_loss(model, views: list[np.ndarray], config: TableEncoderConfig) -> float:
+    """Eq. 4 over the held-out tables' views (originals, then positives), in batches of about ``batch_size``."""
+    import torch
+
+    n = len(views) // 2
+    chunks = np.array_split(np.arange(n), max(1, round(n / config.batch_size)))
+    out = []
+    with torch.no_grad():
+        for c in chunks:
+            m = len(c)
+            partner = torch.cat([torch.arange(m, 2 * m), torch.arange(0, m)])
+            loss = _two_pronged_loss(model([views[i] for i in c] + [views[n + i] for i in c]), partner,
+                                     config.gamma, config.temperature)
+            if loss is not None:
+                out.append(loss.item())
+    return float(np.mean(out)) if out else float("inf")
+
+
+def _flat(losses: list[float], loss: float, config: TableEncoderConfig) -> bool:
+    """Record ``loss``; True when none of the last ``patience`` losses fell ``min_improvement`` below the best
+    before them."""
+    losses.append(loss)
+    best, since = losses[0], 0
+    for value in losses[1:]:
+        if value < best - config.min_improvement * abs(best) or best == float("inf"):  # Eq. 4 may fall below 0
+            best, since = value, 0
+        else:
+            since += 1
+    return since >= config.patience
 
 
 def _enough(steps: int, config: TableEncoderConfig, stop: Callable[[int], bool] | None) -> bool:

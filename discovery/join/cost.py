@@ -31,6 +31,12 @@ from .search import JoinIndex
 #: (|P|, m) pairs the cost model chooses among: the paper's optima (5/6 on OPEN, 3/4 on SWDC) and this project's
 #: former fixed 7/3 lie inside the range.
 CANDIDATES = tuple((p, m) for p in (3, 5, 7, 9) for m in (2, 3, 4, 5, 6))
+#: Lakes with fewer value vectors than this get :data:`SMALL_LAKE` without the cost model: on them every candidate
+#: answers a query in milliseconds, while the model itself (pivots, an index and 16 searches per candidate) took
+#: 15 s for 3,000 vectors and 25 s for 20,000 on the shared 2-core machine, most of a small lake's refresh.
+MIN_VECTORS = 50_000
+#: (|P|, m) of a lake below :data:`MIN_VECTORS`: the project's former fixed choice, and the cost model's on AutoFJ.
+SMALL_LAKE = (7, 3)
 #: Query columns of the workload (lake columns of the sample with at least :data:`MIN_QUERY` sampled vectors).
 QUERIES = 16
 MIN_QUERY = 5

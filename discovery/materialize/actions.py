@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from ..config import load_config
 from ..params import ParameterError, check_query, choice, count, interval, key_columns, optional
-from ..query import QueryError, QueryTable, resolve_query
+from ..query import QueryTable, resolve_query
 from .augment import MODES, FanOut
 from .output import output_format, write_table
 from .planfile import JoinPlan, UnionPlan
@@ -190,6 +190,3 @@ def _shown(keys: pa.ChunkedArray, source) -> pa.Array:
     width = keys.type.byte_width // 8
     values = np.frombuffer(keys.buffers()[1], dtype=np.float64, count=len(keys) * width).reshape(-1, width)
     return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), width)
-
-
-__all__ = ["stack", "augment", "pairs", "QueryError"]

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from ..batch import batch_results
 from ..config import load_config
-from ..query import QueryError, QueryTable, read_query_file, resolve_query
+from ..query import QueryTable, read_query_file, resolve_query
 from ..store import Warehouse, load_snapshot
 from .augment import FanOut
 from .plans import PlanError
@@ -101,6 +101,3 @@ def stored_plans(warehouse: Warehouse | str, batch_id: str, query_id: str, ranks
         source = join_source(snapshot, query, kind, ordinals, result, used, columns)
         plans.append(join_plan(snapshot, query, source, ordinals, fan_out=fan, strict=strict, result=result))
     return snapshot, plans
-
-
-__all__ = ["stored_answer", "stored_plans", "QueryError"]

@@ -25,7 +25,7 @@ from ..store.arrays import ArrayFolder
 from .index import NumericIndex
 from .stage import Family, families
 
-FORMAT = 2
+FORMAT = 3
 
 
 def numeric_arrays_name(versions: dict) -> str | None:
@@ -36,7 +36,7 @@ def numeric_arrays_name(versions: dict) -> str | None:
 def _rows(warehouse, versions: dict):
     return warehouse.read("numeric_sets", versions["numeric_sets"],
                           columns=["table_id", "set_no", "kind", "names", "ordinals", "spread", "total", "dim",
-                                   "values"])
+                                   "values", "quantity"])
 
 
 def build_numeric(warehouse, versions: dict) -> dict[str, tuple[NumericIndex, pa.Table]]:

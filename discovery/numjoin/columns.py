@@ -5,10 +5,9 @@ query table, so both sides are read by the same rules:
 
 * ``number``: every column whose cells are numbers (declared int / float, or inferred so), as 1-d values; metric
   ``absolute``, in the column's own units.
-* ``coordinates``: a latitude column and a longitude column of the same prefix (``lat`` / ``latitude`` with ``lng``
-  / ``lon`` / ``long`` / ``longitude``: ``lat,lng``, ``start_lat,start_lng``, ``Latitude,Longitude``) whose values
-  lie in range (|lat| <= 90, |lon| <= 180) on at least :data:`AGREEMENT` of the rows with both; metric
-  ``haversine``, in metres.
+* ``coordinates``: a latitude column and a longitude column, paired by their names in any common form or, as
+  neighbours, by values written as positions are (:mod:`.coordinates`), whose values lie in range (|lat| <= 90,
+  |lon| <= 180) on at least :data:`AGREEMENT` of the rows with both; metric ``haversine``, in metres.
 * ``vector``: a column of fixed-length numeric lists (embeddings; the reader renders ``list<float>`` cells as JSON
   lists), length at least 2; metrics ``euclidean`` and ``angular`` (radians).
 
@@ -17,7 +16,11 @@ is left out of the angular set), at most ``max_values`` of them and :data:`MAX_N
 beyond, reported through ``total``): joinability counts distinct query values, as the semantic join does.  Each
 group records its ``unit`` and ``spread`` -- the range of a number column, the great-circle diagonal of a coordinate group's bounding box, the
 diagonal of a vector group's bounding box (pi for angular) -- so a tau can be given in the data's units or as a
-fraction of the query's spread.
+fraction of the query's spread.  A number group also records its ``quantity`` (:mod:`discovery.quantities`): a
+number column joins only columns of a compatible quantity.
+
+:data:`GROUP_RULE` names the version of these rules (and of the quantity rule): rows of ``numeric_sets`` written
+under another version are read again.
 """
 from __future__ import annotations
 
@@ -28,6 +31,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..quantities import RULE as QUANTITY_RULE
+from ..quantities import cells_quantity
+from .coordinates import coordinate_pairs, coordinate_role
 from .metric import METRICS
 
 #: Share of the present cells that must parse for a column to be numeric / a vector column, and share of the
@@ -37,8 +43,8 @@ AGREEMENT = 0.95
 #: ``MAX_NUMBERS // dim`` of them at most (32 MB of float64 per group).
 MAX_VALUES = 100_000
 MAX_NUMBERS = 4_000_000
-LAT_NAMES = frozenset({"lat", "latitude"})
-LON_NAMES = frozenset({"lng", "lon", "long", "longitude"})
+#: Version of what ``numeric_sets`` rows hold: the group rules here and in :mod:`.coordinates`, and the quantity rule.
+GROUP_RULE = f"groups2-{QUANTITY_RULE}"
 #: Metric of each kind's index; a vector group is indexed under both.
 KIND_METRICS = {"number": ("absolute",), "coordinates": ("haversine",), "vector": ("euclidean", "angular")}
 _NUMBER = r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$"
@@ -53,6 +59,7 @@ class ColumnGroup:
     values: np.ndarray          # (n, dim) distinct values, float64
     total: int                  # distinct values before the cap
     spread: float               # in the units of the group's first metric
+    quantity: str = ""          # what a number column measures (discovery.quantities); "" for the other kinds
 
     @property
     def dim(self) -> int:
@@ -133,22 +140,6 @@ def _numeric(values: np.ndarray, present: int) -> bool:
     return present > 0 and int(np.isfinite(values).sum()) >= AGREEMENT * present
 
 
-def _tokens(name: str) -> list[str]:
-    return [t for t in re.split(r"[^0-9a-z]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()) if t]
-
-
-def coordinate_role(name: str) -> tuple[str, str] | None:
-    """``("lat" | "lon", prefix)`` when ``name`` names a latitude or longitude column, else None."""
-    tokens = _tokens(name)
-    if not tokens:
-        return None
-    if tokens[-1] in LAT_NAMES:
-        return "lat", "_".join(tokens[:-1])
-    if tokens[-1] in LON_NAMES:
-        return "lon", "_".join(tokens[:-1])
-    return None
-
-
 #: Query column kinds the semantic join takes (text and dates); number columns go to the numerical join.
 TEXT_KINDS = ("string", "date", "datetime")
 
@@ -185,21 +176,12 @@ def spread(kind: str, values: np.ndarray) -> float:
     return float(np.sqrt(np.sum((hi - lo) ** 2)))
 
 
-def coordinate_pairs(names: list[str]) -> list[tuple[int, int]]:
-    """(latitude ordinal, longitude ordinal) of every latitude / longitude pair of one prefix, in column order."""
-    roles = {}
-    for i, n in enumerate(names):
-        r = coordinate_role(n)
-        if r is not None:
-            roles.setdefault(r[1], {}).setdefault(r[0], i)
-    return sorted((r["lat"], r["lon"]) for r in roles.values() if "lat" in r and "lon" in r)
-
-
-def _group(kind, ordinals, names, rows, max_values, seed) -> ColumnGroup | None:
+def _group(kind, ordinals, names, rows, max_values, seed, quantity: str = "") -> ColumnGroup | None:
     values, total = distinct_rows(rows, min(max_values, max(1, MAX_NUMBERS // rows.shape[1])), seed)
     if values.shape[0] == 0:
         return None
-    return ColumnGroup(kind, list(ordinals), [names[i] for i in ordinals], values, total, spread(kind, values))
+    return ColumnGroup(kind, list(ordinals), [names[i] for i in ordinals], values, total, spread(kind, values),
+                       quantity)
 
 
 def coordinates_group(names, columns, lat: int, lon: int, numbers: dict | None = None,
@@ -229,7 +211,7 @@ def column_groups(names: list[str], columns: list[pa.Array], max_values: int = M
         parsed = parse_number_column(col)
         if _numeric(parsed, present):
             numbers[i] = parsed
-            g = _group("number", (i,), names, parsed[:, None], max_values, seed)
+            g = _group("number", (i,), names, parsed[:, None], max_values, seed, cells_quantity(names[i], col))
             if g is not None:
                 groups.append(g)
             continue
@@ -238,7 +220,7 @@ def column_groups(names: list[str], columns: list[pa.Array], max_values: int = M
             g = _group("vector", (i,), names, vec, max_values, seed)
             if g is not None:
                 groups.append(g)
-    for lat, lon in coordinate_pairs(names):
+    for lat, lon in coordinate_pairs(names, columns, numbers):
         if lat in numbers and lon in numbers:
             g = coordinates_group(names, columns, lat, lon, numbers, max_values, seed)
             if g is not None:
@@ -267,7 +249,7 @@ def query_group(names: list[str], columns: list[pa.Array], ordinals: list[int], 
     present = len(col) - col.null_count
     parsed = parse_number_column(col)
     if _numeric(parsed, present):
-        g = _group("number", (i,), names, parsed[:, None], max_values, seed)
+        g = _group("number", (i,), names, parsed[:, None], max_values, seed, cells_quantity(names[i], col))
         return g if g is not None else f"column {names[i]!r} has no values"
     vec = parse_vector_column(col) if present else None
     if vec is not None:

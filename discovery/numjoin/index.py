@@ -123,8 +123,10 @@ class NumericIndex:
         return int(self.centers.shape[1])
 
     def search(self, query, tau: float, T: float | None = None, k: int | None = None, similarity: str = "hit",
-               method: str = "pexeso", exact_scores: bool = False, greedy_share: float = 0.08) -> NumericJoinResult:
-        """Sets joinable with ``query`` at distance ``tau`` (in the metric's units).
+               method: str = "pexeso", exact_scores: bool = False, greedy_share: float = 0.08,
+               allowed: np.ndarray | None = None) -> NumericJoinResult:
+        """Sets joinable with ``query`` at distance ``tau`` (in the metric's units), among the sets ``allowed``
+        (a bool per set id; None: all).
 
         ``T``: fraction of the query's size a set's score must reach (threshold search); ``k``: the k best sets
         (top-k; with T, among those reaching it).  ``similarity``: ``"hit"`` (query objects with a match) or
@@ -132,7 +134,7 @@ class NumericIndex:
         one by one).  ``exact_scores``: threshold search counts every result's score instead of stopping at T.
         """
         return search(self, query, tau, T=T, k=k, similarity=similarity, method=method, exact_scores=exact_scores,
-                      greedy_share=greedy_share)
+                      greedy_share=greedy_share, allowed=allowed)
 
     # storage ---------------------------------------------------------------------------------------------------
     def to_arrays(self) -> dict[str, np.ndarray]:

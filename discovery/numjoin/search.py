@@ -15,6 +15,9 @@ Per query:
 5. Chords in a chord metric's boundary band are decided by the canonical decision; witnesses proved by a lemma get
    their distance computed for the evidence (counted apart, as ``evidence`` distances).
 
+``allowed`` (a bool per set) leaves out the sets the query may not pair with (their quantities differ,
+:mod:`discovery.quantities`): they get bounds of 0 and are never verified, as if they held no value.
+
 Top-k follows §II-B: a k-size buffer of exact scores whose smallest value is the running threshold (seeded with the
 k-th largest lower bound), answers ranked by score, ties by set id.  T and k can be combined (the k best among the
 sets reaching T); with neither, the call is refused.
@@ -44,7 +47,8 @@ ASSIGN_CANDIDATES = 8
 
 
 def search(ix, query_values, tau: float, T: float | None = None, k: int | None = None, similarity: str = "hit",
-           method: str = "pexeso", exact_scores: bool = False, greedy_share: float = 0.08) -> NumericJoinResult:
+           method: str = "pexeso", exact_scores: bool = False, greedy_share: float = 0.08,
+           allowed: np.ndarray | None = None) -> NumericJoinResult:
     """Search ``ix`` (a :class:`~.index.NumericIndex`); see :meth:`~.index.NumericIndex.search`."""
     t0 = time.perf_counter()
     hit = check_similarity(similarity)
@@ -93,6 +97,8 @@ def search(ix, query_values, tau: float, T: float | None = None, k: int | None =
                                          match_key(dgc, qg.radius[cand_g], tau_m))
         upper, lower = set_bounds(ix.inverted, ix.groups, ix.n_sets, cand_g, cand_c, n_filt, n_match, q_size,
                                   qg.center, q_half, half, hit)
+        if allowed is not None:  # a set the query may not pair with scores 0: bounded so, never read
+            upper, lower = np.where(allowed, upper, 0), np.where(allowed, lower, 0)
         if k is not None and ix.n_sets >= k:
             thr0 = int(np.partition(lower, ix.n_sets - k)[ix.n_sets - k])
         alive = upper >= max(need, thr0)
@@ -100,6 +106,8 @@ def search(ix, query_values, tau: float, T: float | None = None, k: int | None =
         stats["sets_pruned_by_bounds"] = int((~alive & (upper > 0)).sum())
     else:
         order = np.flatnonzero(np.diff(ix.groups.set_start) > 0).astype(np.int64)
+        if allowed is not None:
+            order = order[allowed[order]]
     g = ix.groups
     out = verify_sets(order, ix.n_sets, need, 0 if k is None else int(k), thr0, bool(exact_scores), hit,
                       method == "pexeso", g.set_start, g.center, g.radius, g.start, g.member_dist, g.vectors,

@@ -7,6 +7,8 @@ read by the rules the ``numeric`` stage used on the lake (:func:`.columns.query_
 :meth:`~.index.NumericIndex.search` in its family's index (mapped from the snapshot's query arrays, else built from
 ``numeric_sets``), and reported with joinability (matched distinct query values / distinct query values; f_all:
 matched pairs / distinct query values) and matched pairs (query value, lake value, distance in the column's units).
+A number column joins only lake columns of a compatible quantity (:mod:`discovery.quantities`: a population never
+joins a weight); every method, ``exact`` included, leaves the others out alike (:func:`allowed_sets`).
 
 ``tau`` is in the data's units (metres for coordinates, the column's units for numbers, the vectors' units or
 radians); ``tau_share`` instead gives it as a fraction of the query group's spread.  ``exact`` compares every pair
@@ -21,6 +23,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from ..params import ParameterError
+from ..quantities import codes, pairs_compatible
 from ..query import QueryError, QueryTable
 from ..store import Snapshot, result_names
 from ..store.cache import INDEXES, deep_nbytes
@@ -67,6 +70,14 @@ def _shown(v: np.ndarray):
     return float(v[0]) if v.shape[0] == 1 else [float(x) for x in v]
 
 
+def allowed_sets(quantity: str, sets) -> np.ndarray | None:
+    """Which sets of a family a query group of ``quantity`` may join (:mod:`discovery.quantities`), or None when
+    the family's sets have no quantity (coordinates, vectors) or the query has none."""
+    if not quantity or "quantity" not in sets.column_names:
+        return None
+    return pairs_compatible(np.full(sets.num_rows, codes([quantity])[0]), codes(sets["quantity"].to_pylist()))
+
+
 def numeric_join_search(snapshot: Snapshot, q: QueryTable, ordinals: list[int], tau: float | None = None,
                         tau_share: float | None = None, T: float | None = None, top_k: int | None = None,
                         similarity: str = "hit", method: str = "pexeso", metric: str | None = None) -> dict:
@@ -105,11 +116,14 @@ def numeric_join_search(snapshot: Snapshot, q: QueryTable, ordinals: list[int], 
     if ix is not None:
         own = 0 if q.table_id is None else int(pc.sum(pc.equal(sets["table_id"], q.table_id)).as_py() or 0)
         k = None if top_k is None else top_k + own
+        allowed = allowed_sets(group.quantity, sets)
         if method == "exact":
-            found = brute_force([set_values(ix, s) for s in range(ix.n_sets)], values, tau, metric, T=T, k=k,
-                                similarity=similarity)
+            empty = np.zeros((0, values.shape[1]))
+            found = brute_force([set_values(ix, s) if allowed is None or allowed[s] else empty
+                                 for s in range(ix.n_sets)], values, tau, metric, T=T, k=k, similarity=similarity)
         else:
-            found = ix.search(values, tau, T=T, k=k, similarity=similarity, method=method, exact_scores=True)
+            found = ix.search(values, tau, T=T, k=k, similarity=similarity, method=method, exact_scores=True,
+                              allowed=allowed)
         described = sets.select(["table_id", "names", "kind"]).take(found.set_ids).to_pylist()
         chosen = [(s, d) for s, d in zip(found.sets, described) if d["table_id"] != q.table_id]
         chosen = chosen if top_k is None else chosen[:top_k]
@@ -122,7 +136,7 @@ def numeric_join_search(snapshot: Snapshot, q: QueryTable, ordinals: list[int], 
                             "joinability": s.score / values.shape[0], "matched": s.score, "matches": pairs})
         stats = {k_: v for k_, v in found.stats.items() if isinstance(v, (int, float, str))}
         stats["distance_computations"] = int(sum(found.stats["distances"].values()))
-    stats.update(query_values=int(values.shape[0]), query_values_total=group.total,
+    stats.update(query_quantity=group.quantity, query_values=int(values.shape[0]), query_values_total=group.total,
                  query_values_capped=group.total > values.shape[0] and metric != "angular",
                  tau_distance=float(tau), units=group.units(metric), spread=float(spread),
                  seconds=time.perf_counter() - started)

@@ -10,20 +10,21 @@ length d) -- from those rows (:func:`build_families`), and :mod:`.arrays` stores
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..refresh.plan import DerivedPlan, indexed_ids, plan_derived
 from ..store import SCHEMAS
-from .columns import KIND_METRICS, MAX_VALUES, column_groups
+from .columns import GROUP_RULE, KIND_METRICS, MAX_VALUES, column_groups
 from .index import NumericIndex
 
 #: Unit of each kind's values and spread (a vector group searched under the angular metric is in radians).
 UNITS = {"number": "column units", "coordinates": "metres", "vector": "vector units"}
 #: What a set of a family is, in the order of the family's set ids.
-SET_FIELDS = ("table_id", "set_no", "kind", "names", "ordinals", "spread", "total")
+SET_FIELDS = ("table_id", "set_no", "kind", "names", "ordinals", "spread", "total", "quantity")
 
 
 def numeric_batch(work: pa.Table, ctx, max_values: int = MAX_VALUES) -> tuple[pa.Table, dict]:
@@ -33,21 +34,34 @@ def numeric_batch(work: pa.Table, ctx, max_values: int = MAX_VALUES) -> tuple[pa
     out = {k: [] for k in SCHEMAS["numeric_sets"].names}
     counts: dict = {"numeric_groups": 0}
 
-    def add(item, set_no, kind, ordinals, names, values, total, spread):
+    def add(item, set_no, kind, ordinals, names, values, total, spread, quantity):
         row = {"table_id": item["table_id"], "content_hash": item["content_hash"], "set_no": set_no, "kind": kind,
                "ordinals": ordinals, "names": names, "dim": int(values.shape[1]), "size": int(values.shape[0]),
-               "total": total, "spread": spread, "unit": UNITS.get(kind), "values": values.reshape(-1)}
+               "total": total, "spread": spread, "unit": UNITS.get(kind), "values": values.reshape(-1),
+               "quantity": quantity, "rule": GROUP_RULE}
         for k in out:
             out[k].append(row[k])
 
     for item, parsed in read_work_tables(work, ctx, counts):
         groups = column_groups(parsed.names, parsed.columns, max_values)
         for no, g in enumerate(groups):
-            add(item, no, g.kind, g.ordinals, g.names, g.values, g.total, g.spread)
+            add(item, no, g.kind, g.ordinals, g.names, g.values, g.total, g.spread, g.quantity)
         if not groups:
-            add(item, -1, "none", [], [], np.zeros((0, 0)), 0, 0.0)
+            add(item, -1, "none", [], [], np.zeros((0, 0)), 0, 0.0, "")
         counts["numeric_groups"] += len(groups)
     return pa.table(out, schema=SCHEMAS["numeric_sets"]), counts
+
+
+def plan_numeric(catalog: pa.Table, rows: pa.Table, full: bool) -> DerivedPlan:
+    """The stage's work: :func:`~discovery.refresh.plan_derived` over the rows written under the current
+    :data:`~.columns.GROUP_RULE`, so a table whose rows another version of the rules wrote is read again (and those
+    rows replaced), as is one whose content changed.  ``rows``: (table_id, content_hash, rule) of ``numeric_sets``."""
+    current = rows.filter(pc.fill_null(pc.equal(rows["rule"], GROUP_RULE), False))
+    plan = plan_derived(catalog, current.select(["table_id", "content_hash"]), full)
+    all_ids = np.unique(rows.column("table_id").to_numpy()) if rows.num_rows else np.empty(0, np.int64)
+    work_ids = plan.work.column("table_id").to_numpy()
+    stale = np.union1d(np.intersect1d(all_ids, work_ids), np.setdiff1d(all_ids, indexed_ids(catalog)))
+    return replace(plan, remove_ids=np.union1d(plan.remove_ids, stale).astype(np.int64))
 
 
 def family_name(metric: str, dim: int) -> str:

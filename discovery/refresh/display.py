@@ -38,6 +38,20 @@ def summary_line(s: dict) -> str:
             f"{usage_text(s.get('seconds'), s.get('cpu'))}")
 
 
+#: Failed tables the final line of a refresh names (the rest are counted; ``lakescout status`` lists them all).
+FAILED_SHOWN = 5
+
+
+def failed_text(failed: dict) -> str:
+    """``; 2 tables failed: a.csv, b.tsv (lakescout status says why)``: the tables this refresh could not index
+    (``failed_tables`` of its result), or nothing."""
+    count, paths = failed.get("count", 0), failed.get("paths", [])[:FAILED_SHOWN]
+    if not count:
+        return ""
+    more = f" and {count - len(paths)} more" if count > len(paths) else ""
+    return f"; {count} table{'s' if count != 1 else ''} failed: {', '.join(paths)}{more} (lakescout status says why)"
+
+
 def totals(stages: list[dict]) -> dict:
     """Stage seconds summed, and the CPU utilisation over them (seconds-weighted; None if any stage's is unknown)."""
     seconds = sum(s["seconds"] for s in stages)
@@ -91,6 +105,15 @@ class RefreshDisplay:
         if last is None or now - last[0] >= PLAIN_SECONDS or final:
             self._shown[p.stage] = (now, p.done, p.total)
             print(plain_line(p), flush=True)
+
+    def note(self, text: str) -> None:
+        """A line about what the refresh is doing between stages (starting Spark, taking the lease)."""
+        if self.quiet:
+            return
+        if self._bars is None:
+            print(f"lakescout refresh: {text}", flush=True)
+        else:
+            self._bars.console.print(f"lakescout refresh: {text}", markup=False, highlight=False, soft_wrap=True)
 
     def stage_finished(self, report: dict) -> None:
         if self.quiet:

@@ -20,6 +20,9 @@ import pyarrow.fs as pafs
 from ..store.files import resolve
 
 PREFIX = "LAKESCOUT_PROGRESS "
+#: Prefix of a line a refresh's driver prints about what it does outside the stages (Spark started, lease taken),
+#: which ``lakescout refresh`` shows as it comes.
+NOTE = "LAKESCOUT_NOTE "
 #: A running record not updated for this long belongs to a refresh that stopped without saying so.
 STALE_SECONDS = 600.0
 #: Longest silence of a running stage: its driver reports at least this often even when no task finished.
@@ -72,6 +75,11 @@ class Progress:
     def stalled(self, now: float | None = None) -> bool:
         """A refresh that has not reported for :data:`STALE_SECONDS` without having failed or published."""
         return self.state in ("running", "done") and (now or time.time()) - self.updated > STALE_SECONDS
+
+
+def note(text: str) -> None:
+    """Print a :data:`NOTE` line on standard output, at once."""
+    print(NOTE + text, flush=True)
 
 
 def clock(seconds: float) -> str:

@@ -87,6 +87,15 @@ def query_array_folders() -> tuple:
     return UNION_ARRAYS, NUMERIC_ARRAYS
 
 
+def failed_tables(warehouse: str, refresh_id: int, limit: int = 20) -> dict:
+    """The lake tables ``refresh_id`` read and could not index (catalog rows it wrote with status ``error`` or
+    ``stale``): their count and the first ``limit`` paths."""
+    catalog = Warehouse(warehouse).read("catalog", columns=["path", "status", "refresh_id"])
+    bad = catalog.filter(pc.and_(pc.is_in(catalog["status"], pa.array(["error", "stale"])),
+                                 pc.equal(catalog["refresh_id"], refresh_id)))
+    return {"count": bad.num_rows, "paths": bad.sort_by("path").column("path").slice(0, limit).to_pylist()}
+
+
 def publish_snapshot(warehouse: str, refresh_id: int, lake: str) -> dict:
     """Publish the current version of every index table as a snapshot (once per refresh), release the refresh's
     lease, and return the snapshot."""

@@ -50,6 +50,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("ordinal", pa.int32()),
         ("encoder_version", pa.string()),
         ("vector", VEC),
+        ("quantity", pa.string()),        # what a number column measures (discovery.quantities); "" none
     ]),
     "table_vectors": pa.schema([
         ("table_id", pa.int64()),
@@ -130,6 +131,8 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("spread", pa.float64()),         # range / bounding-box diagonal, in the group's units
         ("unit", pa.string()),            # metres (coordinates) | column units (numbers) | vector units (lists)
         ("values", pa.list_(pa.float64())),   # the distinct values, row-major (size x dim)
+        ("quantity", pa.string()),        # what a number column measures (discovery.quantities); "" none
+        ("rule", pa.string()),            # version of the group rules the row was read by (numjoin GROUP_RULE)
     ]),
     "models": pa.schema([
         ("name", pa.string()),            # e.g. encoder.hash, encoder.join, xash, centroids

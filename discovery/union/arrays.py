@@ -15,8 +15,9 @@ Files (columns grouped by table, tables by ascending id, a table's columns in th
 partitions, as ``UnionIndex`` stores them, so matchings see the columns in the same order): ``table_ids`` int64 (T,),
 ``col_offsets`` int32 (T + 1,) (int64 from 2^31 columns on: :func:`narrow_offsets`), ``ordinals`` int32 (n,),
 ``vectors`` float32 (n, d) unit rows, ``codes`` int8 (n, d),
-``steps`` float32 (d,) and ``error`` float64 (d,) of the quantisation (:mod:`.quantised`); ``meta.json`` is written
-last and marks the folder complete.
+``steps`` float32 (d,) and ``error`` float64 (d,) of the quantisation (:mod:`.quantised`), ``quantities`` int16 (n,)
+(each column's quantity code, :func:`discovery.quantities.codes`); ``meta.json`` is written last and marks the folder
+complete.
 
 The writer streams ``column_vectors`` batch by batch into the files, a block at a time through a short-lived map
 (:class:`_FileRows`), so it holds the (table, ordinal) keys of the columns but never their vectors, and its resident
@@ -32,14 +33,15 @@ import os
 
 import numpy as np
 
+from ..quantities import codes as quantity_codes
 from ..store.arrays import ArrayFolder
 from .csr import offsets_from_counts
 from .matching import unit_rows
 from .quantised import encode, fit_steps
 
 #: Bumped when the files change meaning; part of the folder name, so an old folder is simply not found.
-FORMAT = 1
-FILES = ("table_ids", "col_offsets", "ordinals", "vectors", "codes", "steps", "error")
+FORMAT = 2
+FILES = ("table_ids", "col_offsets", "ordinals", "vectors", "codes", "steps", "error", "quantities")
 #: arrays a query reads only the rows of the tables it scores (vectors) or returns (ordinals, table ids):
 #: positioned reads.
 _READ = ("table_ids", "vectors", "ordinals")
@@ -86,7 +88,9 @@ def build_arrays(warehouse, versions: dict, folder: str | None = None) -> dict[s
         return _FileRows.create(os.path.join(folder, f"{name}.npy"), shape, dtype)
 
     vectors = array("vectors", (n, dim), np.float32)
-    for batch in dataset.to_batches(columns=["table_id", "ordinal", "vector"], batch_size=_BATCH):
+    quantities = np.zeros(n, dtype=np.int16)
+    read = ["table_id", "ordinal", "vector"] + (["quantity"] if "quantity" in dataset.schema.names else [])
+    for batch in dataset.to_batches(columns=read, batch_size=_BATCH):
         if not batch.num_rows:
             continue
         key = batch.column("table_id").to_numpy().astype(np.int64) * span + batch.column("ordinal").to_numpy()
@@ -95,13 +99,15 @@ def build_arrays(warehouse, versions: dict, folder: str | None = None) -> dict[s
             raise ValueError("every column must be a member of exactly one partition of its table")
         flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
         vectors[order[found]] = unit_rows(flat.reshape(-1, dim))
+        if "quantity" in read:
+            quantities[order[found]] = quantity_codes(batch.column("quantity").to_pylist())
     steps = fit_steps(vectors)
     codes = array("codes", (n, dim), np.int8)
     error = encode(vectors, steps, codes)
     table_ids, counts = np.unique(seq_table, return_counts=True)
     out = {"table_ids": table_ids, "col_offsets": narrow_offsets(offsets_from_counts(counts)),
            "ordinals": seq_ordinal.astype(np.int32),
-           "vectors": vectors, "codes": codes, "steps": steps, "error": error}
+           "vectors": vectors, "codes": codes, "steps": steps, "error": error, "quantities": quantities}
     if folder is None:
         return out
     out.update((name, out[name].mapped()) for name in ("vectors", "codes") if isinstance(out[name], _FileRows))

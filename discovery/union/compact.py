@@ -61,11 +61,14 @@ class CompactIndex:
     (``table_ids``, ``vectors`` and ``ordinals`` in memory or as :class:`~discovery.union.arrays.StoredRows` files).
     A query reads table ids only for the tables it returns or excludes: ties are ordered by table index, which is
     the order of the ids.
-    ``steps`` and ``error`` are the per-dimension quantisation step and measured rounding error (:mod:`.quantised`).
+    ``steps`` and ``error`` are the per-dimension quantisation step and measured rounding error (:mod:`.quantised`);
+    ``quantities`` the columns' quantity codes (:mod:`discovery.quantities`; None: every pair compatible), which a
+    query passes to the exact scoring with its own columns' codes.
     """
 
     def __init__(self, table_ids: np.ndarray, col_offsets: np.ndarray, ordinals: np.ndarray, vectors: np.ndarray,
-                 codes: np.ndarray, steps: np.ndarray, error: np.ndarray) -> None:
+                 codes: np.ndarray, steps: np.ndarray, error: np.ndarray,
+                 quantities: np.ndarray | None = None) -> None:
         self.table_ids = table_ids
         self.col_offsets = col_offsets
         self.ordinals = ordinals
@@ -73,12 +76,13 @@ class CompactIndex:
         self.codes = codes
         self.steps = steps
         self.error = error
+        self.quantities = None if quantities is None else np.asarray(quantities)
         self.dim = int(vectors.shape[1])
         self._col_table: np.ndarray | None = None
 
     @classmethod
-    def build(cls, column_vectors: np.ndarray, column_table_ids: np.ndarray,
-              column_ordinals: np.ndarray) -> "CompactIndex":
+    def build(cls, column_vectors: np.ndarray, column_table_ids: np.ndarray, column_ordinals: np.ndarray,
+              column_quantities: np.ndarray | None = None) -> "CompactIndex":
         """An in-memory index of columns given in any order (a table's columns keep their relative order)."""
         order = np.argsort(np.asarray(column_table_ids, dtype=np.int64), kind="stable")
         vectors = unit_rows(np.asarray(column_vectors)[order])
@@ -88,7 +92,9 @@ class CompactIndex:
         error = encode(vectors, steps, codes)
         return cls(table_ids, narrow_offsets(offsets_from_counts(counts)),
                    np.asarray(column_ordinals)[order].astype(np.int32),
-                   vectors, codes, steps, error)
+                   vectors, codes, steps, error,
+                   np.zeros(len(order), dtype=np.int16) if column_quantities is None
+                   else np.asarray(column_quantities, dtype=np.int16)[order])
 
     @property
     def table_count(self) -> int:
@@ -100,15 +106,15 @@ class CompactIndex:
         which every bounded query reads whole (:class:`~discovery.union.arrays.StoredRows` hold no rows: a query reads
         the float32 rows of the tables it scores and the ids and ordinals of those it returns)."""
         arrays = (self.table_ids, self.col_offsets, self.ordinals, self.vectors, self.codes, self.steps, self.error,
-                  self._col_table)
+                  self.quantities, self._col_table)
         whole = (self.codes, self.col_offsets)
         return sum(a.nbytes for a in arrays
                    if a is not None and (any(a is w for w in whole) or not isinstance(a, np.memmap)))
 
     def search(self, query_column_vectors: np.ndarray, k: int = 10, method: str = "pgtus++", *, tau: float,
-               exclude_table_id: int | None = None) -> UnionSearch:
-        """Top-``k`` tables unionable with a query given as its column vectors (q, d); exact's answer for every
-        method of :data:`COMPACT_METHODS`."""
+               exclude_table_id: int | None = None, query_quantities: np.ndarray | None = None) -> UnionSearch:
+        """Top-``k`` tables unionable with a query given as its column vectors (q, d) and their quantity codes;
+        exact's answer for every method of :data:`COMPACT_METHODS`."""
         if method not in COMPACT_METHODS:
             raise ValueError(f"the compact index answers {', '.join(COMPACT_METHODS)}, not {method!r}")
         query = np.asarray(query_column_vectors, dtype=np.float32)
@@ -125,10 +131,11 @@ class CompactIndex:
             if pos < len(self.table_ids) and self.table_ids[pos] == exclude_table_id:
                 exclude = pos
         if method == "exact" or len(self.codes) < BOUND_PASS_MIN_COLUMNS:
-            return self._exact(query, k, tau, exclude, method)
-        return self._bounded(query, k, tau, exclude, method)
+            return self._exact(query, k, tau, exclude, method, query_quantities)
+        return self._bounded(query, k, tau, exclude, method, query_quantities)
 
-    def score(self, query_column_vectors: np.ndarray, table_ids: list[int], *, tau: float) -> list[UnionResult]:
+    def score(self, query_column_vectors: np.ndarray, table_ids: list[int], *, tau: float,
+              query_quantities: np.ndarray | None = None) -> list[UnionResult]:
         """Definition 5 score and alignment of each of ``table_ids`` (ids the index lacks, and tables with no
         admissible pair, are left out), best first as a search ranks them: what a search would report for them,
         whether or not they would make its top k."""
@@ -138,20 +145,23 @@ class CompactIndex:
                                and int(self.table_ids[p]) == t}), dtype=np.int64)
         if not tix.size:
             return []
-        return self._ranked([self._score(query, tix, tau)], len(tix), -1)[0]
+        return self._ranked([self._score(query, tix, tau, query_quantities)], len(tix), -1)[0]
 
-    def _exact(self, query: np.ndarray, k: int, tau: float, exclude: int, method: str) -> UnionSearch:
+    def _exact(self, query: np.ndarray, k: int, tau: float, exclude: int, method: str,
+               query_quantities: np.ndarray | None) -> UnionSearch:
         if self._col_table is None:
             self._col_table = np.repeat(np.arange(len(self.table_ids), dtype=np.int32), np.diff(self.col_offsets))
         vectors = self.vectors.whole() if isinstance(self.vectors, StoredRows) else self.vectors
-        found = exhaustive_scores(query, vectors, self._col_table, self.col_offsets, tau)
+        found = exhaustive_scores(query, vectors, self._col_table, self.col_offsets, tau,
+                                  *self._rule(query_quantities))
         scored = _Scored(np.arange(len(self.table_ids)), found, self.col_offsets)
         results, kept = self._ranked([scored], k, exclude)
         stats = SearchStats(method, len(self.table_ids) - (exclude >= 0), kept, kept, found.solved,
                             exhaustive=method != "exact")
         return UnionSearch(results, stats, "unionability")
 
-    def _bounded(self, query: np.ndarray, k: int, tau: float, exclude: int, method: str) -> UnionSearch:
+    def _bounded(self, query: np.ndarray, k: int, tau: float, exclude: int, method: str,
+                 query_quantities: np.ndarray | None) -> UnionSearch:
         upper = table_upper_bounds(query, self.codes, self.steps, self.error, self.col_offsets, tau)
         if exclude >= 0:
             upper[exclude] = 0.0
@@ -167,7 +177,7 @@ class CompactIndex:
             if done >= reach:
                 break
             stop = min(reach, done + size)
-            batches.append(self._score(query, live[done:stop], tau))
+            batches.append(self._score(query, live[done:stop], tau, query_quantities))
             scores = batches[-1].found.scores
             best = -np.sort(-np.concatenate([best, scores[scores > 0]]))[:k]
             done, size = stop, 2 * size
@@ -175,17 +185,28 @@ class CompactIndex:
         stats = SearchStats(method, len(live), kept, done, sum(b.found.solved for b in batches), len(self.table_ids))
         return UnionSearch(results, stats, "unionability")
 
-    def _score(self, query: np.ndarray, tix: np.ndarray, tau: float) -> _Scored:
+    def _score(self, query: np.ndarray, tix: np.ndarray, tau: float, query_quantities: np.ndarray | None) -> _Scored:
         """Exact scores of the tables ``tix``, from their float32 columns gathered into one block."""
         starts, counts = self.col_offsets[tix], np.diff(self.col_offsets)[tix]
+        rows = None
         if isinstance(self.vectors, StoredRows):
             columns = self.vectors.take(starts, counts)
         else:
-            columns = self.vectors[expand_spans(starts, counts)[0]]
+            rows = expand_spans(starts, counts)[0]
+            columns = self.vectors[rows]
         owner = np.repeat(np.arange(len(tix)), counts)
         offsets = offsets_from_counts(counts)
-        found = exhaustive_scores(query, columns, owner, offsets, tau)
+        q_codes, c_codes = self._rule(query_quantities)
+        if c_codes is not None:
+            c_codes = c_codes[expand_spans(starts, counts)[0] if rows is None else rows]
+        found = exhaustive_scores(query, columns, owner, offsets, tau, q_codes, c_codes)
         return _Scored(tix, found, offsets)
+
+    def _rule(self, query_quantities: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The query's quantity codes and the lake columns', or (None, None) when either side has none."""
+        if query_quantities is None or self.quantities is None:
+            return None, None
+        return np.asarray(query_quantities, dtype=np.int16), self.quantities
 
     def _ranked(self, batches: list[_Scored], k: int, exclude: int) -> tuple[list[UnionResult], int]:
         """The top-k of every scored table (score descending, table id ascending) with alignments, and how many

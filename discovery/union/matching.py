@@ -31,6 +31,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..quantities import pair_mask
+
 
 @dataclass(frozen=True)
 class Matching:
@@ -166,8 +168,14 @@ def match_similarities(sim: np.ndarray, tau: float) -> Matching:
     return Matching(float(sims.sum()), tuple(zip(rows.tolist(), cols.tolist(), sims.tolist())))
 
 
-def unionability(query_vectors: np.ndarray, lake_vectors: np.ndarray, tau: float) -> Matching:
-    """U(V_Q, V_i, tau) of Definition 5 with its column alignment (lake columns as row positions of ``lake_vectors``)."""
+def unionability(query_vectors: np.ndarray, lake_vectors: np.ndarray, tau: float,
+                  query_quantities: np.ndarray | None = None, lake_quantities: np.ndarray | None = None) -> Matching:
+    """U(V_Q, V_i, tau) of Definition 5 with its column alignment (lake columns as row positions of ``lake_vectors``);
+    given both sides' quantity codes, pairs of incompatible quantities are not admissible
+    (:mod:`discovery.quantities`)."""
     if len(query_vectors) == 0 or len(lake_vectors) == 0:
         return EMPTY_MATCHING
-    return match_similarities(similarity_matrix(query_vectors, lake_vectors), tau)
+    sims = similarity_matrix(query_vectors, lake_vectors)
+    if query_quantities is not None and lake_quantities is not None:
+        sims[~pair_mask(query_quantities, lake_quantities)] = -1.0
+    return match_similarities(sims, tau)

@@ -10,6 +10,11 @@ work is then limited to the admissible pairs, and an assignment problem is solve
   pair that can reach tau (threshold lowered by the float32 error bound), those pairs are recomputed as
   ``matching`` defines similarities, and tables whose admissible pairs are all isolated are scored with one
   vectorised sum, the rest one by one.
+
+A pair is admissible when its similarity reaches tau *and* its two columns' quantities are compatible
+(:mod:`discovery.quantities`: a number column of years never pairs with one of kilograms).  Both take the quantity
+codes of the query's and the lake's columns (None: every pair compatible); the rule only removes pairs, so every
+upper bound computed without it (cones, int8 codes) still bounds the score with it.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..quantities import pair_mask, pairs_compatible
 from .bounds import mwmto_bounds
 from .matching import (Matching, float32_product_error, match_entries, match_similarities, pair_similarities,
                        screened_similarities)
@@ -38,8 +44,11 @@ class CandidateSet:
     """
 
     def __init__(self, query: np.ndarray, columns: np.ndarray, col_offsets: np.ndarray, part_starts: np.ndarray,
-                 part_offsets: np.ndarray, tau: float) -> None:
+                 part_offsets: np.ndarray, tau: float, query_quantities: np.ndarray | None = None,
+                 column_quantities: np.ndarray | None = None) -> None:
         self.sims = screened_similarities(query, columns, tau)
+        if query_quantities is not None and column_quantities is not None:
+            self.sims[~pair_mask(query_quantities, column_quantities)] = -1.0
         self.col_offsets = col_offsets
         self.part_starts = part_starts
         self.part_offsets = part_offsets
@@ -77,9 +86,11 @@ class ExhaustiveScores:
 
 
 def exhaustive_scores(query: np.ndarray, vectors: np.ndarray, col_table: np.ndarray, col_offsets: np.ndarray,
-                      tau: float) -> ExhaustiveScores:
+                      tau: float, query_quantities: np.ndarray | None = None,
+                      column_quantities: np.ndarray | None = None) -> ExhaustiveScores:
     """U(V_Q, V_i, tau) of every table i whose columns (rows ``col_offsets[i]:col_offsets[i+1]`` of ``vectors``, owner
-    ``col_table``) have a pair with the query reaching tau; all other tables score 0."""
+    ``col_table``, quantity codes ``column_quantities``) have an admissible pair with the query; all other tables
+    score 0."""
     query = np.asarray(query, dtype=np.float32)
     floor = tau - float32_product_error(query.shape[1])
     q_parts, c_parts = [], []
@@ -91,6 +102,8 @@ def exhaustive_scores(query: np.ndarray, vectors: np.ndarray, col_table: np.ndar
     entry_c = np.concatenate(c_parts) if c_parts else np.zeros(0, dtype=np.int64)
     entry_s = pair_similarities(query[entry_q], vectors[entry_c])
     ok = entry_s >= tau
+    if query_quantities is not None and column_quantities is not None:
+        ok &= pairs_compatible(np.asarray(query_quantities)[entry_q], np.asarray(column_quantities)[entry_c])
     entry_q, entry_c, entry_s = entry_q[ok], entry_c[ok], entry_s[ok].astype(np.float64)
     order = np.argsort(entry_c, kind="stable")  # columns are stored grouped by table, so this groups tables
     entry_q, entry_c, entry_s = entry_q[order], entry_c[order], entry_s[order]

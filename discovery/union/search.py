@@ -108,14 +108,16 @@ class UnionIndex:
     @classmethod
     def build(cls, column_vectors: np.ndarray, column_table_ids: np.ndarray, column_ordinals: np.ndarray,
               centroids: np.ndarray, partitions: PartitionArrays, table_vectors: np.ndarray | None = None,
-              table_vector_ids: np.ndarray | None = None, *, threads: int = 1) -> "UnionIndex":
+              table_vector_ids: np.ndarray | None = None, *, threads: int = 1,
+              column_quantities: np.ndarray | None = None) -> "UnionIndex":
         """Index a snapshot.
 
         ``column_vectors`` (n, d) unit-normalised; ``column_table_ids`` (n,) int64; ``column_ordinals`` (n,);
         ``centroids`` (c, d) the base centroids; ``partitions`` Algorithm 1's output for every table (every column a
         member of exactly one partition of its table); ``table_vectors`` (t, d) for TACTUS, one per id in
         ``table_vector_ids`` (default: the sorted distinct ``column_table_ids``).  ``threads`` is used to build the
-        HNSW indexes over columns and tables.
+        HNSW indexes over columns and tables.  ``column_quantities`` (n,) are the columns' quantity codes
+        (:mod:`discovery.quantities`; None: every pair compatible).
         """
         self = object.__new__(cls)
         table_ids = np.asarray(column_table_ids, dtype=np.int64)
@@ -132,6 +134,8 @@ class UnionIndex:
         member_rows, part_order = self._build_partitions(partitions, ordinals)
         self.vectors = np.ascontiguousarray(vectors[member_rows])
         self.ordinals = ordinals[member_rows]
+        self.quantities = (None if column_quantities is None
+                           else np.asarray(column_quantities, dtype=np.int16)[order][member_rows])
         self.cones = build_cones(self.vectors, self.col_table, self.part_starts, self.centroids, partitions,
                                  part_order)
         self.table_vectors = None
@@ -210,7 +214,8 @@ class UnionIndex:
 
     # candidates and exact scoring -------------------------------------------------------------------------------
 
-    def _candidates(self, query: np.ndarray, tau: float, tix: np.ndarray, partitioned: bool = True) -> CandidateSet:
+    def _candidates(self, query: np.ndarray, tau: float, tix: np.ndarray, partitioned: bool = True,
+                    q_codes: np.ndarray | None = None) -> CandidateSet:
         """Similarities of the query with every column of the candidate tables ``tix`` in one product; partitions
         are Algorithm 1's, or every column its own (``partitioned=False``, Starmie's bounds)."""
         rows, owner = expand_ranges(self.col_offsets, tix)
@@ -221,19 +226,22 @@ class UnionIndex:
             part_offsets = offsets_from_owners(p_owner, len(tix))
         else:
             part_starts, part_offsets = np.arange(len(rows), dtype=np.int64), col_offsets
-        return CandidateSet(query, self.vectors[rows], col_offsets, part_starts, part_offsets, tau)
+        c_codes = None if q_codes is None or self.quantities is None else self.quantities[rows]
+        return CandidateSet(query, self.vectors[rows], col_offsets, part_starts, part_offsets, tau, q_codes, c_codes)
 
-    def _candidate_bounds(self, query: np.ndarray, tau: float, tix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _candidate_bounds(self, query: np.ndarray, tau: float, tix: np.ndarray,
+                          q_codes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """MWMTO (lower, upper) bounds of the tables ``tix``."""
-        return self._candidates(unit_rows(query), tau, np.asarray(tix, dtype=np.int64)).bounds()
+        return self._candidates(unit_rows(query), tau, np.asarray(tix, dtype=np.int64), q_codes=q_codes).bounds()
 
     def _alignment(self, tix: int, pairs: Alignment) -> Alignment:
         ords = self.ordinals[self.col_offsets[tix]:self.col_offsets[tix + 1]]
         return tuple((q, int(ords[c]), s) for q, c, s in pairs)
 
-    def _score(self, query: np.ndarray, tix: int, tau: float) -> tuple[float, Alignment]:
+    def _score(self, query: np.ndarray, tix: int, tau: float,
+               q_codes: np.ndarray | None = None) -> tuple[float, Alignment]:
         """U(V_Q, V_tix, tau) and its alignment for one table."""
-        m = self._candidates(unit_rows(query), tau, np.array([tix], dtype=np.int64)).match(0)
+        m = self._candidates(unit_rows(query), tau, np.array([tix], dtype=np.int64), q_codes=q_codes).match(0)
         return m.score, self._alignment(tix, m.pairs)
 
     # methods ------------------------------------------------------------------------------------------------------
@@ -242,8 +250,10 @@ class UnionIndex:
                tau: float = DEFAULT_TAU, phi_c: int = DEFAULT_PHI_C, phi_ref: int | None = None,
                phi_r: int | None = None, k_prime: int | None = None, exclude_table_id: int | None = None,
                query_table_vector: np.ndarray | None = None, tau_abs: float = DEFAULT_TAU_ABS,
-               tau_drop: float = DEFAULT_TAU_DROP, arrival: str = "ranked") -> UnionSearch:
-        """Top-``k`` tables unionable with a query given as its column vectors (q, d).
+               tau_drop: float = DEFAULT_TAU_DROP, arrival: str = "ranked",
+               query_quantities: np.ndarray | None = None) -> UnionSearch:
+        """Top-``k`` tables unionable with a query given as its column vectors (q, d) and its columns' quantity
+        codes (``query_quantities``; None: every pair compatible, as when the index has none).
 
         ``exclude_table_id`` drops the query's own table when the query is a lake table.  ``query_table_vector`` is
         the query's table vector, needed by ``tactus``.  ``phi_c`` and ``phi_ref`` apply to ``pgtus++-approx`` only.
@@ -269,21 +279,25 @@ class UnionIndex:
         exclude = -1
         if exclude_table_id is not None:
             exclude = int(self._tix(np.array([exclude_table_id]))[0])
+        q_codes = (None if query_quantities is None or self.quantities is None
+                   else np.asarray(query_quantities, dtype=np.int16))
         if method == "exact":
-            return self._exact(query, k, tau, exclude)
+            return self._exact(query, k, tau, exclude, q_codes)
         if method == "tactus":
             return self._tactus(query, k, exclude, query_table_vector, tau_abs, tau_drop)
         if method == "starmie":
             k_prime = DEFAULT_K_PRIME_PER_K * k if k_prime is None else k_prime
-            return self._starmie(query, k, tau, phi_r, k_prime, exclude, arrival)
+            return self._starmie(query, k, tau, phi_r, k_prime, exclude, arrival, q_codes)
         if method == APPROXIMATE:
             phi_ref = DEFAULT_PHI_REF_PER_K * k if phi_ref is None else phi_ref
-            return self._approximate(query, k, tau, phi_c, phi_ref, phi_r, exclude, arrival)
+            return self._approximate(query, k, tau, phi_c, phi_ref, phi_r, exclude, arrival, q_codes)
         return self._pgtus(query, k, tau, phi_r, exclude, EnhancedPruner if method == "pgtus++" else BasePruner,
-                           method, arrival)
+                           method, arrival, q_codes)
 
-    def _exact(self, query: np.ndarray, k: int, tau: float, exclude: int) -> UnionSearch:
-        found = exhaustive_scores(query, self.vectors, self.col_table, self.col_offsets, tau)
+    def _exact(self, query: np.ndarray, k: int, tau: float, exclude: int,
+               q_codes: np.ndarray | None = None) -> UnionSearch:
+        found = exhaustive_scores(query, self.vectors, self.col_table, self.col_offsets, tau, q_codes,
+                                  None if q_codes is None else self.quantities)
         keep = (found.scores > 0) & (found.tables != exclude)
         tables, scores = found.tables[keep], found.scores[keep]
         top = np.lexsort((self.table_ids[tables], -scores))[:k]
@@ -315,7 +329,7 @@ class UnionIndex:
         stats = SearchStats(method, len(tix), len(ranked), exact, cands.solved, len(tix))
         return UnionSearch(results, stats, "unionability")
 
-    def _pgtus(self, query, k, tau, phi_r, exclude, pruner_type, method, arrival) -> UnionSearch:
+    def _pgtus(self, query, k, tau, phi_r, exclude, pruner_type, method, arrival, q_codes=None) -> UnionSearch:
         """Exact top-k: every table the cones leave reachable, streamed best first by its cone bound through the
         pruner; the lake is scored exhaustively instead when the stream would compare the query with more than
         ``CONE_WORK_SHARE`` of the lake's columns."""
@@ -331,7 +345,7 @@ class UnionIndex:
         batches: list[CandidateSet] = []
 
         def materialise(cands: np.ndarray) -> list[tuple[int, float, float]]:
-            batch = self._candidates(query, tau, tix[cands])
+            batch = self._candidates(query, tau, tix[cands], q_codes=q_codes)
             batch_of[cands], slot[cands] = len(batches), np.arange(len(cands))
             batches.append(batch)
             lower, upper = batch.bounds(pruner.floor())
@@ -357,7 +371,7 @@ class UnionIndex:
             bounded, settled = len(tix), True
         stats = SearchStats(method, len(tix), 0, pruner.exact, sum(b.solved for b in batches), bounded)
         if not settled:
-            return self._exhaustive(query, k, tau, exclude, stats)
+            return self._exhaustive(query, k, tau, exclude, stats, q_codes)
         ranked = pruner.finish()
         results = [UnionResult(int(ties[r.candidate]), r.score, self._alignment(int(tix[r.candidate]), r.payload))
                    for r in ranked[:k] if r.score > 0]
@@ -365,9 +379,9 @@ class UnionIndex:
                         assignments_solved=sum(b.solved for b in batches))
         return UnionSearch(results, stats, "unionability")
 
-    def _exhaustive(self, query, k, tau, exclude, spent: SearchStats) -> UnionSearch:
+    def _exhaustive(self, query, k, tau, exclude, spent: SearchStats, q_codes=None) -> UnionSearch:
         """``exact``'s answer, reported under ``spent.method`` with the work already ``spent`` added."""
-        found = self._exact(query, k, tau, exclude)
+        found = self._exact(query, k, tau, exclude, q_codes)
         done = found.stats
         stats = replace(spent, exhaustive=True, candidates_after_refinement=done.candidates_after_refinement,
                         candidates_after_pruning=done.candidates_after_pruning,
@@ -375,7 +389,7 @@ class UnionIndex:
                         assignments_solved=spent.assignments_solved + done.assignments_solved)
         return UnionSearch(found.results, stats, found.score_kind)
 
-    def _approximate(self, query, k, tau, phi_c, phi_ref, phi_r, exclude, arrival) -> UnionSearch:
+    def _approximate(self, query, k, tau, phi_c, phi_ref, phi_r, exclude, arrival, q_codes=None) -> UnionSearch:
         """The paper's candidate generation (HNSW over centroids, Algorithm 2), then bounds and EBBP; exact's answer
         when its candidates hold fewer than k unionable tables."""
         if self._centroid_index is None:
@@ -384,12 +398,13 @@ class UnionIndex:
         labels = labels.astype(np.int64)
         pair_sims = np.einsum("qd,qpd->qp", query.astype(np.float64), self.centroids[labels].astype(np.float64))
         tix, _ = refine(labels, pair_sims, self.iw_offsets, self.iw_tables, self.iw_counts, phi_ref, exclude)
-        found = self._pruned(APPROXIMATE, self._candidates(query, tau, tix), tix, enhanced_prune, k, phi_r, arrival)
+        found = self._pruned(APPROXIMATE, self._candidates(query, tau, tix, q_codes=q_codes), tix, enhanced_prune, k,
+                             phi_r, arrival)
         if len(found.results) == k:
             return found
-        return self._exhaustive(query, k, tau, exclude, found.stats)
+        return self._exhaustive(query, k, tau, exclude, found.stats, q_codes)
 
-    def _starmie(self, query, k, tau, phi_r, k_prime, exclude, arrival) -> UnionSearch:
+    def _starmie(self, query, k, tau, phi_r, k_prime, exclude, arrival, q_codes=None) -> UnionSearch:
         if self._column_index is None:
             self._column_index = _hnsw(self.vectors, "ip", self.threads)
         labels, dist = _knn(self._column_index, query, min(k_prime, len(self.vectors)))
@@ -398,8 +413,8 @@ class UnionIndex:
         order = np.lexsort((tables, -sims))
         tix = tables[order][np.sort(np.unique(tables[order], return_index=True)[1])]
         tix = tix[tix != exclude]
-        return self._pruned("starmie", self._candidates(query, tau, tix, partitioned=False), tix, base_prune, k,
-                            phi_r, arrival)
+        return self._pruned("starmie", self._candidates(query, tau, tix, partitioned=False, q_codes=q_codes), tix,
+                            base_prune, k, phi_r, arrival)
 
     def _tactus(self, query, k, exclude, query_table_vector, tau_abs, tau_drop) -> UnionSearch:
         if self.table_vectors is None:

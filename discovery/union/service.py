@@ -1,8 +1,8 @@
 """Union search against a snapshot: load the index once per snapshot, encode the query, search, explain.
 
 The query table is resolved (:mod:`discovery.query`) and encoded with the snapshot's own encoders
-(:func:`discovery.vectors.embed_query`), so a lake table used as the query gets exactly the vectors it was indexed
-with, and is left out of its own results.
+(:func:`discovery.vectors.embed_query`), so a lake table used as the query gets exactly the vectors and column
+quantities it was indexed with, and is left out of its own results.
 
 Two indexes serve a snapshot.  ``exact``, ``pgtus`` and ``pgtus++`` (the default), which all return exact's top-k,
 are answered by the compact index (:mod:`.compact`) over the snapshot's memory-mapped query arrays (:mod:`.arrays`,
@@ -18,6 +18,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from ..quantities import codes as quantity_codes
 from ..query import resolve_query
 from ..store import Snapshot, result_names, snapshot_model
 from ..store.cache import INDEXES
@@ -35,7 +36,7 @@ class LoadedUnionIndex:
 
     def __init__(self, snapshot: Snapshot):
         started = time.perf_counter()
-        cv = snapshot.read("column_vectors", columns=["table_id", "ordinal", "vector"])
+        cv = snapshot.read("column_vectors", columns=["table_id", "ordinal", "vector", "quantity"])
         dim = len(cv.column("vector")[0]) if cv.num_rows else 0
         vectors = _matrix(cv.column("vector"), dim)
         model = CentroidModel.from_stored(snapshot_model(snapshot, MODEL))
@@ -47,7 +48,8 @@ class LoadedUnionIndex:
             vectors, cv.column("table_id").to_numpy(), cv.column("ordinal").to_numpy(), model.centroids,
             _partition_arrays(parts),
             _matrix(tv.column("vector"), len(tv.column("vector")[0])) if tv.num_rows else None,
-            tv.column("table_id").to_numpy() if tv.num_rows else None)
+            tv.column("table_id").to_numpy() if tv.num_rows else None,
+            column_quantities=quantity_codes(cv.column("quantity").to_pylist()))
         self.load_seconds = time.perf_counter() - started
 
 
@@ -109,7 +111,9 @@ def union_scores(snapshot: Snapshot, query, table_ids: list[int], tau: float = D
     ``table_ids`` the user names: their Definition 5 scores and alignments, exactly as a search returning them
     reports them; a table with no column pair reaching tau is left out."""
     q = resolve_query(snapshot, query)
-    found = compact_index(snapshot).index.score(embed_query(snapshot, q).column_vectors, table_ids, tau=tau)
+    emb = embed_query(snapshot, q)
+    found = compact_index(snapshot).index.score(emb.column_vectors, table_ids, tau=tau,
+                                                query_quantities=quantity_codes(emb.quantities))
     paths, names = result_names(snapshot, [r.table_id for r in found])
     return [{"rank": rank, "table_id": r.table_id, "path": paths.get(r.table_id), "score": r.score,
              "alignment": [[q.names[qc], names.get((r.table_id, lc), str(lc)), sim] for qc, lc, sim in r.alignment]}
@@ -131,11 +135,12 @@ def union_search(snapshot: Snapshot, query: str | int, k: int = 10, method: str 
     emb = embed_query(snapshot, q)
     if compact:
         found = loaded.index.search(emb.column_vectors, k, method, tau=params.get("tau", DEFAULT_TAU),
-                                    exclude_table_id=q.table_id)
+                                    exclude_table_id=q.table_id, query_quantities=quantity_codes(emb.quantities))
     else:
         graphs = loaded.index.graphs
         found = loaded.index.search(emb.column_vectors, k, method, exclude_table_id=q.table_id,
-                                    query_table_vector=emb.table_vector, **params)
+                                    query_table_vector=emb.table_vector,
+                                    query_quantities=quantity_codes(emb.quantities), **params)
         if loaded.index.graphs != graphs:  # starmie, tactus or the approximate mode built its HNSW graph: re-measured
             INDEXES.put(_cache_key(snapshot), loaded)
     paths, names = result_names(snapshot, [r.table_id for r in found.results])

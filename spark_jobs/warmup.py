@@ -1,0 +1,47 @@
+"""Write the class-data-sharing archive of this environment's Spark (``discovery.submit.ARCHIVE``).
+
+Run once per environment (``make venv`` does): ``python -m spark_jobs.warmup``.  A local Spark application runs the
+kinds of job a refresh runs (Python tasks over ``mapInArrow``, a broadcast, results collected, the status tracker
+polled) in a JVM started with ``-XX:ArchiveClassesAtExit``, which writes every class it loaded to the archive when
+it exits.  Later driver JVMs map that archive (:func:`discovery.submit.driver_java_options`).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import pyarrow as pa
+
+from discovery.submit import ARCHIVE, COMPILER
+from spark_jobs.common import spark_session
+
+
+def _echo(batches):
+    for batch in batches:
+        yield pa.RecordBatch.from_pylist([{"payload": str(i)} for i in batch.column(0).to_pylist()])
+
+
+def main() -> int:
+    os.makedirs(os.path.dirname(ARCHIVE), exist_ok=True)
+    if os.path.exists(ARCHIVE):
+        os.remove(ARCHIVE)  # the JVM writes it read-only
+    # (classes from signed jars cannot be archived: the JVM's warnings about each are left out)
+    spark = spark_session("lakescout-warmup", master="local[2]",
+                          java_options=f"{COMPILER} -XX:ArchiveClassesAtExit={ARCHIVE} -Xlog:cds=off")
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setJobGroup("lakescout-warmup", "class archive")
+    shared = spark.sparkContext.broadcast(b"warmup")
+    for n in (2, 4):
+        spark.range(0, n, numPartitions=n).mapInArrow(_echo, "payload string").collect()
+    tracker = spark.sparkContext.statusTracker()
+    for job in tracker.getJobIdsForGroup("lakescout-warmup"):
+        info = tracker.getJobInfo(job)
+        [tracker.getStageInfo(s) for s in (info.stageIds if info else [])]
+    shared.unpersist()
+    spark.stop()
+    print(f"Spark class archive: {ARCHIVE} (written when this JVM exits)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -28,7 +28,7 @@ def _parameters() -> dict[str, Param]:
             "arrival": Param(choice(tuple(ARRIVALS)))}
     sig = inspect.signature(UnionIndex.search)
     taken = {p.name for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY} - {
-        "exclude_table_id", "query_table_vector"}
+        "exclude_table_id", "query_table_vector", "query_quantities"}
     return {n: p for n, p in spec.items() if n in taken | {"k", "method"}}
 
 

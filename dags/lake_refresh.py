@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, Param, dag, task
 
-from discovery import storage
+from discovery import connections, storage
 from discovery.config import load_config
 from discovery.lineage import refresh_datasets, report_lineage
 from discovery.submit import submit_env
@@ -35,7 +35,7 @@ class StageSubmit(SparkSubmitOperator):
     driver JVM's options of ``discovery.submit`` in this task process's, which spark-submit inherits."""
 
     def execute(self, context):
-        self.env_vars = {**(self.env_vars or {}), **storage.airflow_connection_env(context["params"].get("aws_conn_id", ""))}
+        self.env_vars = {**(self.env_vars or {}), **connections.airflow_connection_env(context["params"].get("aws_conn_id", ""))}
         os.environ.update(submit_env(dict(os.environ)))
         return super().execute(context)
 
@@ -64,7 +64,7 @@ def _application(module: str) -> str:
                                      "config's [lake] include, else every table)"),
         "exclude": Param([], type="array", items={"type": "string"},
                          description="Leave out lake tables matching these patterns (empty: the config's)"),
-        "aws_conn_id": Param("", type="string", description=storage.AIRFLOW_CONN_HELP),
+        "aws_conn_id": Param("", type="string", description=connections.AIRFLOW_CONN_HELP),
     },
     tags=["lakescout"],
 )
@@ -80,7 +80,7 @@ def lake_refresh():
         from discovery.refresh import begin_refresh
         from discovery.store import LeaseHeld
 
-        storage.use_airflow_connection(params)
+        connections.use_airflow_connection(params)
         storage.check(check_location("lake", params["lake"], LAKE), "lake")
         warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
         storage.check(warehouse, "warehouse")
@@ -113,7 +113,7 @@ def lake_refresh():
         """Publish the snapshot only now that every stage succeeded."""
         from discovery.refresh import publish_snapshot
 
-        storage.use_airflow_connection(params)
+        connections.use_airflow_connection(params)
         out = publish_snapshot(params["warehouse"], refresh_id, params["lake"])
         return {"snapshot_id": out["snapshot_id"], "refresh_id": refresh_id, "warehouse": params["warehouse"]}
 

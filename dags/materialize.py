@@ -19,12 +19,11 @@ from datetime import datetime
 
 from airflow.sdk import Asset, Param, dag, task
 
-from discovery import storage
+from discovery import connections, storage
 
 WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
 OUTPUT_ROOT = os.environ.get("LAKESCOUT_OUTPUT_ROOT", os.path.abspath("outputs"))
-OUTPUT_ASSET = Asset(name="lakescout_output",
-                     uri=OUTPUT_ROOT if storage.is_remote(OUTPUT_ROOT) else f"file://{os.path.abspath(OUTPUT_ROOT)}")
+OUTPUT_ASSET = Asset(name="lakescout_output", uri=storage.file_uri(OUTPUT_ROOT))
 log = logging.getLogger(__name__)
 
 
@@ -32,7 +31,7 @@ def _plans(params: dict):
     from discovery.locations import check_location
     from discovery.materialize.stored import stored_plans
 
-    storage.use_airflow_connection(params)
+    connections.use_airflow_connection(params)
     warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
     return stored_plans(warehouse, params["batch_id"], params["query_id"], params["ranks"] or None,
                         fan_out=params["fan_out"], max_matches=params["max_matches"],
@@ -66,7 +65,7 @@ def _plans(params: dict):
         "dedupe": Param(False, type="boolean", description="A union writes identical rows once"),
         "strict": Param(False, type="boolean", description="Refuse a plain lake file changed since the snapshot"),
         "warehouse": Param(WAREHOUSE, type="string", description="Warehouse folder or URI of the Delta index"),
-        "aws_conn_id": Param("", type="string", description=storage.AIRFLOW_CONN_HELP),
+        "aws_conn_id": Param("", type="string", description=connections.AIRFLOW_CONN_HELP),
         "spark_conn_id": Param("spark_default", type="string",
                                description="Spark connection whose master reads lake tables of at least "
                                            "[materialize] spark_min_bytes (empty: always in the task)"),
@@ -81,7 +80,7 @@ def materialize():
         from discovery.materialize.output import check_target
 
         name = params["output"]
-        target = name if storage.is_remote(name) or os.path.isabs(name) else storage.join(OUTPUT_ROOT, name)
+        target = storage.under(OUTPUT_ROOT, name)
         target = check_location("output", target, OUTPUT_ROOT)
         check_target(target, params["format"], params["overwrite"])
         plans = _plans(params)

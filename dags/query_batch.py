@@ -25,7 +25,7 @@ from datetime import datetime
 
 from airflow.sdk import Param, dag, task
 
-from discovery import storage
+from discovery import connections
 from discovery.lineage import batch_datasets, report_lineage
 
 WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
@@ -68,7 +68,7 @@ def _spark_master(conn_id: str) -> str:
         "snapshot_id": Param(None, type=["null", "integer"], description="Snapshot to answer from (default latest)"),
         "name": Param("batch", type="string", description="Label of the batch"),
         "warehouse": Param(WAREHOUSE, type="string", description="Warehouse folder or URI of the Delta index"),
-        "aws_conn_id": Param("", type="string", description=storage.AIRFLOW_CONN_HELP),
+        "aws_conn_id": Param("", type="string", description=connections.AIRFLOW_CONN_HELP),
         "spark_conn_id": Param("spark_default", type="string",
                                description="Spark connection whose master answers a batch of at least [batch] "
                                            "spark_min_queries queries (empty: always in the task)"),
@@ -84,7 +84,7 @@ def query_batch():
         from discovery.config import load_config
         from discovery.locations import check_location
 
-        storage.use_airflow_connection(params)
+        connections.use_airflow_connection(params)
         spec = {"name": params["name"], "snapshot_id": params["snapshot_id"], "queries": params["queries"]}
         warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
         batch = parse_spec(spec)
@@ -104,7 +104,7 @@ def query_batch():
         from discovery.batch import run_batch
         from discovery.locations import check_location
 
-        storage.use_airflow_connection(params)
+        connections.use_airflow_connection(params)
         warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
         kwargs = {"batch_id": f"dag-{run_id}", "snapshot_id": checked["snapshot_id"], "served": True}
         if checked.get("spark"):

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from airflow.sdk import Asset, Param, dag, task
 
-from discovery import storage
+from discovery import connections
 
 WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
 SNAPSHOT_ASSET = Asset(name="lakescout_snapshot", uri=f"file://{os.path.abspath(WAREHOUSE)}/snapshots")
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
     catchup=False,
     max_active_runs=1,
     params={"warehouse": Param(WAREHOUSE, type="string", description="Warehouse folder or URI of the Delta index"),
-            "aws_conn_id": Param("", type="string", description=storage.AIRFLOW_CONN_HELP)},
+            "aws_conn_id": Param("", type="string", description=connections.AIRFLOW_CONN_HELP)},
     tags=["lakescout"],
 )
 def standing_queries():
@@ -40,7 +40,7 @@ def standing_queries():
         from discovery.batch import standing_queries as saved_queries
         from discovery.locations import check_location
 
-        storage.use_airflow_connection(params)
+        connections.use_airflow_connection(params)
         names = sorted(saved_queries(check_location("warehouse", params["warehouse"], WAREHOUSE)))
         log.info("standing queries: %s", ", ".join(names) or "none")
         return names
@@ -51,7 +51,7 @@ def standing_queries():
         from discovery.batch import run_standing
         from discovery.locations import check_location
 
-        storage.use_airflow_connection(params)
+        connections.use_airflow_connection(params)
         out = run_standing(check_location("warehouse", params["warehouse"], WAREHOUSE), name)
         log.info("standing query %s: %s", name, json.dumps(out, default=str))
         return out

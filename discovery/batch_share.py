@@ -130,9 +130,7 @@ def plan_share(snap: Snapshot, batch: BatchSpec, batch_id: str, now: datetime, c
                 resolved[q.index] = check_query_table(snap, q, served, uploads)
             except BatchError as exc:
                 resolved[q.index] = str(exc)
-    root = snap.warehouse.root
-    root = root if "://" in root else os.path.abspath(root)
-    return BatchShare(root, snap.snapshot_id, batch_id, now, batch.queries, config, served, resolved)
+    return BatchShare(snap.warehouse.root, snap.snapshot_id, batch_id, now, batch.queries, config, served, resolved)
 
 
 def opened(warehouse: str, snapshot_id: int) -> Snapshot:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 
+from . import storage
+
 #: Environment variable listing extra roots under which DAG runs may place lakes and warehouses.
 ALLOWED_ROOTS = "LAKESCOUT_ALLOWED_ROOTS"
 
@@ -27,9 +29,8 @@ class LocationError(ValueError):
 
 
 def _canonical(location: str) -> str:
-    if "://" in location:
-        return location.rstrip("/")
-    return os.path.realpath(os.path.expanduser(location))
+    local = storage.on_disk(os.path.expanduser(location))
+    return os.path.realpath(local) if local else storage.normalize(location)
 
 
 def _within(location: str, root: str) -> bool:

@@ -58,6 +58,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake.transaction import CommitProperties, PostCommitHookProperties
 
+from . import storage
 from .batch import pinned_snapshots
 from .config import MaintenanceConfig, SparkConfig
 from .encoders.stored import MODEL_FILES, SET_MODEL, payload
@@ -269,8 +270,9 @@ def prune_model_files(wh: Warehouse, retained: list) -> list[str]:
     a query on a snapshot no longer retained writes the file again from the table.  Temporary files (a writer's
     ``.<version>.*``, renamed into place when complete) are left alone.
     """
-    folder = os.path.join(wh.root, MODEL_FILES)
-    if "://" in wh.root or not os.path.isdir(folder):
+    root = storage.on_disk(wh.root)
+    folder = os.path.join(root, MODEL_FILES) if root else ""
+    if not root or not os.path.isdir(folder):
         return []
     keep = model_versions_in_use(retained)
     removed = []

@@ -73,14 +73,14 @@ def count(name: str, value) -> int:
 
 def interval(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False) -> Callable[[str, object], float]:
     """A finite real number in the interval from ``lo`` to ``hi`` (each end open or closed)."""
-    shown = f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+    domain = f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
 
     def check(name: str, value) -> float:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ParameterError(name, f"{name} must be a number in {shown}, got {shown(value)}")
+            raise ParameterError(name, f"{name} must be a number in {domain}, got {shown(value)}")
         v = float(value)
         if not math.isfinite(v) or v < lo or v > hi or (lo_open and v == lo) or (hi_open and v == hi):
-            raise ParameterError(name, f"{name} must be a number in {shown}, got {shown(value)}")
+            raise ParameterError(name, f"{name} must be a number in {domain}, got {shown(value)}")
         return v
 
     return check

@@ -90,7 +90,7 @@ def _reason(message: str) -> str:
 
 def _real_lake_file(lake: str, rel: str, label: str) -> tuple[str, str]:
     """(root, rel) to read a served lake table from: the file's real path, refused when a link leads outside."""
-    if storage.is_remote(lake):
+    if storage.on_disk(lake) is None:
         return lake, rel
     root = os.path.realpath(lake)
     real = os.path.realpath(join_lake_path(lake, rel))
@@ -118,7 +118,7 @@ def _served_path(lake: str, label: str) -> str:
     """The catalog path a served query names: a lake path, or an absolute path inside the lake root; no ``..``."""
     if ".." in re.split(r"[/\\]", label):
         raise QueryError(f"query {label!r} is refused: '..' may not appear in the path of a served query")
-    if storage.is_remote(lake):
+    if storage.on_disk(lake) is None:
         prefix = lake.rstrip("/") + "/"
         return label[len(prefix):] if label.startswith(prefix) else label
     if os.path.isabs(label):
@@ -141,7 +141,8 @@ def read_query_file(path: str, label: str | None = None, limits: Limits | None =
     label = label or path
     try:
         # A link the user made is theirs to follow; the reader refuses links out of a lake.
-        root, table = locate(path if storage.is_remote(path) else os.path.realpath(path))
+        local = storage.on_disk(path)
+        root, table = locate(os.path.realpath(local) if local else path)
         parsed = read_lake_table(root, table.path, table.format, table.size, limits or Limits())
     except LakeFileError as exc:
         raise QueryError(f"query file {label!r} cannot be read: {_reason(str(exc)) if served else exc}") from None
@@ -223,6 +224,6 @@ def resolve_query(snapshot: Snapshot, query: str | int | QueryTable, limits: Lim
     if served:
         raise QueryError(f"query {label!r} is refused: it is not a table of the lake; name a lake table id or a "
                          "catalogued lake path")
-    if not storage.is_remote(label) and not os.path.exists(label):
+    if storage.on_disk(label) is not None and not os.path.exists(label):
         raise QueryError(f"query {label!r} is neither a file nor a table of the lake")
     return read_query_file(label, limits=limits)

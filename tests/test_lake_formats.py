@@ -14,6 +14,7 @@ from discovery.config import Limits
 from discovery.demo_lake import layouts
 from discovery.lake import LakeFileError, list_lake, locate, read_lake_table, table_version
 from discovery.query import QueryError, read_query_file
+from discovery.storage.walk import KEPT, SortedTree
 
 TABLE = pa.table({"city": ["Oslo", "Bergen", "Paris", None], "country": ["NO", "NO", "FR", None],
                   "pop": [700, 280, 2100, 5]})
@@ -305,7 +306,7 @@ def test_folder_at_a_time_listing_equals_one_whole_walk(lakehouse, tmp_path, mon
     monkeypatch.setattr(listing, "_SMALL", small)
     root = tmp_path / "lake"
     shutil.copytree(lakehouse, root)
-    for n in range(listing._KEPT + 6):
+    for n in range(KEPT + 6):
         folder = root / "many" / f"f{n:03d}" / ("deep" if n % 3 else "")
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"t{n}.csv").write_text("a,b\n1,2\n")
@@ -324,10 +325,10 @@ def test_folder_at_a_time_listing_equals_one_whole_walk(lakehouse, tmp_path, mon
         rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
         whole += [(name if rel == "." else f"{rel}/{name}", *entry(os.path.join(dirpath, name))) for name in filenames]
     expected = listing._Rows()
-    listing._classify(listing._SortedTree.of([whole[:7], whole[7:]]), "", expected)
+    listing._classify(SortedTree.of([whole[:7], whole[7:]]), "", expected)
     walked = list_lake(str(root))
     assert walked.table.equals(expected.listing().table)
     assert "many/dangling.csv" in walked.table["path"].to_pylist()
     assert not any(p.startswith("many/linked_folder") for p in walked.table["path"].to_pylist())
-    assert len(walked) == 9 + listing._KEPT + 6 + 1 + 6
+    assert len(walked) == 9 + KEPT + 6 + 1 + 6
     assert [t.path for t in walked] == sorted(walked.table["path"].to_pylist()) and walked[-1] == list(walked)[-1]

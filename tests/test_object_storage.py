@@ -114,9 +114,9 @@ def test_numerical_join_on_s3_maps_the_published_arrays(lakes, demo_lake, monkey
     assert fs.exists(f"{path}/meta.json") and fs.exists(f"{path}/haversine/sets.arrow")
     families = open_numeric(snapshot.warehouse, snapshot.versions)
     assert "haversine" in families
-    assert os.path.exists(os.path.join(storage.cached_folder(wh_uri, f"{wh_uri}/{ARRAYS_DIR}/{name}", name),
-                                       "haversine", "centers.npy"))
-    assert storage.cached_folder(wh_uri, f"{wh_uri}/{ARRAYS_DIR}/{name}", name).startswith(str(tmp_path / "cache"))
+    local = storage.backend(wh_uri).local_folder(wh_uri, f"{wh_uri}/{ARRAYS_DIR}/{name}", name)
+    assert os.path.exists(os.path.join(local, "haversine", "centers.npy"))
+    assert local.startswith(str(tmp_path / "cache"))
 
     def strip(result: dict) -> list:
         return [{k: v for k, v in r.items() if k != "table_id"} for r in result["results"]]

@@ -93,10 +93,8 @@ def write_iceberg(warehouse_uri: str, catalog_db: str, namespace: str, name: str
     under ``warehouse_uri``; with ``older``, a first snapshot holds that and the current one ``table``."""
     from pyiceberg.catalog.sql import SqlCatalog
 
-    from discovery.lake.iceberg import io_properties
-
-    location = warehouse_uri if storage.is_remote(warehouse_uri) else "file://" + warehouse_uri
-    catalog = SqlCatalog("lakescout", uri=f"sqlite:///{catalog_db}", warehouse=location, **io_properties())
+    catalog = SqlCatalog("lakescout", uri=f"sqlite:///{catalog_db}", warehouse=storage.file_uri(warehouse_uri),
+                         **storage.credentials().iceberg_properties())
     catalog.create_namespace_if_not_exists(namespace)
     ident = f"{namespace}.{name}"
     if catalog.table_exists(ident):

@@ -34,6 +34,7 @@ from discovery.quantities import RULE as QUANTITY_RULE
 from discovery.store import SCHEMAS, Warehouse, WarehouseError
 from discovery.store.cache import INDEXES
 
+from .. import storage
 from .base import ColumnConfig, Encoder
 from .hash_encoder import HashEncoder, HashEncoderConfig
 from .registry import encoder_from_bytes
@@ -143,9 +144,10 @@ def mapped_payload(warehouse_root: str, name: str, version: str):
     cannot go stale.  A warehouse on an object store, or a folder this process may not write (a read-only
     installation), is simply read from the table every time.
     """
-    if "://" in warehouse_root or not _SAFE_VERSION.fullmatch(version):
+    root = storage.on_disk(warehouse_root)
+    if root is None or not _SAFE_VERSION.fullmatch(version):
         return payload(warehouse_root, name, version)[0]
-    folder = os.path.join(warehouse_root, MODEL_FILES)
+    folder = os.path.join(root, MODEL_FILES)
     path = os.path.join(folder, f"{version}.bin")
     with contextlib.suppress(OSError, ValueError):  # missing, empty or not readable by this user: read the table
         return np.memmap(path, dtype=np.uint8, mode="r")

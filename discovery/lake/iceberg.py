@@ -26,17 +26,6 @@ def _first_line(exc: Exception) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def io_properties() -> dict[str, str]:
-    """pyiceberg FileIO settings from the same ``AWS_*`` variables every other reader takes."""
-    props = {}
-    for key, env in (("s3.endpoint", "AWS_ENDPOINT_URL"), ("s3.access-key-id", "AWS_ACCESS_KEY_ID"),
-                     ("s3.secret-access-key", "AWS_SECRET_ACCESS_KEY"), ("s3.session-token", "AWS_SESSION_TOKEN"),
-                     ("s3.region", "AWS_REGION")):
-        if os.environ.get(env):
-            props[key] = os.environ[env]
-    return props
-
-
 def _newest_metadata(root: str, rel: str) -> str:
     fs, path = storage.filesystem(storage.join(root, rel))
     names = [p.rpartition("/")[2] for p in fs.ls(f"{path}/metadata", detail=False)]
@@ -67,12 +56,10 @@ def open_table(root: str, rel: str):
     from pyiceberg.table import StaticTable
 
     try:
-        if storage.scheme(root) == "iceberg":
+        if storage.is_catalog(root):
             return _catalog_table(root, rel)
-        location = _newest_metadata(root, rel)
-        if not storage.is_remote(location):
-            location = "file://" + os.path.abspath(location)
-        return StaticTable.from_metadata(location, properties=io_properties())
+        return StaticTable.from_metadata(storage.file_uri(_newest_metadata(root, rel)),
+                                         properties=storage.credentials().iceberg_properties())
     except LakeFileError:
         raise
     except Exception as exc:

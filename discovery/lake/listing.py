@@ -20,25 +20,19 @@ scan, which reads the format's own version (:func:`discovery.lake.reader.table_v
 The result is a :class:`Listing`: Arrow columns, not one Python object per table.  The refresh driver lists lakes
 of hundreds of thousands of tables; holding a dataclass per table, and a dict entry per file of the whole walk,
 cost it 30 MB at 100,000 tables (49 MB at the peak) and grew with the lake, while the columns cost 7.5 MB.  The walk
-itself holds folders as Arrow too (:class:`_Folder`): a local walk the last ``_KEPT`` folders it read, an
-object-store walk the sorted keys of one listing (:class:`_SortedTree`), paged in as Arrow (:func:`_remote_pages`).
+itself (:mod:`discovery.storage.walk`, the storage wing's) holds folders as Arrow too; this module only classifies.
 """
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-from abc import ABC, abstractmethod
-from collections import OrderedDict, defaultdict
-from bisect import bisect_left
+from collections import defaultdict
 from dataclasses import dataclass
-from operator import itemgetter
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .. import storage
+from ..storage.walk import BATCH, Batches, Entry, Folder, Tree, names_of, sub, subfolders
 from .formats import DATASET_KINDS, DELTA_LOG_ENTRY, ICEBERG_METADATA, file_format, is_metadata_name as _hidden
 from .patterns import TableFilter
 
@@ -48,23 +42,6 @@ _PARTITION = re.compile(r"^[^=/]+=[^/]*$")
 #: Columns of a listing, one row per lake table.
 LISTING_COLUMNS = pa.schema([("path", pa.string()), ("size", pa.int64()), ("mtime_ns", pa.int64()),
                              ("format", pa.string()), ("fingerprint", pa.string())])
-
-#: Rows gathered in Python before they become one Arrow batch.
-_BATCH = 8192
-#: Keys of a folder below which an object-store walk reads the folder in Python rather than with Arrow kernels
-#: (a dozen kernel calls cost more than a few hundred strings).
-_SMALL = 256
-#: A folder's files and sub-folders, as a walk reads them.
-_FILES = pa.schema([("name", pa.string()), ("size", pa.int64()), ("mtime_ns", pa.int64())])
-_NAMES = pa.schema([("name", pa.string())])
-
-#: Keys asked for per LIST request of an S3 listing (the most S3 returns).
-_PAGE = 1000
-
-#: Local folders whose entries stay cached while the walk classifies: a dataset folder is read for its
-#: classification and again for its data files, and a parent's entries are needed while its children are walked.
-_KEPT = 64
-
 
 @dataclass(frozen=True)
 class LakeTable:
@@ -95,7 +72,7 @@ class Listing:
         return self.table.num_rows
 
     def __iter__(self):
-        for batch in self.table.to_batches(max_chunksize=_BATCH):
+        for batch in self.table.to_batches(max_chunksize=BATCH):
             cols = batch.to_pydict()
             yield from (LakeTable(*row) for row in zip(*(cols[name] for name in LISTING_COLUMNS.names)))
 
@@ -106,49 +83,12 @@ class Listing:
         return LakeTable(**self.table.slice(index % n, 1).to_pylist()[0])
 
 
-class _Batches:
-    """Rows gathered :data:`_BATCH` at a time, each full batch made Arrow at once: what the walk collects (tables,
-    a folder's entries) is never more than a batch of Python tuples."""
-
-    def __init__(self, schema: pa.Schema):
-        self.schema = schema
-        self.rows: list[tuple] = []
-        self.batches: list[pa.RecordBatch] = []
-
-    def add(self, *row) -> None:
-        self.rows.append(row)
-        if len(self.rows) >= _BATCH:
-            self._flush()
-
-    def _flush(self) -> None:
-        if self.rows:
-            self.batches.append(pa.RecordBatch.from_arrays(
-                [pa.array(col, field.type) for col, field in zip(zip(*self.rows), self.schema)], schema=self.schema))
-            self.rows = []
-
-    def columns(self, sort_by: str) -> list:
-        """The columns sorted by ``sort_by``: Python lists when the rows never filled a batch (most folders: a list
-        costs a fraction of an Arrow array to build), else Arrow arrays (the same order: Python compares code
-        points, Arrow UTF-8 bytes)."""
-        if not self.batches:
-            self.rows.sort(key=itemgetter(self.schema.names.index(sort_by)))
-            return [list(col) for col in zip(*self.rows)] if self.rows else [[] for _ in self.schema]
-        self._flush()
-        table = pa.Table.from_batches(self.batches, schema=self.schema)
-        table = table.take(pc.sort_indices(table, [(sort_by, "ascending")]))
-        return [table.column(name).combine_chunks() for name in self.schema.names]
-
-    def table(self, sort_by: str) -> pa.Table:
-        return pa.table([col if isinstance(col, pa.Array) else pa.array(col, field.type)
-                         for col, field in zip(self.columns(sort_by), self.schema)], schema=self.schema)
-
-
 class _Rows:
-    """Sink of the walk: keeps the tables the patterns keep, as Arrow batches of :data:`_BATCH` rows."""
+    """Sink of the walk: keeps the tables the patterns keep, as Arrow batches of :data:`BATCH` rows."""
 
     def __init__(self, keep=lambda path: True):
         self.keep = keep
-        self.batches = _Batches(LISTING_COLUMNS)
+        self.batches = Batches(LISTING_COLUMNS)
 
     def add(self, path: str, size: int, mtime_ns: int, fmt: str, fingerprint: str) -> None:
         if self.keep(path):
@@ -158,236 +98,8 @@ class _Rows:
         return Listing(self.batches.table("path"))
 
 
-@dataclass(frozen=True)
-class _Entry:
-    size: int
-    mtime_ns: int
-
-
 def file_fingerprint(size: int, mtime_ns: int) -> str:
     return f"{int(size)}:{int(mtime_ns)}"
-
-
-def _mtime_ns(mtime) -> int:
-    if hasattr(mtime, "timestamp"):
-        return int(mtime.timestamp() * 1e9)
-    try:
-        return int(float(mtime) * 1e9)
-    except (TypeError, ValueError):
-        return 0
-
-
-def _sub(folder: str, name: str) -> str:
-    return f"{folder}/{name}" if folder else name
-
-
-def _names(names):
-    """The strings of ``names`` (a list, or an Arrow array converted :data:`_BATCH` at a time)."""
-    if isinstance(names, list):
-        yield from names
-        return
-    for start in range(0, len(names), _BATCH):
-        yield from names.slice(start, _BATCH).to_pylist()
-
-
-def _subfolders(folder: str, names, hidden: bool = False):
-    """Paths of the sub-folders ``names`` of ``folder``, hidden ones too if ``hidden`` (a generator, so each is
-    bound to its own folder)."""
-    for name in _names(names):
-        if hidden or not _hidden(name):
-            yield _sub(folder, name)
-
-
-@dataclass(frozen=True)
-class _Folder:
-    """What one folder directly holds: its files (sorted names, sizes, mtimes) and sub-folder names (sorted), as
-    Python lists for a folder of a few thousand entries and as Arrow (names) and numpy (numbers) beyond: a folder of
-    a million tables is a few buffers, not a million Python objects."""
-
-    names: list | pa.Array
-    sizes: list | np.ndarray
-    mtimes: list | np.ndarray
-    children: list | pa.Array
-
-    @classmethod
-    def of(cls, files: _Batches, children: _Batches) -> _Folder:
-        """From the (name, size, mtime_ns) rows of the files and the (name,) rows of the sub-folders."""
-        names, sizes, mtimes = (c if isinstance(c, list) or i == 0 else c.to_numpy()
-                                for i, c in enumerate(files.columns("name")))
-        return cls(names, sizes, mtimes, children.columns("name")[0])
-
-    def has_child(self, name: str) -> bool:
-        return _holds(self.children, name)
-
-    def has_file(self, name: str) -> bool:
-        return _holds(self.names, name)
-
-    def rows(self):
-        """(name, entry) of every file, sorted by name."""
-        for i, name in enumerate(_names(self.names)):
-            yield name, _Entry(int(self.sizes[i]), int(self.mtimes[i]))
-
-
-def _bisect(sorted_strings, value: str, lo: int, hi: int) -> int:
-    """First index in [lo, hi) whose string is >= ``value``, in a sorted list or Arrow array (Arrow sorts UTF-8
-    bytes, Python code points: the same order)."""
-    if isinstance(sorted_strings, list):
-        return bisect_left(sorted_strings, value, lo, hi)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if sorted_strings[mid].as_py() < value:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-def _holds(sorted_strings, value: str) -> bool:
-    i = _bisect(sorted_strings, value, 0, len(sorted_strings))
-    if i == len(sorted_strings):
-        return False
-    return (sorted_strings[i] if isinstance(sorted_strings, list) else sorted_strings[i].as_py()) == value
-
-
-class _Tree(ABC):
-    """Folders of a lake, however they were listed: one listing of every object, or a local walk a folder at a
-    time.  The last :data:`_KEPT` folders read stay cached."""
-
-    def __init__(self):
-        self._kept: OrderedDict[str, _Folder] = OrderedDict()
-
-    def folder(self, folder: str) -> _Folder:
-        if folder in self._kept:
-            self._kept.move_to_end(folder)
-            return self._kept[folder]
-        self._kept[folder] = node = self._read(folder)
-        if len(self._kept) > _KEPT:
-            self._kept.popitem(last=False)
-        return node
-
-    @abstractmethod
-    def _read(self, folder: str) -> _Folder:
-        """What ``folder`` ('' for the root) directly holds."""
-
-    def below(self, folder: str):
-        """(relative folder, name, entry) of every file at or below ``folder``, folders sorted."""
-        stack = [iter((folder,))]
-        while stack:
-            current = next(stack[-1], None)
-            if current is None:
-                stack.pop()
-                continue
-            node = self.folder(current)
-            for name, entry in node.rows():
-                yield current, name, entry
-            stack.append(_subfolders(current, node.children, hidden=True))
-
-
-class _SortedTree(_Tree):
-    """A tree over one listing of every object (object storage answers a recursive LIST as one flat result), held
-    as Arrow columns sorted by key: a folder is the range of keys under its prefix, found by bisection."""
-
-    def __init__(self, keys: pa.Array, sizes: np.ndarray, mtimes: np.ndarray):
-        super().__init__()
-        order = pc.sort_indices(keys).to_numpy()
-        self.keys = keys.take(pa.array(order))
-        self.sizes, self.mtimes = np.asarray(sizes, np.int64)[order], np.asarray(mtimes, np.int64)[order]
-
-    @classmethod
-    def of(cls, pages) -> _SortedTree:
-        """From pages of (key, size, mtime_ns) rows, each page made Arrow as it arrives."""
-        keys, sizes, mtimes = [pa.array([], pa.string())], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-        for page in pages:
-            if page:
-                keys.append(pa.array([p[0] for p in page], pa.string()))
-                sizes.append(np.array([p[1] for p in page], np.int64))
-                mtimes.append(np.array([p[2] for p in page], np.int64))
-        return cls(pa.concat_arrays(keys), np.concatenate(sizes), np.concatenate(mtimes))
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def _read(self, folder: str) -> _Folder:
-        prefix = f"{folder}/" if folder else ""
-        lo = _bisect(self.keys, prefix, 0, len(self.keys)) if folder else 0
-        hi = _bisect(self.keys, f"{folder}0", lo, len(self.keys)) if folder else len(self.keys)  # '0' follows '/'
-        if hi - lo <= _SMALL:
-            files, children, last = _Batches(_FILES), _Batches(_NAMES), None
-            for i, key in enumerate(self.keys.slice(lo, hi - lo).to_pylist(), lo):
-                name, slash, _ = key[len(prefix):].partition("/")
-                if slash:
-                    if name != last:  # a sub-folder's keys are contiguous in key order
-                        children.add(name)
-                        last = name
-                else:
-                    files.add(name, int(self.sizes[i]), int(self.mtimes[i]))
-            return _Folder.of(files, children)
-        rest = pc.utf8_slice_codeunits(self.keys.slice(lo, hi - lo), len(prefix))
-        deep = pc.match_substring(rest, "/").to_numpy(zero_copy_only=False)
-        flat = np.flatnonzero(~deep)
-        children = pc.unique(pc.list_element(pc.split_pattern(rest.filter(pa.array(deep)), "/", max_splits=1), 0))
-        return _Folder(rest.take(pa.array(flat)), self.sizes[lo + flat], self.mtimes[lo + flat],
-                       children.take(pc.sort_indices(children)))
-
-
-class _LocalTree(_Tree):
-    """A local folder read one sub-folder at a time.
-
-    Links to folders are not walked (they may lead out of the lake, or round in a cycle); a link to a file is listed
-    with its target's size and mtime, and a dangling one with its own, so the scan records why it cannot be read.
-    """
-
-    def __init__(self, root: str):
-        super().__init__()
-        self.root = root
-
-    def _read(self, folder: str) -> _Folder:
-        files, children = _Batches(_FILES), _Batches(_NAMES)
-        try:
-            with os.scandir(os.path.join(self.root, folder) if folder else self.root) as entries:
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        children.add(entry.name)
-                    elif entry.is_symlink() and entry.is_dir():
-                        continue
-                    else:
-                        try:
-                            st = entry.stat()
-                        except OSError:  # a dangling link: listed, so the scan records why it cannot be read
-                            st = entry.stat(follow_symlinks=False)
-                        files.add(entry.name, st.st_size, st.st_mtime_ns)
-        except OSError:  # gone or unreadable since its parent was read: as os.walk, nothing listed
-            pass
-        return _Folder.of(files, children)
-
-
-def _remote_pages(uri: str):
-    """Pages of (key relative to ``uri``, size, mtime_ns) of every object under ``uri``.
-
-    S3 is paged with boto3's ``list_objects_v2`` paginator, :data:`_PAGE` keys a request, so the listing holds at
-    most a page as Python objects; fsspec's ``find`` returns the whole listing as one dict of dicts (about 1 KB an
-    object).  Other object stores go through ``find``, one page.  Folder markers (keys ending in ``/``) are not
-    objects of the lake.
-    """
-    fs, base = storage.filesystem(uri)
-    if storage.scheme(uri) in ("s3", "s3a"):
-        bucket, _, key = base.partition("/")
-        prefix = f"{key.strip('/')}/" if key.strip("/") else ""
-        try:
-            for page in storage.s3_client().get_paginator("list_objects_v2").paginate(
-                    Bucket=bucket, Prefix=prefix, PaginationConfig={"PageSize": _PAGE}):
-                yield [(o["Key"][len(prefix):], int(o.get("Size") or 0), _mtime_ns(o.get("LastModified")))
-                       for o in page.get("Contents", ()) if not o["Key"].endswith("/")]
-        except Exception as exc:  # botocore raises a dozen types for a missing bucket, refused keys, no endpoint
-            raise storage.explain(exc, uri, "lake") from None
-        return
-    page = []
-    for full, info in fs.find(base, detail=True, withdirs=False).items():
-        rel = full[len(base):].lstrip("/")
-        if rel and info.get("type") != "directory":
-            mtime = info.get("mtime") or info.get("LastModified") or info.get("last_modified") or info.get("updated")
-            page.append((rel, int(info.get("size") or 0), _mtime_ns(mtime)))
-    yield page
 
 
 def _digest(items) -> str:
@@ -398,7 +110,7 @@ def _digest(items) -> str:
     return h.hexdigest()
 
 
-def _data_files(tree: _Tree, folder: str, skip: tuple[str, ...] = ()):
+def _data_files(tree: Tree, folder: str, skip: tuple[str, ...] = ()):
     """Data files of a dataset folder: every file below it but metadata (hidden names, ``skip`` sub-folders)."""
     for current, name, entry in tree.below(folder):
         rel = current[len(folder):].lstrip("/")
@@ -410,7 +122,7 @@ def _data_files(tree: _Tree, folder: str, skip: tuple[str, ...] = ()):
         yield (f"{rel}/{name}" if rel else name), entry
 
 
-def _partition_format(files: list[tuple[str, _Entry]]) -> str:
+def _partition_format(files: list[tuple[str, Entry]]) -> str:
     """The table format most data files of a partitioned folder have (ties: the name sorting first)."""
     counts: dict[str, int] = defaultdict(int)
     for rel, _ in files:
@@ -422,7 +134,7 @@ def _partition_format(files: list[tuple[str, _Entry]]) -> str:
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
 
 
-def _dataset(out: _Rows, tree: _Tree, folder: str, fmt: str, fingerprint: str | None = None, skip=()) -> None:
+def _dataset(out: _Rows, tree: Tree, folder: str, fmt: str, fingerprint: str | None = None, skip=()) -> None:
     files = list(_data_files(tree, folder, skip))
     if fmt == "hive":
         fmt = f"hive/{_partition_format(files)}"
@@ -433,16 +145,16 @@ def _dataset(out: _Rows, tree: _Tree, folder: str, fmt: str, fingerprint: str | 
     out.add(folder, size, mtime, fmt, fingerprint)
 
 
-def _delta_version(tree: _Tree, folder: str) -> int | None:
-    names = _names(tree.folder(_sub(folder, "_delta_log")).names)
+def _delta_version(tree: Tree, folder: str) -> int | None:
+    names = names_of(tree.folder(sub(folder, "_delta_log")).names)
     versions = [int(m.group(1)) for m in map(DELTA_LOG_ENTRY.match, names) if m]
     return max(versions) if versions else None
 
 
-def _iceberg_metadata(tree: _Tree, folder: str) -> str | None:
+def _iceberg_metadata(tree: Tree, folder: str) -> str | None:
     """Name of the newest metadata file: the highest ``vN`` (Hadoop layout) or ``NNNNN-<uuid>`` (catalog layout)."""
     best, best_key = None, None
-    for name, entry in tree.folder(_sub(folder, "metadata")).rows():
+    for name, entry in tree.folder(sub(folder, "metadata")).rows():
         m = ICEBERG_METADATA.match(name)
         if m:
             key = (int(m.group(1) or m.group(2)), entry.mtime_ns, name)
@@ -451,17 +163,17 @@ def _iceberg_metadata(tree: _Tree, folder: str) -> str | None:
     return best
 
 
-def _is_partitioned(node: _Folder) -> bool:
-    subs = (c for c in _names(node.children) if not _hidden(c))
+def _is_partitioned(node: Folder) -> bool:
+    subs = (c for c in names_of(node.children) if not _hidden(c))
     first = next(subs, None)
     return first is not None and bool(_PARTITION.match(first)) and all(_PARTITION.match(c) for c in subs)
 
 
-def _part_format(node: _Folder) -> str | None:
+def _part_format(node: Folder) -> str | None:
     """The format of a part-file folder, or None: ``part-*`` files of one table format beside ``_SUCCESS`` or other
     part files, and no sub-folders but hidden ones."""
-    parts = [name for name in _names(node.names) if _PART_FILE.match(name)]
-    if not parts or any(not _hidden(c) for c in _names(node.children)):
+    parts = [name for name in names_of(node.names) if _PART_FILE.match(name)]
+    if not parts or any(not _hidden(c) for c in names_of(node.children)):
         return None
     formats = {file_format(n) for n in parts}
     formats.discard(None)
@@ -472,7 +184,7 @@ def _part_format(node: _Folder) -> str | None:
     return formats.pop()
 
 
-def _classify(tree: _Tree, folder: str, out: _Rows) -> None:
+def _classify(tree: Tree, folder: str, out: _Rows) -> None:
     """Add the tables at or below ``folder`` to ``out``, depth first, the folder's files before its sub-folders.
 
     The walk holds an iterator of names per level, not a list of paths: a folder of a million tables is walked from
@@ -503,9 +215,9 @@ def _classify(tree: _Tree, folder: str, out: _Rows) -> None:
         for name, entry in node.rows():
             fmt = file_format(name)
             if fmt is not None and not _hidden(name):
-                out.add(_sub(folder, name), entry.size, entry.mtime_ns, fmt,
+                out.add(sub(folder, name), entry.size, entry.mtime_ns, fmt,
                         file_fingerprint(entry.size, entry.mtime_ns))
-        stack.append(_subfolders(folder, node.children))
+        stack.append(subfolders(folder, node.children, keep=lambda name: not _hidden(name)))
 
 
 def list_lake(root: str, include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()) -> Listing:
@@ -515,29 +227,15 @@ def list_lake(root: str, include: tuple[str, ...] = (), exclude: tuple[str, ...]
     Raises FileNotFoundError for a missing root, naming it.
     """
     out = _Rows(TableFilter(include, exclude))
-    if storage.scheme(root) == "iceberg":
+    if storage.is_catalog(root):
         from .iceberg import list_catalog
 
         for path, fingerprint in list_catalog(root):
             out.add(path, 0, 0, "iceberg", fingerprint)
     else:
-        root = root if storage.is_remote(root) else storage.local_path(root)
-        _classify(_tree(root), "", out)
+        root = storage.normalize(root)
+        _classify(storage.backend(root).tree(root), "", out)
     return out.listing()
-
-
-def _tree(root: str) -> _Tree:
-    if storage.is_remote(root):
-        storage.check(root, "lake")
-        tree = _SortedTree.of(_remote_pages(root))
-        if not len(tree):
-            fs, base = storage.filesystem(root)
-            if not fs.exists(base):
-                raise FileNotFoundError(f"lake {root!r} does not exist")
-        return tree
-    if not os.path.isdir(root):
-        raise FileNotFoundError(f"lake folder {root!r} does not exist or is not a folder")
-    return _LocalTree(root)
 
 
 def locate(path: str) -> tuple[str, LakeTable]:
@@ -546,25 +244,17 @@ def locate(path: str) -> tuple[str, LakeTable]:
     Used for query tables given outside the lake; raises FileNotFoundError (missing) or ValueError (a folder that is
     no dataset, a file of no table format).
     """
-    remote = storage.is_remote(path)
-    path = path.rstrip("/") if remote else os.path.abspath(path)
-    root, _, name = path.rpartition("/") if remote else (os.path.dirname(path), None, os.path.basename(path))
-    if remote:
-        fs, base = storage.filesystem(path)
-        if not fs.exists(base):
-            raise FileNotFoundError(f"{path!r} does not exist")
-        is_dir = fs.isdir(base)
-    else:
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path!r} does not exist")
-        is_dir = os.path.isdir(path)
-    if not is_dir:
+    store = storage.backend(path)
+    path = storage.normalize(path)
+    root, name = storage.split(path)
+    fs, base = store.filesystem(path)
+    if not fs.exists(base):
+        raise FileNotFoundError(f"{path!r} does not exist")
+    if not fs.isdir(base):
         fmt = file_format(name) or "csv"
-        size = fs.size(base) if remote else os.path.getsize(path)
-        return root, LakeTable(name, int(size or 0), 0, fmt, "")
+        return root, LakeTable(name, int(fs.size(base) or 0), 0, fmt, "")
     found = _Rows()
-    tree = (_SortedTree.of([(f"{name}/{key}", size, mtime) for key, size, mtime in page]
-                           for page in _remote_pages(path)) if remote else _LocalTree(root))
+    tree = store.subtree(root, name)
     _classify(tree, name, found)
     dataset = [t for t in found.listing() if t.path == name]
     if not dataset:

@@ -35,7 +35,7 @@ def open_lake_file(root: str, rel: str, mode: str = "rb"):
     file the refresh can read.
     """
     full = join_lake_path(root, rel)
-    if storage.is_remote(root):
+    if storage.on_disk(root) is None:
         fs, path = storage.filesystem(full)
         return fs.open(path, mode)
     if not inside_lake(root, full):

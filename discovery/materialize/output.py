@@ -110,14 +110,14 @@ def write_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema, target: 
                     fs.rm(path, recursive=True)
             raise
         return 0
-    if storage.is_remote(target):
+    path = storage.on_disk(target)
+    if path is None:  # object storage: one put of a complete local file
         with tempfile.TemporaryDirectory(prefix="lakescout-out-") as tmp:
             local = os.path.join(tmp, "out")
             _write_file(batches, schema, local, fmt)
-            fs, path = storage.filesystem(target)
-            fs.put_file(local, path)
+            fs, remote = storage.filesystem(target)
+            fs.put_file(local, remote)
             return os.path.getsize(local)
-    path = storage.local_path(target)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.tmp")
     try:
@@ -157,8 +157,7 @@ def staging(target: str, fmt: str, token: str) -> str:
     are invisible until committed), else a hidden folder beside the target file."""
     if fmt == "delta":
         return str(target).rstrip("/")
-    parent, _, name = str(target).rstrip("/").rpartition("/") if storage.is_remote(target) else (
-        os.path.dirname(storage.local_path(target)), None, os.path.basename(str(target)))
+    parent, name = storage.split(target)
     return f"{parent}/.{name}.staging-{token}"
 
 

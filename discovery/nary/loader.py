@@ -7,8 +7,6 @@ holds every posting in memory.  A size other than the stored one is derived in m
 """
 from __future__ import annotations
 
-import os
-
 import pyarrow.compute as pc
 
 from discovery.nary.index import NaryIndex
@@ -18,15 +16,10 @@ from discovery.store.cache import INDEXES
 from discovery.xash import SUPPORTED_BITS
 
 
-def _root(snapshot: Snapshot) -> str:
-    root = snapshot.warehouse.root
-    return root if "://" in root else os.path.abspath(root)
-
-
 def _stored_index(snapshot: Snapshot) -> NaryIndex:
     stored = snapshot_model(snapshot, MODEL_NAME)
     model = model_from_stored(stored)
-    key = ("nary", _root(snapshot), snapshot.snapshot_id, model.bits)
+    key = ("nary", snapshot.warehouse.root, snapshot.snapshot_id, model.bits)
     return INDEXES.get(key, lambda: _build(snapshot, stored, model))
 
 
@@ -47,5 +40,5 @@ def load_nary_index(snapshot: Snapshot, bits: int | None = None) -> NaryIndex:
     index = _stored_index(snapshot)
     if bits is None or bits == index.model.bits:
         return index
-    key = ("nary", _root(snapshot), snapshot.snapshot_id, bits)
+    key = ("nary", snapshot.warehouse.root, snapshot.snapshot_id, bits)
     return INDEXES.get(key, lambda: index.resized(bits))

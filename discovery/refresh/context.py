@@ -24,10 +24,8 @@ class StageContext:
     def __post_init__(self):
         # Spark tasks run in their executor's working folder, not the driver's: a local path is made absolute here,
         # on the driver, before the context is shipped to them.
-        object.__setattr__(self, "lake", self.lake if storage.is_remote(self.lake) or storage.scheme(self.lake) ==
-                           "iceberg" else storage.local_path(self.lake))
-        if "://" not in self.warehouse:
-            object.__setattr__(self, "warehouse", os.path.abspath(self.warehouse))
+        object.__setattr__(self, "lake", storage.normalize(self.lake))
+        object.__setattr__(self, "warehouse", storage.normalize(self.warehouse))
 
     def __setstate__(self, state: dict) -> None:
         """Unpickled in a Spark task: the driver's object-storage settings (``AWS_*``, ``PYICEBERG_*``) become the

@@ -7,25 +7,22 @@ numerical join's families, :mod:`discovery.numjoin.arrays`), each an :class:`Arr
 * its name follows from the Delta versions its content is built from (``name(versions)``), so snapshots that pin the
   same versions share a folder and a folder never goes stale;
 * it lives at ``<warehouse>/query_arrays/<name>/``, and its ``meta.json``, written last, marks it complete;
-* :meth:`ArrayFolder.write` fills a temporary local folder (the index's ``fill``) and renames it into place, or on
-  object storage uploads it, ``meta.json`` last (:func:`~discovery.storage.upload_folder`); a folder already there
-  is kept, since it holds the same content;
-* :meth:`ArrayFolder.open` gives the local folder to map: the folder itself, or for a remote warehouse a copy
-  downloaded once into the local array cache (:func:`~discovery.storage.cached_folder`: ``$LAKESCOUT_ARRAY_CACHE``,
-  default ``~/.cache/lakescout/query_arrays``; the name pins the content, so the cache needs no invalidation), or
-  None when there is none (the query then builds the index in memory);
+* :meth:`ArrayFolder.write` has the warehouse's storage backend put the folder in place
+  (:meth:`~discovery.storage.Backend.write_folder`: filled locally, then renamed or uploaded, ``meta.json`` last); a
+  folder already there is kept, since it holds the same content;
+* :meth:`ArrayFolder.open` gives the local folder to map (:meth:`~discovery.storage.Backend.local_folder`: the
+  folder itself, or for a remote warehouse a copy downloaded once into the local array cache,
+  ``$LAKESCOUT_ARRAY_CACHE``, default ``~/.cache/lakescout/query_arrays``; the name pins the content, so the cache
+  needs no invalidation), or None when there is none (the query then builds the index in memory);
 * :func:`prune_folders` deletes the folders whose names maintenance does not pass to keep.
 """
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..storage import cached_folder, filesystem, is_remote, join, publish_folder, upload_folder
+from ..storage import join
 
 ARRAYS_DIR = "query_arrays"
 
@@ -52,21 +49,8 @@ class ArrayFolder:
         if name is None:
             return None
         target = folder_uri(warehouse, name)
-        fs, path = filesystem(target)
-        if fs.exists(f"{path}/meta.json"):
-            return target
-        if is_remote(warehouse.root):
-            with tempfile.TemporaryDirectory(prefix="lakescout-arrays-") as tmp:
-                self.fill(warehouse, versions, tmp)
-                upload_folder(tmp, target)
-            return target
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=f".{name}.", dir=os.path.dirname(path))  # beside it: the rename stays atomic
-        try:
-            self.fill(warehouse, versions, tmp)
-            publish_folder(tmp, path)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        if not warehouse.backend.complete(target):
+            warehouse.backend.write_folder(target, lambda folder: self.fill(warehouse, versions, folder))
         return target
 
     def open(self, warehouse, versions: dict) -> str | None:
@@ -75,10 +59,7 @@ class ArrayFolder:
         name = self.name(versions)
         if name is None:
             return None
-        if is_remote(warehouse.root):
-            return cached_folder(warehouse.root, folder_uri(warehouse, name), name)
-        folder = os.path.join(os.path.abspath(warehouse.root), ARRAYS_DIR, name)
-        return folder if os.path.exists(os.path.join(folder, "meta.json")) else None
+        return warehouse.backend.local_folder(warehouse.root, folder_uri(warehouse, name), name)
 
 
 def prune_folders(warehouse, keep: set[str]) -> list[str]:
@@ -89,18 +70,17 @@ def prune_folders(warehouse, keep: set[str]) -> list[str]:
     process reading a remote warehouse maps its own downloaded copy (a download cut short by the deletion leaves
     no copy, and the query builds the index in memory).  Maintenance holds the warehouse lease, so no refresh is
     writing a folder meanwhile; a remote folder without ``meta.json`` is one a killed refresh left half written.  A
-    local folder whose name starts with a dot is a writer's temporary one, which its writer removes."""
-    fs, path = filesystem(join(warehouse.root, ARRAYS_DIR))
-    remote = is_remote(warehouse.root)
+    local writer's temporary folder (:meth:`~discovery.storage.Backend.temporary`) is its writer's to remove."""
+    store, root = warehouse.backend, join(warehouse.root, ARRAYS_DIR)
     try:
-        names = sorted(entry.rstrip("/").rsplit("/", 1)[-1] for entry in fs.ls(path, detail=False, refresh=True))
+        names = store.names(root)
     except FileNotFoundError:
         return []
     removed = []
     for name in names:
-        if name in keep or (name.startswith(".") and not remote):
+        if name in keep or store.temporary(name):
             continue
         with contextlib.suppress(FileNotFoundError):
-            fs.rm(f"{path}/{name}", recursive=True)
+            store.remove_folder(join(root, name))
             removed.append(name)
     return removed

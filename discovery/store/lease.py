@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from typing import Callable
 
-from ..storage import filesystem, is_remote
+from ..storage import backend, filesystem, join
 from .warehouse import WarehouseError
 
 #: A lease whose heartbeat is older than this belongs to a holder that died.  Long enough to bridge what renews
@@ -75,9 +75,9 @@ class LeaseRecord:
 
 
 def _folder(root: str) -> tuple:
-    """(filesystem, lease folder, whether it is object storage) of the warehouse at ``root``."""
+    """(filesystem, lease folder path, the lease folder's location) of the warehouse at ``root``."""
     fs, path = filesystem(root)
-    return fs, f"{path.rstrip('/')}/{FOLDER}", is_remote(root)
+    return fs, f"{path.rstrip('/')}/{FOLDER}", join(root, FOLDER)
 
 
 def _name(generation: int) -> str:
@@ -120,32 +120,17 @@ def current(root: str) -> LeaseRecord | None:
     return _read(fs, folder, gens[-1]) if gens else None
 
 
-def _create(fs, folder: str, remote: bool, record: LeaseRecord) -> None:
-    """Create ``record``'s file, failing with FileExistsError when its generation exists (the atomic step)."""
-    path = f"{folder}/{_name(record.generation)}"
-    data = json.dumps(asdict(record)).encode()
-    if remote:
-        with fs.open(path, "xb") as fh:  # a conditional put: If-None-Match: *
-            fh.write(data)
-        return
-    os.makedirs(folder, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
+def _create(location: str, record: LeaseRecord) -> None:
+    """Create ``record``'s file, failing with FileExistsError when its generation exists (the atomic step: an
+    exclusive create locally, a conditional put on object storage)."""
+    path = join(location, _name(record.generation))
+    backend(path).create_exclusive(path, json.dumps(asdict(record)).encode())
 
 
-def _overwrite(fs, folder: str, remote: bool, record: LeaseRecord) -> None:
+def _overwrite(location: str, record: LeaseRecord) -> None:
     """Replace the holder's own record whole (a put on S3, a rename locally: a reader never sees half of it)."""
-    path = f"{folder}/{_name(record.generation)}"
-    data = json.dumps(asdict(record)).encode()
-    if remote:
-        with fs.open(path, "wb") as fh:
-            fh.write(data)
-        return
-    tmp = f"{folder}/.{_name(record.generation)}.{os.getpid()}.{threading.get_ident()}"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    path = join(location, _name(record.generation))
+    backend(path).replace(path, json.dumps(asdict(record)).encode())
 
 
 class Lease:
@@ -153,7 +138,7 @@ class Lease:
 
     def __init__(self, root: str, record: LeaseRecord, clock: Callable[[], float] = time.time):
         self.root, self.record, self.clock = root, record, clock
-        self._fs, self._folder, self._remote = _folder(root)
+        self._fs, self._folder, self._location = _folder(root)
         self._lock = threading.Lock()
         self.lost: LeaseLost | None = None
         self.previous: LeaseRecord | None = None  # the expired record this holder took over, if it did
@@ -169,7 +154,7 @@ class Lease:
 
         A lease held by this very owner (purpose, run, host and process) is taken again, as a process that starts
         its refresh over does; one whose heartbeat expired is taken over."""
-        fs, folder, remote = _folder(root)
+        fs, folder, location = _folder(root)
         me = dict(purpose=purpose, run=run, host=host or socket.gethostname(), pid=os.getpid() if pid is None else pid)
         for _ in range(8):
             now = clock()
@@ -190,7 +175,7 @@ class Lease:
             record = LeaseRecord(generation=(gens[-1] if gens else 0) + 1, started=now, heartbeat=now, ttl=ttl,
                                  took_over=took_over, **me)
             try:
-                _create(fs, folder, remote, record)
+                _create(location, record)
             except FileExistsError:
                 continue  # another taker created this generation first: read who
             for old in gens[:-1]:  # the previous generation stays as the takeover's evidence until the next one
@@ -212,7 +197,7 @@ class Lease:
         return cls(root, held, clock)
 
     def _write(self) -> None:
-        _overwrite(self._fs, self._folder, self._remote, self.record)
+        _overwrite(self._location, self.record)
 
     def check(self) -> None:
         """Raise :class:`LeaseLost` when a newer generation exists: this holder's lease was taken over."""

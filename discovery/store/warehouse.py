@@ -28,7 +28,7 @@ from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
 from ..config import MaintenanceConfig
-from ..storage import check, delta_options
+from ..storage import backend, check, delta_options, join, normalize
 from .files import DataFile, new_attempt_token, resolve, write_data_file
 from .schema import SCHEMAS
 
@@ -63,18 +63,16 @@ def app_id(stage: str) -> str:
 class Warehouse:
     """Root folder (or object-store URI) holding one Delta table per index table."""
 
-    def __init__(self, root: str):
-        self.root = root.rstrip("/") if "://" in root else str(root)
-        fs, path = resolve(self.root)
-        self._fs, self._path = fs, path
+    def __init__(self, root):
+        """``root``: the warehouse's location (a path or a URI), or another :class:`Warehouse` (the same one)."""
+        self.root = root.root if isinstance(root, Warehouse) else normalize(root)
+        self.backend = backend(self.root)
 
     # -- layout -------------------------------------------------------------------------------------------------
     def table_uri(self, name: str) -> str:
         if name not in SCHEMAS:
             raise KeyError(f"unknown index table {name!r}")
-        if "://" in self.root:
-            return f"{self.root}/{name}"
-        return f"{self._path}/{name}"
+        return join(self.root, name)
 
     def exists(self) -> bool:
         uri = self.table_uri("catalog")

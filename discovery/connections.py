@@ -1,0 +1,39 @@
+"""Airflow connections as object-storage settings: what the DAGs' ``aws_conn_id`` param means.
+
+A DAG task takes the id of an Airflow AWS connection and puts its keys, endpoint and region into its environment as
+the ``AWS_*`` variables the storage wing reads (:mod:`discovery.storage.credentials`).  Airflow is imported only
+here, at the top of the house, so nothing below needs it.
+"""
+from __future__ import annotations
+
+import os
+
+#: What the DAGs' ``aws_conn_id`` param means, as their trigger forms show it.
+AIRFLOW_CONN_HELP = ("Airflow connection (AWS type) with the object-storage keys, endpoint and region; empty: the "
+                     "workers' own AWS_* environment")
+
+
+def connection_env(login: str | None, password: str | None, extra: dict | None) -> dict[str, str]:
+    """The ``AWS_*`` variables of an Airflow AWS connection (login: access key id, password: secret key; extra:
+    ``endpoint_url``, ``region_name``, ``aws_session_token``)."""
+    extra = extra or {}
+    pairs = {"AWS_ACCESS_KEY_ID": login, "AWS_SECRET_ACCESS_KEY": password,
+             "AWS_SESSION_TOKEN": extra.get("aws_session_token"),
+             "AWS_ENDPOINT_URL": extra.get("endpoint_url") or extra.get("host"),
+             "AWS_REGION": extra.get("region_name")}
+    return {k: str(v) for k, v in pairs.items() if v}
+
+
+def airflow_connection_env(conn_id: str) -> dict[str, str]:
+    """The ``AWS_*`` variables of Airflow connection ``conn_id`` (none for an empty id)."""
+    if not conn_id:
+        return {}
+    from airflow.sdk import BaseHook
+
+    conn = BaseHook.get_connection(conn_id)
+    return connection_env(conn.login, conn.password, conn.extra_dejson)
+
+
+def use_airflow_connection(params: dict) -> None:
+    """Put a DAG run's object-storage credentials (its ``aws_conn_id`` param) into this task's environment."""
+    os.environ.update(airflow_connection_env(params.get("aws_conn_id") or ""))

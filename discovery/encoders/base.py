@@ -18,7 +18,7 @@ from .columns import (NUMERIC_KINDS, numeric_features, numeric_projection, parse
                       profile_column, project)
 from .deterministic import unit, weighted_mean
 from .header import header_vectors
-from .serialization import content_version, pack
+from .serialization import content_version, pack, unpack
 
 
 @dataclass(frozen=True)
@@ -39,10 +39,19 @@ class ColumnConfig:
     header_dim: int = 128
 
 
+#: Encoder classes by kind, each registered when its class is defined (:mod:`.registry` imports them all).
+KINDS: dict[str, type] = {}
+
+
 class Encoder(ABC):
     """Values -> vectors, columns -> vectors, column vectors -> table vector; versioned by content."""
 
     kind: str = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.kind:
+            KINDS[cls.kind] = cls
 
     def __init__(self, dim: int, column: ColumnConfig):
         self.dim = dim
@@ -126,3 +135,12 @@ class Encoder(ABC):
     def table_dim(self) -> int:
         """Dimension of the vectors ``encode_table`` returns."""
         return self.column_dim
+
+
+def encoder_from_bytes(data: bytes) -> Encoder:
+    """Rebuild any encoder from :meth:`Encoder.to_bytes` output.  Here, below every encoder class, so an encoder
+    holding another (the table encoder's base) rebuilds it without importing the registry above it."""
+    kind, config, arrays = unpack(data)
+    if kind not in KINDS:
+        raise ValueError(f"unknown encoder kind {kind!r} in stored bytes")
+    return KINDS[kind].from_state(config, arrays)

@@ -3,24 +3,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import Encoder
+from .base import KINDS, Encoder, encoder_from_bytes
 from .hash_encoder import HashEncoder
 from .join_encoder import JoinEncoder
 from .sentence import SentenceTransformerEncoder
-from .serialization import unpack
 from .table_encoder import TableEncoder
 
-_CLASSES = {cls.kind: cls for cls in (HashEncoder, JoinEncoder, TableEncoder, SentenceTransformerEncoder)}
+#: Every encoder class (importing them registers their kinds in :data:`~.base.KINDS`).
+CLASSES = (HashEncoder, JoinEncoder, TableEncoder, SentenceTransformerEncoder)
 #: File name of a serialised encoder inside a model directory.
 MODEL_FILE = "encoder.bin"
-
-
-def encoder_from_bytes(data: bytes) -> Encoder:
-    """Rebuild any encoder from :meth:`Encoder.to_bytes` output."""
-    kind, config, arrays = unpack(data)
-    if kind not in _CLASSES:
-        raise ValueError(f"unknown encoder kind {kind!r} in stored bytes")
-    return _CLASSES[kind].from_state(config, arrays)
 
 
 def save_encoder(encoder: Encoder, directory: str | Path) -> Path:
@@ -41,8 +33,8 @@ def load_encoder(name: str = "hash", model: str | Path | bytes | None = None) ->
         if model is None or isinstance(model, bytes):
             raise ValueError("the sentence-transformers encoder needs a local model directory")
         return SentenceTransformerEncoder(model)
-    if name not in _CLASSES:
-        raise ValueError(f"unknown encoder {name!r}; expected one of {sorted(_CLASSES)}")
+    if name not in KINDS:
+        raise ValueError(f"unknown encoder {name!r}; expected one of {sorted(KINDS)}")
     if model is None:
         raise ValueError(f"the {name!r} encoder is trained: pass its bytes or model directory")
     if not isinstance(model, bytes):

@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import pyarrow as pa
 
-from .base import Encoder
+from .base import Encoder, encoder_from_bytes
 from .columns import (NUMERIC_KINDS, ColumnProfile, parse_numbers, priority_sample_of, priority_weights,
                       profile_column)
 from .deterministic import matmul, unit
@@ -101,8 +101,6 @@ class TableEncoder(Encoder):
 
     @classmethod
     def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> "TableEncoder":
-        from .registry import encoder_from_bytes
-
         cfg = dict(config["table"])
         cfg["row_fraction"] = tuple(cfg["row_fraction"])
         cfg["column_fraction"] = tuple(cfg["column_fraction"])

@@ -262,7 +262,7 @@ class LocalTree(Tree):
                             st = entry.stat()
                         except OSError:  # a dangling link: listed, so the scan records why it cannot be read
                             st = entry.stat(follow_symlinks=False)
-                        files.add(entry.name, st.st_size, st.stmtime_ns_of)
+                        files.add(entry.name, st.st_size, st.st_mtime_ns)
         except OSError:  # gone or unreadable since its parent was read: as os.walk, nothing listed
             pass
         return Folder.of(files, children)

@@ -1,0 +1,195 @@
+"""The house's shape, read off the source: ``discovery`` imports in one direction, storage at the bottom.
+
+Every import of every module counts, at the top of a file or inside a function (what runs when it runs); imports
+under ``if TYPE_CHECKING:`` do not run and do not count.  Importing ``a.b.c`` runs the packages ``a`` and ``a.b``
+too, so those count for circles.  The layers, bottom to top (a module belongs to the layer of the longest prefix that
+names it; a module may import its own layer and those below, never above):
+"""
+from __future__ import annotations
+
+import ast
+import os
+from collections import defaultdict
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: Bottom to top.  Storage knows nothing of the index; the index tables and the lake readers know storage; the
+#: transforms (encoders, quantities, value segments) the data; the query side (query tables, vectors, parameter
+#: checks) the transforms; the refresh's stage kit (context, plans, per-table tasks) what stages share; the indexes
+#: and searches everything below; the refresh's publishing, the search registry and the reports above them; the
+#: surfaces (API, batches, acting on answers, maintenance, the CLI, the Spark launcher, Airflow connections) on top.
+LAYERS = [
+    ("storage", ("discovery.storage",)),
+    ("ground", ("discovery.config", "discovery.normalize", "discovery.threads", "discovery.places",
+                "discovery.xash")),
+    ("data", ("discovery.lake", "discovery.store")),
+    ("transforms", ("discovery.encoders", "discovery.quantities", "discovery.segments")),
+    ("query", ("discovery.query", "discovery.vectors", "discovery.params")),
+    ("stage kit", ("discovery.refresh.context", "discovery.refresh.plan", "discovery.refresh.tasks",
+                   "discovery.refresh.progress")),
+    ("indexes", ("discovery.union", "discovery.join", "discovery.numjoin", "discovery.nary", "discovery.find",
+                 "discovery.browse")),
+    ("registry", ("discovery.refresh", "discovery.searches", "discovery.status", "discovery.lineage",
+                  "discovery.locations", "discovery.demo_lake")),
+    ("surfaces", ("discovery", "discovery.api", "discovery.batch", "discovery.batch_share",
+                  "discovery.materialize", "discovery.maintenance", "discovery.cli", "discovery.submit",
+                  "discovery.connections")),
+]
+__doc__ += "".join(f"\n{i}. {name}: {', '.join(p.removeprefix('discovery.') for p in prefixes)}"
+                   for i, (name, prefixes) in enumerate(LAYERS))
+
+
+def modules() -> dict[str, str]:
+    """Every module of ``discovery`` by dotted name, with its file."""
+    out = {}
+    for folder, _, files in os.walk(os.path.join(ROOT, "discovery")):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                dotted = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+                out[dotted.removesuffix(".__init__")] = path
+    return out
+
+
+def _type_checking(node: ast.AST) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (getattr(test, "id", None) == "TYPE_CHECKING"
+                                         or getattr(test, "attr", None) == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.AST):
+    """Import statements that run (not under ``if TYPE_CHECKING:``)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if _type_checking(node):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def imports(mods: dict[str, str]) -> dict[str, set[str]]:
+    """Module -> the ``discovery`` modules it imports (the module named, or the one holding the name imported)."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for mod, path in mods.items():
+        package = mod if path.endswith("__init__.py") else mod.rpartition(".")[0]
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+        for node in _imports(tree):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+            for target in targets:
+                while target not in mods and "." in target:
+                    target = target.rpartition(".")[0]
+                if target in mods and target != mod and target.startswith("discovery"):
+                    graph[mod].add(target)
+    return graph
+
+
+def layer(mod: str) -> int:
+    best, found = -1, None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (mod == prefix or mod.startswith(prefix + ".")) and len(prefix) > best:
+                best, found = len(prefix), i
+    assert found is not None, f"{mod} is in no layer: add it to LAYERS"
+    return found
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter[0]
+                    counter[0] += 1
+                    stack.append(child)
+                    on.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return out
+
+
+def with_packages(graph: dict[str, set[str]], mods: dict[str, str]) -> dict[str, set[str]]:
+    """Importing ``a.b.c`` runs ``a.b`` first: each import also reaches the packages above its target."""
+    out = {m: set(targets) for m, targets in graph.items()}
+    for mod, targets in graph.items():
+        for target in targets:
+            parts = target.split(".")
+            for i in range(2, len(parts)):
+                package = ".".join(parts[:i])
+                if package in mods and not mod.startswith(package + ".") and package != mod:
+                    out[mod].add(package)
+    return out
+
+
+def test_discovery_has_no_import_circle():
+    mods = modules()
+    assert circles(with_packages(imports(mods), mods)) == []
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    mods = modules()
+    upward = sorted(f"{mod} ({LAYERS[layer(mod)][0]}) imports {target} ({LAYERS[layer(target)][0]})"
+                    for mod, targets in imports(mods).items() for target in targets if layer(target) > layer(mod))
+    assert upward == []
+
+
+def test_discovery_imports_nothing_from_the_other_folders():
+    mods = modules()
+    others = ("spark_jobs", "dags", "plugins", "benchmarks", "tests")
+    found = []
+    for mod, path in mods.items():
+        with open(path, encoding="utf-8") as fh:
+            for node in _imports(ast.parse(fh.read(), path)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                found += [f"{mod} imports {n}" for n in names if n.split(".")[0] in others and not node.level]
+    assert found == []
+
+
+def test_the_checks_see_a_circle_and_an_upward_import():
+    """The graph and the layers are what the assertions above rely on: a made-up circle and a made-up upward import
+    are found."""
+    graph = {"discovery.storage.uri": {"discovery.store.warehouse"}, "discovery.store.warehouse":
+             {"discovery.storage.uri"}}
+    assert circles(graph) == [["discovery.storage.uri", "discovery.store.warehouse"]]
+    assert layer("discovery.storage.uri") < layer("discovery.store.warehouse") < layer("discovery.api")
+    assert layer("discovery.refresh.plan") < layer("discovery.union.stage") < layer("discovery.refresh.runs")
+    mods = modules()
+    graph = imports(mods)
+    assert "discovery.storage" in graph["discovery.store.warehouse"]          # from ..storage import ...
+    assert "discovery.encoders.base" in graph["discovery.encoders.registry"]    # from .base import ...

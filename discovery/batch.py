@@ -164,7 +164,7 @@ def validate_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSp
     ``served`` is the mode of the Lake discovery page and the DAGs: queries name lake tables (a table id or a
     catalogued lake path), never a file of the server; ``uploads`` maps query names to files the server saved itself.
     """
-    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    wh = Warehouse(warehouse)
     batch = spec if isinstance(spec, BatchSpec) else parse_spec(spec)
     snap = batch_snapshot(wh, batch, snapshot_id)
     for q in batch.queries:
@@ -175,7 +175,7 @@ def validate_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSp
 def batch_snapshot(warehouse: Warehouse | str, batch: BatchSpec, snapshot_id: int | None = None) -> Snapshot:
     """The snapshot a batch runs on: ``snapshot_id``, else the spec's, else the latest; :class:`BatchError` when
     there is no such snapshot."""
-    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    wh = Warehouse(warehouse)
     sid = snapshot_id if snapshot_id is not None else batch.snapshot_id
     try:
         return load_snapshot(wh, None if sid is None else check_id("snapshot_id", sid))
@@ -238,7 +238,7 @@ def _has_rows(wh: Warehouse, name: str, column: str, value) -> bool:
 
 def recorded_batch(warehouse: Warehouse | str, batch_id: str) -> dict | None:
     """The summary of an already recorded batch, or None."""
-    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    wh = Warehouse(warehouse)
     t = first_run(wh.read("query_batches", filter=pc.field("batch_id") == batch_id), ["batch_id"])
     if t.num_rows == 0:
         return None
@@ -270,7 +270,7 @@ def new_batch_id() -> str:
 
 def open_batch(warehouse: Warehouse | str, batch_id: str | None) -> tuple[Warehouse, str, dict | None]:
     """(warehouse, batch id, the stored summary when that batch is already recorded, else None)."""
-    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    wh = Warehouse(warehouse)
     wh.require()
     wh.ensure()
     batch_id = batch_id or new_batch_id()
@@ -326,14 +326,14 @@ def record_batch(wh: Warehouse, batch: BatchSpec, snap: Snapshot, batch_id: str,
 
 def batch_results(warehouse: Warehouse | str, batch_id: str) -> pa.Table:
     """The recorded result rows of a batch, by query and rank."""
-    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    wh = Warehouse(warehouse)
     t = first_run(wh.read("query_results", filter=pc.field("batch_id") == batch_id), ["query_id", "rank"])
     return t.sort_by([("query_id", "ascending"), ("rank", "ascending")])
 
 
 def recent_batches(warehouse: Warehouse | str, limit: int = 20) -> list[dict]:
     """The most recent recorded batches, newest first (the summary decoded)."""
-    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    wh = Warehouse(warehouse)
     t = first_run(wh.read("query_batches"), ["batch_id"])
     if t.num_rows == 0:
         return []
@@ -359,7 +359,7 @@ def save_standing(warehouse: Warehouse | str, name: str, spec: dict | list | str
     follows the newest snapshot.  Standing queries run in the ``standing_queries`` DAG, so they are served batches:
     their queries name lake tables.
     """
-    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    wh = Warehouse(warehouse)
     if not _STANDING_NAME.match(name):
         raise BatchError(f"standing query name {name!r} must be lower-case letters, digits, '-' or '_'")
     batch = parse_spec(spec, name)
@@ -376,7 +376,7 @@ def save_standing(warehouse: Warehouse | str, name: str, spec: dict | list | str
 
 def standing_queries(warehouse: Warehouse | str) -> dict[str, BatchSpec]:
     """Every saved standing query by name."""
-    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    wh = Warehouse(warehouse)
     fs, folder = _standing_dir(wh)
     if fs.get_file_info(folder).type == pafs.FileType.NotFound:
         return {}
@@ -395,7 +395,7 @@ def standing_batch_id(name: str, snapshot_id: int) -> str:
 
 def standing_runs(warehouse: Warehouse | str, name: str | None = None) -> pa.Table:
     """Recorded runs of standing queries (``query_batches`` rows): name, batch id, snapshot id."""
-    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    wh = Warehouse(warehouse)
     # the boolean is filtered in Arrow: delta-rs' dataset prunes every file on a predicate over a column that has
     # no file statistics (booleans get none), which would hide every run
     t = wh.read("query_batches", columns=["name", "batch_id", "snapshot_id", "standing", "created_at"],
@@ -415,7 +415,7 @@ def run_standing(warehouse: Warehouse | str, name: str, snapshot_id: int | None 
     ``rescored`` ones whose score moved.  The first run has no previous snapshot, so all its results are new.  The
     changes go to ``standing_changes`` in one commit; running again on the same snapshot changes nothing.
     """
-    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    wh = Warehouse(warehouse)
     specs = standing_queries(wh)
     if name not in specs:
         raise BatchError(f"no standing query {name!r} (saved: {', '.join(specs) or 'none'})")
@@ -458,7 +458,7 @@ def run_standing(warehouse: Warehouse | str, name: str, snapshot_id: int | None 
 
 def standing_changes(warehouse: Warehouse | str, name: str | None = None) -> pa.Table:
     """Recorded changes of standing queries, newest snapshot first."""
-    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    wh = Warehouse(warehouse)
     t = wh.read("standing_changes", filter=None if name is None else pc.field("name") == name)
     t = first_run(t, ["batch_id", "query_id", "change", "table_id", "column"])
     return t.sort_by([("snapshot_id", "descending"), ("query_id", "ascending"), ("change", "ascending")])
@@ -466,7 +466,7 @@ def standing_changes(warehouse: Warehouse | str, name: str | None = None) -> pa.
 
 def pinned_snapshots(warehouse: Warehouse | str) -> set[int]:
     """Snapshots a standing query still compares against: the last one each saved standing query ran on."""
-    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    wh = Warehouse(warehouse)
     names = set(standing_queries(wh))
     runs = standing_runs(wh)
     last: dict[str, int] = {}

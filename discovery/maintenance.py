@@ -292,7 +292,7 @@ def run_maintenance(warehouse: Warehouse | str, config: MaintenanceConfig | None
     returns a report, or why it skipped (another run holds the lease).  ``tables_per_file``: lake tables per
     compacted file of a per-table index table (the refresh's ``[spark] tables_per_task``); ``run`` names this run
     to others (a DAG run id, or ``cli``)."""
-    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    wh = Warehouse(warehouse)
     cfg = config or MaintenanceConfig()
     wh.require()
     started = clock()

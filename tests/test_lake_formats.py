@@ -302,8 +302,9 @@ def test_folder_at_a_time_listing_equals_one_whole_walk(lakehouse, tmp_path, mon
     object storage gives it, does (its folders cut with Arrow kernels or in Python); with more folders than the cache
     holds, keys that sort around a folder's prefix, and links that are not walked."""
     from discovery.lake import listing
+    from discovery.storage import walk
 
-    monkeypatch.setattr(listing, "_SMALL", small)
+    monkeypatch.setattr(walk, "SMALL", small)
     root = tmp_path / "lake"
     shutil.copytree(lakehouse, root)
     for n in range(KEPT + 6):

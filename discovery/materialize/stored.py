@@ -38,7 +38,7 @@ def _spec(wh: Warehouse, batch_id: str, query_id: str) -> dict:
 
 def stored_answer(warehouse: Warehouse | str, batch_id: str, query_id: str) -> tuple[dict, list[dict]]:
     """The recorded query (its spec: kind, query, parameters) and its result rows, by rank (evidence decoded)."""
-    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    wh = Warehouse(warehouse)
     query = _spec(wh, batch_id, query_id)
     rows = batch_results(wh, batch_id)
     rows = rows.filter(pc.equal(rows["query_id"], query_id)).to_pylist()
@@ -66,7 +66,7 @@ def stored_plans(warehouse: Warehouse | str, batch_id: str, query_id: str, ranks
     """``(snapshot, plans)`` writing the recorded answer: a union of the results at ``ranks`` (default all) in one
     plan; for a join, one plan per rank (default the first), to run in that order, each on the previous one's rows
     (:func:`.service.compose`: augmentations compose)."""
-    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    wh = Warehouse(warehouse)
     spec, rows = stored_answer(wh, batch_id, query_id)
     if not rows:
         raise PlanError(f"query {query_id!r} of batch {batch_id!r} has no results to write")

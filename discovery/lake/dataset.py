@@ -20,7 +20,7 @@ from .. import storage
 from ..config import Limits
 from .arrow import parsed_from_arrow, take_rows
 from .columnar import columnar_batches
-from .formats import file_format, is_metadata_name, split_format
+from .formats import file_format, is_data_file, split_format
 from .jsonl import read_json
 from .source import open_lake_file
 from .table import LakeFileError, ParsedTable
@@ -35,10 +35,8 @@ def data_files(root: str, rel: str) -> list[str]:
     out = []
     for full in fs.find(base, withdirs=False):
         sub = full[len(base):].lstrip("/")
-        parts = sub.split("/")
-        if any(is_metadata_name(p) for p in parts) or sub.endswith(".crc") or file_format(parts[-1]) is None:
-            continue
-        out.append(sub)
+        if is_data_file(sub):
+            out.append(sub)
     return sorted(out)
 
 

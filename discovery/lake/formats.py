@@ -61,3 +61,26 @@ def split_format(fmt: str) -> tuple[str, str | None]:
     """(base format, codec or None) of a file format key: ``csv.gz`` -> (``csv``, ``gzip``)."""
     base, _, codec = fmt.partition(".")
     return base, COMPRESSIONS.get("." + codec) if codec else None
+
+
+def is_data_file(rel: str) -> bool:
+    """Whether the file at ``rel`` (``/``-separated, relative to its dataset folder) is one of the dataset's data
+    files: no metadata name on its path, no ``.crc``, a table format.  The one rule the listing's fingerprint and the
+    readers share, so a dataset's fingerprint covers exactly the files a read takes."""
+    parts = rel.split("/")
+    return (not any(is_metadata_name(p) for p in parts) and not rel.endswith(".crc")
+            and file_format(parts[-1]) is not None)
+
+
+def newest_iceberg_metadata(entries) -> str | None:
+    """The newest of an Iceberg ``metadata/`` folder's files, given as (name, mtime_ns): the highest ``vN`` (Hadoop
+    layout) or ``NNNNN-<uuid>`` (catalog layout), then the latest written, then the name; None when there is none.
+    The listing (the table's fingerprint) and the reader take the same file."""
+    best, best_key = None, None
+    for name, mtime_ns in entries:
+        m = ICEBERG_METADATA.match(name)
+        if m:
+            key = (int(m.group(1) or m.group(2)), int(mtime_ns or 0), name)
+            if best_key is None or key > best_key:
+                best, best_key = name, key
+    return best

@@ -15,9 +15,10 @@ from __future__ import annotations
 import os
 
 from .. import storage
+from ..storage.walk import mtime_ns_of
 from ..config import Limits
 from .arrow import parsed_from_arrow, take_rows
-from .formats import ICEBERG_METADATA
+from .formats import newest_iceberg_metadata
 from .table import LakeFileError, ParsedTable
 
 
@@ -28,12 +29,13 @@ def _first_line(exc: Exception) -> str:
 
 def _newest_metadata(root: str, rel: str) -> str:
     fs, path = storage.filesystem(storage.join(root, rel))
-    names = [p.rpartition("/")[2] for p in fs.ls(f"{path}/metadata", detail=False)]
-    best = max(((int(m.group(1) or m.group(2)), name) for name in names if (m := ICEBERG_METADATA.match(name))),
-               default=None)
+    entries = fs.ls(f"{path}/metadata", detail=True)
+    best = newest_iceberg_metadata((e["name"].rpartition("/")[2], mtime_ns_of(e.get("mtime") or e.get("LastModified")
+                                                                            or e.get("last_modified")))
+                                   for e in entries)
     if best is None:
         raise LakeFileError("Iceberg table folder without a metadata file")
-    return storage.join(storage.join(root, rel), f"metadata/{best[1]}")
+    return storage.join(storage.join(root, rel), f"metadata/{best}")
 
 
 def _catalog(name: str):

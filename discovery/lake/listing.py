@@ -33,7 +33,8 @@ import pyarrow as pa
 
 from .. import storage
 from ..storage.walk import BATCH, Batches, Entry, Folder, Tree, names_of, sub, subfolders
-from .formats import DATASET_KINDS, DELTA_LOG_ENTRY, ICEBERG_METADATA, file_format, is_metadata_name as _hidden
+from .formats import (DATASET_KINDS, DELTA_LOG_ENTRY, file_format, is_data_file, is_metadata_name as _hidden,
+                      newest_iceberg_metadata)
 from .patterns import TableFilter
 
 _PART_FILE = re.compile(r"^part-")
@@ -114,12 +115,11 @@ def _data_files(tree: Tree, folder: str, skip: tuple[str, ...] = ()):
     """Data files of a dataset folder: every file below it but metadata (hidden names, ``skip`` sub-folders)."""
     for current, name, entry in tree.below(folder):
         rel = current[len(folder):].lstrip("/")
-        parts = rel.split("/") if rel else []
-        if parts and parts[0] in skip:
+        if rel and rel.split("/")[0] in skip:
             continue
-        if _hidden(name) or any(_hidden(p) for p in parts) or name.endswith(".crc"):
-            continue
-        yield (f"{rel}/{name}" if rel else name), entry
+        path = f"{rel}/{name}" if rel else name
+        if is_data_file(path):
+            yield path, entry
 
 
 def _partition_format(files: list[tuple[str, Entry]]) -> str:
@@ -152,15 +152,8 @@ def _delta_version(tree: Tree, folder: str) -> int | None:
 
 
 def _iceberg_metadata(tree: Tree, folder: str) -> str | None:
-    """Name of the newest metadata file: the highest ``vN`` (Hadoop layout) or ``NNNNN-<uuid>`` (catalog layout)."""
-    best, best_key = None, None
-    for name, entry in tree.folder(sub(folder, "metadata")).rows():
-        m = ICEBERG_METADATA.match(name)
-        if m:
-            key = (int(m.group(1) or m.group(2)), entry.mtime_ns, name)
-            if best_key is None or key > best_key:
-                best, best_key = name, key
-    return best
+    """Name of the newest metadata file (:func:`.formats.newest_iceberg_metadata`)."""
+    return newest_iceberg_metadata((name, entry.mtime_ns) for name, entry in tree.folder(sub(folder, "metadata")).rows())
 
 
 def _is_partitioned(node: Folder) -> bool:

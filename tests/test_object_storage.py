@@ -292,7 +292,8 @@ def test_s3_listing_pages_equal_the_local_listing(s3_server, tmp_path, monkeypat
     """A lake listed from S3 a few keys per request (page boundaries inside datasets and folders, keys that sort
     around a folder's prefix, folder markers) names the same tables, formats and sizes as the same lake on disk; a
     dataset folder on S3 is located as one table."""
-    from discovery.lake import list_lake, listing, locate
+    from discovery.lake import list_lake, locate
+    from discovery.storage import backends
 
     local = tmp_path / "lake"
     table = pa.table({"city": ["Oslo", "Lima", "Pune"], "pop": [709, 9750, 3124]})
@@ -307,7 +308,7 @@ def test_s3_listing_pages_equal_the_local_listing(s3_server, tmp_path, monkeypat
     fs, base = storage.filesystem(uri)
     fs.put(str(local), base, recursive=True)
     fs.pipe(f"{base}/near/marker/", b"")                       # a folder marker is no object of the lake
-    monkeypatch.setattr(listing, "_PAGE", 3)
+    monkeypatch.setattr(backends, "PAGE", 3)
 
     def tables(root):
         return [(t.path, t.format, t.size) for t in list_lake(root)]

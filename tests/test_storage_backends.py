@@ -3,6 +3,7 @@ warehouse lease and the query-array folders take it from there; the locations a 
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import fsspec
 import pytest
@@ -60,10 +61,6 @@ def test_a_registered_backend_serves_listing_reading_the_lease_and_array_folders
     lease.release()
     assert current(warehouse).state == "released"
 
-    class Warehouse:  # what an array folder needs of a warehouse: its root and its backend
-        def __init__(self, root):
-            self.root, self.backend = root, storage.backend(root)
-
     def fill(wh, versions, folder):
         with open(os.path.join(folder, "values.txt"), "w") as fh:
             fh.write(str(versions["catalog"]))
@@ -71,7 +68,7 @@ def test_a_registered_backend_serves_listing_reading_the_lease_and_array_folders
             fh.write("{}")
 
     folder = ArrayFolder(name=lambda versions: f"demo-v{versions['catalog']}", fill=fill)
-    wh = Warehouse(warehouse)
+    wh = SimpleNamespace(root=warehouse)  # what an array folder needs of a warehouse: its root
     assert folder.open(wh, {"catalog": 3}) is None
     target = folder.write(wh, {"catalog": 3})
     assert target == f"{warehouse}/query_arrays/demo-v3"

@@ -22,7 +22,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..storage import join
+from ..storage import backend, join
 
 ARRAYS_DIR = "query_arrays"
 
@@ -49,8 +49,9 @@ class ArrayFolder:
         if name is None:
             return None
         target = folder_uri(warehouse, name)
-        if not warehouse.backend.complete(target):
-            warehouse.backend.write_folder(target, lambda folder: self.fill(warehouse, versions, folder))
+        store = backend(warehouse.root)
+        if not store.complete(target):
+            store.write_folder(target, lambda folder: self.fill(warehouse, versions, folder))
         return target
 
     def open(self, warehouse, versions: dict) -> str | None:
@@ -59,7 +60,7 @@ class ArrayFolder:
         name = self.name(versions)
         if name is None:
             return None
-        return warehouse.backend.local_folder(warehouse.root, folder_uri(warehouse, name), name)
+        return backend(warehouse.root).local_folder(warehouse.root, folder_uri(warehouse, name), name)
 
 
 def prune_folders(warehouse, keep: set[str]) -> list[str]:
@@ -71,7 +72,7 @@ def prune_folders(warehouse, keep: set[str]) -> list[str]:
     no copy, and the query builds the index in memory).  Maintenance holds the warehouse lease, so no refresh is
     writing a folder meanwhile; a remote folder without ``meta.json`` is one a killed refresh left half written.  A
     local writer's temporary folder (:meth:`~discovery.storage.Backend.temporary`) is its writer's to remove."""
-    store, root = warehouse.backend, join(warehouse.root, ARRAYS_DIR)
+    store, root = backend(warehouse.root), join(warehouse.root, ARRAYS_DIR)
     try:
         names = store.names(root)
     except FileNotFoundError:

@@ -25,7 +25,8 @@ from discovery.join.stage import (COLUMN_KEY_BASE, MODEL, Histograms, column_key
                                   mapping_batch)
 from discovery.refresh import StageContext, StageReport, plan_derived
 from discovery.store import save_model
-from spark_jobs.common import replace_tables, run_stage, sample_index_rows
+from spark_jobs.common import run_stage
+from spark_jobs.fanout import replace_tables, sample_index_rows
 
 STAGE = "pivots"
 #: Refits a refresh may make to bring an over-full partition within the budget.

@@ -20,8 +20,9 @@ from datetime import datetime
 from airflow.sdk import Asset, Param, dag, task
 
 from discovery import storage
+from discovery.config import default_warehouse
 
-WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
+WAREHOUSE = default_warehouse()
 OUTPUT_ROOT = os.environ.get("LAKESCOUT_OUTPUT_ROOT", os.path.abspath("outputs"))
 OUTPUT_ASSET = Asset(name="lakescout_output",
                      uri=OUTPUT_ROOT if storage.is_remote(OUTPUT_ROOT) else f"file://{os.path.abspath(OUTPUT_ROOT)}")

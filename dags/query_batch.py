@@ -26,9 +26,10 @@ from datetime import datetime
 from airflow.sdk import Param, dag, task
 
 from discovery import storage
+from discovery.config import default_warehouse
 from discovery.lineage import batch_datasets, report_lineage
 
-WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
+WAREHOUSE = default_warehouse()
 log = logging.getLogger(__name__)
 
 QUERY_SCHEMA = {

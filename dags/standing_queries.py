@@ -16,8 +16,9 @@ from datetime import datetime
 from airflow.sdk import Asset, Param, dag, task
 
 from discovery import storage
+from discovery.config import default_warehouse
 
-WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
+WAREHOUSE = default_warehouse()
 SNAPSHOT_ASSET = Asset(name="lakescout_snapshot", uri=f"file://{os.path.abspath(WAREHOUSE)}/snapshots")
 log = logging.getLogger(__name__)
 

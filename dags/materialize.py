@@ -102,10 +102,9 @@ def materialize():
         master = None
         if params["spark_conn_id"] and len(plans) == 1 and \
                 checked["bytes"] >= load_config().materialize.spark_min_bytes:
-            from airflow.sdk import BaseHook
+            from discovery.submit import connection_master
 
-            conn = BaseHook.get_connection(params["spark_conn_id"])
-            master = f"{conn.host}:{conn.port}" if conn.port else conn.host
+            master = connection_master(params["spark_conn_id"])
         if master:
             from spark_jobs.materialize import run_plan_on_master
 

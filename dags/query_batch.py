@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from datetime import datetime
 
 from airflow.sdk import Param, dag, task
@@ -43,17 +42,6 @@ QUERY_SCHEMA = {
                    "description": "Parameters of the search (k, method, column or LAT,LNG, tau, key, ...)"},
     },
 }
-
-
-def _spark_master(conn_id: str) -> str:
-    """The master URL of Spark connection ``conn_id``, read as ``SparkSubmitOperator`` reads it (host, and port when
-    set); executors run ``LAKESCOUT_PYSPARK_PYTHON`` when set, as the refresh stages' do."""
-    from airflow.sdk import BaseHook
-
-    conn = BaseHook.get_connection(conn_id)
-    if os.environ.get("LAKESCOUT_PYSPARK_PYTHON"):
-        os.environ["PYSPARK_PYTHON"] = os.environ["LAKESCOUT_PYSPARK_PYTHON"]
-    return f"{conn.host}:{conn.port}" if conn.port else conn.host
 
 
 @dag(
@@ -111,7 +99,9 @@ def query_batch():
         if checked.get("spark"):
             from spark_jobs.query_batch import run_batch_on_master
 
-            master = _spark_master(params["spark_conn_id"])
+            from discovery.submit import connection_master
+
+            master = connection_master(params["spark_conn_id"])
             log.info("batch runs on Spark master %s", master)
             summary = run_batch_on_master(master, warehouse, checked["spec"], **kwargs)
         else:

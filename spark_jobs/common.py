@@ -15,7 +15,7 @@ from typing import Callable
 
 from discovery.config import load_config
 from discovery.refresh import StageContext, StageReport, record_stage
-from discovery.submit import submit_env
+from discovery.submit import executor_python, submit_env
 from discovery.store import Lease, new_attempt_token
 from spark_jobs.progress import StageProgress
 
@@ -55,7 +55,7 @@ def spark_session(app_name: str, master: str | None = None, java_options: str | 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ["PYSPARK_PYTHON"] = executor_python(os.environ.get("PYSPARK_PYTHON", sys.executable))
     builder = SparkSession.builder.appName(app_name)
     if "PYSPARK_GATEWAY_PORT" in os.environ:
         given = SparkConf()  # what spark-submit set, read from its JVM

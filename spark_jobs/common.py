@@ -39,7 +39,9 @@ def spark_session(app_name: str, master: str | None = None, java_options: str | 
     """The active session, or a new one on the master spark-submit was given, else ``master``,
     ``LAKESCOUT_SPARK_MASTER`` or local[*], with :data:`SESSION_DEFAULTS` (and on a local master
     :data:`LOCAL_DEFAULTS`) where the submitter set nothing else.  A JVM started here gets ``java_options``, by
-    default :func:`~discovery.submit.driver_java_options` (under spark-submit the submitter chose them).
+    default :func:`~discovery.submit.driver_java_options` (under spark-submit the submitter chose them); its
+    executors run :func:`~discovery.submit.executor_python` (``LAKESCOUT_PYSPARK_PYTHON``, else ``PYSPARK_PYTHON`` or
+    this interpreter), as those of a submitted application do.
 
     Under spark-submit (which hands its JVM to Python through ``PYSPARK_GATEWAY_PORT``) the master and every
     ``--conf`` live in that JVM's configuration, read here before the context exists; the builder must not name a

@@ -24,7 +24,6 @@ from discovery.store import SCHEMAS, DataFile, candidate_files, drop_table_ids, 
 from discovery.store.files import resolve
 
 
-
 #: A fan-out: how many Spark tasks, and the body Spark task ``i`` runs, yielding small metadata records.  Every
 #: stage's per-table work, copy-on-write removal and training is one of these, so one Spark job can run several side
 #: by side (:func:`run_tasks`) and one reader sums what comes back (:func:`collect`).

@@ -11,40 +11,20 @@ configured, ``publish`` reports the lake tables the refresh read and the index t
 """
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from datetime import datetime, timedelta
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import Asset, Param, dag, task
+from airflow.sdk import Param, dag, task
 
 from discovery import connections, storage
-from discovery.config import load_config
+from discovery.config import default_warehouse, load_config
 from discovery.lineage import refresh_datasets, report_lineage
-from discovery.submit import submit_env
+from discovery.submit import stage_operator
 from spark_jobs.stages import STAGES
 
 LAKE = os.environ.get("LAKESCOUT_LAKE", os.path.abspath("sample_lake"))
-WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
-SNAPSHOT_ASSET = Asset(name="lakescout_snapshot", uri=f"file://{os.path.abspath(WAREHOUSE)}/snapshots")
-
-
-class StageSubmit(SparkSubmitOperator):
-    """A refresh stage as a spark-submit application, with the run's storage credentials in its environment and the
-    driver JVM's options of ``discovery.submit`` in this task process's, which spark-submit inherits."""
-
-    def execute(self, context):
-        self.env_vars = {**(self.env_vars or {}), **connections.airflow_connection_env(context["params"].get("aws_conn_id", ""))}
-        os.environ.update(submit_env(dict(os.environ)))
-        return super().execute(context)
-
-
-def _application(module: str) -> str:
-    spec = importlib.util.find_spec(f"spark_jobs.{module}")
-    if spec is None or spec.origin is None:
-        raise ImportError(f"spark_jobs.{module} is not installed")
-    return spec.origin
+WAREHOUSE = default_warehouse()
+SNAPSHOT_ASSET = connections.snapshot_asset(WAREHOUSE)
 
 
 @dag(
@@ -57,14 +37,13 @@ def _application(module: str) -> str:
     default_args={"retries": 1, "retry_delay": timedelta(seconds=30)},
     params={
         "lake": Param(LAKE, type="string", description="Lake folder or URI to index"),
-        "warehouse": Param(WAREHOUSE, type="string", description="Warehouse folder or URI of the Delta index"),
         "full_rebuild": Param(False, type="boolean", description="Rebuild every index table and retrain models"),
         "include": Param([], type="array", items={"type": "string"},
                          description="Index only lake tables matching these gitignore-style patterns (empty: the "
                                      "config's [lake] include, else every table)"),
         "exclude": Param([], type="array", items={"type": "string"},
                          description="Leave out lake tables matching these patterns (empty: the config's)"),
-        "aws_conn_id": Param("", type="string", description=connections.AIRFLOW_CONN_HELP),
+        **connections.warehouse_params(WAREHOUSE),
     },
     tags=["lakescout"],
 )
@@ -92,19 +71,11 @@ def lake_refresh():
     refresh_id = begin()
     previous = refresh_id
     for stage, module in STAGES.items():
-        op = StageSubmit(
-            task_id=stage,
-            conn_id="spark_default",
-            application=_application(module),
-            name=f"lakescout-{stage}",
-            application_args=[
-                "--warehouse", "{{ params.warehouse }}", "--lake", "{{ params.lake }}",
-                "--refresh-id", "{{ ti.xcom_pull(task_ids='begin') }}", "--full", "{{ params.full_rebuild }}",
-                "--include", "{{ params.include | tojson }}", "--exclude", "{{ params.exclude | tojson }}",
-            ],
-            conf={"spark.pyspark.python": os.environ.get("LAKESCOUT_PYSPARK_PYTHON", sys.executable),
-                  "spark.ui.showConsoleProgress": "false"},
-        )
+        op = stage_operator(stage, module, [
+            "--warehouse", "{{ params.warehouse }}", "--lake", "{{ params.lake }}",
+            "--refresh-id", "{{ ti.xcom_pull(task_ids='begin') }}", "--full", "{{ params.full_rebuild }}",
+            "--include", "{{ params.include | tojson }}", "--exclude", "{{ params.exclude | tojson }}",
+        ])
         previous >> op
         previous = op
 

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import replace
 from datetime import datetime
 
 from airflow.exceptions import AirflowSkipException
 from airflow.sdk import Param, dag, task
 
-from discovery.config import load_config
+from discovery.config import default_warehouse, load_config
 
-WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
+WAREHOUSE = default_warehouse()
 CONFIG = load_config().maintenance
 #: Lake tables per compacted file of a per-table index table: as many as a refresh writes per file.
 TABLES_PER_FILE = load_config().spark.tables_per_task

@@ -20,8 +20,9 @@ from datetime import datetime
 from airflow.sdk import Asset, Param, dag, task
 
 from discovery import connections, storage
+from discovery.config import default_warehouse
 
-WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
+WAREHOUSE = default_warehouse()
 OUTPUT_ROOT = os.environ.get("LAKESCOUT_OUTPUT_ROOT", os.path.abspath("outputs"))
 OUTPUT_ASSET = Asset(name="lakescout_output", uri=storage.file_uri(OUTPUT_ROOT))
 log = logging.getLogger(__name__)
@@ -64,11 +65,9 @@ def _plans(params: dict):
         "query_rows": Param(True, type="boolean", description="A union keeps the query's own rows"),
         "dedupe": Param(False, type="boolean", description="A union writes identical rows once"),
         "strict": Param(False, type="boolean", description="Refuse a plain lake file changed since the snapshot"),
-        "warehouse": Param(WAREHOUSE, type="string", description="Warehouse folder or URI of the Delta index"),
-        "aws_conn_id": Param("", type="string", description=connections.AIRFLOW_CONN_HELP),
-        "spark_conn_id": Param("spark_default", type="string",
-                               description="Spark connection whose master reads lake tables of at least "
-                                           "[materialize] spark_min_bytes (empty: always in the task)"),
+        **connections.warehouse_params(WAREHOUSE, spark="Spark connection whose master reads lake tables of at "
+                                                         "least [materialize] spark_min_bytes (empty: always in the "
+                                                         "task)"),
     },
     tags=["lakescout"],
 )
@@ -100,10 +99,9 @@ def materialize():
         master = None
         if params["spark_conn_id"] and len(plans) == 1 and \
                 checked["bytes"] >= load_config().materialize.spark_min_bytes:
-            from airflow.sdk import BaseHook
+            from discovery.submit import connection_master
 
-            conn = BaseHook.get_connection(params["spark_conn_id"])
-            master = f"{conn.host}:{conn.port}" if conn.port else conn.host
+            master = connection_master(params["spark_conn_id"])
         if master:
             from spark_jobs.materialize import run_plan_on_master
 

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from datetime import datetime
 
 from airflow.sdk import Param, dag, task
 
 from discovery import connections
+from discovery.config import default_warehouse
 from discovery.lineage import batch_datasets, report_lineage
 
-WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
+WAREHOUSE = default_warehouse()
 log = logging.getLogger(__name__)
 
 QUERY_SCHEMA = {
@@ -44,17 +44,6 @@ QUERY_SCHEMA = {
 }
 
 
-def _spark_master(conn_id: str) -> str:
-    """The master URL of Spark connection ``conn_id``, read as ``SparkSubmitOperator`` reads it (host, and port when
-    set); executors run ``LAKESCOUT_PYSPARK_PYTHON`` when set, as the refresh stages' do."""
-    from airflow.sdk import BaseHook
-
-    conn = BaseHook.get_connection(conn_id)
-    if os.environ.get("LAKESCOUT_PYSPARK_PYTHON"):
-        os.environ["PYSPARK_PYTHON"] = os.environ["LAKESCOUT_PYSPARK_PYTHON"]
-    return f"{conn.host}:{conn.port}" if conn.port else conn.host
-
-
 @dag(
     dag_id="query_batch",
     description="Run a batch of Lakescout searches on a snapshot; results to the query_results Delta table",
@@ -67,11 +56,9 @@ def _spark_master(conn_id: str) -> str:
                                      '"k": 5}]'),
         "snapshot_id": Param(None, type=["null", "integer"], description="Snapshot to answer from (default latest)"),
         "name": Param("batch", type="string", description="Label of the batch"),
-        "warehouse": Param(WAREHOUSE, type="string", description="Warehouse folder or URI of the Delta index"),
-        "aws_conn_id": Param("", type="string", description=connections.AIRFLOW_CONN_HELP),
-        "spark_conn_id": Param("spark_default", type="string",
-                               description="Spark connection whose master answers a batch of at least [batch] "
-                                           "spark_min_queries queries (empty: always in the task)"),
+        **connections.warehouse_params(WAREHOUSE, spark="Spark connection whose master answers a batch of at least "
+                                                         "[batch] spark_min_queries queries (empty: always in the "
+                                                         "task)"),
     },
     tags=["lakescout"],
 )
@@ -110,7 +97,9 @@ def query_batch():
         if checked.get("spark"):
             from spark_jobs.query_batch import run_batch_on_master
 
-            master = _spark_master(params["spark_conn_id"])
+            from discovery.submit import connection_master
+
+            master = connection_master(params["spark_conn_id"])
             log.info("batch runs on Spark master %s", master)
             summary = run_batch_on_master(master, warehouse, checked["spec"], **kwargs)
         else:

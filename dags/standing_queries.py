@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from datetime import datetime
 
-from airflow.sdk import Asset, Param, dag, task
+from airflow.sdk import dag, task
 
 from discovery import connections
+from discovery.config import default_warehouse
 
-WAREHOUSE = os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse"))
-SNAPSHOT_ASSET = Asset(name="lakescout_snapshot", uri=f"file://{os.path.abspath(WAREHOUSE)}/snapshots")
+WAREHOUSE = default_warehouse()
+SNAPSHOT_ASSET = connections.snapshot_asset(WAREHOUSE)
 log = logging.getLogger(__name__)
 
 
@@ -29,8 +29,7 @@ log = logging.getLogger(__name__)
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
-    params={"warehouse": Param(WAREHOUSE, type="string", description="Warehouse folder or URI of the Delta index"),
-            "aws_conn_id": Param("", type="string", description=connections.AIRFLOW_CONN_HELP)},
+    params=connections.warehouse_params(WAREHOUSE),
     tags=["lakescout"],
 )
 def standing_queries():

@@ -336,3 +336,10 @@ def configured_warehouse(config: Config | None = None) -> str | None:
     None.  The variable wins over the file, as ``$LAKESCOUT_CONFIG`` does over ``./lakescout.toml``: an environment
     is set for one deployment or shell, a file is shared."""
     return os.environ.get(WAREHOUSE_ENV) or (config or load_config()).paths.warehouse or None
+
+
+def default_warehouse(config: Config | None = None) -> str:
+    """The warehouse of the surfaces that always have one (the DAGs' ``warehouse`` param, the page):
+    :func:`configured_warehouse`, else ``warehouse`` in the working folder, made absolute here because a DAG's
+    tasks need not run in the folder its file was parsed in."""
+    return configured_warehouse(config) or os.path.abspath("warehouse")

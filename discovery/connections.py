@@ -1,12 +1,14 @@
-"""Airflow connections as object-storage settings: what the DAGs' ``aws_conn_id`` param means.
+"""What the DAGs share with Airflow: connections as object-storage settings, and the snapshot asset.
 
-A DAG task takes the id of an Airflow AWS connection and puts its keys, endpoint and region into its environment as
-the ``AWS_*`` variables the storage wing reads (:mod:`discovery.storage.credentials`).  Airflow is imported only
-here, at the top of the house, so nothing below needs it.
+A DAG task takes the id of an Airflow AWS connection (its ``aws_conn_id`` param) and puts its keys, endpoint and
+region into its environment as the ``AWS_*`` variables the storage wing reads (:mod:`discovery.storage.credentials`).
+Airflow is imported only here and in :mod:`discovery.submit`, at the top of the house, so nothing below needs it.
 """
 from __future__ import annotations
 
 import os
+
+from . import storage
 
 #: What the DAGs' ``aws_conn_id`` param means, as their trigger forms show it.
 AIRFLOW_CONN_HELP = ("Airflow connection (AWS type) with the object-storage keys, endpoint and region; empty: the "
@@ -37,3 +39,23 @@ def airflow_connection_env(conn_id: str) -> dict[str, str]:
 def use_airflow_connection(params: dict) -> None:
     """Put a DAG run's object-storage credentials (its ``aws_conn_id`` param) into this task's environment."""
     os.environ.update(airflow_connection_env(params.get("aws_conn_id") or ""))
+
+
+def warehouse_params(warehouse: str, spark: str = "") -> dict:
+    """The params of every DAG that opens the warehouse, said once: ``warehouse``, ``aws_conn_id`` and, when ``spark``
+    says what the master does for the DAG, ``spark_conn_id``."""
+    from airflow.sdk import Param
+
+    out = {"warehouse": Param(warehouse, type="string", description="Warehouse folder or URI of the Delta index"),
+           "aws_conn_id": Param("", type="string", description=AIRFLOW_CONN_HELP)}
+    if spark:
+        out["spark_conn_id"] = Param("spark_default", type="string", description=spark)
+    return out
+
+
+def snapshot_asset(warehouse: str):
+    """The Airflow asset a published snapshot updates: ``lake_refresh`` lists it as the outlet of ``publish`` and
+    ``standing_queries`` is scheduled on it, so both must name it alike (a remote warehouse by its own URI)."""
+    from airflow.sdk import Asset
+
+    return Asset(name="lakescout_snapshot", uri=storage.file_uri(storage.join(warehouse, "snapshots")))

@@ -62,7 +62,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .encoders.canonical import _LAST_FIRST, _MONTHS
+from .encoders.canonical import LAST_FIRST, MONTHS
 from .normalize import normalize_values
 from .places import REGIONS
 
@@ -79,7 +79,7 @@ _QUALIFIER = re.compile(r"\([^()]*\)?")
 _CUT = re.compile(r"[;|()]| / | [-\u2013\u2014] ")
 _COMMA = re.compile(r", ")
 _LETTER = re.compile(r"[^\W\d_]")
-_MONTH_WORD = re.compile(r"\b(?:" + "|".join(f"{full}|{abbr}" for full, abbr in _MONTHS) + r")\b\.?")
+_MONTH_WORD = re.compile(r"\b(?:" + "|".join(f"{full}|{abbr}" for full, abbr in MONTHS) + r")\b\.?")
 _UPPER, _LOWER = "A-Z\u00c0-\u00d6\u00d8-\u00de", "a-z\u00df-\u00f6\u00f8-\u00ff"
 _GLUED = re.compile(
     rf"(?<![^\W\d_])(?!Mac[{_UPPER}])[{_UPPER}][{_LOWER}]{{2,}}(?:[{_UPPER}][{_LOWER}]+)+(?![^\W\d_])")
@@ -114,7 +114,7 @@ def _parts(value: str) -> list[str]:
         part = part.strip(" ,.:")
         if not part:
             continue
-        name = _LAST_FIRST.fullmatch(part) if ", " in part else None
+        name = LAST_FIRST.fullmatch(part) if ", " in part else None
         if ", " in part and (name is None or name.group(2) in REGIONS):
             out.append(_COMMA.split(part, maxsplit=1)[0].strip(" ,.:"))
         else:

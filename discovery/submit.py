@@ -1,10 +1,11 @@
 """Running a ``spark_jobs`` application with ``spark-submit``: the command, its environment, its answer.
 
-Every Spark application Lakescout starts from a process of its own (the CLI, the Python API) is a ``spark_jobs``
-module run by this installation's ``spark-submit`` on a master; executors run ``LAKESCOUT_PYSPARK_PYTHON`` when set
-(a cluster's own environment), else this interpreter.  The application prints one ``LAKESCOUT_RESULT {json}`` line
-on stdout: its answer, or ``{"refused": message}`` for input it would not act on.  The JVM's log goes to a file
-whose path a failure names.
+Every Spark application Lakescout starts is a ``spark_jobs`` module run by ``spark-submit`` on a master: from a
+process of its own (the CLI, the Python API) by this installation's ``spark-submit`` (:func:`launch`), from a DAG by
+Airflow's ``SparkSubmitOperator`` (:func:`stage_operator`).  Both take the application's file, the executors'
+interpreter (``LAKESCOUT_PYSPARK_PYTHON`` when set: a cluster's own environment, else this interpreter) and the
+driver JVM's options from here.  The application prints one ``LAKESCOUT_RESULT {json}`` line on stdout: its answer,
+or ``{"refused": message}`` for input it would not act on.  The JVM's log goes to a file whose path a failure names.
 
 The driver JVM's options.  On a small lake the JVM costs more than the work: starting it and the first jobs'
 just-in-time compilation took 29 of the 80 CPU seconds of a 20-table refresh on a shared 2-core machine, and on a
@@ -32,6 +33,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
+from typing import Callable
 
 RESULT = "LAKESCOUT_RESULT "
 #: The class-data-sharing archive of this environment's Spark (written by ``python -m spark_jobs.warmup``).
@@ -72,32 +75,98 @@ def spark_submit() -> str:
     return found
 
 
-def command(module: str, master: str, args: list[str]) -> list[str]:
-    """The spark-submit command running ``spark_jobs.<module>`` on ``master`` with ``args``."""
+def application(module: str) -> str:
+    """The file of ``spark_jobs.<module>``, the application spark-submit runs."""
     spec = importlib.util.find_spec(f"spark_jobs.{module}")
     if spec is None or spec.origin is None:
         raise JobRefused("the spark_jobs package is not installed next to discovery")
-    return [spark_submit(), "--master", master, spec.origin, *args]
+    return spec.origin
+
+
+def executor_python(default: str = sys.executable) -> str:
+    """The interpreter of the executors' Python workers: ``LAKESCOUT_PYSPARK_PYTHON`` when set (a cluster's own
+    environment), else ``default`` (this interpreter)."""
+    return os.environ.get("LAKESCOUT_PYSPARK_PYTHON") or default
+
+
+def command(module: str, master: str, args: list[str]) -> list[str]:
+    """The spark-submit command running ``spark_jobs.<module>`` on ``master`` with ``args``."""
+    return [spark_submit(), "--master", master, application(module), *args]
 
 
 def environment() -> dict[str, str]:
     """The environment of a ``spark-submit`` process: the executors' interpreter and the driver JVM's options."""
-    return submit_env(dict(os.environ, PYSPARK_PYTHON=os.environ.get("LAKESCOUT_PYSPARK_PYTHON", sys.executable),
-                           PYSPARK_DRIVER_PYTHON=sys.executable))
+    return submit_env(dict(os.environ, PYSPARK_PYTHON=executor_python(), PYSPARK_DRIVER_PYTHON=sys.executable))
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A finished application: its exit code, its ``LAKESCOUT_RESULT`` answer (None when it printed none) and the
+    file holding its JVM's log."""
+    returncode: int
+    result: dict | None
+    log: str
+
+    def log_tail(self) -> str:
+        """The end of the JVM's log, which a failure shows."""
+        with open(self.log, encoding="utf-8", errors="replace") as fh:
+            return fh.read()[-3000:]
+
+
+def launch(module: str, master: str, args: list[str], on_line: Callable[[str], None] | None = None) -> Finished:
+    """Run ``spark_jobs.<module>`` on ``master`` with ``args`` and wait for it; every line of its stdout but the
+    answer goes to ``on_line`` as it comes (a refresh's progress).  :class:`JobRefused` when it refused its input."""
+    result = None
+    with tempfile.NamedTemporaryFile("w", prefix=f"lakescout-{module}-", suffix=".log", delete=False) as log, \
+            subprocess.Popen(command(module, master, args), stdout=subprocess.PIPE, stderr=log, text=True,
+                             env=environment()) as proc:
+        for line in proc.stdout:
+            if line.startswith(RESULT):
+                result = json.loads(line[len(RESULT):])
+            elif on_line is not None:
+                on_line(line)
+    if result is not None and "refused" in result:
+        raise JobRefused(result["refused"])
+    return Finished(proc.returncode, result, log.name)
 
 
 def run_job(module: str, master: str, args: list[str], what: str, undone: str) -> dict:
     """Run the application and return its answer; :class:`JobRefused` or :class:`JobFailed` otherwise (``what``
     names the work in the message, ``undone`` what a failure left undone)."""
-    log = tempfile.NamedTemporaryFile("w+", prefix=f"lakescout-{module}-", suffix=".log", delete=False)
-    proc = subprocess.run(command(module, master, args), stdout=subprocess.PIPE, stderr=log, text=True,
-                          env=environment())
-    result = next((json.loads(line[len(RESULT):]) for line in proc.stdout.splitlines() if line.startswith(RESULT)),
-                  None)
-    if result is not None and "refused" in result:
-        raise JobRefused(result["refused"])
-    if proc.returncode != 0 or result is None:
-        log.seek(0)
-        raise JobFailed(f"{what} failed on Spark ({master}); {undone}. Spark log: {log.name}\n"
-                        f"{log.read()[-3000:]}")
-    return result
+    done = launch(module, master, args)
+    if done.returncode != 0 or done.result is None:
+        raise JobFailed(f"{what} failed on Spark ({master}); {undone}. Spark log: {done.log}\n{done.log_tail()}")
+    return done.result
+
+
+def stage_operator(stage: str, module: str, args: list[str], conn_id: str = "spark_default"):
+    """The Airflow task running ``spark_jobs.<module>`` with ``args`` (templated) as a spark-submit application on
+    the master of Spark connection ``conn_id``: Airflow's own ``SparkSubmitOperator``, given the application, the
+    executors' interpreter and, just before it runs (:func:`_before_submit`), the driver JVM's options and the run's
+    storage credentials."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    return SparkSubmitOperator(task_id=stage, conn_id=conn_id, application=application(module),
+                               name=f"lakescout-{stage}", application_args=args,
+                               conf={"spark.pyspark.python": executor_python()}, pre_execute=_before_submit)
+
+
+def _before_submit(context) -> None:
+    """The run's storage credentials (the ``aws_conn_id`` param's connection) in the application's environment, and
+    the driver JVM's options in the task process's, which spark-submit inherits: ``env_vars`` would pass them to a
+    YARN or Kubernetes application master rather than to the spark-submit JVM."""
+    from . import connections
+
+    task = context["task"]
+    task.env_vars = {**(task.env_vars or {}),
+                     **connections.airflow_connection_env(context["params"].get("aws_conn_id", ""))}
+    os.environ.update(submit_env(dict(os.environ)))
+
+
+def connection_master(conn_id: str) -> str:
+    """The master URL of Airflow's Spark connection ``conn_id``, read as ``SparkSubmitOperator`` reads it (host, and
+    port when set): the master of a Spark session a DAG task starts itself (a query batch, a materialisation)."""
+    from airflow.sdk import BaseHook
+
+    conn = BaseHook.get_connection(conn_id)
+    return f"{conn.host}:{conn.port}" if conn.port else conn.host

@@ -19,7 +19,8 @@ from discovery.refresh import StageContext, StageReport, plan_derived
 from discovery.store import save_model
 from discovery.union.centroids import assign_to_centroids, kmeans
 from discovery.union.stage import MODEL, CentroidModel, current_model, drifted, partition_batch, quantisation_batch
-from spark_jobs.common import fan_out, replace_tables, run_stage, sample_index_rows
+from spark_jobs.common import run_stage
+from spark_jobs.fanout import fan_out, replace_tables, sample_index_rows
 
 STAGE = "centroids"
 

@@ -29,8 +29,9 @@ from discovery.encoders.stored import (COLUMN_MODEL, JOIN_MODEL, SET_MODEL, TABL
 from discovery.refresh import StageContext, StageReport, indexed_ids, plan_derived
 from discovery.store import DataFile, write_data_file
 from discovery.vectors import OUTPUTS, EmbedSpec, EncoderRefs, embed_batch
-from spark_jobs.common import (from_ipc, to_ipc, _rewrite_tasks, _run_tasks, file_chunks, merge_small, run_stage,
-                               work_chunks)
+from spark_jobs.common import run_stage
+from spark_jobs.fanout import (collect, file_record, from_ipc, merge_small, rewrite_tasks, run_tasks, to_ipc,
+                               work_tasks)
 
 STAGE = "embed"
 #: Commit order: ``column_vectors`` last (see the module docstring).
@@ -144,7 +145,7 @@ def _train(spark, ctx: StageContext, ok: pa.Table, jobs: list[tuple[str, str]], 
             rec["file"] = write_data_file(models_uri, rows, rid, STAGE, attempt).to_dict()
         yield rec
 
-    return {r["kind"]: r for r in _run_tasks(spark, len(jobs), task)}
+    return {r["kind"]: r for r in run_tasks(spark, (len(jobs), task))}
 
 
 def plan_outputs(ctx: StageContext, catalog: pa.Table, refs: EncoderRefs):
@@ -190,54 +191,31 @@ def run(spark, ctx: StageContext) -> StageReport:
     refs, notes = choose_encoders(spark, ctx, ok)
     work, removes, base, rebuilt = plan_outputs(ctx, catalog, refs)
 
-    kinds: list[tuple] = []
-    for name in OUTPUTS:
-        n, rewrite = _rewrite_tasks(spark, name, removes[name], ctx, STAGE)
-        kinds += [("rewrite", name, rewrite, i) for i in range(n)]
-    per_task, per_file = work_chunks(spark, ctx, work.num_rows)
-    n_work = -(-work.num_rows // per_task)
-    shared = spark.sparkContext.broadcast(to_ipc(work)) if n_work else None
     uris = {name: wh.table_uri(name) for name in OUTPUTS}
     rid, attempt = ctx.refresh_id, ctx.attempt
 
-    def task(k: int):
-        if k < len(kinds):
-            _, name, rewrite, i = kinds[k]
-            for rec in rewrite(i):
-                yield {**rec, "output": name}
-            return
-        for piece in file_chunks(from_ipc(shared.value).slice((k - len(kinds)) * per_task, per_task), per_file):
-            out, counts, found = embed_batch(piece, ctx, refs)
-            yield {"counts": counts, "notes": _notes(found)}
-            for name, rows in out.items():
-                if rows.num_rows:
-                    yield {"output": name, "file": write_data_file(uris[name], rows, rid, STAGE, attempt).to_dict(),
-                           "written": rows.num_rows}
+    def piece(rows: pa.Table):
+        out, counts, found = embed_batch(rows, ctx, refs)
+        yield {"counts": counts, "notes": _notes(found)}
+        for name, vectors in out.items():
+            if vectors.num_rows:
+                yield file_record(name, uris[name], vectors, ctx, STAGE)
 
-    records = _run_tasks(spark, len(kinds) + n_work, task)
-    counts: dict[str, int] = {}
+    records = run_tasks(spark, *(rewrite_tasks(spark, name, removes[name], ctx, STAGE) for name in OUTPUTS),
+                        work_tasks(spark, work, ctx, piece))
+    got = collect(records)
     found: dict[str, dict] = {kind: {"n": 0, "shown": []} for kind in _NOTE_KINDS}
-    adds: dict[str, list[DataFile]] = {n: [] for n in OUTPUTS}
-    drops: dict[str, list[str]] = {n: [] for n in OUTPUTS}
-    written = 0
     for rec in records:
-        for key, value in rec.get("counts", {}).items():
-            counts[key] = counts.get(key, 0) + value
         for kind, note in rec.get("notes", {}).items():
             found[kind]["n"] += note["n"]
             found[kind]["shown"] = (found[kind]["shown"] + note["shown"])[:_SHOWN]
-        if rec.get("file"):
-            adds[rec["output"]].append(DataFile(**rec["file"]))
-        if "removed" in rec:
-            drops[rec["output"]].append(rec["removed"])
-        written += rec.get("written", 0)
     for name in COMMIT_ORDER:
-        if adds[name] or drops[name]:
-            wh.commit(name, adds[name], drops[name], refresh_id=rid, stage=STAGE, attempt=attempt)
+        if got.files[name] or got.removes[name]:
+            wh.commit(name, got.files[name], got.removes[name], refresh_id=rid, stage=STAGE, attempt=attempt)
     merge_small(ctx, "table_vectors", STAGE)  # one row per lake table: see Warehouse.merge_small_files
     return StageReport(STAGE, tables_added=base.added, tables_changed=base.changed, tables_deleted=base.deleted,
-                       tables_failed=counts.get("tables_failed", 0),
-                       tables_processed=counts.get("tables_processed", 0), rows_written=written,
+                       tables_failed=got.counts.get("tables_failed", 0),
+                       tables_processed=got.counts.get("tables_processed", 0), rows_written=got.written,
                        message=_message(notes, rebuilt, found, ctx))
 
 

@@ -43,7 +43,8 @@ from discovery.materialize.planfile import JoinPlan, UnionPlan, load_plan
 from discovery.materialize.service import METADATA_KEY, Materialized, describe
 from discovery.materialize.union import (plan_layout, query_rows, replan_observed, row_hashes, type_notes,
                                          unit_rows)
-from spark_jobs.common import from_ipc, spark_session, to_ipc
+from spark_jobs.common import spark_session
+from spark_jobs.fanout import from_ipc, to_ipc
 
 ORDER = "__order"
 

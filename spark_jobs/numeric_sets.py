@@ -9,7 +9,8 @@ from functools import partial
 
 from discovery.numjoin.stage import numeric_batch, plan_numeric
 from discovery.refresh import StageContext, StageReport
-from spark_jobs.common import replace_tables, run_stage
+from spark_jobs.common import run_stage
+from spark_jobs.fanout import replace_tables
 
 STAGE = "numeric"
 

@@ -25,7 +25,8 @@ from discovery.join.stage import (COLUMN_KEY_BASE, MODEL, Histograms, column_key
                                   mapping_batch)
 from discovery.refresh import StageContext, StageReport, plan_derived
 from discovery.store import save_model
-from spark_jobs.common import replace_tables, run_stage, sample_index_rows
+from spark_jobs.common import run_stage
+from spark_jobs.fanout import replace_tables, sample_index_rows
 
 STAGE = "pivots"
 #: Refits a refresh may make to bring an over-full partition within the budget.
@@ -52,7 +53,7 @@ def _capacity(model, budget: int) -> int:
                               model.choice.get("value_bytes", 32.0))
 
 
-def _stored_columns(wh, model):
+def stored_columns(wh, model):
     """(column keys, vector counts, stored partition, divergence plus price to every centre) of the whole lake, from
     the stored ``pivot_mappings`` keys, cells and partitions (a few integer columns, never the vectors), read a batch
     at a time: each batch is reduced to its columns' histograms (:meth:`PivotModel.histograms`) and placements
@@ -76,7 +77,7 @@ def _stored_columns(wh, model):
 def _over_budget(wh, model, budget: int) -> str | None:
     """Why a stored partition breaks the budget, or None.  A partition holding a single column larger than the
     capacity is within the bound ("the budget or the largest column")."""
-    _, sizes, partition, _ = _stored_columns(wh, model)
+    _, sizes, partition, _ = stored_columns(wh, model)
     loads = np.bincount(partition, weights=sizes, minlength=model.n_partitions)
     counts = np.bincount(partition, minlength=model.n_partitions)
     over = np.flatnonzero((loads > _capacity(model, budget)) & (counts > 1))
@@ -90,7 +91,7 @@ def _settle(spark, ctx: StageContext, model, budget: int, source: pa.Table, stag
     """Move columns out of over-full stored partitions on the lake's full column sizes (:func:`settle`) and map the
     tables of the moved columns again with their placement; returns what it did for the stage message."""
     wh = ctx.store
-    columns, sizes, partition, cost = _stored_columns(wh, model)
+    columns, sizes, partition, cost = stored_columns(wh, model)
     cap = _capacity(model, budget)
     placed = settle(cost, sizes, partition, cap)
     moved = placed != partition

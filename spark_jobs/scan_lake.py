@@ -7,7 +7,8 @@ import numpy as np
 
 from discovery.lake import list_lake
 from discovery.refresh import StageContext, StageReport, plan_scan, scan_batch
-from spark_jobs.common import replace_tables, run_stage
+from spark_jobs.common import run_stage
+from spark_jobs.fanout import replace_tables
 
 STAGE = "scan"
 

@@ -29,9 +29,9 @@ import importlib.machinery
 import os
 import sys
 
-#: What every stage's tasks import: the fan-out helpers (and through them the index store, the refresh tasks and the
-#: lake readers).
-PRELOAD = ("spark_jobs.common",)
+#: What every stage's tasks import: the stage driver's helpers and the fan-out helpers (and through them the index
+#: store, the refresh tasks and the lake readers).
+PRELOAD = ("spark_jobs.common", "spark_jobs.fanout")
 
 
 def spark_archives(path: list[str]) -> tuple[list[str], list[str]]:

@@ -23,47 +23,35 @@ import pyarrow.compute as pc
 from discovery.nary.stage import (MODEL_NAME, fit_model, model_from_stored, model_payload, refit_reason,
                                   stored_version, truncated_tables, xash_batch)
 from discovery.refresh import StageContext, StageReport, indexed_ids, plan_derived
-from discovery.store import DataFile, latest_model, save_model, write_data_file
+from discovery.store import DataFile, latest_model, save_model
 from discovery.store.files import resolve
-from spark_jobs.common import (_collect, from_ipc, to_ipc, _rewrite_tasks, _run_tasks, file_chunks, run_stage,
-                               work_chunks)
+from spark_jobs.common import run_stage
+from spark_jobs.fanout import Tasks, collect, file_record, from_ipc, rewrite_tasks, run_tasks, to_ipc, work_tasks
 
 STAGE = "xash"
 
 
-def _build_tasks(spark, work: pa.Table, ctx: StageContext, model, version, with_stats: bool):
+def _build_tasks(spark, work: pa.Table, ctx: StageContext, model, version, with_stats: bool) -> Tasks:
     """Tasks over chunks of ``work``: statistics rows in the returned records, postings written as files."""
-    if work.num_rows == 0:
-        return 0, lambda i: iter(())
-    work = work.sort_by("table_id")
-    per_task, per_file = work_chunks(spark, ctx, work.num_rows)
-    shared = spark.sparkContext.broadcast(to_ipc(work))
-    table_uri = ctx.store.table_uri("xash_postings")
+    uri = ctx.store.table_uri("xash_postings")
     batch = partial(xash_batch, model=model, model_version=version, with_stats=with_stats)
 
-    def task(i: int):
-        for piece in file_chunks(from_ipc(shared.value).slice(i * per_task, per_task), per_file):
-            postings, stats, counts = batch(piece, ctx)
-            yield {"counts": counts,
-                   "stats": base64.b64encode(to_ipc(stats)).decode("ascii") if stats.num_rows else None}
-            if postings.num_rows:
-                yield {"file": write_data_file(table_uri, postings, ctx.refresh_id, STAGE, ctx.attempt).to_dict()}
+    def piece(rows: pa.Table):
+        postings, stats, counts = batch(rows, ctx)
+        yield {"counts": counts,
+               "stats": base64.b64encode(to_ipc(stats)).decode("ascii") if stats.num_rows else None}
+        if postings.num_rows:
+            yield file_record("xash_postings", uri, postings, ctx, STAGE)
 
-    return -(-work.num_rows // per_task), task
+    return work_tasks(spark, work, ctx, piece)
 
 
-def _run(spark, parts) -> tuple[list[DataFile], list[str], dict, list[pa.Table]]:
-    sizes = [n for n, _ in parts]
-    offsets = np.cumsum([0] + sizes)
-
-    def task(i: int):
-        j = int(np.searchsorted(offsets, i, side="right")) - 1
-        return parts[j][1](i - int(offsets[j]))
-
-    records = _run_tasks(spark, int(offsets[-1]), task)
+def _run(spark, *fan_outs: Tasks) -> tuple[list[DataFile], list[str], dict, list[pa.Table]]:
+    """Run ``fan_outs`` as one Spark job: the postings files written and removed, the counters, the statistics."""
+    records = run_tasks(spark, *fan_outs)
     stats = [from_ipc(base64.b64decode(r["stats"])) for r in records if r.get("stats")]
-    files, removes, counts = _collect(records)
-    return files, removes, counts, stats
+    got = collect(records)
+    return got.files["xash_postings"], got.removes["xash_postings"], got.counts, stats
 
 
 def _discard(ctx: StageContext, files: list[DataFile]) -> None:
@@ -92,8 +80,8 @@ def run(spark, ctx: StageContext) -> StageReport:
     parts = [_build_tasks(spark, plan.work, ctx, current if build_now else None,
                           stored.version if build_now else None, True)]
     if build_now:
-        parts.insert(0, _rewrite_tasks(spark, "xash_postings", remove_ids, ctx, STAGE))
-    files, removes, counts, new_stats = _run(spark, parts)
+        parts.insert(0, rewrite_tasks(spark, "xash_postings", remove_ids, ctx, STAGE))
+    files, removes, counts, new_stats = _run(spark, *parts)
     kept = old_stats.filter(pc.invert(pc.is_in(old_stats["table_id"], pa.array(remove_ids, pa.int64()))))
     stats = pa.concat_tables([kept.cast(new_stats[0].schema) if new_stats else kept] + new_stats)
     reason = refit_reason(current, stats, cfg.bits, cfg.drift_threshold, ctx.full)
@@ -108,7 +96,7 @@ def run(spark, ctx: StageContext) -> StageReport:
         save_model(wh, MODEL_NAME, version, {"bits": model.bits, "alpha": model.alpha, "reason": reason},
                    model_payload(model), refresh_id=ctx.refresh_id, attempt=ctx.attempt)
         everything = catalog.filter(pc.is_in(catalog["table_id"], stats.column("table_id")))
-        files, _, rebuilt, _ = _run(spark, [_build_tasks(spark, everything, ctx, model, version, False)])
+        files, _, rebuilt, _ = _run(spark, _build_tasks(spark, everything, ctx, model, version, False))
         removes = wh.files("xash_postings").column("path").to_pylist()
         processed += rebuilt.get("tables_processed", 0)
         counts["tables_failed"] = counts.get("tables_failed", 0) + rebuilt.get("tables_failed", 0)

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 from discovery.encoders import (HashEncoder, HashEncoderConfig, JoinEncoderConfig, TableEncoderConfig,  # noqa: E402
                                 encoder_from_bytes, load_encoder, save_encoder, train_join_encoder,
                                 train_table_encoder)
-from discovery.encoders.table_encoder import _two_pronged_loss, prepare_tables  # noqa: E402
+from discovery.encoders.table_encoder import two_pronged_loss, prepare_tables  # noqa: E402
 from discovery.encoders.variations import (VARIATIONS, LakeVocabulary, acronym, added_word,  # noqa: E402
                                            dropped_word, qualifier, vary)
 
@@ -62,14 +62,14 @@ def test_two_pronged_loss_equals_brute_force(seed):
     emb[rng.integers(0, n)] = emb[0] + 0.01 * rng.normal(size=8)
     emb /= np.linalg.norm(emb, axis=1, keepdims=True)
     partner = np.concatenate([np.arange(n // 2, n), np.arange(n // 2)])
-    got = _two_pronged_loss(torch.from_numpy(emb), torch.from_numpy(partner), 0.9, 0.07)
+    got = two_pronged_loss(torch.from_numpy(emb), torch.from_numpy(partner), 0.9, 0.07)
     assert got is not None
     assert math.isclose(float(got), _brute_force_loss(emb, partner, 0.9, 0.07), rel_tol=1e-9, abs_tol=1e-9)
 
 
 def test_two_pronged_loss_without_negatives_is_none():
     emb = torch.tensor([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [1.0, 0.0]], dtype=torch.float64)
-    assert _two_pronged_loss(emb, torch.tensor([2, 3, 0, 1]), 0.9, 0.07) is None
+    assert two_pronged_loss(emb, torch.tensor([2, 3, 0, 1]), 0.9, 0.07) is None
 
 
 def test_numpy_inference_equals_torch_attention(table_encoder):

@@ -120,13 +120,13 @@ def test_the_partition_count_follows_the_lake_and_keeps_the_bound(grown):
 def test_stored_partitions_are_settled_on_full_column_sizes(grown):
     """Every stored partition within the capacity (the largest column here is far below it), and settled: the
     pass on the stored full sizes has nothing left to move."""
-    from spark_jobs.pivot_mappings import _stored_columns
+    from spark_jobs.pivot_mappings import stored_columns
 
     for _, model, pm in (grown["first"], grown["second"]):
         assert _loads(model, pm).max() <= _capacity(model, grown["budget"])
     model = grown["second"][1]
     cap = _capacity(model, grown["budget"])
-    _, sizes, partition, cost = _stored_columns(Warehouse(grown["wh"]), model)  # the warehouse's latest rows
+    _, sizes, partition, cost = stored_columns(Warehouse(grown["wh"]), model)  # the warehouse's latest rows
     assert sizes.max() < cap and np.array_equal(settle(cost, sizes, partition, cap), partition)
     assert "largest partition" in grown["message"]
 
@@ -136,7 +136,7 @@ def test_the_stored_columns_read_by_batch_equal_the_whole_rows(grown, monkeypatc
     and costs equal those computed from every row at once, bit for bit, and so do the divergences when the rows
     come in random splits and the JSD terms in small chunks."""
     from discovery.join import partitioning
-    from spark_jobs.pivot_mappings import _stored_columns
+    from spark_jobs.pivot_mappings import stored_columns
 
     snap, model, pm = grown["second"]
     keys = column_keys(pm.column("table_id").to_numpy(), pm.column("ordinal").to_numpy())
@@ -144,7 +144,7 @@ def test_the_stored_columns_read_by_batch_equal_the_whole_rows(grown, monkeypatc
     columns, sizes, dist = model.divergences(cells, keys)
     partition = np.zeros(len(columns), np.int64)
     partition[np.searchsorted(columns, keys)] = pm.column("partition").to_numpy()
-    got = _stored_columns(Warehouse(grown["wh"]), model)
+    got = stored_columns(Warehouse(grown["wh"]), model)
     for a, b in zip(got, (columns, sizes, partition, dist + model.prices)):
         assert np.array_equal(a, b)
     rng = np.random.default_rng(11)

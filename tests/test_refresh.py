@@ -14,7 +14,8 @@ from discovery.lake import list_lake
 from discovery.refresh import StageContext, begin_refresh, profile_batch, publish_snapshot
 from discovery.store import Warehouse, cleanup_warehouse, load_snapshot, new_attempt_token
 from spark_jobs import profile_columns, scan_lake
-from spark_jobs.common import execute, fan_out
+from spark_jobs.common import execute
+from spark_jobs.fanout import fan_out
 from spark_jobs.refresh import refresh
 
 pytestmark = pytest.mark.spark

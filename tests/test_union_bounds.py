@@ -26,8 +26,8 @@ def test_partition_bounds_bracket_exact(small_index, seed, tau):
     model, index = small_index
     vectors, owner, _ = draw_tables(model, 1, seed=100 + seed)
     tix = np.arange(index.table_count)
-    lower, upper = index._candidate_bounds(vectors, tau, tix)
-    exact = np.array([index._score(vectors, t, tau)[0] for t in tix])
+    lower, upper = index.candidate_bounds(vectors, tau, tix)
+    exact = np.array([index.score(vectors, t, tau)[0] for t in tix])
     assert np.all(lower <= exact + 1e-9)
     assert np.all(exact <= upper + 1e-9)
     if tau == 0.5:
@@ -86,9 +86,9 @@ def _basis_lake(seed):
 def test_bounds_are_tight_where_pairs_are_isolated(seed):
     index, query = _basis_lake(seed)
     tau = 0.8
-    exact = np.array([index._score(query, t, tau)[0] for t in range(index.table_count)])
+    exact = np.array([index.score(query, t, tau)[0] for t in range(index.table_count)])
     assert (exact > 0).any()
-    lower, upper = index._candidate_bounds(query, tau, np.arange(index.table_count))
+    lower, upper = index.candidate_bounds(query, tau, np.arange(index.table_count))
     np.testing.assert_allclose(lower, exact, rtol=0, atol=2 * SUM_SLACK)
     np.testing.assert_allclose(upper, exact, rtol=0, atol=2 * SUM_SLACK)
     keys = index.cones.table_bounds(directions(query), tau)
@@ -161,10 +161,10 @@ def test_bounds_below_the_floor_are_only_upper_bounds(kind, seed):
     partial = 0
     for query in queries:
         for tau in (0.3, 0.6):
-            exact = np.array([index._score(query, t, tau)[0] for t in tix])
-            full_lower, full_upper = index._candidate_bounds(query, tau, tix)
+            exact = np.array([index.score(query, t, tau)[0] for t in tix])
+            full_lower, full_upper = index.candidate_bounds(query, tau, tix)
             floor = float(np.quantile(exact, 0.8))
-            cands = index._candidates(unit_rows(query), tau, tix)
+            cands = index.candidates(unit_rows(query), tau, tix)
             lower, upper = cands.bounds(floor)
             full = (lower == full_lower) & (upper == full_upper)
             assert np.all(full[full_upper >= floor])

@@ -107,8 +107,8 @@ def test_real_bounds_over_refined_candidates(lake_index, seed):
     query, _, _ = draw_tables(model, 1, seed=500 + seed)
     rng = np.random.default_rng(seed)
     tix = rng.permutation(index.table_count)[:200]
-    lower, upper = index._candidate_bounds(query, 0.7, tix)
-    scores = np.array([index._score(query, t, 0.7)[0] for t in tix])
+    lower, upper = index.candidate_bounds(query, 0.7, tix)
+    scores = np.array([index.score(query, t, 0.7)[0] for t in tix])
     ties = index.table_ids[tix]
     for keep in (1, 5, 30):
         want = exhaustive(scores, ties, keep)

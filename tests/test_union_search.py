@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from discovery.union import UnionIndex, search, unionability
+from discovery.union import UnionIndex, pgtus, unionability
 from discovery.union.partitioning import partition_lake
 from discovery.union.search import DEFAULT_TAU
 from discovery.union.synthetic import (build_index_inputs, draw_tables, generate_lake, lake_model,
@@ -82,7 +82,7 @@ def _lake_of(kind: str, seed: int):
 def test_default_returns_exacts_top_k(kind, seed, share, monkeypatch):
     # The default candidate generation cannot miss: pgtus++ and pgtus return exactly exact's top-k (ids, scores,
     # ties by id, alignments) for every tau and k, hence never fewer results than exact.
-    monkeypatch.setattr(search, "CONE_WORK_SHARE", share)
+    monkeypatch.setattr(pgtus, "CONE_WORK_SHARE", share)
     vectors, owner, ordinal, queries = _lake_of(kind, seed)
     centroids, parts = partition_lake(vectors, owner, ordinal, seed=seed)
     index = UnionIndex.build(vectors, owner, ordinal, centroids, parts)
@@ -121,7 +121,7 @@ def test_approximate_method_is_capped_but_still_answers_k(setup, seed):
 @pytest.mark.parametrize("seed", range(8))
 def test_ebbp_computes_no_more_exact_matchings_than_bbp(setup, arrival, seed, monkeypatch):
     # on the stream the default feeds (best first by cone bound, stopping at the floor) and in table-id order
-    monkeypatch.setattr(search, "CONE_WORK_SHARE", 1.0)
+    monkeypatch.setattr(pgtus, "CONE_WORK_SHARE", 1.0)
     model, _, index = setup
     query, _, _ = draw_tables(model, 1, seed=800 + seed)
     for tau in (0.5, 0.7):
@@ -207,7 +207,7 @@ def test_exact_with_competing_pairs_equals_brute_force(seed):
 
 @pytest.mark.parametrize("method", ["pgtus", "pgtus++", "pgtus++-approx", "starmie"])
 def test_arrival_order_changes_work_not_results(setup, method, monkeypatch):
-    monkeypatch.setattr(search, "CONE_WORK_SHARE", 1.0)  # pgtus / pgtus++ stream in both orders
+    monkeypatch.setattr(pgtus, "CONE_WORK_SHARE", 1.0)  # pgtus / pgtus++ stream in both orders
     model, lake, index = setup
     query, _, _ = draw_tables(model, 1, seed=31)
     params = dict(phi_c=20, phi_ref=index.table_count, k_prime=len(lake.column_vectors))
@@ -218,7 +218,7 @@ def test_arrival_order_changes_work_not_results(setup, method, monkeypatch):
 
 
 def test_phi_r_and_arrival_are_checked(setup, monkeypatch):
-    monkeypatch.setattr(search, "CONE_WORK_SHARE", 1.0)
+    monkeypatch.setattr(pgtus, "CONE_WORK_SHARE", 1.0)
     model, _, index = setup
     query, _, _ = draw_tables(model, 1, seed=32)
     with pytest.raises(ValueError):

@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 from .common import UsageError, add_common, add_warehouse
@@ -15,16 +13,21 @@ def cmd_refresh(args) -> int:
     """Run the refresh application and show its progress; its first line comes before the store, the lake readers
     and pyarrow are imported (about a second), the next before Spark starts."""
     say = (lambda text: None) if args.json else (lambda text: print(f"lakescout refresh: {text}", flush=True))
-    if not os.path.isdir(args.lake) and "://" not in args.lake:
+    from .. import storage
+
+    try:
+        local = storage.on_disk(args.lake)
+    except ValueError as exc:  # an unknown scheme
+        raise UsageError(str(exc)) from None
+    if local is not None and not os.path.isdir(local):
         raise UsageError(f"lake folder {args.lake!r} " + ("is not a folder" if os.path.exists(args.lake)
                                                           else "does not exist"))
     say(f"checking the lake {args.lake} and the warehouse {args.warehouse}")
-    from .. import storage
     from ..config import load_config
     from ..refresh.display import RefreshDisplay, failed_text, totals, usage_text
     from ..refresh.progress import NOTE, Progress
     from ..store.lease import holder as lease_holder
-    from ..submit import command, environment
+    from ..submit import launch
 
     storage.check(args.lake, "lake")
     storage.check(args.warehouse, "warehouse")
@@ -34,21 +37,17 @@ def cmd_refresh(args) -> int:
         raise UsageError(busy)
     master = args.master or config.spark.master
     say(f"starting Spark ({master})")
-    cmd = command("refresh", master, ["--warehouse", args.warehouse, "--lake", args.lake])
+    job_args = ["--warehouse", args.warehouse, "--lake", args.lake]
     if args.full:
-        cmd.append("--full")
+        job_args.append("--full")
     if args.config:
-        cmd += ["--config", args.config]
+        job_args += ["--config", args.config]
     for name in ("include", "exclude"):
         for pattern in getattr(args, name):
-            cmd += [f"--{name}", pattern]
-    env = environment()
-    log = tempfile.NamedTemporaryFile("w+", prefix="lakescout-refresh-", suffix=".log", delete=False)
+            job_args += [f"--{name}", pattern]
     started = time.time()
-    result = None
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=env) as proc, \
-            RefreshDisplay(quiet=args.json) as display:
-        for line in proc.stdout:
+    with RefreshDisplay(quiet=args.json) as display:
+        def show(line: str) -> None:
             progress = Progress.parse(line)
             if progress is not None:
                 display.progress(progress)
@@ -56,15 +55,12 @@ def cmd_refresh(args) -> int:
                 display.note(line[len(NOTE):].rstrip())
             elif line.startswith('{"stage"'):
                 display.stage_finished(json.loads(line))
-            elif line.startswith("LAKESCOUT_RESULT "):
-                result = json.loads(line[len("LAKESCOUT_RESULT "):])
-    if result is not None and "refused" in result:
-        raise UsageError(result["refused"])
-    if proc.returncode != 0 or result is None or "failed_stage" in result:
-        log.seek(0)
-        tail = log.read()[-3000:]
+
+        done = launch("refresh", master, job_args, show)
+    result = done.result
+    if done.returncode != 0 or result is None or "failed_stage" in result:
         print(f"refresh failed{' in stage ' + result['failed_stage'] if result else ''}; "
-              f"the last snapshot still answers queries. Spark log: {log.name}\n{tail}", file=sys.stderr)
+              f"the last snapshot still answers queries. Spark log: {done.log}\n{done.log_tail()}", file=sys.stderr)
         return 1
     result["seconds"] = round(time.time() - started, 1)
     result.update(totals(result.get("stages", [])))

@@ -48,6 +48,11 @@ class LakeBuilder:
                 return rel
         raise ValueError(f"no free file name for {folder}/{stem}")
 
+    def reseeded(self, rng: np.random.Generator) -> "LakeBuilder":
+        """A builder of the same lake (manifest and used paths shared) drawing from ``rng``: a part of the lake added
+        later keeps its own random stream, so adding it leaves the rest of the lake as it was."""
+        return LakeBuilder(self.root, rng, self.manifest, self._paths)
+
     def choose_format(self) -> str:
         """CSV mostly, some TSV and semicolon files, a few Parquet files."""
         return _FORMAT_NAMES[int(self.rng.choice(len(_FORMAT_NAMES), p=_FORMAT_WEIGHTS))]

@@ -133,7 +133,7 @@ def generate_demo_lake(out_dir: str | Path, seed: int = 7, n_tables: int = 300, 
         attrs_of.setdefault(c["table"], set()).add(c["attribute"])
     good = [t["path"] for t in lake.manifest if t["role"] != "broken"]
     union = union_pairs(families, attrs_of, good, lake.rng)
-    numeric = write_numeric(LakeBuilder(root, np.random.default_rng([seed, 26]), lake.manifest, lake._paths),
+    numeric = write_numeric(lake.reseeded(np.random.default_rng([seed, 26])),
                             np.random.default_rng([seed, 27]))
     nary = _exhaustive_nary(root, lake.manifest, queries)
 

@@ -41,10 +41,6 @@ def _cities(rng, n):
     return [E.pick(rng, V.CITIES) for _ in range(n)]
 
 
-def _country_rows(rng, n):
-    return [E.pick(rng, V.COUNTRIES) for _ in range(n)]
-
-
 def _companies(rng, n):
     places = _cities(rng, n)
     return {"company": E.unique(rng, n, E.company), "industry": E.picks(rng, V.INDUSTRIES, n),

@@ -21,7 +21,9 @@ import re
 
 import pyarrow as pa
 
-_MONTHS = (
+#: Month names (full form, abbreviation alternatives): expanded here, and read by the date spans
+#: (:mod:`.spans`) and the segment rules (:mod:`discovery.segments`), which must know the same months.
+MONTHS = (
     ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may", "may"), ("june", "jun"),
     ("july", "jul"), ("august", "aug"), ("september", "sept|sep"), ("october", "oct"), ("november", "nov"),
     ("december", "dec"),
@@ -47,7 +49,7 @@ _ABBREVIATIONS = (
 
 def _lookup() -> dict[str, str]:
     table = {}
-    for full, abbr in _ABBREVIATIONS + _MONTHS:
+    for full, abbr in _ABBREVIATIONS + MONTHS:
         for alt in abbr.split("|"):
             table[alt.replace("\\", "")] = full
     return table
@@ -60,16 +62,20 @@ _ABBREVIATION = re.compile(
     r"(?<![\w'])(?:" + "|".join(re.escape(a) for a in _DOTTED) + r")|\b(?:" + "|".join(re.escape(a) for a in _PLAIN)
     + r")\b\.?")
 _AMPERSAND = re.compile(r" ?& ?")
-_MONTH_NUMBER = {full: number for number, (full, _) in enumerate(_MONTHS, start=1)}
-_MONTH = "|".join(full for full, _ in _MONTHS)
-_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH}) (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b")
-_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({_MONTH}),? (\d{{4}})\b")
+#: A full month name's number, and the alternation of the full names, as the date rules here and in :mod:`.spans`
+#: match them (after expansion, so only full names).
+MONTH_NUMBER = {full: number for number, (full, _) in enumerate(MONTHS, start=1)}
+MONTH_NAMES = "|".join(full for full, _ in MONTHS)
+_MONTH_DAY_YEAR = re.compile(rf"\b({MONTH_NAMES}) (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b")
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({MONTH_NAMES}),? (\d{{4}})\b")
 _YEAR_FIRST = re.compile(r"\b(\d{4})[/.-](\d{1,2})[/.-](\d{1,2})\b")
 _YEAR_LAST = re.compile(r"\b(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})\b")
 _NAME_WORD = r"[^\W\d_]+(?:[-'][^\W\d_]+)*\.?"
 _SUFFIX = r"(?:junior|senior|ii|iii|iv)"
 _SUFFIX_COMMA = re.compile(rf",? ({_SUFFIX})$", re.MULTILINE)
-_LAST_FIRST = re.compile(rf"^({_NAME_WORD}), ({_NAME_WORD}(?: {_NAME_WORD}){{0,2}}?)((?: {_SUFFIX})?)$", re.MULTILINE)
+#: "Last, First [Middle] [suffix]" on one line of the joined batch: reordered here, and recognised as a name (not a
+#: list of two segments) by :mod:`discovery.segments`.
+LAST_FIRST = re.compile(rf"^({_NAME_WORD}), ({_NAME_WORD}(?: {_NAME_WORD}){{0,2}}?)((?: {_SUFFIX})?)$", re.MULTILINE)
 _SPACES = re.compile(r"[ \t]{2,}")
 _EDGES = re.compile(r"^ +| +$", re.MULTILINE)
 
@@ -95,8 +101,8 @@ def canonicalize_text(text: str) -> str:
     """Canonicalise newline-separated normalised values (see the module docstring)."""
     text = _AMPERSAND.sub(" and ", text)
     text = _ABBREVIATION.sub(_expand, text)
-    text = _MONTH_DAY_YEAR.sub(lambda m: _iso(m.group(3), _MONTH_NUMBER[m.group(1)], int(m.group(2)), m.group()), text)
-    text = _DAY_MONTH_YEAR.sub(lambda m: _iso(m.group(3), _MONTH_NUMBER[m.group(2)], int(m.group(1)), m.group()), text)
+    text = _MONTH_DAY_YEAR.sub(lambda m: _iso(m.group(3), MONTH_NUMBER[m.group(1)], int(m.group(2)), m.group()), text)
+    text = _DAY_MONTH_YEAR.sub(lambda m: _iso(m.group(3), MONTH_NUMBER[m.group(2)], int(m.group(1)), m.group()), text)
     text = _YEAR_FIRST.sub(lambda m: _iso(m.group(1), int(m.group(2)), int(m.group(3)), m.group()), text)
     text = _YEAR_LAST.sub(_year_last, text)
     text = _SPACES.sub(" ", text)
@@ -116,7 +122,7 @@ def reorder_names(text: str) -> str:
     value alike, and the join encoder learns token order (:func:`.variations.token_order`).
     """
     text = _SUFFIX_COMMA.sub(r" \1", text)
-    return _LAST_FIRST.sub(lambda m: f"{m.group(2)} {m.group(1)}{m.group(3)}", text)
+    return LAST_FIRST.sub(lambda m: f"{m.group(2)} {m.group(1)}{m.group(3)}", text)
 
 
 def canonicalize_values(values: list[str | None]) -> list[str | None]:

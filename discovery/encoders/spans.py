@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import re
 
-from .canonical import _MONTH, _MONTH_NUMBER
+from .canonical import MONTH_NAMES, MONTH_NUMBER
 
 _TYPOGRAPHIC = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
 _DASH = "\\-" + _TYPOGRAPHIC  # a character-class body: the hyphen escaped, then the typographic dashes
 _WORDS = r"to|until|through|till"
 _OPEN = r"present|incumbent|today|now"
-_MONTH_YEAR = re.compile(rf"\b({_MONTH}),? (\d{{4}})(?![\d-])")
+_MONTH_YEAR = re.compile(rf"\b({MONTH_NAMES}),? (\d{{4}})(?![\d-])")
 _POINT = r"\d{4}(?:-(?:0[1-9]|1[0-2])(?:-(?:0[1-9]|[12]\d|3[01]))?)?"
 _SEP = rf"(?P<sep>[ \t]*;?[ \t]*[{_DASH}][ \t]*;?[ \t]*|[ \t]+(?:{_WORDS})[ \t]+|[ \t]*;[ \t]*)"
 _DATE_SPAN = re.compile(rf"(?<![\w.{_DASH}])(?P<a>{_POINT}){_SEP}(?P<b>{_POINT}|\d{{2}}|{_OPEN})(?![\w{_DASH}])")
@@ -61,7 +61,7 @@ def _date_span(m: re.Match) -> str:
 
 def canonicalize_spans(text: str) -> str:
     """Rewrite the spans of newline-separated canonicalised values (rules in the module docstring)."""
-    text = _MONTH_YEAR.sub(lambda m: f"{m.group(2)}-{_MONTH_NUMBER[m.group(1)]:02d}", text)
+    text = _MONTH_YEAR.sub(lambda m: f"{m.group(2)}-{MONTH_NUMBER[m.group(1)]:02d}", text)
     text = _DATE_SPAN.sub(_date_span, text)
     return _NUMBER_SPAN.sub(lambda m: f"{m.group('a')} - {m.group('b')}", text)
 

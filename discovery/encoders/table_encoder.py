@@ -204,7 +204,7 @@ def prepare_tables(encoder: Encoder, tables: list[RawTable], kinds: list[list[st
     return prepared
 
 
-def _two_pronged_loss(emb, partner, gamma: float, temperature: float):
+def two_pronged_loss(emb, partner, gamma: float, temperature: float):
     """Eq. 1-4: exclude latent positives (> gamma), keep the top half of the rest as hard negatives, InfoNCE."""
     import torch
 
@@ -290,7 +290,7 @@ def train_table_encoder(tables: list[RawTable], column_encoder: Encoder | None =
                 views += [_view(t, rng, config, positive=True) for t in batch]
                 n = len(batch)
                 partner = torch.cat([torch.arange(n, 2 * n), torch.arange(0, n)])
-                loss = _two_pronged_loss(model(views), partner, config.gamma, config.temperature)
+                loss = two_pronged_loss(model(views), partner, config.gamma, config.temperature)
                 if loss is not None:
                     opt.zero_grad()
                     loss.backward()
@@ -330,7 +330,7 @@ def _held_loss(model, views: list[np.ndarray], config: TableEncoderConfig) -> fl
         for c in chunks:
             m = len(c)
             partner = torch.cat([torch.arange(m, 2 * m), torch.arange(0, m)])
-            loss = _two_pronged_loss(model([views[i] for i in c] + [views[n + i] for i in c]), partner,
+            loss = two_pronged_loss(model([views[i] for i in c] + [views[n + i] for i in c]), partner,
                                      config.gamma, config.temperature)
             if loss is not None:
                 out.append(loss.item())

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.types as pat
 
 from ..config import Limits
-from .table import LakeFileError, ParsedTable, check_cell_lengths, dedupe_names, text_cells
+from .table import LakeFileError, ParsedTable, check_cell_lengths, dedupe_names, first_line, text_cells
 
 
 def schema_type(t: pa.DataType) -> str | None:
@@ -94,7 +94,7 @@ def take_rows(batches: Iterable[pa.RecordBatch | pa.Table], limit: int) -> tuple
     try:
         return pa.concat_tables(parts, promote_options="permissive"), more
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise LakeFileError(f"its parts have conflicting column types: {str(exc).splitlines()[0]}") from None
+        raise LakeFileError(f"its parts have conflicting column types: {first_line(exc)}") from None
 
 
 def parsed_from_arrow(table: pa.Table | None, schema: pa.Schema, limits: Limits, *, truncated: bool = False,

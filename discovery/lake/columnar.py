@@ -8,14 +8,11 @@ import pyarrow.parquet as pq
 from ..config import Limits
 from .arrow import parsed_from_arrow, take_rows
 from .source import BoundedFile, open_lake_file
-from .table import LakeFileError, ParsedTable
+from .table import LakeFileError, ParsedTable, first_line
 
 _BATCH_ROWS = 65_536
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).splitlines()[0].replace("Could not open Parquet input source '<Buffer>': ", "") if str(exc) \
-        else type(exc).__name__
+#: What pyarrow puts before its reason when it reads an open file; the message names the file itself.
+_BUFFER_PREFIX = "Could not open Parquet input source '<Buffer>': "
 
 
 def columnar_batches(fh, fmt: str):
@@ -38,7 +35,7 @@ def read_columnar(root: str, rel: str, fmt: str, limits: Limits) -> ParsedTable:
     except (pa.ArrowException, OSError, ValueError) as exc:
         if isinstance(exc, (FileNotFoundError, PermissionError)):
             raise
-        raise LakeFileError(f"unreadable {name}: {_first_line(exc)}") from None
+        raise LakeFileError(f"unreadable {name}: {first_line(exc).replace(_BUFFER_PREFIX, '')}") from None
     if len(schema) == 0:
         raise LakeFileError(f"{name} file has no columns")
     return parsed_from_arrow(table, schema, limits, truncated=more, total_rows=total)

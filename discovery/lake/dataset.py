@@ -23,7 +23,7 @@ from .columnar import columnar_batches
 from .formats import file_format, is_data_file, split_format
 from .jsonl import read_json
 from .source import open_lake_file
-from .table import LakeFileError, ParsedTable
+from .table import LakeFileError, ParsedTable, first_line
 from .text import read_text
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
@@ -81,7 +81,7 @@ def dataset_file_tables(root: str, rel: str, sub: str, kind: str, inner: str, li
     except (pa.ArrowException, OSError) as exc:
         if isinstance(exc, PermissionError):
             raise
-        raise LakeFileError(f"data file {sub!r} cannot be read: {str(exc).splitlines()[0]}") from None
+        raise LakeFileError(f"data file {sub!r} cannot be read: {first_line(exc)}") from None
 
 
 def read_dataset(root: str, rel: str, fmt: str, limits: Limits) -> ParsedTable:

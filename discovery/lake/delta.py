@@ -19,7 +19,7 @@ import pyarrow as pa
 from .. import storage
 from ..config import Limits
 from .arrow import parsed_from_arrow, take_rows
-from .table import LakeFileError, ParsedTable
+from .table import LakeFileError, ParsedTable, first_line
 
 
 def _open(root: str, rel: str):
@@ -29,12 +29,7 @@ def _open(root: str, rel: str):
     try:
         return DeltaTable(uri, storage_options=storage.delta_options(uri))
     except Exception as exc:  # delta-rs raises its own types for an unreadable log
-        raise LakeFileError(f"unreadable Delta log: {_first_line(exc)}") from None
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+        raise LakeFileError(f"unreadable Delta log: {first_line(exc)}") from None
 
 
 def delta_version(root: str, rel: str) -> tuple[str, str]:
@@ -52,7 +47,7 @@ def delta_version(root: str, rel: str) -> tuple[str, str]:
     except LakeFileError:
         raise
     except Exception as exc:
-        raise LakeFileError(f"unreadable Delta log: {_first_line(exc)}") from None
+        raise LakeFileError(f"unreadable Delta log: {first_line(exc)}") from None
     return f"delta:{h.hexdigest()}", str(dt.version())
 
 
@@ -67,5 +62,5 @@ def read_delta(root: str, rel: str, fmt: str, limits: Limits) -> ParsedTable:
     except LakeFileError:
         raise
     except Exception as exc:  # a data file the log names is missing or corrupt
-        raise LakeFileError(f"Delta table cannot be read: {_first_line(exc)}") from None
+        raise LakeFileError(f"Delta table cannot be read: {first_line(exc)}") from None
     return parsed_from_arrow(table, schema, limits, truncated=more)

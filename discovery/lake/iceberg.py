@@ -15,16 +15,11 @@ from __future__ import annotations
 import os
 
 from .. import storage
-from ..storage.walk import mtime_ns_of
 from ..config import Limits
+from ..storage.walk import mtime_ns_of
 from .arrow import parsed_from_arrow, take_rows
 from .formats import newest_iceberg_metadata
-from .table import LakeFileError, ParsedTable
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+from .table import LakeFileError, ParsedTable, first_line
 
 
 def _newest_metadata(root: str, rel: str) -> str:
@@ -65,7 +60,7 @@ def open_table(root: str, rel: str):
     except LakeFileError:
         raise
     except Exception as exc:
-        raise LakeFileError(f"unreadable Iceberg metadata: {_first_line(exc)}") from None
+        raise LakeFileError(f"unreadable Iceberg metadata: {first_line(exc)}") from None
 
 
 def iceberg_version(root: str, rel: str) -> str:
@@ -81,7 +76,7 @@ def read_iceberg(root: str, rel: str, fmt: str, limits: Limits) -> ParsedTable:
         batches = table.scan(limit=limits.max_rows + 1).to_arrow_batch_reader()
         rows, more = take_rows(batches, limits.max_rows)
     except Exception as exc:  # a manifest or data file the metadata names is missing or corrupt
-        raise LakeFileError(f"Iceberg table cannot be read: {_first_line(exc)}") from None
+        raise LakeFileError(f"Iceberg table cannot be read: {first_line(exc)}") from None
     return parsed_from_arrow(rows, schema, limits, truncated=more)
 
 
@@ -108,13 +103,13 @@ def list_catalog(root: str):
         identifiers = catalog.list_tables(namespace.strip("/"))
     except Exception as exc:
         raise FileNotFoundError(f"lake {root!r}: Iceberg catalog {name!r} cannot list namespace "
-                                f"{namespace!r}: {_first_line(exc)}") from None
+                                f"{namespace!r}: {first_line(exc)}") from None
 
     def location(ident) -> str:
         try:
             return catalog.load_table(ident).metadata_location
         except Exception as exc:  # listed now, read by the scan, which records why it fails
-            return f"unreadable: {_first_line(exc)}"
+            return f"unreadable: {first_line(exc)}"
 
     with ThreadPoolExecutor(_LOADS) as pool:
         for start in range(0, len(identifiers), _LOADS * 8):

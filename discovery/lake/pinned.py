@@ -30,7 +30,7 @@ from .dataset import data_files, dataset_file_tables
 from .formats import file_format
 from .reader import reader_for
 from .source import file_digest
-from .table import LakeFileError, ParsedTable
+from .table import LakeFileError, ParsedTable, first_line
 
 #: Rows of one chunk of a typed table.
 CHUNK_ROWS = 65_536
@@ -98,12 +98,7 @@ def _delta(table: PinnedTable):
         return DeltaTable(uri, version=int(table.version), storage_options=storage.delta_options(uri))
     except Exception as exc:  # delta-rs raises its own types
         raise LakeFileError(f"Delta version {table.version} of {table.path!r}, which snapshot {table.snapshot_id} "
-                            f"indexed, cannot be read: {_first_line(exc)}") from None
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+                            f"indexed, cannot be read: {first_line(exc)}") from None
 
 
 def _delta_dataset(dt):
@@ -156,7 +151,7 @@ def read_unit(table: PinnedTable, unit: dict, limits: Limits) -> Iterator[Parsed
     except (pa.ArrowException, OSError) as exc:
         if isinstance(exc, (FileNotFoundError, PermissionError)):
             raise LakeFileError(f"lake table {table.path!r} cannot be read now: {exc}") from None
-        raise LakeFileError(f"lake table {table.path!r} cannot be read now: {_first_line(exc)}") from None
+        raise LakeFileError(f"lake table {table.path!r} cannot be read now: {first_line(exc)}") from None
 
 
 def read_table(table: PinnedTable, limits: Limits) -> Iterator[ParsedTable]:
@@ -194,5 +189,5 @@ def _read_iceberg(table: PinnedTable, limits: Limits) -> Iterator[ParsedTable]:
         batches = ice.scan(snapshot_id=int(table.version)).to_arrow_batch_reader()
     except Exception as exc:
         raise LakeFileError(f"Iceberg snapshot {table.version} of {table.path!r}, which snapshot "
-                            f"{table.snapshot_id} indexed, cannot be read: {_first_line(exc)}") from None
+                            f"{table.snapshot_id} indexed, cannot be read: {first_line(exc)}") from None
     yield from _chunks(batches, schema, limits)

@@ -14,7 +14,7 @@ import os
 import zlib
 
 from .. import storage
-from .table import LakeFileError
+from .table import LakeFileError, first_line
 
 
 def join_lake_path(root: str, rel: str) -> str:
@@ -112,8 +112,7 @@ def read_bounded(stream, limit: int, what: str = "file", compressed: bool = Fals
     except (EOFError, zlib.error, OSError, lzma.LZMAError, ValueError) as exc:
         if not compressed or isinstance(exc, (FileNotFoundError, PermissionError)):
             raise
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise LakeFileError(f"compressed content is damaged or cut short: {reason}") from None
+        raise LakeFileError(f"compressed content is damaged or cut short: {first_line(exc)}") from None
 
 
 def file_digest(root: str, rel: str) -> str:

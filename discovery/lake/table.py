@@ -33,6 +33,16 @@ class LakeFileError(ValueError):
         return type(self), (self.reason, self.examples)
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (its type's name when it has none), as a reason a lake table is refused.
+
+    The libraries that read lake tables (pyarrow, delta-rs, pyiceberg) add lines of context to their errors -- a
+    backtrace, a list of paths, at times the bytes they stopped at -- that belong in no catalog row or served
+    message."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
 @dataclass
 class ParsedTable:
     names: list[str]

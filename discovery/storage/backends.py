@@ -4,7 +4,9 @@ A backend is what differs between a local folder and object storage, and nothing
 handle (fsspec, for listing and streaming reads) and a pyarrow one, what delta-rs needs, how a whole tree is listed
 (a folder at a time locally, one paged recursive LIST on S3), how a file is created only if absent and replaced whole
 (the warehouse lease's two atomic steps), and how a folder written locally is put in place (a rename, or an upload
-with its completion marker last) and brought back to a local folder a process can map.  Callers hold locations as
+with its completion marker last) and brought back to a local folder a process can map.  The walk (numpy and
+pyarrow) is imported when a tree is asked for, so naming a backend, as the CLI does before its first line, is
+cheap.  Callers hold locations as
 strings and ask :func:`backend`; they never test a scheme themselves (:mod:`.uri` holds the only tests).
 
 Adding a storage is one :class:`Backend` subclass and one :func:`register` call (``tests/test_storage_backends.py``
@@ -20,13 +22,10 @@ import threading
 import uuid
 from functools import lru_cache
 
-import pyarrow as pa
-
 from .credentials import Credentials, credentials
 from .errors import explain
 from .folders import MARKER, download_folder, publish_folder, upload_folder
 from .uri import bucket, delta_uri, is_catalog, join, local_path, scheme
-from .walk import LocalTree, SortedTree, Tree, mtime_ns_of
 
 #: Keys asked for per LIST request of an S3 listing (the most S3 returns).
 PAGE = 1000
@@ -52,6 +51,7 @@ class Backend:
     def arrow_filesystem(self, uri: str):
         """(pyarrow filesystem, path): pyarrow's own filesystem for the scheme when it has one (it reads the same
         ``AWS_*`` variables and streams Parquet faster than a wrapper), else the fsspec one wrapped."""
+        import pyarrow as pa
         import pyarrow.fs as pafs
 
         try:
@@ -82,6 +82,8 @@ class Backend:
     def pages(self, uri: str):
         """Pages of (key relative to ``uri``, size, mtime_ns) of every object under ``uri``: fsspec's ``find``, one
         page (folder markers, keys ending in ``/``, are not objects)."""
+        from .walk import mtime_ns_of
+
         fs, base = self.filesystem(uri)
         page = []
         for full, info in fs.find(base, detail=True, withdirs=False).items():
@@ -91,8 +93,11 @@ class Backend:
                 page.append((rel, int(info.get("size") or 0), mtime_ns_of(mtime)))
         yield page
 
-    def tree(self, root: str, check: bool = True) -> Tree:
-        """The tree under ``root``, from one listing; FileNotFoundError when nothing is there."""
+    def tree(self, root: str, check: bool = True):
+        """The tree under ``root`` (:class:`.walk.Tree`), from one listing; FileNotFoundError when nothing is
+        there."""
+        from .walk import SortedTree
+
         if check:
             self.check(root, "lake")
         tree = SortedTree.of(self.pages(root))
@@ -102,8 +107,10 @@ class Backend:
                 raise FileNotFoundError(f"lake {root!r} does not exist")
         return tree
 
-    def subtree(self, root: str, name: str) -> Tree:
+    def subtree(self, root: str, name: str):
         """A tree of ``root`` that holds the folder ``name`` and what is below it (one listing of that prefix)."""
+        from .walk import SortedTree
+
         return SortedTree.of([(f"{name}/{key}", size, mtime) for key, size, mtime in page]
                              for page in self.pages(join(root, name)))
 
@@ -168,6 +175,8 @@ class S3Backend(Backend):
         return credentials().delta_options()
 
     def pages(self, uri: str):
+        from .walk import mtime_ns_of
+
         _, base = self.filesystem(uri)
         name, _, key = base.partition("/")
         prefix = f"{key.strip('/')}/" if key.strip("/") else ""
@@ -208,13 +217,17 @@ class LocalBackend(Backend):
     def check(self, uri: str, what: str) -> None:
         """Nothing to reach: a local path's readers say what is missing."""
 
-    def tree(self, root: str, check: bool = True) -> Tree:
+    def tree(self, root: str, check: bool = True):
+        from .walk import LocalTree
+
         root = local_path(root)
         if not os.path.isdir(root):
             raise FileNotFoundError(f"lake folder {root!r} does not exist or is not a folder")
         return LocalTree(root)
 
-    def subtree(self, root: str, name: str) -> Tree:
+    def subtree(self, root: str, name: str):
+        from .walk import LocalTree
+
         return LocalTree(local_path(root))
 
     def create_exclusive(self, uri: str, data: bytes) -> None:

@@ -1,39 +1,25 @@
-"""In-memory union-search index over one snapshot, and the search methods.
+"""In-memory union-search index over one snapshot, and the choice of search method (one module per family).
 
 :meth:`UnionIndex.build` turns the snapshot's arrays (column vectors, centroids, Algorithm 1 partitions, table vectors)
 into query-ready structures once; every query reuses them.  Column vectors are stored grouped by table and, within a
 table, by partition, so a partition's members are a contiguous run and Algorithm 3 reads them with one reduction.
 
-* ``exact``  - U(V_Q, V_i, tau) of Definition 5 for every table: one blocked BLAS product with the whole lake, then
-  only the admissible pairs; tables without one score 0 and need nothing more (see ``scoring``).
+* ``exact``  - U(V_Q, V_i, tau) of Definition 5 for every table (:mod:`.exact`).
 * ``pgtus++`` (default), ``pgtus`` - exact's top-k through PGTUS's stages, with candidate generation that cannot miss:
-  1. bound every table from the cones (``cones``): every column's angle to its anchor (a k-means split of its base
-     centroid) and the query's best cosine with each anchor give an upper bound of the table's score in a few passes
-     over the columns, with no column similarity; tables whose bound is 0 hold no admissible pair;
-  2. stream the others best first, in batches of doubling size, through member-level Algorithm 3 bounds into EBBP
-     (Alg. 5, ``pgtus++``) or BBP (Alg. 4, ``pgtus``), and stop as soon as the next cone bound is below the pruner's
-     floor (the k-th exact score, or for EBBP also the k-th lower bound).  Only the first batch is picked from all
-     tables; it sets the floor, and only the tables still reaching it are sorted.
-  Where the cones do not narrow the lake (weakly clustered columns: on UGEN-V1 the cone bounds of 96% of the tables
-  reach the k-th score), comparing the reachable tables' columns one batch at a time would cost more than one
-  product with the whole lake, so when the tables reaching the floor the first batch's lower bounds set hold more
-  than ``CONE_WORK_SHARE`` of the lake's columns, the lake is scored as ``exact`` does (before any exact matching).
-  Either way the answer is exact's top-k, scores and ties (by table id) included, so it holds k tables whenever k
-  tables have an admissible pair.
-* ``pgtus++-approx`` - the paper's candidate generation: HNSW over centroids, the top-phi_c centroids per query
-  column, refinement (Alg. 2) to the phi_ref best tables (ties at the cut kept), then bounds and EBBP.  Refinement
-  sums centroid-query similarities, so it ranks by centroid proximity rather than by Definition 5, and its cut loses
-  answers where columns cluster weakly (recall@10 against ``exact`` 0.93 on UGEN-V1 at the defaults).  When its
-  candidates hold fewer than k unionable tables it answers with exact's top-k, so it too returns k tables whenever
-  k tables have an admissible pair.
-* ``starmie`` - HNSW over all column vectors, candidate tables from every query column's k' nearest columns, bounds
-  with every column its own partition, BBP, exact scores (the baseline of the PGTUS paper).
-* ``tactus`` - table-vector HNSW for the top-3k tables, adaptive cut, dual-evidence rerank (TACTUS Alg. 2).
+  cone bounds, a best-first stream through Algorithm 3 bounds into EBBP (Alg. 5) or BBP (Alg. 4), and ``exact``
+  where the cones do not narrow the lake (:mod:`.pgtus`).  The answer is exact's top-k, scores and ties (by table
+  id) included, so it holds k tables whenever k tables have an admissible pair.
+* ``pgtus++-approx`` - the paper's candidate generation: HNSW over centroids and refinement (Alg. 2), then bounds
+  and EBBP (:mod:`.approximate`; recall@10 against ``exact`` 0.93 on UGEN-V1 at the defaults); exact's top-k when
+  its candidates hold fewer than k unionable tables.
+* ``starmie`` - HNSW over all column vectors, per-column bounds, BBP, exact scores (the baseline of the PGTUS
+  paper; :mod:`.approximate`).
+* ``tactus`` - table-vector HNSW for the top-3k tables, adaptive cut, dual-evidence rerank (TACTUS Alg. 2;
+  :mod:`.tactus`).
 
 All but ``tactus`` return exact Definition 5 scores; the pruning is exact over the candidates, so only
 ``pgtus++-approx`` and ``starmie`` can miss, through candidate generation.  Tables scoring 0 (no admissible pair) are
-never returned.  Ties rank by table id.  HNSW indexes use M = 16 and efConstruction = 200 (the paper's setting) and
-are built on the first query that needs them.
+never returned.  Ties rank by table id.  HNSW graphs (:mod:`.hnsw`) are built on the first query that needs them.
 
 Pruning keeps ``phi_r`` tables in H.  In the paper phi_r (3k) sizes a pool ranked by approximate scores and re-ranked
 exactly afterwards; here H holds exact Definition 5 scores, so the top-k of the top-phi_r is the top-k for every
@@ -50,53 +36,32 @@ the generated 100k-table lake (benchmarks/union.py); k' = 10k for Starmie
 """
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Callable
-
 import hnswlib
 import numpy as np
 
-from .cones import build_cones, directions
+from .approximate import APPROXIMATE, approximate_search, starmie_search
+from .cones import build_cones
 from .csr import expand_ranges, offsets_from_counts, offsets_from_owners
+from .exact import exact_search
+from .hnsw import hnsw
 from .matching import unit_rows
 from .partitioning import PartitionArrays
-from .pruning import BasePruner, EnhancedPruner, base_prune, enhanced_prune, stream_prune
-from .refinement import refine
-from .results import Alignment, SearchStats, UnionResult, UnionSearch
-from .scoring import CandidateSet, exhaustive_scores
-from .tactus import DEFAULT_TAU_ABS, DEFAULT_TAU_DROP, adaptive_cut, alignment_scores
+from .pgtus import pgtus_search
+from .pruning import BasePruner, EnhancedPruner
+from .results import Alignment, UnionSearch
+from .scoring import CandidateSet
+from .tactus import DEFAULT_TAU_ABS, DEFAULT_TAU_DROP, tactus_search
 
-METHODS = ("pgtus++", "pgtus", "pgtus++-approx", "starmie", "tactus", "exact")
-APPROXIMATE = "pgtus++-approx"
+METHODS = ("pgtus++", "pgtus", APPROXIMATE, "starmie", "tactus", "exact")
 ARRIVALS = ("ranked", "table_id")
 DEFAULT_TAU = 0.4
 DEFAULT_PHI_C = 1
 DEFAULT_PHI_REF_PER_K = 3
 DEFAULT_K_PRIME_PER_K = 10
-HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 200
-#: candidates in the first batch of the best-first stream: at least 2 phi_r and FIRST_SHARE of the reachable tables;
-#: later batches double.  The first batch sets the floor that decides whether the stream pays; picked from the 20
-#: best cone bounds, it left the floor far below the k-th score on some queries of the generated 100k-table lake
-#: (0.97 against 3.68), from the best 1% it reached the k-th score on all 20 queries inspected.
-FIRST_BATCH = 16
-FIRST_SHARE = 0.01
-#: share of the lake's columns the stream may compare with the query.  Beyond it the lake is scored exhaustively, as
-#: ``exact`` does: a streamed column costs about three times what a column of the lake-wide product costs (gathered
-#: rows, member bounds), and the cone bounds about a fifth of the product (generated 100k-table lake).
-CONE_WORK_SHARE = 0.2
-
-def _hnsw(vectors: np.ndarray, space: str, threads: int) -> hnswlib.Index:
-    index = hnswlib.Index(space=space, dim=vectors.shape[1])
-    index.init_index(max_elements=max(1, len(vectors)), M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
-                     random_seed=0)
-    index.add_items(vectors, np.arange(len(vectors)), num_threads=threads)
-    return index
-
-
-def _knn(index: hnswlib.Index, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    index.set_ef(max(k, 64))
-    return index.knn_query(query, k=k, num_threads=1)
+#: The HNSW graphs a query may need: what each is built over, its hnswlib space, whether it is built on the index's
+#: threads (the centroid graph is small).
+GRAPHS = {"centroids": ("centroids", "l2", False), "columns": ("vectors", "ip", True),
+          "tables": ("table_vectors", "ip", True)}
 
 
 class UnionIndex:
@@ -148,16 +113,21 @@ class UnionIndex:
             tv = np.zeros((len(self.table_ids), np.asarray(table_vectors).shape[1]), dtype=np.float32)
             tv[tix] = unit_rows(table_vectors)
             self.table_vectors = tv
-        self._centroid_index = None
-        self._column_index = None
-        self._table_index = None
+        self._graphs = {}
         return self
 
     @property
     def graphs(self) -> int:
         """HNSW graphs built so far: they are built on the first query that needs them, after the index was cached
         and measured, so a service re-measures its cache entry when this changes."""
-        return sum(g is not None for g in (self._centroid_index, self._column_index, self._table_index))
+        return len(self._graphs)
+
+    def graph(self, kind: str) -> hnswlib.Index:
+        """The HNSW graph ``kind`` of :data:`GRAPHS`, built on first use."""
+        if kind not in self._graphs:
+            attribute, space, threaded = GRAPHS[kind]
+            self._graphs[kind] = hnsw(getattr(self, attribute), space, self.threads if threaded else 1)
+        return self._graphs[kind]
 
     def _tix(self, ids: np.ndarray) -> np.ndarray:
         """Internal table index of every table id, -1 where unknown."""
@@ -212,9 +182,9 @@ class UnionIndex:
     def table_count(self) -> int:
         return len(self.table_ids)
 
-    # candidates and exact scoring -------------------------------------------------------------------------------
+    # candidates and exact scoring, shared by the methods -------------------------------------------------------------
 
-    def _candidates(self, query: np.ndarray, tau: float, tix: np.ndarray, partitioned: bool = True,
+    def candidates(self, query: np.ndarray, tau: float, tix: np.ndarray, partitioned: bool = True,
                     q_codes: np.ndarray | None = None) -> CandidateSet:
         """Similarities of the query with every column of the candidate tables ``tix`` in one product; partitions
         are Algorithm 1's, or every column its own (``partitioned=False``, Starmie's bounds)."""
@@ -229,20 +199,22 @@ class UnionIndex:
         c_codes = None if q_codes is None or self.quantities is None else self.quantities[rows]
         return CandidateSet(query, self.vectors[rows], col_offsets, part_starts, part_offsets, tau, q_codes, c_codes)
 
-    def _candidate_bounds(self, query: np.ndarray, tau: float, tix: np.ndarray,
-                          q_codes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def candidate_bounds(self, query: np.ndarray, tau: float, tix: np.ndarray,
+                         q_codes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """MWMTO (lower, upper) bounds of the tables ``tix``."""
-        return self._candidates(unit_rows(query), tau, np.asarray(tix, dtype=np.int64), q_codes=q_codes).bounds()
+        return self.candidates(unit_rows(query), tau, np.asarray(tix, dtype=np.int64), q_codes=q_codes).bounds()
 
-    def _alignment(self, tix: int, pairs: Alignment) -> Alignment:
+    def alignment(self, tix: int, pairs: Alignment) -> Alignment:
+        """A matching's (query column, candidate column position, similarity) pairs of table ``tix`` with the
+        candidate's column ordinals."""
         ords = self.ordinals[self.col_offsets[tix]:self.col_offsets[tix + 1]]
         return tuple((q, int(ords[c]), s) for q, c, s in pairs)
 
-    def _score(self, query: np.ndarray, tix: int, tau: float,
-               q_codes: np.ndarray | None = None) -> tuple[float, Alignment]:
+    def score(self, query: np.ndarray, tix: int, tau: float,
+              q_codes: np.ndarray | None = None) -> tuple[float, Alignment]:
         """U(V_Q, V_tix, tau) and its alignment for one table."""
-        m = self._candidates(unit_rows(query), tau, np.array([tix], dtype=np.int64), q_codes=q_codes).match(0)
-        return m.score, self._alignment(tix, m.pairs)
+        m = self.candidates(unit_rows(query), tau, np.array([tix], dtype=np.int64), q_codes=q_codes).match(0)
+        return m.score, self.alignment(tix, m.pairs)
 
     # methods ------------------------------------------------------------------------------------------------------
 
@@ -282,168 +254,14 @@ class UnionIndex:
         q_codes = (None if query_quantities is None or self.quantities is None
                    else np.asarray(query_quantities, dtype=np.int16))
         if method == "exact":
-            return self._exact(query, k, tau, exclude, q_codes)
+            return exact_search(self, query, k, tau, exclude, q_codes)
         if method == "tactus":
-            return self._tactus(query, k, exclude, query_table_vector, tau_abs, tau_drop)
+            return tactus_search(self, query, k, exclude, query_table_vector, tau_abs, tau_drop)
         if method == "starmie":
             k_prime = DEFAULT_K_PRIME_PER_K * k if k_prime is None else k_prime
-            return self._starmie(query, k, tau, phi_r, k_prime, exclude, arrival, q_codes)
+            return starmie_search(self, query, k, tau, phi_r, k_prime, exclude, arrival, q_codes)
         if method == APPROXIMATE:
             phi_ref = DEFAULT_PHI_REF_PER_K * k if phi_ref is None else phi_ref
-            return self._approximate(query, k, tau, phi_c, phi_ref, phi_r, exclude, arrival, q_codes)
-        return self._pgtus(query, k, tau, phi_r, exclude, EnhancedPruner if method == "pgtus++" else BasePruner,
-                           method, arrival, q_codes)
-
-    def _exact(self, query: np.ndarray, k: int, tau: float, exclude: int,
-               q_codes: np.ndarray | None = None) -> UnionSearch:
-        found = exhaustive_scores(query, self.vectors, self.col_table, self.col_offsets, tau, q_codes,
-                                  None if q_codes is None else self.quantities)
-        keep = (found.scores > 0) & (found.tables != exclude)
-        tables, scores = found.tables[keep], found.scores[keep]
-        top = np.lexsort((self.table_ids[tables], -scores))[:k]
-        results = []
-        for i in top:
-            t = int(tables[i])
-            m = found.match(t, self.col_offsets)
-            results.append(UnionResult(int(self.table_ids[t]), float(scores[i]), self._alignment(t, m.pairs)))
-        stats = SearchStats("exact", len(self.table_ids) - (exclude >= 0), int(keep.sum()), int(keep.sum()),
-                            found.solved)
-        return UnionSearch(results, stats, "unionability")
-
-    def _pruned(self, method: str, cands: CandidateSet, tix: np.ndarray, prune: Callable, k: int, phi_r: int,
-                arrival: str) -> UnionSearch:
-        """Bounds, pruning and exact scores over candidates ``tix`` (ranked by candidate generation)."""
-        lower, upper = cands.bounds()
-        live = np.flatnonzero(upper > 0)
-        if arrival == "table_id":
-            live = live[np.argsort(tix[live], kind="stable")]
-
-        def scorer(i: int):
-            m = cands.match(int(i))
-            return m.score, m.pairs
-
-        ranked, exact = prune(live, lower, upper, self.table_ids[tix], scorer, phi_r)
-        results = [UnionResult(int(self.table_ids[tix[r.candidate]]), r.score,
-                               self._alignment(int(tix[r.candidate]), r.payload))
-                   for r in ranked[:k] if r.score > 0]
-        stats = SearchStats(method, len(tix), len(ranked), exact, cands.solved, len(tix))
-        return UnionSearch(results, stats, "unionability")
-
-    def _pgtus(self, query, k, tau, phi_r, exclude, pruner_type, method, arrival, q_codes=None) -> UnionSearch:
-        """Exact top-k: every table the cones leave reachable, streamed best first by its cone bound through the
-        pruner; the lake is scored exhaustively instead when the stream would compare the query with more than
-        ``CONE_WORK_SHARE`` of the lake's columns."""
-        keys = self.cones.table_bounds(directions(query), tau)
-        if exclude >= 0:
-            keys[exclude] = 0.0
-        tix = np.flatnonzero(keys > 0)  # candidate c is table tix[c]; ascending, so ties by candidate are by id
-        ranked_arrival = arrival == "ranked"
-        cone_upper = keys[tix]
-        ties = self.table_ids[tix]
-        batch_of = np.zeros(len(tix), dtype=np.int64)
-        slot = np.zeros(len(tix), dtype=np.int64)
-        batches: list[CandidateSet] = []
-
-        def materialise(cands: np.ndarray) -> list[tuple[int, float, float]]:
-            batch = self._candidates(query, tau, tix[cands], q_codes=q_codes)
-            batch_of[cands], slot[cands] = len(batches), np.arange(len(cands))
-            batches.append(batch)
-            lower, upper = batch.bounds(pruner.floor())
-            upper = np.minimum(upper, cone_upper[cands])
-            feed = np.lexsort((ties[cands], -upper)) if ranked_arrival else np.arange(len(cands))
-            # below the floor the pruner would drop them unscored, and their lower bounds could not raise the floor
-            feed = feed[(upper[feed] > 0) & (upper[feed] >= pruner.floor())]
-            return [(int(cands[i]), float(lower[i]), float(upper[i])) for i in feed.tolist()]
-
-        def scorer(c: int):
-            m = batches[batch_of[c]].match(int(slot[c]))
-            return m.score, m.pairs
-
-        pruner = pruner_type(phi_r, ties, scorer)
-        if ranked_arrival:
-            columns = self.col_offsets[tix + 1] - self.col_offsets[tix]
-            first = max(FIRST_BATCH, 2 * phi_r, int(FIRST_SHARE * len(tix)))
-            bounded, settled = stream_prune(pruner, cone_upper, materialise, first, columns,
-                                            CONE_WORK_SHARE * len(self.vectors))
-        else:
-            for c, lower, upper in materialise(np.arange(len(tix))):
-                pruner.offer(c, lower, upper)
-            bounded, settled = len(tix), True
-        stats = SearchStats(method, len(tix), 0, pruner.exact, sum(b.solved for b in batches), bounded)
-        if not settled:
-            return self._exhaustive(query, k, tau, exclude, stats, q_codes)
-        ranked = pruner.finish()
-        results = [UnionResult(int(ties[r.candidate]), r.score, self._alignment(int(tix[r.candidate]), r.payload))
-                   for r in ranked[:k] if r.score > 0]
-        stats = replace(stats, candidates_after_pruning=len(ranked), exact_matchings=pruner.exact,
-                        assignments_solved=sum(b.solved for b in batches))
-        return UnionSearch(results, stats, "unionability")
-
-    def _exhaustive(self, query, k, tau, exclude, spent: SearchStats, q_codes=None) -> UnionSearch:
-        """``exact``'s answer, reported under ``spent.method`` with the work already ``spent`` added."""
-        found = self._exact(query, k, tau, exclude, q_codes)
-        done = found.stats
-        stats = replace(spent, exhaustive=True, candidates_after_refinement=done.candidates_after_refinement,
-                        candidates_after_pruning=done.candidates_after_pruning,
-                        exact_matchings=spent.exact_matchings + done.exact_matchings,
-                        assignments_solved=spent.assignments_solved + done.assignments_solved)
-        return UnionSearch(found.results, stats, found.score_kind)
-
-    def _approximate(self, query, k, tau, phi_c, phi_ref, phi_r, exclude, arrival, q_codes=None) -> UnionSearch:
-        """The paper's candidate generation (HNSW over centroids, Algorithm 2), then bounds and EBBP; exact's answer
-        when its candidates hold fewer than k unionable tables."""
-        if self._centroid_index is None:
-            self._centroid_index = _hnsw(self.centroids, "l2", 1)
-        labels, _ = _knn(self._centroid_index, query, min(phi_c, len(self.centroids)))
-        labels = labels.astype(np.int64)
-        pair_sims = np.einsum("qd,qpd->qp", query.astype(np.float64), self.centroids[labels].astype(np.float64))
-        tix, _ = refine(labels, pair_sims, self.iw_offsets, self.iw_tables, self.iw_counts, phi_ref, exclude)
-        found = self._pruned(APPROXIMATE, self._candidates(query, tau, tix, q_codes=q_codes), tix, enhanced_prune, k,
-                             phi_r, arrival)
-        if len(found.results) == k:
-            return found
-        return self._exhaustive(query, k, tau, exclude, found.stats, q_codes)
-
-    def _starmie(self, query, k, tau, phi_r, k_prime, exclude, arrival, q_codes=None) -> UnionSearch:
-        if self._column_index is None:
-            self._column_index = _hnsw(self.vectors, "ip", self.threads)
-        labels, dist = _knn(self._column_index, query, min(k_prime, len(self.vectors)))
-        tables = self.col_table[labels.reshape(-1)]
-        sims = 1.0 - dist.reshape(-1).astype(np.float64)
-        order = np.lexsort((tables, -sims))
-        tix = tables[order][np.sort(np.unique(tables[order], return_index=True)[1])]
-        tix = tix[tix != exclude]
-        return self._pruned("starmie", self._candidates(query, tau, tix, partitioned=False, q_codes=q_codes), tix,
-                            base_prune, k, phi_r, arrival)
-
-    def _tactus(self, query, k, exclude, query_table_vector, tau_abs, tau_drop) -> UnionSearch:
-        if self.table_vectors is None:
-            raise ValueError("tactus needs table vectors; this snapshot has none")
-        if query_table_vector is None:
-            raise ValueError("tactus needs the query's table vector")
-        tq = unit_rows(np.asarray(query_table_vector, dtype=np.float32).reshape(1, -1))
-        if self._table_index is None:
-            self._table_index = _hnsw(self.table_vectors, "ip", self.threads)
-        n_init = min(3 * k + (exclude >= 0), len(self.table_ids))
-        labels, dist = _knn(self._table_index, tq, n_init)
-        tix = labels[0].astype(np.int64)
-        mu_t = 1.0 - dist[0].astype(np.float64)
-        keep = tix != exclude
-        tix, mu_t = tix[keep][:3 * k], mu_t[keep][:3 * k]
-        order = np.lexsort((self.table_ids[tix], -mu_t))
-        tix, mu_t = tix[order], mu_t[order]
-        cut = adaptive_cut(mu_t, k, tau_abs, tau_drop)
-        pool, mu_t = tix[:cut], mu_t[:cut]
-        if len(pool) == 0:
-            return UnionSearch([], SearchStats("tactus", len(tix), 0, 0), "dual_evidence")
-        c_pos, c_owner = expand_ranges(self.col_offsets, pool)
-        offsets = offsets_from_owners(c_owner, len(pool))
-        mu_a, best_pos, best_sim = alignment_scores(query, self.vectors[c_pos], offsets)
-        mu = mu_t + mu_a
-        rank = np.lexsort((self.table_ids[pool], -mu))[:k]
-        results = []
-        for i in rank:
-            rows = self.col_offsets[pool[i]] + best_pos[:, i]
-            alignment = tuple((q, int(self.ordinals[rows[q]]), float(best_sim[q, i])) for q in range(len(query)))
-            results.append(UnionResult(int(self.table_ids[pool[i]]), float(mu[i]), alignment))
-        return UnionSearch(results, SearchStats("tactus", len(tix), len(pool), 0), "dual_evidence")
+            return approximate_search(self, query, k, tau, phi_c, phi_ref, phi_r, exclude, arrival, q_codes)
+        return pgtus_search(self, query, k, tau, phi_r, exclude, EnhancedPruner if method == "pgtus++" else BasePruner,
+                            method, arrival, q_codes)

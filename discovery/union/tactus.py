@@ -14,6 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .csr import expand_ranges, offsets_from_owners
+from .hnsw import knn
+from .matching import unit_rows
+from .results import SearchStats, UnionResult, UnionSearch
+
 DEFAULT_TAU_ABS = 0.5
 DEFAULT_TAU_DROP = 0.2
 
@@ -51,3 +56,37 @@ def alignment_scores(query_vectors: np.ndarray, column_vectors: np.ndarray,
     rows = np.nonzero(hit)
     np.minimum.at(first, (rows[0], owner[rows[1]]), position[rows[1]])
     return best.mean(axis=0), first, best
+
+
+def tactus_search(index, query: np.ndarray, k: int, exclude: int, query_table_vector: np.ndarray | None,
+                  tau_abs: float, tau_drop: float) -> UnionSearch:
+    """TACTUS Alg. 2 over :class:`~.search.UnionIndex` ``index``: the top-3k tables by table vector (HNSW), the
+    adaptive cut, and the rerank by mu_T + mu_A, leaving out table position ``exclude`` (-1: none)."""
+    if index.table_vectors is None:
+        raise ValueError("tactus needs table vectors; this snapshot has none")
+    if query_table_vector is None:
+        raise ValueError("tactus needs the query's table vector")
+    tq = unit_rows(np.asarray(query_table_vector, dtype=np.float32).reshape(1, -1))
+    n_init = min(3 * k + (exclude >= 0), len(index.table_ids))
+    labels, dist = knn(index.graph("tables"), tq, n_init)
+    tix = labels[0].astype(np.int64)
+    mu_t = 1.0 - dist[0].astype(np.float64)
+    keep = tix != exclude
+    tix, mu_t = tix[keep][:3 * k], mu_t[keep][:3 * k]
+    order = np.lexsort((index.table_ids[tix], -mu_t))
+    tix, mu_t = tix[order], mu_t[order]
+    cut = adaptive_cut(mu_t, k, tau_abs, tau_drop)
+    pool, mu_t = tix[:cut], mu_t[:cut]
+    if len(pool) == 0:
+        return UnionSearch([], SearchStats("tactus", len(tix), 0, 0), "dual_evidence")
+    c_pos, c_owner = expand_ranges(index.col_offsets, pool)
+    offsets = offsets_from_owners(c_owner, len(pool))
+    mu_a, best_pos, best_sim = alignment_scores(query, index.vectors[c_pos], offsets)
+    mu = mu_t + mu_a
+    rank = np.lexsort((index.table_ids[pool], -mu))[:k]
+    results = []
+    for i in rank:
+        rows = index.col_offsets[pool[i]] + best_pos[:, i]
+        alignment = tuple((q, int(index.ordinals[rows[q]]), float(best_sim[q, i])) for q in range(len(query)))
+        results.append(UnionResult(int(index.table_ids[pool[i]]), float(mu[i]), alignment))
+    return UnionSearch(results, SearchStats("tactus", len(tix), len(pool), 0), "dual_evidence")

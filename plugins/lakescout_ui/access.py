@@ -7,17 +7,16 @@ route asks (without a team: the page is not part of a team's bundle).
 """
 from __future__ import annotations
 
-import os
-
 from airflow.api_fastapi.app import get_auth_manager
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
+from discovery.config import default_warehouse
 from discovery.store import Warehouse
 
 BATCH_DAG = "query_batch"
 
 
 def warehouse() -> Warehouse:
-    return Warehouse(os.environ.get("LAKESCOUT_WAREHOUSE", os.path.abspath("warehouse")))
+    return Warehouse(default_warehouse())
 
 
 def may_search(user) -> bool:

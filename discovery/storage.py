@@ -170,7 +170,7 @@ def arrow_filesystem(uri: str):
     import pyarrow.fs as pafs
 
     if not is_remote(uri):
-        return pafs.LocalFileSystem(), filesystem(uri)[1]
+        return pafs.LocalFileSystem(), local_path(uri)  # not through fsspec: every query opens a warehouse
     try:
         return pafs.FileSystem.from_uri(delta_uri(uri))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

@@ -1,4 +1,5 @@
-"""What a query loads: the cold CLI path imports no training or Spark stack, the join encoder's weights are read once
+"""What a query loads: the cold CLI path imports no training, Spark or object-storage stack and reads with the system
+allocator as Arrow's pool (:mod:`discovery.allocator`), the join encoder's weights are read once
 and then mapped, numba's cache (empty, filled, or filled by the install-time warm-up) never changes an answer, and a
 warm ``discovery.open`` answers its second query without reading the index tables again.
 
@@ -46,7 +47,9 @@ from discovery import cli
 out, sys.stdout = sys.stdout, io.StringIO()
 code = cli.main(sys.argv[1:] + ["--json"])
 answer, sys.stdout = sys.stdout.getvalue(), out
-print(json.dumps({"code": code, "answer": json.loads(answer), "modules": sorted(sys.modules), "compiles": compiles}))
+import pyarrow as pa
+print(json.dumps({"code": code, "answer": json.loads(answer), "modules": sorted(sys.modules), "compiles": compiles,
+                  "arrow_pool": pa.default_memory_pool().backend_name}))
 sys.stdout.flush()
 os._exit(0)  # as the console script leaves (discovery.cli.entry): no interpreter finalisation under Arrow's threads
 """
@@ -80,8 +83,10 @@ def test_a_cli_query_imports_no_training_or_spark_stack(warehouse, kind):
     got = _run(kind, warehouse)
     assert got["answer"]["results"], got["answer"]
     loaded = set(got["modules"])
-    for heavy in ("torch", "pyspark", "sklearn", "sentence_transformers", "airflow"):
+    for heavy in ("torch", "pyspark", "sklearn", "sentence_transformers", "airflow",  # training, refresh
+                  "fsspec", "boto3", "pyiceberg", "scipy.spatial"):  # object storage, lake formats, a baseline
         assert heavy not in loaded, f"a {kind} query imported {heavy}"
+    assert got["arrow_pool"] == "system"  # discovery.allocator: the pool that gives freed pages back
     if kind not in ("join", "numjoin"):  # only the join searches run numba kernels
         assert "numba" not in loaded
     if kind == "union":  # the sample lake's assignment problems are small enough to solve without scipy

@@ -104,6 +104,32 @@ def test_the_join_encoder_is_mapped_from_its_model_file_with_the_same_answer(war
     assert _ranking(again) == _ranking(fresh) and again["results"]
 
 
+def test_the_api_reads_with_the_system_allocator_and_leaves_its_children_arrow_default(warehouse):
+    """``discovery.open`` in a fresh process imports pyarrow with the system pool; the variable that chose it is gone
+    afterwards, so a process it starts keeps Arrow's default; a pool named by the user is kept."""
+    script = ("import json, os, subprocess, sys\n"
+              "import discovery\n"
+              "ls = discovery.open(sys.argv[1])\n"
+              "import pyarrow as pa\n"
+              "child = subprocess.run([sys.executable, '-c', 'import pyarrow as pa; "
+              "print(pa.default_memory_pool().backend_name)'], capture_output=True, text=True).stdout.strip()\n"
+              "print(json.dumps([pa.default_memory_pool().backend_name, child,\n"
+              "                  os.environ.get('ARROW_DEFAULT_MEMORY_POOL'), len(ls.tables()) > 0]))\n"
+              "sys.stdout.flush()\n"
+              "os._exit(0)\n")
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    runs = {}
+    for named in (None, "jemalloc"):
+        done = subprocess.run([sys.executable, "-c", script, warehouse], capture_output=True, text=True, cwd=ROOT,
+                              env=dict(env, **({"ARROW_DEFAULT_MEMORY_POOL": named} if named else {})))
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs[named] = json.loads(done.stdout.strip().splitlines()[-1])
+    default_pool = runs[None][1]
+    assert default_pool != "system"  # Arrow's own default here (mimalloc or jemalloc, by build)
+    assert runs[None] == ["system", default_pool, None, True]
+    assert runs["jemalloc"] == ["jemalloc", "jemalloc", "jemalloc", True]
+
+
 def test_union_does_not_load_the_join_encoder(warehouse):
     """The join encoder's weights are most of the models' bytes; a union query has no use for them."""
     import discovery

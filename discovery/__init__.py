@@ -4,6 +4,9 @@ __version__ = "0.1.0"
 
 def open(warehouse: str, snapshot_id: int | None = None):  # noqa: A001 - the public name mirrors the CLI's verb
     """Open a warehouse at its latest (or the given) snapshot; see :class:`discovery.api.Lakescout`."""
+    from .allocator import use_query_pool
+
+    use_query_pool()
     from .api import open_warehouse
 
     return open_warehouse(warehouse, snapshot_id)

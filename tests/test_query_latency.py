@@ -1,4 +1,5 @@
-"""What a query loads: the cold CLI path imports no training or Spark stack, the join encoder's weights are read once
+"""What a query loads: the cold CLI path imports no training, Spark or object-storage stack and reads with the system
+allocator as Arrow's pool (:mod:`discovery.allocator`), the join encoder's weights are read once
 and then mapped, numba's cache (empty, filled, or filled by the install-time warm-up) never changes an answer, and a
 warm ``discovery.open`` answers its second query without reading the index tables again.
 
@@ -46,7 +47,9 @@ from discovery import cli
 out, sys.stdout = sys.stdout, io.StringIO()
 code = cli.main(sys.argv[1:] + ["--json"])
 answer, sys.stdout = sys.stdout.getvalue(), out
-print(json.dumps({"code": code, "answer": json.loads(answer), "modules": sorted(sys.modules), "compiles": compiles}))
+import pyarrow as pa
+print(json.dumps({"code": code, "answer": json.loads(answer), "modules": sorted(sys.modules), "compiles": compiles,
+                  "arrow_pool": pa.default_memory_pool().backend_name}))
 sys.stdout.flush()
 os._exit(0)  # as the console script leaves (discovery.cli.entry): no interpreter finalisation under Arrow's threads
 """
@@ -80,8 +83,10 @@ def test_a_cli_query_imports_no_training_or_spark_stack(warehouse, kind):
     got = _run(kind, warehouse)
     assert got["answer"]["results"], got["answer"]
     loaded = set(got["modules"])
-    for heavy in ("torch", "pyspark", "sklearn", "sentence_transformers", "airflow"):
+    for heavy in ("torch", "pyspark", "sklearn", "sentence_transformers", "airflow",  # training, refresh
+                  "fsspec", "boto3", "pyiceberg", "scipy.spatial"):  # object storage, lake formats, a baseline
         assert heavy not in loaded, f"a {kind} query imported {heavy}"
+    assert got["arrow_pool"] == "system"  # discovery.allocator: the pool that gives freed pages back
     if kind not in ("join", "numjoin"):  # only the join searches run numba kernels
         assert "numba" not in loaded
     if kind == "union":  # the sample lake's assignment problems are small enough to solve without scipy
@@ -97,6 +102,32 @@ def test_the_join_encoder_is_mapped_from_its_model_file_with_the_same_answer(war
     shutil.rmtree(os.path.join(warehouse, "model_files"))
     fresh = _run("join", warehouse)["answer"]
     assert _ranking(again) == _ranking(fresh) and again["results"]
+
+
+def test_the_api_reads_with_the_system_allocator_and_leaves_its_children_arrow_default(warehouse):
+    """``discovery.open`` in a fresh process imports pyarrow with the system pool; the variable that chose it is gone
+    afterwards, so a process it starts keeps Arrow's default; a pool named by the user is kept."""
+    script = ("import json, os, subprocess, sys\n"
+              "import discovery\n"
+              "ls = discovery.open(sys.argv[1])\n"
+              "import pyarrow as pa\n"
+              "child = subprocess.run([sys.executable, '-c', 'import pyarrow as pa; "
+              "print(pa.default_memory_pool().backend_name)'], capture_output=True, text=True).stdout.strip()\n"
+              "print(json.dumps([pa.default_memory_pool().backend_name, child,\n"
+              "                  os.environ.get('ARROW_DEFAULT_MEMORY_POOL'), len(ls.tables()) > 0]))\n"
+              "sys.stdout.flush()\n"
+              "os._exit(0)\n")
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    runs = {}
+    for named in (None, "jemalloc"):
+        done = subprocess.run([sys.executable, "-c", script, warehouse], capture_output=True, text=True, cwd=ROOT,
+                              env=dict(env, **({"ARROW_DEFAULT_MEMORY_POOL": named} if named else {})))
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs[named] = json.loads(done.stdout.strip().splitlines()[-1])
+    default_pool = runs[None][1]
+    assert default_pool != "system"  # Arrow's own default here (mimalloc or jemalloc, by build)
+    assert runs[None] == ["system", default_pool, None, True]
+    assert runs["jemalloc"] == ["jemalloc", "jemalloc", "jemalloc", True]
 
 
 def test_union_does_not_load_the_join_encoder(warehouse):

@@ -8,6 +8,7 @@ import sys
 from typing import Iterator
 
 from .. import __version__
+from ..allocator import use_query_pool
 from ..config import configured_warehouse, load_config
 from . import batch, browse, deliver, demo, find, refresh, search, status
 from .common import UsageError
@@ -69,7 +70,10 @@ def configuration(path: str | None) -> Iterator[None]:
 
 def run(args) -> int:
     """Run the parsed command: its configuration checked first (a bad file is named before any work), its warehouse
-    from :func:`~discovery.config.configured_warehouse` when ``--warehouse`` was not given."""
+    from :func:`~discovery.config.configured_warehouse` when ``--warehouse`` was not given.  A command that answers
+    from a snapshot (it takes ``--snapshot``) reads with the query processes' Arrow pool (:mod:`discovery.allocator`)."""
+    if "snapshot" in args:
+        use_query_pool()
     if "config" in args:
         config = load_config()
         if "warehouse" in args and args.warehouse is None:

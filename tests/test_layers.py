@@ -20,8 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: surfaces (API, batches, acting on answers, maintenance, the CLI, the Spark launcher, Airflow connections) on top.
 LAYERS = [
     ("storage", ("discovery.storage",)),
-    ("ground", ("discovery.config", "discovery.normalize", "discovery.threads", "discovery.places",
-                "discovery.xash")),
+    ("ground", ("discovery.allocator", "discovery.config", "discovery.normalize", "discovery.threads",
+                "discovery.places", "discovery.xash")),
     ("data", ("discovery.lake", "discovery.store")),
     ("transforms", ("discovery.encoders", "discovery.quantities", "discovery.segments")),
     ("query", ("discovery.query", "discovery.vectors", "discovery.params")),

@@ -107,13 +107,22 @@ def encode_texts(spec: str, texts: list[str], batch_size: int = 256) -> np.ndarr
 
 
 def sentence_header_vectors(names: list[str | None], spec: str) -> np.ndarray:
-    """Header-channel vectors (len(names), model dim) in float64: the model's vectors of the names' words."""
-    texts = [" ".join(header_words(n)) for n in names]
-    out = np.zeros((len(texts), model_dim(spec)))
-    present = [i for i, t in enumerate(texts) if t]
-    if present:
-        out[present] = encode_texts(spec, [texts[i] for i in present])
+    """Header-channel vectors (len(names), model dim) in float64: the model's vectors of the names' words.
+
+    Each name is encoded alone (:func:`_name_vector`): in a batch, a text is padded to its longest neighbour, which
+    moves its vector in the last bits, and a query column's name must get the bytes its lake twin got among the
+    other names of its table.  Names are few and repeat across tables, so they are cached per process."""
+    out = np.zeros((len(names), model_dim(spec)))
+    for i, name in enumerate(names):
+        text = " ".join(header_words(name))
+        if text:
+            out[i] = _name_vector(spec, text)
     return out
+
+
+@lru_cache(maxsize=65_536)
+def _name_vector(spec: str, text: str) -> np.ndarray:
+    return encode_texts(spec, [text])[0]
 
 
 class SentenceTransformerEncoder(Encoder):

@@ -24,13 +24,13 @@ below), any other column's quantity is read from its name first, then from its c
    0 / 1, and an ``identifier`` when it is a row number (each value once, a run of integers from 0 or 1, at least
    :data:`ROW_NUMBER_MIN` of them).
 
-A row number outranks the name: a column whose values are exactly 1..n (or 0..n-1), n its row count, each once in
-any order and no cell empty, is an ``identifier`` whatever its name says.  Tables written with their row counter in
-a column called ``Age`` or ``Area`` exist (UGEN-V1 has them), and a counter measures nothing; a real age or area of
-at least :data:`ROW_NUMBER_MIN` rows that is a permutation of the row numbers is too unlikely to weigh against it.
-A ``rank`` over every row is such a permutation too, and is an identifier of its rows as well.  The start at 0 is
-accepted because a data frame's written index starts there; below :data:`ROW_NUMBER_MIN` rows a short run such as
-1, 2, 3 is as likely a real measure, so the name keeps deciding.
+A row number outranks the name: a column whose values are exactly 1..n (or 0..n-1), n its row count and at least
+:data:`ROW_COUNTER_MIN`, each once in any order and no cell empty, is an ``identifier`` whatever its name says.
+Tables written with their row counter in a column called ``Age`` or ``Area`` exist (UGEN-V1 has them, of 7 rows),
+and a counter measures nothing; a real age or area whose values are exactly the row numbers is rare enough not to
+weigh against it, and a ``rank`` over every row is such a permutation, an identifier of its rows as well.  The start
+at 0 is accepted because a data frame's written index starts there.  Only one or two rows are too few: any small
+count is 1..n there.
 
 Two quantities are compatible (:func:`compatible`) when either is unknown, or their dimensions are equal and their
 units, where both are known, too: a year is not a count, an id is not a rate, kilograms are not pounds.  Text
@@ -57,8 +57,11 @@ SYMBOL_SHARE = 0.5
 #: Share of the distinct numbers that must be years for a column to be a year.
 YEAR_SHARE = 0.95
 YEAR_RANGE = (1700, 2100)
-#: Fewest values of a row-number column (0..n-1 or 1..n, each once).
+#: Fewest values of a row-number column (0..n-1 or 1..n, each once) that a column with no quantity from its name or
+#: cells needs to be an identifier.
 ROW_NUMBER_MIN = 10
+#: Fewest rows of a table whose column of exactly its row numbers is an identifier whatever its name.
+ROW_COUNTER_MIN = 3
 
 #: unit token -> (dimension, unit).  Currency codes, SI and imperial units, percent forms.
 UNITS: dict[str, tuple[str, str]] = {}
@@ -262,7 +265,7 @@ def _value_quantity(numbers: np.ndarray, counts: np.ndarray) -> tuple[str, str] 
 def _row_numbers(numbers: np.ndarray, counts: np.ndarray, rows: int) -> bool:
     """Whether the column's cells are exactly 1..rows or 0..rows-1, each once (distinct values = rows, so no cell
     is empty or repeated)."""
-    if rows < ROW_NUMBER_MIN or numbers.size != rows or not np.isfinite(numbers).all():
+    if rows < ROW_COUNTER_MIN or numbers.size != rows or not np.isfinite(numbers).all():
         return False
     lo = numbers.min()
     return bool(lo in (0, 1) and numbers.max() - lo == rows - 1 and (numbers == np.round(numbers)).all()

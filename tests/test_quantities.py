@@ -69,7 +69,8 @@ def test_a_row_counter_is_an_identifier_whatever_its_name():
     assert cells_quantity("Age", [str(i) for i in range(2, 32)]) == "duration"  # 2..31 is no row counter
     assert cells_quantity("Age", shuffled[:-1] + ["30.5"]) == "duration"        # not all integers
     assert cells_quantity("Age", shuffled[:-1] + [shuffled[0]]) == "duration"   # a value twice
-    assert cells_quantity("Age", ["1", "2", "3"]) == "duration"                 # too short to outrank the name
+    assert cells_quantity("Age", ["3", "1", "2"]) == "identifier"               # UGEN-V1's counters have 7 rows
+    assert cells_quantity("Age", ["2", "1"]) == "duration"                      # two rows: too few to outrank the name
 
 
 def test_compatibility_is_by_dimension_then_unit():

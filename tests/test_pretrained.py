@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 import discovery
-from discovery.encoders.sentence import PACKAGED_MODEL, model_path, sentence_header_vectors
+from discovery.encoders.sentence import (PACKAGED_MODEL, SentenceTransformerEncoder, model_path,
+                                         sentence_header_vectors)
 from discovery.vectors import snapshot_encoders
 
 from conftest import FAST_CONFIG
@@ -52,6 +53,10 @@ def test_a_packaged_model_is_found_by_its_package_and_a_missing_one_is_named(tmp
     assert not names[4].any()                                   # a generated name says nothing
     sim = names @ names.T
     assert sim[0, 1] > sim[0, 3] and sim[0, 1] > sim[0, 2]      # pay is nearer salary than a team or department
+    values = SentenceTransformerEncoder()
+    assert values.encode_values([]).shape == (0, 384)            # a column whose cells are all empty
+    got = values.encode_values(["Lisbon", "", "lisbon "])
+    assert not got[1].any() and np.array_equal(got[0], got[2])   # values are normalised before the model reads them
 
 
 @pytest.mark.spark

@@ -90,6 +90,8 @@ def model_digest(spec: str) -> str:
 
 def encode_texts(spec: str, texts: list[str], batch_size: int = 256) -> np.ndarray:
     """Unit float32 vectors (len(texts), dim) of ``texts`` by the model of ``spec``; empty texts give zero."""
+    if not texts:  # a column without values (every cell empty)
+        return np.zeros((0, model_dim(spec)), dtype=np.float32)
     import torch
 
     model = sentence_model(spec)[0]

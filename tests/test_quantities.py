@@ -60,6 +60,19 @@ def test_cells_and_values_speak_where_names_do_not():
     assert cells_quantity("rate_eur", ["30", "45.5"]) == "money:eur"
 
 
+def test_a_row_counter_is_an_identifier_whatever_its_name():
+    shuffled = [str(i) for i in np.random.default_rng(3).permutation(np.arange(1, 31))]
+    for name in ("Age", "Area", "weight_kg", "founded", "price"):
+        assert cells_quantity(name, shuffled) == "identifier", name
+        assert cells_quantity(name, [str(i) for i in range(30)]) == "identifier", name   # a written 0-based index
+    assert cells_quantity("Age", shuffled[:-1] + [None]) == "duration"         # a cell empty: not 1..n of n rows
+    assert cells_quantity("Age", [str(i) for i in range(2, 32)]) == "duration"  # 2..31 is no row counter
+    assert cells_quantity("Age", shuffled[:-1] + ["30.5"]) == "duration"        # not all integers
+    assert cells_quantity("Age", shuffled[:-1] + [shuffled[0]]) == "duration"   # a value twice
+    assert cells_quantity("Age", ["3", "1", "2"]) == "identifier"               # UGEN-V1's counters have 7 rows
+    assert cells_quantity("Age", ["2", "1"]) == "duration"                      # two rows: too few to outrank the name
+
+
 def test_compatibility_is_by_dimension_then_unit():
     assert compatible("", "money:eur") and compatible("money", "money:eur") and compatible("year", "year")
     assert not compatible("identifier", "money:eur") and not compatible("count", "mass:kg")
@@ -154,6 +167,8 @@ def _people_lake(lake: str) -> None:
                  ).to_csv(f"{lake}/towns.csv", index=False)
     pd.DataFrame({"place": [f"village {i}" for i in range(30)], "pop": rng.integers(1000, 2000, 30) * 10}
                  ).to_csv(f"{lake}/villages.csv", index=False)
+    pd.DataFrame({"Age": rng.permutation(np.arange(1, 41)), "member": [f"member {i}" for i in range(40)]}
+                 ).to_csv(f"{lake}/register.csv", index=False)   # a row counter named as a measure
 
 
 @pytest.mark.spark
@@ -171,6 +186,9 @@ def test_no_search_pairs_a_population_with_a_weight_or_an_id_with_a_rate(spark, 
         for r in ls.union("staff.csv", k=5, method=method, tau=0.1)["results"]:
             assert ["id", "rate_eur"] not in [a[:2] for a in r["alignment"]], method
             assert ["pay", "rate_eur"] in [a[:2] for a in r["alignment"]] or r["path"] != "contractors.csv"
+        register = [r for r in ls.union("staff.csv", k=10, method=method, tau=0.1)["results"]
+                    if r["path"] == "register.csv"]
+        assert ["id", "Age"] in [a[:2] for a in register[0]["alignment"]], method   # two row counters align
     for method in ("pexeso", "exact"):
         got = ls.join("villages.csv", "pop", T=0.0, tau=5000.0, method=method)["results"]
         assert [(r["path"], r["column"]) for r in got] == [("towns.csv", "population")], method
@@ -179,11 +197,14 @@ def test_no_search_pairs_a_population_with_a_weight_or_an_id_with_a_rate(spark, 
     cv = ls.snapshot.read("column_vectors", columns=["table_id", "ordinal", "quantity"]).to_pylist()
     paths = dict(zip(*[ls.snapshot.read("catalog", columns=["table_id", "path"]).column(c).to_pylist()
                        for c in ("table_id", "path")]))
+    indexed = {}
     for row in cv:
         df = pd.read_csv(os.path.join(lake, paths[row["table_id"]]), dtype=str)
         name = df.columns[row["ordinal"]]
         want = cells_quantity(name, df[name].tolist()) if pd.read_csv(
             os.path.join(lake, paths[row["table_id"]]))[name].dtype.kind in "if" else ""
         assert row["quantity"] == want, (paths[row["table_id"]], name)
+        indexed[(paths[row["table_id"]], name)] = row["quantity"]
     assert {r["quantity"] for r in cv} >= {"identifier", "money:eur", "count", "year", "mass:kg", "money"}
+    assert indexed[("register.csv", "Age")] == "identifier"
     assert pair_mask(codes(["count"]), codes(["mass:kg", "year", "count"])).tolist() == [[False, False, True]]

@@ -30,6 +30,8 @@ class ColumnConfig:
     ``header_weight`` is the share w of the column name's channel (:mod:`.header`, ``header_dim`` dimensions) in the
     cosine of two column vectors; 0 (the default here, and what bytes stored without the field mean) leaves the
     name out and the vector values-only.  The configured default lives in ``[embed] header_weight``.
+    ``header_model``: "" reads names by hashed words and n-grams (:mod:`.header`); a pretrained model's spec
+    (:mod:`.sentence`, ``[embed] header_encoder``) reads them by that model, whose dimension is then ``header_dim``.
     """
 
     max_values: int = 1000
@@ -37,6 +39,7 @@ class ColumnConfig:
     seed: int = 17
     header_weight: float = 0.0
     header_dim: int = 128
+    header_model: str = ""
 
 
 #: Encoder classes by kind, each registered when its class is defined (:mod:`.registry` imports them all).
@@ -69,6 +72,10 @@ class Encoder(ABC):
         """Deterministic serialisation (see :mod:`discovery.encoders.serialization`)."""
         config, arrays = self._state()
         config = {**config, "dim": self.dim, "column": asdict(self.column)}
+        if self.column.header_model:  # the names' vectors are the model's: a changed model is a new version
+            from .sentence import model_digest
+
+            config["header_digest"] = model_digest(self.column.header_model)
         return pack(self.kind, config, arrays)
 
     @cached_property
@@ -89,6 +96,10 @@ class Encoder(ABC):
         """Header-channel vectors (len(names), header_dim) of column names; None when the channel is off."""
         if self.column.header_weight <= 0:
             return None
+        if self.column.header_model:
+            from .sentence import sentence_header_vectors
+
+            return sentence_header_vectors(names, self.column.header_model)
         return header_vectors(names, self.column.header_dim, seed=self.column.seed)
 
     def column_vector(self, values: list[str], counts: np.ndarray, kind: str,

@@ -38,7 +38,7 @@ from .. import storage
 from .base import ColumnConfig, Encoder
 from .hash_encoder import HashEncoder, HashEncoderConfig
 from .registry import encoder_from_bytes
-from .sentence import SentenceTransformerEncoder
+from .sentence import SentenceTransformerEncoder, model_dim
 
 COLUMN_MODEL = "encoder.column"
 TABLE_MODEL = "encoder.table"
@@ -70,16 +70,18 @@ def column_encoder(config: EmbedConfig) -> Encoder:
         raise ValueError(f"[embed] header_weight must be in [0, 1), not {config.header_weight!r}")
     if config.header_dim < 1:
         raise ValueError(f"[embed] header_dim must be at least 1, not {config.header_dim!r}")
+    for key in ("column_encoder", "header_encoder"):
+        if getattr(config, key) not in ("hash", "sentence-transformers"):
+            raise ValueError(f"[embed] {key} must be 'hash' or 'sentence-transformers', not {getattr(config, key)!r}")
+    if "sentence-transformers" in (config.column_encoder, config.header_encoder) and not config.model_dir:
+        raise ValueError("[embed] column_encoder or header_encoder 'sentence-transformers' needs [embed] model_dir")
+    pretrained_names = config.header_encoder == "sentence-transformers" and config.header_weight > 0
     column = ColumnConfig(max_values=config.column_values, header_weight=config.header_weight,
-                          header_dim=config.header_dim)
+                          header_dim=model_dim(config.model_dir) if pretrained_names else config.header_dim,
+                          header_model=config.model_dir if pretrained_names else "")
     if config.column_encoder == "hash":
         return HashEncoder(HashEncoderConfig(dim=config.dim), column)
-    if config.column_encoder == "sentence-transformers":
-        if not config.model_dir:
-            raise ValueError("[embed] column_encoder = 'sentence-transformers' needs [embed] model_dir")
-        return SentenceTransformerEncoder(config.model_dir, column)
-    raise ValueError(f"[embed] column_encoder must be 'hash' or 'sentence-transformers', "
-                     f"not {config.column_encoder!r}")
+    return SentenceTransformerEncoder(config.model_dir, column)
 
 
 def column_requires(type_agreement: float) -> dict:

@@ -123,7 +123,7 @@ class EmbedConfig:
     and cost the sample lake (w 0.5: 0.927, w 0.7: 0.84).  0 switches the channel off.
 
     ``header_encoder`` / ``column_encoder`` = "sentence-transformers" read column names / values with the pretrained
-    model ``model_dir`` (:mod:`discovery.encoders.sentence`) instead of hashed words and n-grams; both stay "hash"
+    model ``model_dir`` (:mod:`discovery.encoders.pretrained`) instead of hashed words and n-grams; both stay "hash"
     by default (the measured comparison is in benchmarks/README.md).
     """
 

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 import discovery
-from discovery.encoders.sentence import (PACKAGED_MODEL, SentenceTransformerEncoder, model_path,
-                                         sentence_header_vectors)
+from discovery.encoders.pretrained import PACKAGED_MODEL, model_path, sentence_header_vectors
+from discovery.encoders.sentence import SentenceTransformerEncoder
 from discovery.vectors import snapshot_encoders
 
 from conftest import FAST_CONFIG

@@ -73,7 +73,7 @@ class Encoder(ABC):
         config, arrays = self._state()
         config = {**config, "dim": self.dim, "column": asdict(self.column)}
         if self.column.header_model:  # the names' vectors are the model's: a changed model is a new version
-            from .sentence import model_digest
+            from .pretrained import model_digest
 
             config["header_digest"] = model_digest(self.column.header_model)
         return pack(self.kind, config, arrays)
@@ -97,7 +97,7 @@ class Encoder(ABC):
         if self.column.header_weight <= 0:
             return None
         if self.column.header_model:
-            from .sentence import sentence_header_vectors
+            from .pretrained import sentence_header_vectors
 
             return sentence_header_vectors(names, self.column.header_model)
         return header_vectors(names, self.column.header_dim, seed=self.column.seed)

@@ -38,7 +38,8 @@ from .. import storage
 from .base import ColumnConfig, Encoder
 from .hash_encoder import HashEncoder, HashEncoderConfig
 from .registry import encoder_from_bytes
-from .sentence import SentenceTransformerEncoder, model_dim
+from .pretrained import model_dim
+from .sentence import SentenceTransformerEncoder
 
 COLUMN_MODEL = "encoder.column"
 TABLE_MODEL = "encoder.table"

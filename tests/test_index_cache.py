@@ -131,10 +131,11 @@ def test_searches_keep_their_snapshot_indexes_within_the_process_budget(indexed_
 
 
 def _graphs(index) -> list:
-    """Weak references to the HNSW graphs an index holds."""
+    """Weak references to the HNSW graphs an index holds (as attributes, or in a dict of them by kind)."""
     import weakref
 
-    return [weakref.ref(v) for v in vars(index).values() if type(v).__module__ == "hnswlib"]
+    held = [v for value in vars(index).values() for v in (value.values() if isinstance(value, dict) else [value])]
+    return [weakref.ref(v) for v in held if type(v).__module__ == "hnswlib"]
 
 
 def _evict_all(cache: IndexCache) -> None:

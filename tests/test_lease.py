@@ -5,13 +5,15 @@ the ``s3_server`` fixture), so of two takers only one wins.  Time is injected, n
 """
 from __future__ import annotations
 
+import json
 import threading
 import uuid
+from dataclasses import asdict
 
 import pytest
 
-from discovery.store.lease import (LEASE_SECONDS, Lease, LeaseHeld, LeaseLost, LeaseRecord, _create, _folder,
-                                   current)
+from discovery import storage
+from discovery.store.lease import FOLDER, LEASE_SECONDS, Lease, LeaseHeld, LeaseLost, LeaseRecord, current
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -61,12 +63,13 @@ def test_of_two_takers_of_one_expired_lease_only_one_wins(root):
     clock = Clock()
     Lease.acquire(root, "refresh", "killed", clock=clock, pid=1)
     clock.now += 10_000
-    fs, folder, remote = _folder(root)
     rival = LeaseRecord(generation=2, purpose="refresh", run="rival", host="h", pid=2, started=clock.now,
                         heartbeat=clock.now, ttl=600.0)
-    _create(fs, folder, remote, rival)               # the rival created generation 2 a moment before us
+    path = storage.join(root, f"{FOLDER}/{rival.generation:012d}.json")
+    data = json.dumps(asdict(rival)).encode()
+    storage.backend(path).create_exclusive(path, data)  # the rival created generation 2 a moment before us
     with pytest.raises(FileExistsError):
-        _create(fs, folder, remote, rival)
+        storage.backend(path).create_exclusive(path, data)
     with pytest.raises(LeaseHeld, match="rival"):
         Lease.acquire(root, "refresh", "late", clock=clock, pid=3)
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from .. import storage
-from ..storage.walk import BATCH, Batches, Entry, Folder, Tree, names_of, sub, subfolders
+from ..storage.walk import BATCH, Batches, Entry, Folder, Tree, names_of, sub
 from .formats import (DATASET_KINDS, DELTA_LOG_ENTRY, file_format, is_data_file, is_metadata_name as _hidden,
                       newest_iceberg_metadata)
 from .patterns import TableFilter
@@ -177,40 +177,40 @@ def _part_format(node: Folder) -> str | None:
     return formats.pop()
 
 
-def _classify(tree: Tree, folder: str, out: _Rows) -> None:
-    """Add the tables at or below ``folder`` to ``out``, depth first, the folder's files before its sub-folders.
+def _is_dataset(out: _Rows, tree: Tree, folder: str, node: Folder) -> bool:
+    """Add ``folder`` to ``out`` as one table when it is a dataset folder (Delta, Iceberg, Hive, part files)."""
+    if node.has_child("_delta_log"):
+        _dataset(out, tree, folder, "delta", f"v{_delta_version(tree, folder)}", skip=("_delta_log",))
+        return True
+    metadata = _iceberg_metadata(tree, folder) if node.has_child("metadata") else None
+    if metadata:
+        _dataset(out, tree, folder, "iceberg", metadata, skip=("metadata",))
+        return True
+    if _is_partitioned(node):
+        _dataset(out, tree, folder, "hive")
+        return True
+    parts = _part_format(node)
+    if parts:
+        _dataset(out, tree, folder, f"parts/{parts}")
+        return True
+    return False
 
-    The walk holds an iterator of names per level, not a list of paths: a folder of a million tables is walked from
-    its Arrow column of names.
-    """
-    stack = [iter((folder,))]
-    while stack:
-        folder = next(stack[-1], None)
-        if folder is None:
-            stack.pop()
-            continue
-        node = tree.folder(folder)
-        if folder:
-            if node.has_child("_delta_log"):
-                _dataset(out, tree, folder, "delta", f"v{_delta_version(tree, folder)}", skip=("_delta_log",))
-                continue
-            metadata = _iceberg_metadata(tree, folder) if node.has_child("metadata") else None
-            if metadata:
-                _dataset(out, tree, folder, "iceberg", metadata, skip=("metadata",))
-                continue
-            if _is_partitioned(node):
-                _dataset(out, tree, folder, "hive")
-                continue
-            parts = _part_format(node)
-            if parts:
-                _dataset(out, tree, folder, f"parts/{parts}")
-                continue
+
+def _classify(tree: Tree, folder: str, out: _Rows) -> None:
+    """Add the tables at or below ``folder`` to ``out``, depth first, the folder's files before its sub-folders; a
+    dataset folder is one table and is not walked into."""
+
+    def visit(current: str, node: Folder) -> bool:
+        if current and _is_dataset(out, tree, current, node):
+            return False
         for name, entry in node.rows():
             fmt = file_format(name)
             if fmt is not None and not _hidden(name):
-                out.add(sub(folder, name), entry.size, entry.mtime_ns, fmt,
+                out.add(sub(current, name), entry.size, entry.mtime_ns, fmt,
                         file_fingerprint(entry.size, entry.mtime_ns))
-        stack.append(subfolders(folder, node.children, keep=lambda name: not _hidden(name)))
+        return True
+
+    tree.walk(folder, visit, keep=lambda name: not _hidden(name))
 
 
 def list_lake(root: str, include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()) -> Listing:

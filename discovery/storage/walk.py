@@ -176,8 +176,10 @@ class Tree(ABC):
     def _read(self, folder: str) -> Folder:
         """What ``folder`` ('' for the root) directly holds."""
 
-    def below(self, folder: str):
-        """(relative folder, name, entry) of every file at or below ``folder``, folders sorted."""
+    def walk(self, folder: str, visit, keep=lambda name: True) -> None:
+        """Depth first from ``folder``, sub-folders sorted: ``visit(folder, node)`` for each folder, whose
+        sub-folders that ``keep`` keeps are walked when it returns True.  The walk holds an iterator of names per
+        level, not a list of paths: a folder of a million entries is walked from its Arrow column of names."""
         stack = [iter((folder,))]
         while stack:
             current = next(stack[-1], None)
@@ -185,9 +187,14 @@ class Tree(ABC):
                 stack.pop()
                 continue
             node = self.folder(current)
-            for name, entry in node.rows():
-                yield current, name, entry
-            stack.append(subfolders(current, node.children))
+            if visit(current, node):
+                stack.append(subfolders(current, node.children, keep))
+
+    def below(self, folder: str) -> list:
+        """(relative folder, name, entry) of every file at or below ``folder``, folders sorted."""
+        found: list = []
+        self.walk(folder, lambda current, node: found.extend((current, n, e) for n, e in node.rows()) or True)
+        return found
 
 
 class SortedTree(Tree):

@@ -19,9 +19,9 @@ def cmd_refresh(args) -> int:
         local = storage.on_disk(args.lake)
     except ValueError as exc:  # an unknown scheme
         raise UsageError(str(exc)) from None
-    if local is not None and not os.path.isdir(local):
-        raise UsageError(f"lake folder {args.lake!r} " + ("is not a folder" if os.path.exists(args.lake)
-                                                          else "does not exist"))
+    if local is not None and (not args.lake.strip() or not os.path.isdir(local)):  # "" is no folder, not the cwd
+        raise UsageError(f"lake folder {args.lake!r} " + ("is not a folder" if args.lake.strip() and
+                                                          os.path.exists(local) else "does not exist"))
     say(f"checking the lake {args.lake} and the warehouse {args.warehouse}")
     from ..config import load_config
     from ..refresh.display import RefreshDisplay, failed_text, totals, usage_text

@@ -143,7 +143,8 @@ def _write(path, header, rows):
 
 def _party_lake(root: str) -> str:
     """Five tables with a Party column holding all 12 parties (joinability 1 for each), named so that the right one
-    (``z_officeholders.csv``, the query's rows among others) has the highest table id; the query file outside."""
+    (``z_officeholders.csv``, the query's rows among others) has the highest table id, and ``e_chairs.csv``, the rows
+    of ``chairs.csv`` (a second query) without those of two parties; the query files outside."""
     rng = np.random.default_rng(5)
     lake = os.path.join(root, "lake")
     os.makedirs(lake)
@@ -158,9 +159,13 @@ def _party_lake(root: str) -> str:
            [(p, str(1790 + 10 * i), f"ideology {i}") for i, p in enumerate(PARTIES)])
     _write(os.path.join(lake, "d_mayors.csv"), ["Mayor", "City", "Party"],
            [(f"Mayor {i}", f"City {i % 20}", PARTIES[(i * 5) % 12]) for i in range(40)])
+    chairs = [(f"Chair {i}", PARTIES[i % 12], str(1800 + 2 * i)) for i in range(48)]  # other people, even years
+    _write(os.path.join(lake, "e_chairs.csv"), ["Name", "Party", "Year"],
+           [c for c in chairs if c[1] not in PARTIES[10:]])  # the same rows but those of two parties: 10 of 12
     query = os.path.join(root, "query.csv")
     picked = [holders[i] for i in range(0, 60, 2)]  # 30 rows, every party
     _write(query, ["President", "Party", "Year", "Office"], picked)
+    _write(os.path.join(root, "chairs.csv"), ["Chair", "Party", "Year"], chairs)
     return lake, query
 
 
@@ -200,11 +205,41 @@ def test_context_lifts_the_table_that_shares_the_other_columns(party_lake):
 
 
 @pytest.mark.spark
+def test_a_category_column_is_joined_by_its_rows_within_the_category_margin(party_lake):
+    """``chairs.csv``'s Party (12 parties on 48 rows: a category): its right partner ``e_chairs.csv`` joins 10 of 12,
+    five party columns of other rows join 12; within ``[join] category_margin`` (0.2: 2 of 12) context puts the table
+    of the same rows first, joinability stays the reported score; a margin of 0 keeps joinability's order, and so
+    does a column of distinct values (the query's names), whatever the margin."""
+    wh, query = party_lake
+    chairs = os.path.join(os.path.dirname(query), "chairs.csv")
+    ls = discovery.open(wh)
+    out = ls.join(chairs, "Party")
+    assert out["stats"]["category"] == 1 and out["stats"]["context_slack"] == 2
+    first = out["results"][0]
+    assert (first["path"], first["column"], first["matched"]) == ("e_chairs.csv", "Party", 10)
+    assert first["joinability"] == pytest.approx(10 / 12)
+    assert "Chair ~ Name" in first["context"] and "rows 1.00" in first["context"]
+    assert [r["matched"] for r in out["results"][1:6]] == [12] * 5
+    for method in ("pexeso-h", "exact"):
+        assert ls.join(chairs, "Party", method=method)["results"] == out["results"], method
+    ties_only = join_search(ls.snapshot, chairs, "Party", tau=out["tau"], top_k=out["top_k"], context_margin=0.0,
+                            category_margin=0.0)
+    assert ties_only["stats"]["category"] == 0
+    assert [r["matched"] for r in ties_only["results"][:6]] == [12] * 5 + [10]
+    key = lambda r: (r["path"], r["column"], r["matched"], r["joinability"])  # noqa: E731
+    assert sorted(map(key, ties_only["results"])) == sorted(map(key, out["results"]))
+    names = ls.join(chairs, "Chair")
+    assert names["stats"].get("category", 0) == 0
+
+
+@pytest.mark.spark
 def test_the_cli_shows_which_context_lifted_a_table(party_lake):
     wh, query = party_lake
     exe = os.path.join(os.path.dirname(sys.executable), "lakescout")
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # explicit: a library of this process may have
+    # set COLUMNS in the C environment a child inherits (seen on a terminal), and a width cuts the context cell
     text = subprocess.run([exe, "join", "--warehouse", wh, "--query", query, "--column", "Party"],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=env)
     assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()
     header = next(i for i, ln in enumerate(lines) if ln.strip().startswith("rank"))

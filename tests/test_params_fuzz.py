@@ -348,9 +348,10 @@ def test_named_domains(env):
         assert ls.union(q, k=2 ** 70, method=method)["results"] == union_search(
             ls.snapshot, q, k=10 ** 9, method=method)["results"]
     join_q, column = env["join"]
+    cfg = load_config().join
     assert ls.join(join_q, column, top_k=2 ** 70)["results"] == join_search(
-        ls.snapshot, join_q, column, tau=load_config().join.tau, top_k=10 ** 9,
-        context_margin=load_config().join.context_margin)["results"]
+        ls.snapshot, join_q, column, tau=cfg.tau, top_k=10 ** 9, context_margin=cfg.context_margin,
+        category_margin=cfg.category_margin)["results"]
     with pytest.raises(ParameterError, match="not both"):
         ls.join(join_q, column, T=0.5, top_k=3)
     nary_q, key = env["nary"]

@@ -5,7 +5,7 @@ import pyarrow as pa
 
 from discovery.normalize import normalize_values
 from discovery.segments import glued_spellings, segments_of
-from webjoin import QUERIES, generate_lake, right_answers
+from webjoin import LEFT_OUT, QUERIES, generate_lake, right_answers
 
 
 def _cells(tables, table, column):
@@ -33,6 +33,7 @@ def test_the_planted_shapes_are_in_the_cells():
     parties = {table["name"]: set(_cells(t, table["name"], "Party")) for table in t
                if any(c["name"] == "Party" for c in table["columns"])}
     assert sum(1 for p in parties.values() if p == parties["candidates"]) >= 7   # ties on the party column
+    assert parties["candidates"] - parties["nominees"] == set(LEFT_OUT)          # the right one trails by three
 
 
 def test_each_query_has_right_answers_and_the_segment_rule_reaches_them():

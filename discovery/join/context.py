@@ -42,6 +42,9 @@ MIN_CONTAINMENT = 0.5
 MIN_SHARED = 2
 #: Rows of a candidate table read for its context (the postings' row numbers below it).
 MAX_ROWS = 20_000
+#: A query column is a category when its distinct values are at most this share of its non-empty cells: each value
+#: is repeated on average, so the column names a kind of row (a party, a country, a status), not a row.
+CATEGORY_SHARE = 0.5
 
 
 @dataclass
@@ -62,6 +65,18 @@ class Context:
             best = ", ".join(f"{q} ~ {c}" for q, c, _ in self.row_pairs[:2])
             parts.append(f"rows {self.rows:.2f}" + (f" ({best})" if best else ""))
         return "; ".join(parts)
+
+
+def is_category(column: pa.Array | pa.ChunkedArray) -> bool:
+    """True for a category column (:data:`CATEGORY_SHARE`), its cells normalised as the index normalises them.
+
+    Why it matters to the order: the lake columns a category joins differ in which of its values they happen to hold
+    (a table of one period or region lacks the rare parties), not in being about the same rows, so joinability
+    leaves the right partner among near ties that only the rest of the row tells apart (``[join] category_margin``).
+    """
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    cells = pc.drop_null(normalize_array(array))  # empty cells and null tokens are null
+    return len(cells) >= 2 and len(pc.unique(cells)) <= CATEGORY_SHARE * len(cells)
 
 
 def is_row_number(codes: np.ndarray, values: list[str]) -> bool:

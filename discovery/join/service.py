@@ -21,20 +21,23 @@ Two searches: top-k (``top_k``) returns the k columns of highest joinability amo
 top-k search does; threshold search (``T``, when no ``top_k`` is given) returns every column whose joinability
 reaches T.
 
-The order rule (context breaks ties, :mod:`.context`).  Joinability is the score, exact, and stays in the result.
-Exact ties of joinability rank the lake column with fewer distinct values first, then by column id
-(:func:`ties_by_size`).  With ``[join] context_margin`` = m, results sorted so fall into groups: a group starts at
-its highest count h and holds the following results whose count is at least h - s, where s = floor(m |Q|) matches.
-Within a group results are ordered by ``context_score`` (then as before); groups keep their order, so a result never
-passes one whose joinability exceeds its own by more than m, and with distinct counts farther apart than m the order
-is joinability's.  A top-k search returns, in one search, the exact top-k and every column matching at least (k-th
-count - s), at most k + :data:`CONTEXT_POOL` (:class:`.tally.TopK`: its pruning threshold is the running k-th count
-minus s, so Lemma 7 rejects no column of that set), so that the k-th column's whole group competes for the last
+The order rule (context breaks ties, :mod:`.context`). Joinability is the score, exact, and stays in the result. Exact
+ties of joinability rank the lake column with fewer distinct values first, then by column id (:func:`ties_by_size`).
+With ``[join] context_margin`` = m, results sorted so fall into groups: a group starts at its highest count h and
+holds the following results whose count is at least h - s, where s = floor(m |Q|) matches. Within a group results are
+ordered by ``context_score`` (then as before); groups keep their order, so a result never passes one whose joinability
+exceeds its own by more than m, and with distinct counts farther apart than m the order is joinability's. A query
+column that is a category (few distinct values against its rows, :func:`.context.is_category`) takes ``[join]
+category_margin`` instead when it is larger: the lake columns holding its values differ in which rare values they
+happen to hold, so the right partner, the table of the same rows, may trail a broader table by a few values that the
+rest of the row outweighs. A top-k search returns, in one search, the exact top-k and every column matching at least
+(k-th count - s), at most k + :data:`CONTEXT_POOL` (:class:`.tally.TopK`: its pruning threshold is the running k-th
+count minus s, so Lemma 7 rejects no column of that set), so that the k-th column's whole group competes for the last
 places: the reported set is then the exact top-k except within the k-th column's group, whose members all lie within
-the margin of the k-th score.  Context is computed for the columns of groups of more than one member that start
-among the first k, the only ones whose order it can change (a threshold search: among its first :data:`CONTEXT_POOL`,
-so that one returning thousands of columns reads a bounded number of tables); other results carry ``context_score``
-None, as do all results of a query with no other column that can be evidence (none, or only a row number:
+the margin of the k-th score. Context is computed for the columns of groups of more than one member that start among
+the first k, the only ones whose order it can change (a threshold search: among its first :data:`CONTEXT_POOL`, so
+that one returning thousands of columns reads a bounded number of tables); other results carry ``context_score`` None,
+as do all results of a query with no other column that can be evidence (none, or only a row number:
 :class:`.context.QueryContext`), which keep joinability's order at no extra cost.
 """
 from __future__ import annotations
@@ -50,7 +53,7 @@ from ..store import Snapshot, result_names, snapshot_model
 from ..store.cache import INDEXES, deep_nbytes
 from ..store.filters import among
 from ..vectors import query_value_vectors
-from .context import QueryContext, context_groups, context_order, read_postings, table_context
+from .context import QueryContext, context_groups, context_order, is_category, read_postings, table_context
 from .metric import max_distance
 from .search import METHODS, JoinIndex
 from .partitioning import search_partitions
@@ -128,16 +131,20 @@ def loaded_index(snapshot: Snapshot) -> LoadedJoinIndex:
 
 
 def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T: float | None = None,
-                top_k: int | None = None, method: str = "pexeso", context_margin: float | None = None) -> dict:
+                top_k: int | None = None, method: str = "pexeso", context_margin: float | None = None,
+                category_margin: float = 0.0) -> dict:
     """Lake columns joinable with ``query``'s ``column``, in the JSON shape of ``lakescout join --json``.
 
     Exactly one of ``top_k`` (the k columns of highest joinability, any match counting) and ``T`` (every column whose
     joinability reaches T).  ``context_margin`` (``[join] context_margin``; None: joinability alone, exact ties as
     :func:`ties_by_size` orders them): results whose joinability ties or lies within the margin are ordered by
     context (the module docstring's rule), and every result carries ``context_score`` and ``context``.
+    ``category_margin`` (``[join] category_margin``) is the margin instead when it is larger and the query column is a
+    category (:func:`.context.is_category`); it needs context (``context_margin`` not None).
     """
-    if context_margin is not None and not 0 <= context_margin < 1:
-        raise ValueError(f"context_margin must be a fraction of the query values in [0, 1), got {context_margin}")
+    for name, value in (("context_margin", context_margin), ("category_margin", category_margin)):
+        if value is not None and not 0 <= value < 1:
+            raise ValueError(f"{name} must be a fraction of the query values in [0, 1), got {value}")
     if method not in METHODS:
         raise ValueError(f"unknown join method {method!r}; expected one of {', '.join(METHODS)}")
     if not 0 < tau < 1:
@@ -169,7 +176,9 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T
 
     query_context = QueryContext(q.names, q.columns, ordinal) if context_margin is not None else None
     with_context = query_context is not None and bool(query_context.others)  # else no table can have context
-    slack = int(np.floor(context_margin * len(qv.values) + 1e-9)) if with_context else 0
+    category = with_context and category_margin > context_margin and is_category(q.columns[ordinal])
+    margin = category_margin if category else context_margin
+    slack = int(np.floor(margin * len(qv.values) + 1e-9)) if with_context else 0
     k = None if top_k is None else top_k + own
     pool = None if k is None else k + CONTEXT_POOL  # the k-th count's ties (and margin) compete for the last places
     found = search_partitions((lambda p=p: loaded.partition(p, first_rows, held)
@@ -190,7 +199,7 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T
     if with_context:
         columns, context = _order_by_context(snapshot, query_context, qv, columns, slack, top_k, first_rows,
                                              found.stats)
-        found.stats.update(context_margin=context_margin, context_slack=slack)
+        found.stats.update(context_margin=margin, context_slack=slack, category=int(category))
     if top_k is not None:
         columns = columns[:top_k]
     evidence = {int(c.column_id): sorted(c.pairs.tolist(), key=lambda x: x[2])[:EVIDENCE_PAIRS] for c in columns}

@@ -155,6 +155,7 @@ def _plan(checked: dict, table: QueryTable, cfg: Config) -> Plan:
     params.setdefault("tau", cfg.join.tau)
     params.setdefault("method", _text_methods()[0])
     params["context_margin"] = cfg.join.context_margin
+    params["category_margin"] = cfg.join.category_margin
     return Plan("join", table, params, _text_answer, where.ordinals, "text")
 
 

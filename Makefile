@@ -56,8 +56,8 @@ sample-lake: venv
 
 demo: sample-lake
 	$(BIN)/airflow db migrate > .airflow-migrate.log 2>&1 || { cat .airflow-migrate.log; exit 1; }
-	$(BIN)/airflow dags test lake_refresh > .airflow/demo-refresh.log 2>&1 || { tail -50 .airflow/demo-refresh.log; exit 1; }
-	@echo "lake_refresh DAG run finished (log: .airflow/demo-refresh.log)"
+	$(BIN)/airflow dags test lake_refresh > $(AIRFLOW_HOME)/demo-refresh.log 2>&1 || { tail -50 $(AIRFLOW_HOME)/demo-refresh.log; exit 1; }
+	@echo "lake_refresh DAG run finished (log: $(AIRFLOW_HOME)/demo-refresh.log)"
 	$(BIN)/lakescout status --warehouse $(LAKESCOUT_WAREHOUSE)
 	@echo; echo "== sample queries"
 	$(BIN)/lakescout union --warehouse $(LAKESCOUT_WAREHOUSE) --query finance/registers/firms.tsv -k 5

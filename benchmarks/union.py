@@ -291,7 +291,7 @@ def sweep_lake(spec: dict, workdir: Path, k: int, weights: list[float], taus: li
     rows = []
     for w in weights:
         enc = column_encoder(replace(load_config().embed, header_weight=w))
-        encoders = LakeEncoders(refs, enc, enc, None)
+        encoders = LakeEncoders(replace(refs, table=None), enc, None)  # the table vector: the columns' mean
         cols = [embed_table(encoders, t.columns, t.names, with_values=False).column_vectors for _, _, t in lake]
         sizes = np.array([len(c) for c in cols])
         vectors, owner = np.concatenate(cols), np.repeat(np.arange(len(cols)), sizes)

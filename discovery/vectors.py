@@ -90,8 +90,13 @@ class EncoderRefs:
 class LakeEncoders:
     refs: EncoderRefs
     column: Encoder
-    table: Encoder        # the trained table encoder, or the column encoder (its encode_table is the mean)
     warehouse_root: str
+
+    @property
+    def table(self) -> Encoder:
+        """The trained table encoder, loaded on first use (a join query never needs it), or without one the column
+        encoder, whose ``encode_table`` is the mean of the column vectors."""
+        return stored_encoder(self.warehouse_root, TABLE_MODEL, self.refs.table) if self.refs.table else self.column
 
     @property
     def join(self) -> Encoder | None:
@@ -102,10 +107,8 @@ class LakeEncoders:
 
 
 def load_encoders(warehouse_root: str, refs: EncoderRefs) -> LakeEncoders:
-    """The encoders ``refs`` names, each loaded once per process (the join encoder when first used)."""
-    column = stored_encoder(warehouse_root, COLUMN_MODEL, refs.column)
-    table = stored_encoder(warehouse_root, TABLE_MODEL, refs.table) if refs.table else column
-    return LakeEncoders(refs, column, table, warehouse_root)
+    """The encoders ``refs`` names, each loaded once per process (the table and join encoders when first used)."""
+    return LakeEncoders(refs, stored_encoder(warehouse_root, COLUMN_MODEL, refs.column), warehouse_root)
 
 
 @dataclass

@@ -339,8 +339,15 @@ WAREHOUSE_ENV = "LAKESCOUT_WAREHOUSE"
 def configured_warehouse(config: Config | None = None) -> str | None:
     """The warehouse a command uses when none is given: ``$LAKESCOUT_WAREHOUSE``, else ``[paths] warehouse``, else
     None.  The variable wins over the file, as ``$LAKESCOUT_CONFIG`` does over ``./lakescout.toml``: an environment
-    is set for one deployment or shell, a file is shared."""
-    return os.environ.get(WAREHOUSE_ENV) or (config or load_config()).paths.warehouse or None
+    is set for one deployment or shell, a file is shared.  An empty or blank variable counts as unset, as an empty
+    ``$EDITOR`` or ``$PAGER`` does for most tools: ``LAKESCOUT_WAREHOUSE= lakescout status`` (or a deployment that
+    exports the name with no value) then reads the file's warehouse instead of refusing or using the working
+    folder; an empty ``[paths] warehouse`` is none too."""
+    given = os.environ.get(WAREHOUSE_ENV, "")
+    if given.strip():
+        return given
+    configured = (config or load_config()).paths.warehouse
+    return configured if configured.strip() else None
 
 
 def default_warehouse(config: Config | None = None) -> str:

@@ -4,7 +4,8 @@ Scheduled from ``[maintenance] schedule`` (weekly by default).  The work and its
 :mod:`discovery.maintenance`: the last N snapshots and every snapshot a standing query compares with stay queryable
 (time travel keeps working), per-lake-table index tables are compacted sorted by ``table_id``, and vacuum deletes only
 files no retained snapshot references.  Maintenance takes the warehouse lease a refresh takes; while another run holds
-it, the run is skipped with a message naming that run.
+it, the run is skipped with a message naming that run.  A remote warehouse is reached with the keys of the run's
+``aws_conn_id`` connection, as the other DAGs reach it (:mod:`discovery.connections`).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from datetime import datetime
 from airflow.exceptions import AirflowSkipException
 from airflow.sdk import Param, dag, task
 
+from discovery import connections
 from discovery.config import default_warehouse, load_config
 
 WAREHOUSE = default_warehouse()
@@ -33,7 +35,7 @@ log = logging.getLogger(__name__)
     catchup=False,
     max_active_runs=1,
     params={
-        "warehouse": Param(WAREHOUSE, type="string", description="Warehouse folder or URI of the Delta index"),
+        **connections.warehouse_params(WAREHOUSE),
         "keep_snapshots": Param(CONFIG.keep_snapshots, type="integer", minimum=1,
                                 description="Snapshots kept (besides those pinned by standing queries)"),
     },
@@ -45,6 +47,7 @@ def lakescout_maintenance():
         from discovery.locations import check_location
         from discovery.maintenance import run_maintenance
 
+        connections.use_airflow_connection(params)
         warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
         report = run_maintenance(warehouse, replace(CONFIG, keep_snapshots=params["keep_snapshots"]),
                                  tables_per_file=TABLES_PER_FILE, run=f"lakescout_maintenance {run_id}")

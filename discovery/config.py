@@ -105,6 +105,12 @@ class XashConfig:
     max_rows_per_table: int = 1_000_000  # rows of a lake table indexed; tables cut short are reported
 
 
+#: What ``[embed] column_encoder`` and ``header_encoder`` may name: hashed words and n-grams, or the pretrained model
+#: of ``model_dir`` (the encoders' ``kind``, :mod:`discovery.encoders`).  Kept here, not read from the encoder
+#: classes, because a configuration is checked before torch or the encoders are imported.
+ENCODERS = ("hash", "sentence-transformers")
+
+
 @dataclass(frozen=True)
 class EmbedConfig:
     """Stage ``embed``: column, table and value vectors, and the encoders trained on the lake.
@@ -149,6 +155,17 @@ class EmbedConfig:
     seed: int = 0
     join_options: dict = field(default_factory=dict)
     table_options: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        """Refuse an encoder the embed stage could not build when the file is read, not after the scan and profile
+        stages have run: the error names the key and the choices (:func:`load_config` adds the file)."""
+        for key in ("column_encoder", "header_encoder"):
+            value = getattr(self, key)
+            if value not in ENCODERS:
+                raise ValueError(f"[embed] {key} = {str(value)[:60]!r} is not an encoder; allowed: "
+                                 + ", ".join(repr(e) for e in ENCODERS))
+        if "sentence-transformers" in (self.column_encoder, self.header_encoder) and not self.model_dir:
+            raise ValueError("[embed] column_encoder or header_encoder 'sentence-transformers' needs [embed] model_dir")
 
 
 @dataclass(frozen=True)
@@ -349,8 +366,15 @@ WAREHOUSE_ENV = "LAKESCOUT_WAREHOUSE"
 def configured_warehouse(config: Config | None = None) -> str | None:
     """The warehouse a command uses when none is given: ``$LAKESCOUT_WAREHOUSE``, else ``[paths] warehouse``, else
     None.  The variable wins over the file, as ``$LAKESCOUT_CONFIG`` does over ``./lakescout.toml``: an environment
-    is set for one deployment or shell, a file is shared."""
-    return os.environ.get(WAREHOUSE_ENV) or (config or load_config()).paths.warehouse or None
+    is set for one deployment or shell, a file is shared.  An empty or blank variable counts as unset, as an empty
+    ``$EDITOR`` or ``$PAGER`` does for most tools: ``LAKESCOUT_WAREHOUSE= lakescout status`` (or a deployment that
+    exports the name with no value) then reads the file's warehouse instead of refusing or using the working
+    folder; an empty ``[paths] warehouse`` is none too."""
+    given = os.environ.get(WAREHOUSE_ENV, "")
+    if given.strip():
+        return given
+    configured = (config or load_config()).paths.warehouse
+    return configured if configured.strip() else None
 
 
 def default_warehouse(config: Config | None = None) -> str:

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from discovery.config import load_config
 from discovery.store import Warehouse
 
 BIN = os.path.dirname(sys.executable)
@@ -88,6 +89,32 @@ def test_bad_config_is_named(tmp_path):
     cfg.write_text("[limits]\nmax_rowz = 3\n")
     proc = _cli("refresh", "--lake", str(tmp_path), "--warehouse", str(tmp_path / "wh"), "--config", str(cfg))
     assert proc.returncode == 2 and "max_rowz" in proc.stderr
+
+
+def test_a_bad_encoder_is_named_when_the_configuration_is_read(tmp_path):
+    """``[embed] header_encoder`` / ``column_encoder`` naming no encoder stops a command before any work (not the
+    embed stage, after the scan and profile): the file, section, key and the allowed values on one line, exit 2."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    (lake / "t.csv").write_text("a,b\n1,2\n")
+    for key, command in (("header_encoder", ["refresh", "--lake", str(lake)]),
+                         ("column_encoder", ["union", "--query", "t.csv"])):
+        cfg = tmp_path / f"{key}.toml"
+        cfg.write_text(f'[embed]\n{key} = "bert"\n')
+        said = (f"configuration file {str(cfg)!r}: [embed] {key} = 'bert' is not an encoder; allowed: 'hash', "
+                "'sentence-transformers'")
+        with pytest.raises(ValueError) as refused:
+            load_config(cfg)
+        assert str(refused.value) == said
+        proc = _cli(*command, "--warehouse", str(tmp_path / "wh"), "--config", str(cfg))
+        assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"lakescout {command[0]}: {said}\n")
+    assert not (tmp_path / "wh").exists() and os.listdir(lake) == ["t.csv"]
+    cfg.write_text('[embed]\ncolumn_encoder = "sentence-transformers"\nmodel_dir = ""\n')
+    with pytest.raises(ValueError, match=r"column_encoder.toml.*'sentence-transformers' needs \[embed\] model_dir"):
+        load_config(cfg)
+    cfg.write_text('[embed]\ncolumn_encoder = "sentence-transformers"\nheader_encoder = "hash"\n')
+    embed = load_config(cfg).embed
+    assert (embed.column_encoder, embed.header_encoder) == ("sentence-transformers", "hash")
 
 
 def test_demo_lake_command(tmp_path):

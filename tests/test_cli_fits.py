@@ -152,3 +152,55 @@ def test_status_names_rows_and_the_api_names_its_snapshot_move(indexed_lake, mon
     assert ls.latest() is ls.snapshot and ls.snapshot_id == list_snapshots(ls.warehouse)[-1].snapshot_id
     assert Lakescout.refresh is Lakescout.latest and "latest" in Lakescout.refresh.__doc__
     assert ls.status()["snapshot"]["snapshot_id"] == ls.snapshot_id and Lakescout.status.__doc__
+
+
+def test_an_empty_warehouse_is_refused_not_read_as_the_working_folder(tmp_path, monkeypatch, capsys):
+    """``--warehouse ""`` (or blank) is refused by every command that takes it, as an empty ``--lake`` is: one line
+    naming the flag, exit 2, nothing written in the working folder; a refresh is refused with a real lake given, so it
+    is the warehouse that stops it before Spark; ``discovery.open("")`` raises a ValueError naming the warehouse."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    (lake / "t.csv").write_text("a,b\n1,2\n")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    filler = {"--lake": str(lake), "table": "t.csv", "words": "a"}
+    taking = {name: p for name, p in commands().items()
+              if any("--warehouse" in a.option_strings for a in p._actions)}
+    assert {"refresh", "status", "union", "join", "nary", "batch"} <= set(taking)
+    for name, parser in taking.items():
+        required = [a for a in parser._actions if a.required]
+        required += [g._group_actions[0] for g in parser._mutually_exclusive_groups if g.required]
+        args = [v for a in required for v in ([a.option_strings[0]] if a.option_strings else [])
+                + [filler.get(a.option_strings[0] if a.option_strings else a.dest, "x")]]
+        for empty in ("", "  "):
+            code, out, err = run([name, *args, f"--warehouse={empty}"], capsys)
+            assert code == 2 and out == "" and err.count("\n") == 1, (name, empty, err)
+            assert err == (f"lakescout {name}: --warehouse {empty!r} is empty: give a folder or URI (an empty "
+                           "location is not the working folder)\n"), err
+    assert os.listdir(cwd) == [] and os.listdir(lake) == ["t.csv"]
+    for empty in ("", " "):
+        try:
+            discovery.open(empty)
+        except ValueError as exc:
+            assert str(exc).startswith(f"warehouse {empty!r} is empty"), exc
+        else:
+            raise AssertionError(f"discovery.open({empty!r}) opened the working folder")
+    assert os.listdir(cwd) == []
+
+
+def test_an_empty_warehouse_variable_counts_as_unset(tmp_path, monkeypatch, capsys):
+    """``LAKESCOUT_WAREHOUSE=""`` is no setting: the configuration's warehouse answers, and without one the command
+    names what to set, as with the variable unset."""
+    monkeypatch.chdir(tmp_path)
+    configured = str(tmp_path / "configured")
+    config = tmp_path / "paths.toml"
+    config.write_text(open(os.environ["LAKESCOUT_CONFIG"]).read()
+                      + f"\n[paths]\nwarehouse = {json.dumps(configured)}\n")
+    for empty in ("", "  "):
+        monkeypatch.setenv("LAKESCOUT_WAREHOUSE", empty)
+        code, _, err = run(["status", "--config", str(config)], capsys)
+        assert code == 2 and f"no Lakescout warehouse at {configured!r}" in err, err
+        code, _, err = run(["status"], capsys)
+        assert code == 2 and err.startswith("lakescout status: no warehouse given: pass --warehouse PATH"), err
+    assert os.listdir(tmp_path) == ["paths.toml"]

@@ -3,6 +3,7 @@ the OpenLineage events it emits through Airflow's provider (file transport) when
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import re
 import subprocess
@@ -23,12 +24,46 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_dag_imports_without_errors(tmp_path):
+    """Every DAG imports, and every DAG that opens the warehouse takes it and the ``aws_conn_id`` connection alike:
+    the configured warehouse, and no connection (the workers' own ``AWS_*``) unless a run names one."""
     env = airflow_env(str(tmp_path / "airflow"), str(tmp_path / "wh"), str(tmp_path / "lake"))
-    code = ("from airflow.models.dagbag import DagBag; b = DagBag(include_examples=False); "
-            "print(sorted(b.dag_ids)); assert not b.import_errors, b.import_errors")
+    code = ("import json; from airflow.models.dagbag import DagBag; b = DagBag(include_examples=False); "
+            "assert not b.import_errors, b.import_errors; "
+            "print(json.dumps({i: d.params.dump() for i, d in b.dags.items()}, default=str))")
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "lake_refresh" in proc.stdout
+    params = json.loads(proc.stdout.splitlines()[-1])
+    assert {"lake_refresh", "lakescout_maintenance", "materialize", "query_batch", "standing_queries"} <= set(params)
+    for dag_id, given in params.items():
+        assert (given["warehouse"], given["aws_conn_id"]) == (str(tmp_path / "wh"), ""), dag_id
+    assert set(params["lakescout_maintenance"]) == {"warehouse", "aws_conn_id", "keep_snapshots"}
+
+
+def test_maintenance_dag_reaches_a_bucket_with_the_keys_of_its_connection(tmp_path, s3_server):
+    """A workers' environment without ``AWS_*``: maintenance of a warehouse in a bucket reaches it through the run's
+    ``aws_conn_id`` connection (endpoint, keys, region), as the other DAGs do, and holds and releases its lease
+    there."""
+    from discovery.store.lease import current
+
+    wh = s3_server.create_bucket("maintained") + "/wh"
+    Warehouse(wh).ensure()
+    env = {k: v for k, v in airflow_env(str(tmp_path / "airflow"), wh).items() if not k.startswith("AWS_")}
+    env["AIRFLOW_CONN_LAKESCOUT_S3"] = json.dumps({
+        "conn_type": "aws", "login": s3_server.env["AWS_ACCESS_KEY_ID"],
+        "password": s3_server.env["AWS_SECRET_ACCESS_KEY"],
+        "extra": {"endpoint_url": s3_server.endpoint, "region_name": s3_server.env["AWS_REGION"]}})
+    airflow = os.path.join(BIN, "airflow")
+    subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)
+    s3_server.requests(reset=True)
+    proc = subprocess.run([airflow, "dags", "test", "lakescout_maintenance", "-c",
+                           json.dumps({"aws_conn_id": "lakescout_s3"})], env=env, capture_output=True, text=True,
+                          timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and 'maintenance: {"status": "ok"' in out, out[-4000:]
+    assert s3_server.requests(bucket="maintained").get("PUT", 0) > 0
+    lease = current(wh)
+    assert (lease.purpose, lease.state) == ("maintenance", "released"), lease
+    assert lease.run.startswith("lakescout_maintenance "), lease
 
 
 def test_lake_refresh_dag_run_publishes_a_snapshot_and_its_lineage(tmp_path, small_lake):

@@ -10,6 +10,7 @@ from typing import Iterator
 from .. import __version__
 from ..allocator import use_query_pool
 from ..config import configured_warehouse, load_config
+from ..storage.uri import nonempty
 from . import batch, browse, deliver, demo, find, refresh, search, status
 from .common import UsageError
 
@@ -69,9 +70,12 @@ def configuration(path: str | None) -> Iterator[None]:
 
 
 def run(args) -> int:
-    """Run the parsed command: its configuration checked first (a bad file is named before any work), its warehouse
-    from :func:`~discovery.config.configured_warehouse` when ``--warehouse`` was not given.  A command that answers
-    from a snapshot (it takes ``--snapshot``) reads with the query processes' Arrow pool (:mod:`discovery.allocator`)."""
+    """Run the parsed command: an empty ``--warehouse`` refused and its configuration checked first (a bad value or
+    file is named before any work), its warehouse from :func:`~discovery.config.configured_warehouse` when
+    ``--warehouse`` was not given.  A command that answers from a snapshot (it takes ``--snapshot``) reads with the
+    query processes' Arrow pool (:mod:`discovery.allocator`)."""
+    if getattr(args, "warehouse", None) is not None:
+        nonempty(args.warehouse, "--warehouse")
     if "snapshot" in args:
         use_query_pool()
     if "config" in args:

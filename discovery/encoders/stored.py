@@ -66,16 +66,12 @@ def model_version(kind: str, payload: bytes, requires: dict) -> str:
 
 
 def column_encoder(config: EmbedConfig) -> Encoder:
-    """The column encoder the configuration asks for."""
+    """The column encoder the configuration asks for (its name and model folder were checked when it was read:
+    :class:`~discovery.config.EmbedConfig`)."""
     if not 0.0 <= config.header_weight < 1.0:
         raise ValueError(f"[embed] header_weight must be in [0, 1), not {config.header_weight!r}")
     if config.header_dim < 1:
         raise ValueError(f"[embed] header_dim must be at least 1, not {config.header_dim!r}")
-    for key in ("column_encoder", "header_encoder"):
-        if getattr(config, key) not in ("hash", "sentence-transformers"):
-            raise ValueError(f"[embed] {key} must be 'hash' or 'sentence-transformers', not {getattr(config, key)!r}")
-    if "sentence-transformers" in (config.column_encoder, config.header_encoder) and not config.model_dir:
-        raise ValueError("[embed] column_encoder or header_encoder 'sentence-transformers' needs [embed] model_dir")
     pretrained_names = config.header_encoder == "sentence-transformers" and config.header_weight > 0
     column = ColumnConfig(max_values=config.column_values, header_weight=config.header_weight,
                           header_dim=model_dim(config.model_dir) if pretrained_names else config.header_dim,

@@ -19,8 +19,8 @@ from .backends import BACKENDS, Backend, CatalogLocation, LocalBackend, S3Backen
 from .credentials import Credentials, client_env, credentials
 from .errors import StorageError, explain
 from .folders import MARKER, cache_root
-from .uri import (bucket, dataset_name, delta_uri, file_uri, is_catalog, is_remote, join, local_path, normalize,
-                  scheme, split, under)
+from .uri import (bucket, dataset_name, delta_uri, file_uri, is_catalog, is_remote, join, local_path, nonempty,
+                  normalize, scheme, split, under)
 
 
 def filesystem(uri: str):
@@ -55,5 +55,5 @@ def check(uri: str, what: str) -> None:
 __all__ = ["BACKENDS", "Backend", "CatalogLocation", "Credentials", "LocalBackend", "MARKER", "S3Backend",
            "StorageError", "arrow_filesystem", "backend", "bucket", "cache_root", "check", "client_env",
            "credentials", "dataset_name", "delta_options", "delta_uri", "explain", "file_uri", "filesystem",
-           "is_catalog", "is_remote", "join", "local_path", "normalize", "on_disk", "register", "s3_client", "scheme", "split",
-           "under"]
+           "is_catalog", "is_remote", "join", "local_path", "nonempty", "normalize", "on_disk", "register",
+           "s3_client", "scheme", "split", "under"]

@@ -24,6 +24,17 @@ def is_catalog(uri: str) -> bool:
     return scheme(uri) == "iceberg"
 
 
+def nonempty(uri: str, what: str) -> str:
+    """``uri`` itself, or a ValueError naming ``what`` when it is empty or blank.  :func:`local_path` reads ``""`` as
+    the working folder (``os.path.abspath("")``), yet a location left empty is a slip (an unset variable in a script,
+    a lost quote), never a wish to put an index wherever the command happens to run: the entries that take a
+    location from a user refuse it before anything is read or written."""
+    if not str(uri).strip():
+        raise ValueError(f"{what} {uri!r} is empty: give a folder or URI (an empty location is not the working "
+                         "folder)")
+    return uri
+
+
 def local_path(uri: str) -> str:
     """A local path for a local location given as a path or a ``file://`` URI (absolute)."""
     uri = str(uri)

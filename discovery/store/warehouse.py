@@ -28,7 +28,7 @@ from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
 from ..config import MaintenanceConfig
-from ..storage import backend, check, delta_options, join, normalize
+from ..storage import backend, check, delta_options, join, nonempty, normalize
 from .files import DataFile, new_attempt_token, resolve, write_data_file
 from .schema import SCHEMAS
 
@@ -64,8 +64,9 @@ class Warehouse:
     """Root folder (or object-store URI) holding one Delta table per index table."""
 
     def __init__(self, root):
-        """``root``: the warehouse's location (a path or a URI), or another :class:`Warehouse` (the same one)."""
-        self.root = root.root if isinstance(root, Warehouse) else normalize(root)
+        """``root``: the warehouse's location (a path or a URI), or another :class:`Warehouse` (the same one); an
+        empty one is refused (:func:`~discovery.storage.uri.nonempty`), not read as the working folder."""
+        self.root = root.root if isinstance(root, Warehouse) else normalize(nonempty(root, "warehouse"))
         self.backend = backend(self.root)
 
     # -- layout -------------------------------------------------------------------------------------------------

@@ -94,6 +94,7 @@ def lake_refresh():
         next refresh need not wait for the lease to expire."""
         from discovery.store import release_refresh
 
+        connections.use_airflow_connection(params)  # a warehouse in a bucket whose keys only the connection holds
         refresh_id = ti.xcom_pull(task_ids="begin")
         return refresh_id is not None and release_refresh(params["warehouse"], int(refresh_id))
 

@@ -5,7 +5,7 @@ The same snapshot answers every query twice with this code: once as users get it
 allowed sets), so the difference is the rule's alone, on the same vectors.  Counted:
 
 * union (``exact``, top ``--k``): the union benchmark's queries (the sample lake's ``union.csv``, UGEN-V1's query
-  files); column pairs of the answers, tables that leave the top k, and those of them the ground truth calls
+  files, fivethirtyeight's first file of each article folder); column pairs of the answers, tables that leave the top k, and those of them the ground truth calls
   unionable.  On the sample lake also every planted column pair (two columns of one ``union_columns.csv`` attribute
   in tables ``union.csv`` calls unionable) whose indexed quantities the rule calls incompatible.
 * numerical join (top 10, default tau): every ``number`` group of ``numeric_sets`` as the query; lake columns the
@@ -14,7 +14,8 @@ allowed sets), so the difference is the rule's alone, on the same vectors.  Coun
 * coordinate pairs: every ``coordinates`` group of ``numeric_sets``, with its names, for judging true and false.
 
 Prints the counts and writes benchmarks/results/quantities_<name>.json.
-Usage: python benchmarks/quantities.py WAREHOUSE NAME [--truth SAMPLE_GROUND_TRUTH_DIR | --ugen GROUNDTRUTH_CSV]
+Usage: python benchmarks/quantities.py WAREHOUSE NAME [--truth SAMPLE_GROUND_TRUTH_DIR | --ugen GROUNDTRUTH_CSV |
+--fivethirtyeight LAKE]
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ import discovery.union.service as union_service
 from discovery.quantities import compatible
 from discovery.query import QueryError, resolve_query
 from discovery.store import result_names
-from harness import write_result
+from harness import fivethirtyeight_truth, write_result
 
 RULE_ON = (union_service.quantity_codes, numjoin_service.allowed_sets)
 
@@ -57,6 +58,8 @@ def truth_of(args) -> tuple[dict[str, set[str]], list[dict], dict]:
         for r in csv.DictReader(open(args.ugen)):
             if r["unionable"].strip() == "1":
                 unionable.setdefault(os.path.join(folder, r["query_table"]), set()).add(r["data_lake_table"])
+    if args.fivethirtyeight:
+        unionable.update(fivethirtyeight_truth(args.fivethirtyeight))
     return unionable, numeric, attributes
 
 
@@ -133,6 +136,7 @@ def main() -> None:
     ap.add_argument("name")
     ap.add_argument("--truth", help="the sample lake's _ground_truth folder")
     ap.add_argument("--ugen", help="UGEN-V1's groundtruth.csv (its query files are the union queries)")
+    ap.add_argument("--fivethirtyeight", help="the fivethirtyeight lake folder (an article's files union)")
     ap.add_argument("--k", type=int, default=20)
     args = ap.parse_args()
     snap = discovery.open(args.warehouse).snapshot

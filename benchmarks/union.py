@@ -106,11 +106,7 @@ def _lakes(names: list[str], workdir: Path) -> list[dict]:
         out.append({"name": "sample lake", "lake": str(lake), "queries": [(q, q) for q in sorted(truth)],
                     "truth": truth, "key": str})
     if "538" in names and (root := shared_path("fivethirtyeight")):
-        by_folder: dict[str, list[str]] = {}
-        for p in sorted(Path(root).rglob("*.csv")):
-            rel = p.relative_to(root).as_posix()
-            by_folder.setdefault(rel.split("/")[0], []).append(rel)
-        truth = {files[0]: set(files[1:]) for files in by_folder.values() if len(files) >= 2}
+        truth = harness.fivethirtyeight_truth(root)
         out.append({"name": "fivethirtyeight", "lake": root, "queries": [(q, q) for q in sorted(truth)],
                     "truth": truth, "key": str})
     return out

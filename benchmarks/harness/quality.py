@@ -1,4 +1,5 @@
-"""Ranking quality against a ground truth (TACTUS §6.1), and the layout of the shared UGEN-V1 data set."""
+"""Ranking quality against a ground truth (TACTUS §6.1), and the layouts of the shared UGEN-V1 and fivethirtyeight
+data sets."""
 from __future__ import annotations
 
 import csv
@@ -38,3 +39,14 @@ def ugen_layout(root: Path) -> tuple[list[str], list[str], dict[str, set[str]]]:
             if row["unionable"].strip() == "1":
                 truth.setdefault(row["query_table"], set()).add(row["data_lake_table"])
     return lake_names, query_names, truth
+
+
+def fivethirtyeight_truth(root: str | Path) -> dict[str, set[str]]:
+    """fivethirtyeight's union ground truth: the files of one article's folder are unionable with each other; the
+    first file (in path order) of each folder of two or more is the query, the others its answers (lake paths)."""
+    root = Path(root)
+    by_folder: dict[str, list[str]] = {}
+    for p in sorted(root.rglob("*.csv")):
+        rel = p.relative_to(root).as_posix()
+        by_folder.setdefault(rel.split("/")[0], []).append(rel)
+    return {files[0]: set(files[1:]) for files in by_folder.values() if len(files) >= 2}

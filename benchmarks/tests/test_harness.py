@@ -1,4 +1,5 @@
-"""The harness's measurements: a child's own CPU time, peak RSS and output, and a process's high-water mark."""
+"""The harness's measurements: a child's own CPU time, peak RSS and output, a process's high-water mark; and the
+fivethirtyeight ground truth."""
 from __future__ import annotations
 
 import os
@@ -63,3 +64,10 @@ def test_peak_rss_is_the_high_water_mark_of_a_process():
 
 def test_summary_of_repeats():
     assert harness.summary([3.0, 1.0, 2.0]) == {"median": 2.0, "mean": 2.0, "min": 1.0, "max": 3.0, "runs": 3}
+
+
+def test_fivethirtyeight_truth_unions_the_files_of_one_article_folder(tmp_path):
+    for rel in ("polls/a.csv", "polls/b.csv", "polls/2020/c.csv", "alone/x.csv", "notes/readme.txt", "top.csv"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("h\n1\n")
+    assert harness.fivethirtyeight_truth(tmp_path) == {"polls/2020/c.csv": {"polls/a.csv", "polls/b.csv"}}

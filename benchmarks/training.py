@@ -96,7 +96,7 @@ def stopped_at(losses: list[tuple[int, float]], every: int, patience: int, fall:
 
 
 def join_curve(name: str, steps: int, quality_at: set[int], work: str) -> dict | None:
-    from discovery.encoders.join_encoder import train_join_encoder
+    from discovery.encoders.join_training import train_join_encoder
 
     lake = _lake(name, work)
     if lake is None:

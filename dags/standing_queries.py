@@ -2,7 +2,7 @@
 
 Scheduled on the ``lakescout_snapshot`` asset that ``lake_refresh`` emits (same name and URI, declared here so this
 file does not import another DAG file).  Standing queries are batch specs saved as ``<warehouse>/standing/<name>.json``
-(:func:`discovery.batch.save_standing`); each one runs on the newest snapshot as its own mapped task, and what changed
+(:func:`discovery.standing.save_standing`); each one runs on the newest snapshot as its own mapped task, and what changed
 since its previous run (new, dropped and rescored results) is recorded in ``standing_changes``.  Standing queries are
 served batches: their queries name lake tables, never other files of the worker.
 """
@@ -36,7 +36,7 @@ def standing_queries():
     @task
     def saved(params=None) -> list[str]:
         """Names of the saved standing queries."""
-        from discovery.batch import standing_queries as saved_queries
+        from discovery.standing import standing_queries as saved_queries
         from discovery.locations import check_location
 
         connections.use_airflow_connection(params)
@@ -47,7 +47,7 @@ def standing_queries():
     @task
     def rerun(name: str, params=None) -> dict:
         """Run one standing query on the newest snapshot and record its changes."""
-        from discovery.batch import run_standing
+        from discovery.standing import run_standing
         from discovery.locations import check_location
 
         connections.use_airflow_connection(params)

@@ -3,7 +3,7 @@
 Order matters and is fixed by :func:`run_maintenance`:
 
 1. **Snapshot retention.**  The last ``keep_snapshots`` snapshots are kept, plus every snapshot a standing query
-   still compares with (:func:`discovery.batch.pinned_snapshots`), as long as they are younger than
+   still compares with (:func:`discovery.standing.pinned_snapshots`), as long as they are younger than
    ``snapshot_retention_days`` (the latest always); the rows of the others leave ``snapshots``.  The age bound is
    what lets the Delta log retention (``log_retention_days`` >= it) keep every retained snapshot loadable.
 2. **Compaction.**  Tables whose rows are replaced per lake table (they carry ``table_id``) are rewritten with
@@ -59,10 +59,10 @@ import pyarrow.compute as pc
 from deltalake.transaction import CommitProperties, PostCommitHookProperties
 
 from . import storage
-from .batch import pinned_snapshots
 from .config import MaintenanceConfig, SparkConfig
 from .encoders.stored import MODEL_FILES, SET_MODEL, payload
 from .refresh.runs import query_array_folders, record_takeover
+from .standing import pinned_snapshots
 from .store import (INDEX_TABLES, SCHEMAS, Lease, LeaseHeld, Warehouse, cleanup_warehouse, list_snapshots,
                     new_attempt_token)
 from .store.rewrite import drop_keys

@@ -19,13 +19,13 @@ import pyarrow.compute as pc
 import pytest
 
 import discovery
-from discovery.batch import (BatchError, batch_results, first_run, parse_spec, pinned_snapshots,
-                             recent_batches, recorded_batch, run_batch, run_standing, save_standing, standing_changes,
-                             standing_queries, validate_batch)
+from discovery.batch import (BatchError, batch_results, first_run, parse_spec, recent_batches, recorded_batch,
+                             run_batch, validate_batch)
 from discovery.config import load_config
 from discovery.demo_lake import load_ground_truth
 from discovery.query import read_query_file
 from discovery.refresh import StageContext, begin_refresh, publish_snapshot
+from discovery.standing import pinned_snapshots, run_standing, save_standing, standing_changes, standing_queries
 from discovery.store import Warehouse, new_attempt_token
 
 pytestmark = [pytest.mark.spark]

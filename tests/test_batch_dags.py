@@ -10,7 +10,7 @@ import pytest
 
 from airflow_env import airflow_env, datasets, lineage_events, openlineage_env
 from discovery.api import Lakescout
-from discovery.batch import save_standing, standing_changes
+from discovery.standing import save_standing, standing_changes
 from discovery.store import Warehouse, list_snapshots
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]

@@ -17,7 +17,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: transforms (encoders, quantities, value segments) the data; the query side (query tables, vectors, parameter
 #: checks) the transforms; the refresh's stage kit (context, plans, per-table tasks) what stages share; the indexes
 #: and searches everything below; the refresh's publishing, the search registry and the reports above them; the
-#: surfaces (API, batches, acting on answers, maintenance, the CLI, the Spark launcher, Airflow connections) on top.
+#: surfaces (API, batches, standing queries, acting on answers, maintenance, the CLI, the Spark launcher, Airflow
+#: connections) on top.
 LAYERS = [
     ("storage", ("discovery.storage",)),
     ("ground", ("discovery.allocator", "discovery.config", "discovery.normalize", "discovery.threads",
@@ -33,7 +34,7 @@ LAYERS = [
                   "discovery.locations", "discovery.demo_lake")),
     ("surfaces", ("discovery", "discovery.api", "discovery.batch", "discovery.batch_share",
                   "discovery.materialize", "discovery.maintenance", "discovery.cli", "discovery.submit",
-                  "discovery.connections")),
+                  "discovery.connections", "discovery.standing")),
 ]
 __doc__ += "".join(f"\n{i}. {name}: {', '.join(p.removeprefix('discovery.') for p in prefixes)}"
                    for i, (name, prefixes) in enumerate(LAYERS))

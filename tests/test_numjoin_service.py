@@ -260,7 +260,8 @@ def test_batch_and_standing_queries(env, tmp_path):
     recorded with their joinability as score."""
     import shutil
 
-    from discovery.batch import BatchError, batch_results, run_batch, run_standing, save_standing
+    from discovery.batch import BatchError, batch_results, run_batch
+    from discovery.standing import run_standing, save_standing
 
     wh = str(tmp_path / "wh")
     shutil.copytree(env["warehouse"], wh)

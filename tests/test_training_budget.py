@@ -18,7 +18,7 @@ import pytest
 
 from discovery.config import load_config
 from discovery.demo_lake import load_ground_truth
-from discovery.encoders.join_encoder import train_join_encoder
+from discovery.encoders.join_training import train_join_encoder
 from discovery.encoders.lake_training import (PROBE_STEPS, StepBudget, join_config, join_steps, join_training_columns,
                                               read_sample, sample_tables, table_config, table_steps, train_join_model,
                                               train_table_model)

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from discovery.encoders import HashEncoder, JoinEncoderConfig, TableEncoderConfig  # noqa: E402
-from discovery.encoders.join_encoder import train_join_encoder  # noqa: E402
+from discovery.encoders.join_training import train_join_encoder  # noqa: E402
 from discovery.encoders.optim import Adam, RowAdam  # noqa: E402
 from discovery.encoders.table_encoder import held_out_tables, table_steps, train_table_encoder  # noqa: E402
 

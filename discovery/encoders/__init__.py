@@ -10,7 +10,8 @@ trained ones serialise with ``to_bytes`` and come back with :func:`load_encoder`
 """
 from .base import ColumnConfig, Encoder
 from .hash_encoder import HashEncoder, HashEncoderConfig
-from .join_encoder import JoinEncoder, JoinEncoderConfig, train_join_encoder
+from .join_encoder import JoinEncoder, JoinEncoderConfig
+from .join_training import train_join_encoder
 from .registry import encoder_from_bytes, load_encoder, save_encoder
 from .sentence import SentenceTransformerEncoder
 from .table_encoder import PreparedTable, TableEncoder, TableEncoderConfig, train_table_encoder

@@ -43,7 +43,8 @@ from discovery.lake import LakeFileError, infer_type, read_lake_table
 
 from .base import Encoder
 from .columns import priority_sample, profile_column
-from .join_encoder import JoinEncoderConfig, train_join_encoder
+from .join_encoder import JoinEncoderConfig
+from .join_training import train_join_encoder
 from .ngrams import stable_uniform
 from .stored import JOIN_MODEL, TABLE_MODEL, model_version
 from .table_encoder import TableEncoderConfig, held_out_tables, table_steps, train_table_encoder

@@ -8,8 +8,9 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from discovery.batch import batch_results, recent_batches, standing_changes
+from discovery.batch import batch_results, recent_batches
 from discovery.searches import SEARCHES
+from discovery.standing import standing_changes
 from discovery.refresh.progress import clock, read_progress
 from discovery.status import warehouse_status
 from discovery.store import SCHEMAS, Warehouse, list_snapshots

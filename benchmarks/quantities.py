@@ -15,7 +15,7 @@ allowed sets), so the difference is the rule's alone, on the same vectors.  Coun
 
 Prints the counts and writes benchmarks/results/quantities_<name>.json.
 Usage: python benchmarks/quantities.py WAREHOUSE NAME [--truth SAMPLE_GROUND_TRUTH_DIR | --ugen GROUNDTRUTH_CSV |
---fivethirtyeight LAKE]
+--fivethirtyeight LAKE] [--parts union,numjoin]
 """
 from __future__ import annotations
 
@@ -138,14 +138,20 @@ def main() -> None:
     ap.add_argument("--ugen", help="UGEN-V1's groundtruth.csv (its query files are the union queries)")
     ap.add_argument("--fivethirtyeight", help="the fivethirtyeight lake folder (an article's files union)")
     ap.add_argument("--k", type=int, default=20)
+    ap.add_argument("--parts", default="union,numjoin", help="what to count (a lake of thousands of number "
+                    "columns takes long for numjoin: each group is a query, twice)")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
     snap = discovery.open(args.warehouse).snapshot
     unionable, planted, attributes = truth_of(args)
     sets = snap.read("numeric_sets", columns=["table_id", "kind", "ordinals", "names"]).to_pylist()
     paths = {r["table_id"]: r["path"] for r in snap.read("catalog", columns=["table_id", "path"]).to_pylist()}
-    out = {"lake": args.name, "k": args.k, "union": union_counts(snap, unionable, args.k),
-           "numjoin": numjoin_counts(snap, sets, planted),
+    out = {"lake": args.name, "k": args.k,
            "coordinate_pairs": [[paths[s["table_id"]], list(s["names"])] for s in sets if s["kind"] == "coordinates"]}
+    if "union" in parts:
+        out["union"] = union_counts(snap, unionable, args.k)
+    if "numjoin" in parts:
+        out["numjoin"] = numjoin_counts(snap, sets, planted)
     if attributes:
         out["planted_union_pairs"] = planted_pairs(snap, unionable, attributes)
     rule(True)

@@ -90,3 +90,9 @@ def test_coordinates_found_by_values_and_what_is_no_place():
     assert "coordinates" not in kinds(["", "column_2"], _cols(ints, lon)).values()
     assert "coordinates" not in kinds(["", "column_2"], _cols(lat[:5] * 6, lon[:5] * 6)).values()
     assert "coordinates" not in kinds(["", "name", "column_3"], _cols(lat, ["a"] * 30, lon)).values()
+    # shares written to 12 decimals under a headerless file's first row as names: fractions of one, no place
+    shares = [[f"{v:.12f}" for v in rng.uniform(0.001, 0.35, 30)] for _ in range(2)]
+    assert "coordinates" not in kinds(["0.007194244604", "0.213771839671"], _cols(*shares)).values()
+    # ... while places near 0°, 0° but beyond a degree on one axis (Sao Tome) still are
+    near = [f"{v:.5f}" for v in rng.uniform(0.1, 0.4, 30)], [f"{v:.5f}" for v in rng.uniform(6.5, 6.8, 30)]
+    assert kinds(["", "column_2"], _cols(*near))[",column_2"] == "coordinates"

@@ -44,7 +44,7 @@ AGREEMENT = 0.95
 MAX_VALUES = 100_000
 MAX_NUMBERS = 4_000_000
 #: Version of what ``numeric_sets`` rows hold: the group rules here and in :mod:`.coordinates`, and the quantity rule.
-GROUP_RULE = f"groups2-{QUANTITY_RULE}"
+GROUP_RULE = f"groups3-{QUANTITY_RULE}"
 #: Metric of each kind's index; a vector group is indexed under both.
 KIND_METRICS = {"number": ("absolute",), "coordinates": ("haversine",), "vector": ("euclidean", "angular")}
 _NUMBER = r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$"

@@ -15,12 +15,14 @@ Pairs are found in two passes over the number columns, each column in one pair a
    positions do (:func:`looks_like_coordinates`): at least :data:`MIN_POINTS` distinct points, neither column
    integral, the median count of decimals of their written values at least :data:`MIN_DECIMALS` (a position is
    written to about 10 m, 4 decimals; counts, scores and percentages carry 0 to 2), latitude within ±90 and
-   longitude within ±180.  A named column keeps its role; otherwise ``x`` is the longitude and ``y`` the latitude, a
+   longitude within ±180, and not every point within :data:`SHARE_BOUND` of 0 on both axes: shares and
+   probabilities written to many decimals (``0.213771839671``, a headerless file's columns) lie there, and no land
+   does (the nearest, São Tomé, lies 6.5° east of 0°, 0°).  A named column keeps its role; otherwise ``x`` is the longitude and ``y`` the latitude, a
    column with values beyond ±90 is the longitude, and else the first column is the latitude (the order of
    ``lat,lng``, the common one).
 
-A pair of percentages, scores or shares is therefore never a place: their names say what they are, or their values
-carry too few decimals.  Every pair must then still lie in range on :data:`~.columns.AGREEMENT` of its rows
+A pair of percentages, scores or shares is therefore never a place: their names say what they are, their values
+carry too few decimals, or they are fractions of one.  Every pair must then still lie in range on :data:`~.columns.AGREEMENT` of its rows
 (:func:`.columns.coordinates_group`).  A user may always name two columns as a pair at query time, whatever this rule
 says (:func:`.columns.query_group`).
 """
@@ -45,6 +47,8 @@ SAYS_NOTHING = frozenset({"x", "y", "coord", "coords", "coordinate", "coordinate
                           "location", "loc", "gps", "geo", "unnamed", "column", "col", "field"})
 MIN_POINTS = 10
 MIN_DECIMALS = 4
+#: Points whose latitude and longitude all lie within this many degrees of 0 are fractions, not places.
+SHARE_BOUND = 1.0
 _TRAILING_DIGITS = re.compile(r"^(\D+?)(\d+)$")
 
 
@@ -103,6 +107,8 @@ def looks_like_coordinates(lat_cells: pa.Array, lon_cells: pa.Array, lat: np.nda
     if (np.abs(la) > 90).any() or (np.abs(lo) > 180).any():
         return False
     if np.all(la == np.round(la)) or np.all(lo == np.round(lo)):
+        return False
+    if (np.abs(la) <= SHARE_BOUND).all() and (np.abs(lo) <= SHARE_BOUND).all():
         return False
     if np.unique(np.column_stack([la, lo]), axis=0).shape[0] < MIN_POINTS:
         return False

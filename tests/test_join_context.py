@@ -14,7 +14,8 @@ import pyarrow as pa
 import pytest
 
 import discovery
-from discovery.join.context import QueryContext, context_groups, context_order, is_row_number, table_context
+from discovery.join.context import (QueryContext, context_groups, context_order, is_category, is_row_number,
+                                    table_context)
 from discovery.join.service import join_search
 
 PARTIES = ["Democratic", "Republican", "Federalist", "Whig", "Democratic-Republican", "National Republican",
@@ -131,6 +132,16 @@ def test_table_context_equals_its_definition_on_random_tables(seed):
     assert ctx.rows == round(rows, 6)
     assert ctx.row_pairs == row_pairs
     assert ctx.score == round(rows + sum(s for _, _, s in pairs), 6)
+
+
+def test_a_category_repeats_its_values_counted_as_the_index_normalises_them():
+    """Distinct values at most half the non-empty cells; null tokens and empty cells are no cells; case and spacing
+    as the index normalises them."""
+    assert is_category(pa.array(["Whig", "whig ", "Federalist", "FEDERALIST"]))
+    assert not is_category(pa.array(["Whig", "Federalist", "Democratic"]))
+    assert is_category(pa.chunked_array([["a", None, "", "n/a"], ["A", "a"]]))     # 3 cells of one value
+    assert not is_category(pa.array(["a", None, "", "-"]))                          # one cell: no repetition to see
+    assert is_category(pa.array(["1", "2", "1", "2", "1"])) and not is_category(pa.array(["x", "y", "z", "x"]))
 
 
 # -- a lake where Party ties ----------------------------------------------------------------------------------------

@@ -17,14 +17,14 @@ Pairs are found in two passes over the number columns, each column in one pair a
    written to about 10 m, 4 decimals; counts, scores and percentages carry 0 to 2), latitude within ±90 and
    longitude within ±180, and not every point within :data:`SHARE_BOUND` of 0 on both axes: shares and
    probabilities written to many decimals (``0.213771839671``, a headerless file's columns) lie there, and no land
-   does (the nearest, São Tomé, lies 6.5° east of 0°, 0°).  A named column keeps its role; otherwise ``x`` is the longitude and ``y`` the latitude, a
-   column with values beyond ±90 is the longitude, and else the first column is the latitude (the order of
-   ``lat,lng``, the common one).
+   does (the nearest, São Tomé, lies 6.5° east of 0°, 0°).  A named column keeps its role; otherwise ``x`` is the
+   longitude and ``y`` the latitude, a column with values beyond ±90 is the longitude, and else the first column is
+   the latitude (the order of ``lat,lng``, the common one).
 
 A pair of percentages, scores or shares is therefore never a place: their names say what they are, their values
-carry too few decimals, or they are fractions of one.  Every pair must then still lie in range on :data:`~.columns.AGREEMENT` of its rows
-(:func:`.columns.coordinates_group`).  A user may always name two columns as a pair at query time, whatever this rule
-says (:func:`.columns.query_group`).
+carry too few decimals, or they are fractions of one.  Every pair must then still lie in range on
+:data:`~.columns.AGREEMENT` of its rows (:func:`.columns.coordinates_group`).  A user may always name two columns
+as a pair at query time, whatever this rule says (:func:`.columns.query_group`).
 """
 from __future__ import annotations
 

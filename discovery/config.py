@@ -157,8 +157,9 @@ class EmbedConfig:
     table_options: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        """Refuse an encoder the embed stage could not build when the file is read, not after the scan and profile
-        stages have run: the error names the key and the choices (:func:`load_config` adds the file)."""
+        """Refuse an encoder the embed stage could not build (or a header channel it could not weigh) when the file is
+        read, not after the scan and profile stages have run: the error names the key and the choices
+        (:func:`load_config` adds the file)."""
         for key in ("column_encoder", "header_encoder"):
             value = getattr(self, key)
             if value not in ENCODERS:
@@ -166,6 +167,10 @@ class EmbedConfig:
                                  + ", ".join(repr(e) for e in ENCODERS))
         if "sentence-transformers" in (self.column_encoder, self.header_encoder) and not self.model_dir:
             raise ValueError("[embed] column_encoder or header_encoder 'sentence-transformers' needs [embed] model_dir")
+        if not 0.0 <= self.header_weight < 1.0:
+            raise ValueError(f"[embed] header_weight must be in [0, 1), not {self.header_weight!r}")
+        if self.header_dim < 1:
+            raise ValueError(f"[embed] header_dim must be at least 1, not {self.header_dim!r}")
 
 
 @dataclass(frozen=True)
@@ -334,8 +339,28 @@ class Config:
             unknown = set(values) - known
             if unknown:
                 raise ValueError(f"unknown configuration key(s) in [{section}]: {', '.join(sorted(unknown))}")
+            for key, value in values.items():
+                _check_type(section, key, getattr(current, key), value)
             cfg = replace(cfg, **{section: replace(current, **values)})
         return cfg
+
+
+#: TOML types a key accepts, by the type of its default: a whole number is a valid float, a list a valid tuple.
+_ACCEPTS = {bool: (bool,), int: (int,), float: (int, float), str: (str,), tuple: (list, tuple), dict: (dict,)}
+_TOML_NAMES = {bool: "true or false", int: "a whole number", float: "a number", str: "a string", tuple: "a list",
+               dict: "a table"}
+
+
+def _check_type(section: str, key: str, default, value) -> None:
+    """Refuse a value of the wrong TOML type when the file is read, naming the key: a string where a number belongs
+    would otherwise surface as a comparison error deep inside the first stage or query that reads the key."""
+    kind = type(default)
+    accepted = _ACCEPTS.get(kind)
+    if accepted is None:
+        return
+    if not isinstance(value, accepted) or (kind is not bool and isinstance(value, bool)):
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise ValueError(f"[{section}] {key} = {shown} must be {_TOML_NAMES[kind]}")
 
 
 def load_config(path: str | os.PathLike | None = None) -> Config:

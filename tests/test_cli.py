@@ -117,6 +117,32 @@ def test_a_bad_encoder_is_named_when_the_configuration_is_read(tmp_path):
     assert (embed.column_encoder, embed.header_encoder) == ("sentence-transformers", "hash")
 
 
+def test_a_value_of_the_wrong_kind_is_named_when_the_configuration_is_read(tmp_path):
+    """A string where a number belongs, a flag where a number belongs, a pattern where a list belongs, a header
+    channel the embed stage could not weigh: refused when the file is read, one line naming the file, section and
+    key, before any work; a whole number where a number belongs is a number."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    (lake / "t.csv").write_text("a,b\n1,2\n")
+    cases = [('[limits]\nmax_rows = "ten"\n', "[limits] max_rows = 'ten' must be a whole number"),
+             ("[union]\ndrift_threshold = true\n", "[union] drift_threshold = True must be a number"),
+             ('[lake]\ninclude = "sales/**"\n', "[lake] include = 'sales/**' must be a list"),
+             ("[embed]\nheader_dim = 0\n", "[embed] header_dim must be at least 1, not 0"),
+             ("[embed]\nheader_weight = 1.5\n", "[embed] header_weight must be in [0, 1), not 1.5")]
+    cfg = tmp_path / "lakescout.toml"
+    for text, said in cases:
+        cfg.write_text(text)
+        with pytest.raises(ValueError) as refused:
+            load_config(cfg)
+        assert str(refused.value) == f"configuration file {str(cfg)!r}: {said}"
+        proc = _cli("refresh", "--lake", str(lake), "--warehouse", str(tmp_path / "wh"), "--config", str(cfg))
+        assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"lakescout refresh: {refused.value}\n")
+    assert not (tmp_path / "wh").exists()
+    cfg.write_text("[union]\ndrift_threshold = 1\n[lake]\ninclude = [\"*.csv\"]\n")
+    loaded = load_config(cfg)
+    assert (loaded.union.drift_threshold, list(loaded.lake.include)) == (1, ["*.csv"])
+
+
 def test_demo_lake_command(tmp_path):
     proc = _cli("demo-lake", str(tmp_path / "lake"), "--json")
     assert proc.returncode == 0

@@ -61,9 +61,9 @@ def test_header_weight_enters_versions_and_the_table_encoder_follows():
     assert table.table_input_dim == on.column_dim
     vecs = np.stack([on.encode_column(c, name=n) for c, n in zip(tables[0], names[0])])
     assert table.encode_table(vecs).shape == (16,)
-    for bad in (1.0, -0.1, math.nan):
+    for bad in (1.0, -0.1, math.nan):  # refused when the configuration is built, before any encoder
         with pytest.raises(ValueError, match="header_weight"):
-            column_encoder(EmbedConfig(header_weight=bad))
+            EmbedConfig(header_weight=bad)
 
 
 # -- through the pipeline -------------------------------------------------------------------------------------------

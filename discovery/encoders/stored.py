@@ -66,12 +66,8 @@ def model_version(kind: str, payload: bytes, requires: dict) -> str:
 
 
 def column_encoder(config: EmbedConfig) -> Encoder:
-    """The column encoder the configuration asks for (its name and model folder were checked when it was read:
-    :class:`~discovery.config.EmbedConfig`)."""
-    if not 0.0 <= config.header_weight < 1.0:
-        raise ValueError(f"[embed] header_weight must be in [0, 1), not {config.header_weight!r}")
-    if config.header_dim < 1:
-        raise ValueError(f"[embed] header_dim must be at least 1, not {config.header_dim!r}")
+    """The column encoder the configuration asks for (its name, model folder and header channel were checked when it
+    was read: :class:`~discovery.config.EmbedConfig`)."""
     pretrained_names = config.header_encoder == "sentence-transformers" and config.header_weight > 0
     column = ColumnConfig(max_values=config.column_values, header_weight=config.header_weight,
                           header_dim=model_dim(config.model_dir) if pretrained_names else config.header_dim,

@@ -52,10 +52,13 @@ def driver_java_options(archive: str = ARCHIVE) -> str:
 
 def submit_env(env: dict, options: str | None = None) -> dict:
     """``env`` for a ``spark-submit`` process: ``options`` (default :func:`driver_java_options`) first in
-    ``SPARK_SUBMIT_OPTS``, then any the environment already sets (a later JVM option overrides an earlier one)."""
+    ``SPARK_SUBMIT_OPTS``, then any the environment already sets (a later JVM option overrides an earlier one); and
+    C1 only for the short JVM ``spark-submit`` runs first to build the driver's command line (``SPARK_LAUNCHER_OPTS``,
+    unless set: 0.30 -> 0.17 CPU seconds of every submission)."""
     options = driver_java_options() if options is None else options
     given = env.get("SPARK_SUBMIT_OPTS", "")
-    return {**env, "SPARK_SUBMIT_OPTS": given if given.startswith(options) else f"{options} {given}".strip()}
+    return {**env, "SPARK_SUBMIT_OPTS": given if given.startswith(options) else f"{options} {given}".strip(),
+            "SPARK_LAUNCHER_OPTS": env.get("SPARK_LAUNCHER_OPTS", COMPILER)}
 
 
 class JobRefused(ValueError):

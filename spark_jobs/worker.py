@@ -9,9 +9,8 @@ refresh (a 20-table refresh ran about 60 tasks):
   ``importlib.invalidate_caches()``, which makes Python's zip importer read the directory of each of them again:
   0.47 CPU seconds a task on a loaded 2-core machine (29 of the 42 CPU seconds the workers spent on 60 tasks that did
   nothing).  Modules imported from a zip are also compiled from source in every worker, as a zip gets no
-  ``__pycache__``.  The jar is taken off the path; where the same ``pyspark`` and ``py4j`` are installed in the
-  worker's own environment (a ``pip install pyspark``, as this project's requirements pin it), so are the zips, and
-  PySpark is imported from the installed package.
+  ``__pycache__``.  Importing ``spark_jobs`` (which ``python -m spark_jobs.worker`` does first) takes them off the
+  path (:mod:`spark_jobs.archives`), and PySpark is imported from the installed package.
 * After every task the worker runs a full ``gc.collect()``, whose cost grows with every object the imported modules
   hold (0.14 s a task above).  The daemon imports the modules every task needs (the stage helpers, pyarrow, numpy,
   the lake readers and the index store) once, before it forks, and freezes them (``gc.freeze``): the workers inherit
@@ -25,33 +24,11 @@ The daemon then runs PySpark's own (``pyspark.daemon.manager``), so scheduling, 
 from __future__ import annotations
 
 import gc
-import importlib.machinery
-import os
-import sys
+import importlib
 
 #: What every stage's tasks import: the stage driver's helpers and the fan-out helpers (and through them the index
 #: store, the refresh tasks and the lake readers).
 PRELOAD = ("spark_jobs.common", "spark_jobs.fanout")
-
-
-def spark_archives(path: list[str]) -> tuple[list[str], list[str]]:
-    """(Spark's jars, the zips Spark ships PySpark and Py4J in) among the entries of ``path``."""
-    names = [(p, os.path.basename(p)) for p in path]
-    return ([p for p, n in names if n.endswith(".jar") and n.startswith("spark-")],
-            [p for p, n in names if n.endswith(".zip") and n.startswith(("pyspark", "py4j"))])
-
-
-def drop_spark_archives() -> list[str]:
-    """Take Spark's jars off ``sys.path``, and its PySpark and Py4J zips when both packages are installed outside
-    them; returns the entries removed."""
-    jars, zips = spark_archives(sys.path)
-    rest = [p for p in sys.path if p not in jars and p not in zips]
-    if any(importlib.machinery.PathFinder.find_spec(name, rest) is None for name in ("pyspark", "py4j")):
-        rest, zips = [p for p in sys.path if p not in jars], []
-    sys.path[:] = rest
-    for entry in jars + zips:
-        sys.path_importer_cache.pop(entry, None)
-    return jars + zips
 
 
 class YoungCollection:
@@ -63,7 +40,6 @@ class YoungCollection:
 
 
 def main() -> None:
-    drop_spark_archives()
     for name in PRELOAD:
         importlib.import_module(name)
     gc.collect()

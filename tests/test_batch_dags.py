@@ -169,3 +169,33 @@ def test_materialize_dag_writes_a_recorded_answer_and_emits_its_asset(env, tmp_p
     out = refused.stdout + refused.stderr
     assert refused.returncode != 0 and "param 'output'" in out, out[-3000:]
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_materialize_dag_writes_on_spark_the_table_it_writes_in_the_task(env, fast_config, tmp_path):
+    """With ``spark_conn_id`` and lake tables of at least ``[materialize] spark_min_bytes`` (0 here), the ``write``
+    task runs the join as a Spark job on the connection's master (``local[2]``); the table is the one the task writes
+    itself without a connection, row for row, and says which engine wrote it."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from discovery.materialize import METADATA_KEY
+
+    conf = {"name": "to-join", "queries": [{"id": "stores", "kind": "nary", "query": env["query"],
+                                            "key": env["key"], "k": 2}]}
+    assert _dags_test(env, "query_batch", conf).returncode == 0
+    batch = next(b for b in Warehouse(env["warehouse"]).read("query_batches").to_pylist() if b["name"] == "to-join")
+    config = tmp_path / "lakescout.toml"
+    config.write_text(Path(fast_config).read_text() + "\n[materialize]\nspark_min_bytes = 0\n")
+    run = {"batch_id": batch["batch_id"], "query_id": "stores", "ranks": [1], "output": "joined_on_spark.parquet",
+           "format": "parquet", "fan_out": "all", "spark_conn_id": "spark_default"}
+    on_spark = _dags_test({**env, "env": {**env["env"], "LAKESCOUT_CONFIG": str(config)}}, "materialize", run)
+    assert on_spark.returncode == 0, (on_spark.stdout + on_spark.stderr)[-4000:]
+    in_task = _dags_test(env, "materialize", {**run, "output": "joined_in_task.parquet", "spark_conn_id": ""})
+    assert in_task.returncode == 0, (in_task.stdout + in_task.stderr)[-4000:]
+    outputs = Path(env["env"]["LAKESCOUT_OUTPUT_ROOT"])
+    there, here = (pq.read_table(outputs / f"{name}.parquet") for name in ("joined_on_spark", "joined_in_task"))
+    described = [json.loads(t.schema.metadata[METADATA_KEY]) for t in (there, here)]
+    assert [d["engine"] for d in described] == ["spark", "local"] and described[0]["matched_rows"] > 0
+    assert there.num_rows == described[0]["rows"] > 0
+    assert there.replace_schema_metadata(None).equals(here.replace_schema_metadata(None))

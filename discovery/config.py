@@ -339,26 +339,29 @@ class Config:
             unknown = set(values) - known
             if unknown:
                 raise ValueError(f"unknown configuration key(s) in [{section}]: {', '.join(sorted(unknown))}")
+            kinds = {f.name: f.type for f in fields(current)}
             for key, value in values.items():
-                _check_type(section, key, getattr(current, key), value)
+                _check_type(section, key, kinds[key], value)
             cfg = replace(cfg, **{section: replace(current, **values)})
         return cfg
 
 
-#: TOML types a key accepts, by the type of its default: a whole number is a valid float, a list a valid tuple.
-_ACCEPTS = {bool: (bool,), int: (int,), float: (int, float), str: (str,), tuple: (list, tuple), dict: (dict,)}
-_TOML_NAMES = {bool: "true or false", int: "a whole number", float: "a number", str: "a string", tuple: "a list",
-               dict: "a table"}
+#: TOML types a key accepts, by its declared type: a whole number is a valid float, a list a valid tuple.
+_ACCEPTS = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (str,), "tuple": (list, tuple),
+            "dict": (dict,)}
+_TOML_NAMES = {"bool": "true or false", "int": "a whole number", "float": "a number", "str": "a string",
+               "tuple": "a list", "dict": "a table"}
 
 
-def _check_type(section: str, key: str, default, value) -> None:
+def _check_type(section: str, key: str, declared, value) -> None:
     """Refuse a value of the wrong TOML type when the file is read, naming the key: a string where a number belongs
-    would otherwise surface as a comparison error deep inside the first stage or query that reads the key."""
-    kind = type(default)
+    would otherwise surface as a comparison error deep inside the first stage or query that reads the key.  The
+    declared type is the field's annotation (a string here, as annotations are not evaluated)."""
+    kind = declared if isinstance(declared, str) else getattr(declared, "__name__", "")
     accepted = _ACCEPTS.get(kind)
     if accepted is None:
         return
-    if not isinstance(value, accepted) or (kind is not bool and isinstance(value, bool)):
+    if not isinstance(value, accepted) or (kind != "bool" and isinstance(value, bool)):
         shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
         raise ValueError(f"[{section}] {key} = {shown} must be {_TOML_NAMES[kind]}")
 

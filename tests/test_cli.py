@@ -138,9 +138,10 @@ def test_a_value_of_the_wrong_kind_is_named_when_the_configuration_is_read(tmp_p
         proc = _cli("refresh", "--lake", str(lake), "--warehouse", str(tmp_path / "wh"), "--config", str(cfg))
         assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"lakescout refresh: {refused.value}\n")
     assert not (tmp_path / "wh").exists()
-    cfg.write_text("[union]\ndrift_threshold = 1\n[lake]\ninclude = [\"*.csv\"]\n")
-    loaded = load_config(cfg)
-    assert (loaded.union.drift_threshold, list(loaded.lake.include)) == (1, ["*.csv"])
+    cfg.write_text("[union]\ndrift_threshold = 1\n[join]\nmemory_budget_mb = 0.5\n[lake]\ninclude = [\"*.csv\"]\n")
+    loaded = load_config(cfg)  # a number key takes a whole number, and a fraction even when its default is whole
+    assert (loaded.union.drift_threshold, loaded.join.memory_budget_mb, list(loaded.lake.include)) == \
+        (1, 0.5, ["*.csv"])
 
 
 def test_demo_lake_command(tmp_path):

@@ -7,14 +7,17 @@ figure goes through what a user calls: lakes built by the real refresh, tables w
 
 * ``sample``: the sample lake (``lakescout demo-lake``).  For every planted join (``join.csv``: text columns whose
   values the lake writes as variants, ``join_values.csv`` the intended pairs), the query augmented with the planted
-  lake table through the planted column (``table=``, ``lake_column=``) at the default tau and a sweep: per query row,
+  lake table through the planted column (``table=``, ``lake_column=``) by the two-table matcher at three precision
+  targets and by the search's pairs at five taus: per query row,
   ``right`` (it got a lake row of its entity, or no row when it has none), ``missed`` (it has a partner, none
   joined), ``wrong`` (a lake row of another entity, or any row when it has none).  The planted n-ary joins: distinct
   key tuples joined against ``joinable_tuples``.  For every planted union (``union.csv``), the written union of the
   query with its unionable lake tables: the share of the aligned cells written under a query column of the same
   attribute (``union_columns.csv``), weighted by the rows each table wrote.
 * ``autofj``: the 50 AutoFJ datasets (``../shared/benchmarks/autofj``) as one lake; each right table augmented with
-  its left table's ``title`` through the default join: precision and recall of the added titles against ``gt.csv``.
+  its left table's ``title`` by each matcher: precision and recall of the added titles against ``gt.csv``, beside
+  skrub's ``fuzzy_join`` and the ``autofj`` package on the same pairs (``--skrub-python``, ``--autofj-python``:
+  interpreters of ``benchmarks/requirements-skrub.txt`` and ``requirements-autofj.txt``).
 * ``scale``: a lake table of ``--rows`` rows (10M; a Parquet folder of 20 files) and a query of ``--query-rows``
   (100k) names, half of them written differently; ``lakescout augment --master local[2]`` writes the join on Spark.
   Driver peak RSS (the Spark application's Python driver) against the same run on a table a tenth the size, and
@@ -30,6 +33,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -43,7 +47,10 @@ import harness
 from discovery.materialize import PlanError
 from harness import print_table, shared_path, write_result
 
-TAUS = (0.02, 0.04, 0.06, 0.08, 0.1)
+#: How the planted joins are written: the two-table matcher at three precision targets (0.95 the default), and the
+#: search's own pairs at five taus (0.04 the default).
+MATCHERS = [(f"auto {p}", {"precision": p}) for p in (0.9, 0.95, 0.99)] + \
+    [(f"search tau {t}", {"matcher": "search", "tau": t}) for t in (0.02, 0.04, 0.06, 0.08, 0.1)]
 #: The parts of the benchmark, each run alone with its flag (all when none is given); a run keeps the parts of the
 #: last result file it does not measure again.
 PARTS = ("sample", "autofj", "scale", "downstream")
@@ -85,9 +92,9 @@ def _joins(ls, lake: str) -> list[dict]:
         partners[(r["query_table"], r["query_column"], r["query_value"])].add(r["lake_value"])
     out = []
     for j in _rows_of("join.csv", lake):
-        for tau in TAUS:
+        for matcher, params in MATCHERS:
             t = ls.augment(j["query_table"], j["query_column"], table=j["lake_table"], lake_column=j["lake_column"],
-                           columns=[j["lake_column"]], tau=tau)
+                           columns=[j["lake_column"]], **params)
             added = t.column(f"{short_name(j['lake_table'])}.{j['lake_column']}").to_pylist()
             right = missed = wrong = joined = 0
             for value, got in zip(t.column(j["query_column"]).to_pylist(), added):
@@ -99,7 +106,7 @@ def _joins(ls, lake: str) -> list[dict]:
                     right += 1
                 else:
                     wrong += 1
-            out.append({"query": j["query_table"], "column": j["query_column"], "kind": j["kind"], "tau": tau,
+            out.append({"query": j["query_table"], "column": j["query_column"], "kind": j["kind"], "matcher": matcher,
                         "rows": t.num_rows, "right": right, "missed": missed, "wrong": wrong,
                         "right_share": right / t.num_rows, "joined": joined,
                         "joined_right_share": (joined - wrong) / joined if joined else None})
@@ -166,17 +173,20 @@ def sample(args) -> dict:
     lake, wh = _sample_warehouse(Path(args.workdir))
     ls = discovery.open(wh)
     joins = _joins(ls, lake)
-    print_table(joins, ["query", "column", "kind", "tau", "rows", "right", "missed", "wrong", "right_share"])
     nary = _nary(ls, lake)
     print_table(nary, ["query", "lake", "joined_tuples", "planted_tuples"])
     unions = _unions(ls, lake)
     print(f"\nunion: {unions['aligned_cells']} aligned cells, {unions['right_share']:.4f} under the right column")
-    default = load_default_tau()
-    at = [j for j in joins if j["tau"] == default]
-    return {"joins": joins, "nary": nary, "unions": unions,
-            "joins_at_default_tau": {"tau": default, "rows": sum(j["rows"] for j in at),
-                                     "right_share": sum(j["right"] for j in at) / sum(j["rows"] for j in at),
-                                     "worst": min(j["right_share"] for j in at)}}
+    summary = []
+    for matcher, _ in MATCHERS:
+        at = [j for j in joins if j["matcher"] == matcher]
+        rows, right, wrong, joined = (sum(j[k] for j in at) for k in ("rows", "right", "wrong", "joined"))
+        summary.append({"matcher": matcher, "rows": rows, "right": right, "right_share": right / rows,
+                        "missed": sum(j["missed"] for j in at), "wrong": wrong,
+                        "precision": (joined - wrong) / joined if joined else None,
+                        "worst": min(j["right_share"] for j in at)})
+    print_table(summary, ["matcher", "rows", "right", "right_share", "missed", "wrong", "precision", "worst"])
+    return {"joins": joins, "nary": nary, "unions": unions, "planted_joins": summary}
 
 
 def _untimed(workdir) -> str:
@@ -187,10 +197,46 @@ def _untimed(workdir) -> str:
     return str(path)
 
 
-def load_default_tau() -> float:
-    from discovery.config import Config
+#: The third-party matchers run on the same AutoFJ pairs, each in the interpreter of its own environment
+#: (``benchmarks/requirements-skrub.txt``, ``requirements-autofj.txt``: autofj 0.0.6 needs pandas 1.x): a program
+#: printing, per dataset, the left title each right title got (or null).
+SKRUB = """
+import json, sys, pandas as pd
+from skrub import fuzzy_join
+root, names, cap = sys.argv[1], sys.argv[2].split(","), float(sys.argv[3])
+out = {}
+for n in names:
+    right, left = pd.read_csv(f"{root}/{n}/right.csv"), pd.read_csv(f"{root}/{n}/left.csv")
+    joined = fuzzy_join(right, left, on="title", suffix="_l", max_dist=cap)
+    out[n] = [None if pd.isna(v) else v for v in joined["title_l"]]
+print(json.dumps(out))
+"""
+AUTOFJ = """
+import json, sys, pandas as pd
+from autofj import AutoFJ
+root, names, target = sys.argv[1], sys.argv[2].split(","), float(sys.argv[3])
+out = {}
+for n in names:
+    right, left = pd.read_csv(f"{root}/{n}/right.csv"), pd.read_csv(f"{root}/{n}/left.csv")
+    pairs = AutoFJ(precision_target=target, verbose=False, n_jobs=1).join(left, right, id_column="id")
+    got = dict(zip(pairs["title_r"], pairs["title_l"]))
+    out[n] = [got.get(t) for t in right["title"]]
+print(json.dumps(out))
+"""
 
-    return Config().join.tau
+
+def _scored(predicted: dict[str, list], truths: dict[str, dict], rights: dict[str, list]) -> dict:
+    """Precision, recall and F1 of added titles: a right row is counted when it got a left title, right when that
+    title is its ``gt.csv`` partner; recall over the right rows that have one."""
+    tp = added = gold = 0
+    for n, truth in truths.items():
+        for r, got in zip(rights[n], predicted[n]):
+            added += got is not None
+            tp += got is not None and truth.get(r) == got
+        gold += len(truth)
+    p, r = (tp / added if added else 0.0), tp / gold
+    return {"added": added, "right": tp, "gold": gold, "precision": p, "recall": r,
+            "f1": 2 * p * r / (p + r) if p + r else 0.0}
 
 
 def autofj(args) -> dict | None:
@@ -203,23 +249,33 @@ def autofj(args) -> dict | None:
     wh = harness.autofj_warehouse(root, names, Path(args.workdir) / "autofj", master=args.master,
                                   config=_untimed(args.workdir)).warehouse
     ls = discovery.open(wh)
-    tp = added = gold = 0
-    per = []
+    truths, rights = {}, {}
     for n in names:
         gt = pd.read_csv(Path(root) / n / "gt.csv", dtype=str, keep_default_na=False)
-        truth = dict(zip(gt["title_r"], gt["title_l"]))
-        t = ls.augment(f"{n}_right.csv", "title", table=f"{n}_left.csv", lake_column="title", columns=["title"])
-        right, left = t.column("title").to_pylist(), t.column(f"{n}_left.title").to_pylist()
-        hits = sum(1 for r, got in zip(right, left) if got is not None and truth.get(r) == got)
-        n_added = sum(got is not None for got in left)
-        tp, added, gold = tp + hits, added + n_added, gold + len(truth)
-        per.append({"dataset": n, "added": n_added, "right": hits, "gold": len(truth)})
-    p, r = tp / added, tp / gold
-    out = {"datasets": len(names), "added": added, "right": tp, "gold": gold, "precision": p, "recall": r,
-           "f1": 2 * p * r / (p + r), "per_dataset": per}
-    print(f"\nAutoFJ augmentation: precision {p:.3f}, recall {r:.3f}, F1 {out['f1']:.3f} ({tp} of {added} added "
-          f"titles right, {gold} gold pairs)")
-    return out
+        truths[n] = dict(zip(gt["title_r"], gt["title_l"]))
+        rights[n] = pd.read_csv(Path(root) / n / "right.csv", dtype=str, keep_default_na=False)["title"].tolist()
+    rows = []
+    for label, params in [(f"lakescout auto, precision {p}", {"precision": p}) for p in (0.9, 0.95, 0.99)] + \
+            [("lakescout search pairs (tau 4%)", {"matcher": "search"})]:
+        predicted, started = {}, time.perf_counter()
+        for n in names:
+            t = ls.augment(f"{n}_right.csv", "title", table=f"{n}_left.csv", lake_column="title", columns=["title"],
+                           **params)
+            assert t.column("title").to_pylist() == rights[n]
+            predicted[n] = t.column(f"{n}_left.title").to_pylist()
+        rows.append({"matcher": label, **_scored(predicted, truths, rights),
+                     "seconds": time.perf_counter() - started})
+    baselines = [("skrub fuzzy_join", args.skrub_python, SKRUB, "inf"),
+                 ("skrub fuzzy_join, max_dist 1", args.skrub_python, SKRUB, "1.0"),
+                 ("autofj, precision 0.9", args.autofj_python, AUTOFJ, "0.9")]
+    for label, python, program, arg in baselines:
+        if not python:
+            continue
+        done = harness.run([python, "-c", program, str(root), ",".join(names), arg])
+        rows.append({"matcher": label, **_scored(json.loads(done.stdout.splitlines()[-1]), truths, rights),
+                     "seconds": done.wall})
+    print_table(rows, ["matcher", "added", "right", "precision", "recall", "f1", "seconds"])
+    return {"datasets": len(names), "gold": rows[0]["gold"], "matchers": rows}
 
 
 def _scale_lake(folder: Path, rows: int, names: list[str], rng) -> None:
@@ -343,6 +399,8 @@ def main(argv=None) -> int:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--query-rows", type=int, default=100_000)
+    ap.add_argument("--skrub-python", default=None, help="autofj: an interpreter with skrub (requirements-matchers)")
+    ap.add_argument("--autofj-python", default=None, help="autofj: an interpreter with autofj and pandas 1.x")
     args = ap.parse_args(argv)
     parts = [p for p in PARTS if getattr(args, p)] or list(PARTS)
     tmp = None

@@ -154,13 +154,17 @@ class Lakescout:
     def augment(self, query, column: str | None = None, *, key: str | list[str] | None = None, rank: int = 1,
                 table: int | str | None = None, lake_column: str | None = None, lake_key=None, columns=None,
                 fan_out: str = "nearest", max_matches: int | None = None, tau: float | None = None,
-                tau_share: float | None = None, metric: str | None = None, strict: bool = False,
-                output: str | None = None, format: str | None = None, overwrite: bool = False,
-                master: str | None = None):
+                tau_share: float | None = None, metric: str | None = None, matcher: str | None = None,
+                precision: float | None = None, strict: bool = False, output: str | None = None,
+                format: str | None = None, overwrite: bool = False, master: str | None = None):
         """The query's rows with columns of a lake table added through a join's matched values.
 
-        ``column`` joins as :meth:`join` does (text: each query value to its nearest lake value within ``tau``,
-        the pairs the search verifies; numbers, coordinates, vectors: the nearest lake value within tau); ``key``
+        ``column`` joins a text column through the two-table matcher (``matcher`` ``auto``, the default of
+        ``[materialize] matcher``: each query value to the lake value it names, chosen without labels for the
+        ``precision`` target; every added row carries ``<short>.match_score``, its estimated precision, and
+        ``<short>.match_rule``), or through the search's own pairs (``matcher="search"``: each query value's
+        nearest lake value within ``tau``); numbers, coordinates, vectors join their nearest lake value within tau
+        as :meth:`join` finds it; ``key``
         joins on a multi-column key as :meth:`nary` does (equal normalised tuples).  The lake table is the
         search's result at ``rank``, or ``table`` (id or path) through ``lake_column`` / ``lake_key``, else through
         its most joinable column.  ``columns``: the lake columns to add (default all), named
@@ -176,20 +180,22 @@ class Lakescout:
 
         return augment(self, query, column, key=key, rank=rank, table=table, lake_column=lake_column,
                        lake_key=lake_key, columns=columns, fan_out=fan_out, max_matches=max_matches, tau=tau,
-                       tau_share=tau_share, metric=metric, strict=strict, output=output, format=format,
-                       overwrite=overwrite, master=master)
+                       tau_share=tau_share, metric=metric, matcher=matcher, precision=precision, strict=strict,
+                       output=output, format=format, overwrite=overwrite, master=master)
 
     def pairs(self, query, column: str, *, rank: int = 1, table: int | str | None = None,
               lake_column: str | None = None, tau: float | None = None, tau_share: float | None = None,
-              metric: str | None = None, output: str | None = None, format: str | None = None,
-              overwrite: bool = False):
+              metric: str | None = None, matcher: str | None = None, precision: float | None = None,
+              output: str | None = None, format: str | None = None, overwrite: bool = False):
         """Every matched value pair of a join result (the result at ``rank``, or ``table`` / ``lake_column`` as in
-        :meth:`augment`): ``query_value``, ``lake_value``, ``distance``, and how many query rows and lake rows hold
-        each, nearest first.  Returns and writes as :meth:`stack` does."""
+        :meth:`augment`, paired by ``matcher`` as it pairs them): ``query_value``, ``lake_value``, ``distance``,
+        for text ``score`` and ``rule``, and how many query rows and lake rows hold each, nearest first.  Returns
+        and writes as :meth:`stack` does."""
         from .materialize.actions import pairs
 
         return pairs(self, query, column, rank=rank, table=table, lake_column=lake_column, tau=tau,
-                     tau_share=tau_share, metric=metric, output=output, format=format, overwrite=overwrite)
+                     tau_share=tau_share, metric=metric, matcher=matcher, precision=precision, output=output,
+                     format=format, overwrite=overwrite)
 
 
 def _given(**params) -> dict:

@@ -84,11 +84,28 @@ class MaterializeConfig:
     ``spark_min_bytes`` runs as a Spark job (``spark_jobs.materialize``): executors read the tables, the driver never
     holds one; a smaller one runs in the process that was asked, which needs no application start.  ``max_matches``
     is the ``all`` fan-out's default bound, ``preview_rows`` how many rows the page shows before a download.
+
+    ``matcher`` pairs the values of a text join when it is written: ``auto`` (:mod:`discovery.match`: blocking,
+    several measures, configuration chosen per column pair without labels for the ``precision`` target) or
+    ``search`` (the join search's own pairs: each query value's nearest lake value within tau).
     """
 
     spark_min_bytes: int = 256 * 1024 * 1024
     max_matches: int = 100
     preview_rows: int = 50
+    matcher: str = "auto"
+    precision: float = 0.95
+
+    def __post_init__(self):
+        if self.matcher not in MATCHERS:
+            raise ValueError(f"[materialize] matcher = {str(self.matcher)[:60]!r} is not a matcher; allowed: "
+                             + ", ".join(repr(m) for m in MATCHERS))
+        if not 0.0 < self.precision < 1.0:
+            raise ValueError(f"[materialize] precision must be in (0, 1), not {self.precision!r}")
+
+
+#: What ``[materialize] matcher`` may name (:class:`MaterializeConfig`).
+MATCHERS = ("auto", "search")
 
 
 @dataclass(frozen=True)

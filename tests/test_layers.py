@@ -24,7 +24,7 @@ LAYERS = [
     ("ground", ("discovery.allocator", "discovery.config", "discovery.normalize", "discovery.threads",
                 "discovery.places", "discovery.xash")),
     ("data", ("discovery.lake", "discovery.store")),
-    ("transforms", ("discovery.encoders", "discovery.quantities", "discovery.segments")),
+    ("transforms", ("discovery.encoders", "discovery.match", "discovery.quantities", "discovery.segments")),
     ("query", ("discovery.query", "discovery.vectors", "discovery.params")),
     ("stage kit", ("discovery.refresh.context", "discovery.refresh.plan", "discovery.refresh.tasks",
                    "discovery.refresh.progress")),

@@ -111,7 +111,7 @@ def test_a_text_join_equals_a_merge_over_the_brute_force_mapping(ls, built, mode
     fuzzy = 0
     for result in answer["results"]:
         out = ls.augment(built["query"], "vendor", table=result["table_id"], lake_column=result["column"], tau=0.15,
-                         fan_out=mode, max_matches=1000)
+                         fan_out=mode, max_matches=1000, matcher="search")
         mapping = _text_mapping(ls, built["query"], "vendor", result["table_id"], result["column"], 0.15)
         row = _catalog(ls, result["table_id"])
         lake = lake_frame(built["lake"], row["path"], row["version"])
@@ -144,7 +144,8 @@ def test_the_whole_value_mapping_is_the_search_evidence_and_more(ls, built):
     query value, with exact row counts."""
     answer = ls.join(built["query"], "vendor", tau=0.15, top_k=2)
     for result in answer["results"]:
-        pairs = ls.pairs(built["query"], "vendor", table=result["table_id"], lake_column=result["column"], tau=0.15)
+        pairs = ls.pairs(built["query"], "vendor", table=result["table_id"], lake_column=result["column"], tau=0.15,
+                         matcher="search")
         rows = {(r["query_value"], r["lake_value"]): r for r in pairs.to_pylist()}
         for q, lake, d in result["matches"]:
             assert abs(rows[(q, lake)]["distance"] - d) < 1e-12
@@ -154,6 +155,57 @@ def test_the_whole_value_mapping_is_the_search_evidence_and_more(ls, built):
         lake = lake_frame(built["lake"], row["path"], row["version"])
         counts = pd.Series(text_keys(lake[result["column"]])).value_counts()
         assert all(r["lake_rows"] == counts[r["lake_value"]] for r in pairs.to_pylist())
+
+
+@pytest.mark.parametrize("mode", ["nearest", "all"])
+def test_the_default_matcher_writes_a_merge_over_its_own_pairs_of_the_lake_columns_values(ls, built, mode):
+    """``augment`` pairs text values with the two-table matcher by default: the written rows are a merge over
+    ``match_values`` of the query column's and the lake column's distinct keys, read here with pandas at the
+    version the snapshot indexed, and every added row carries its pair's score and rule."""
+    from discovery.match import match_values
+
+    answer = ls.join(built["query"], "vendor", tau=0.15, top_k=3)
+    for result in answer["results"]:
+        row = _catalog(ls, result["table_id"])
+        lake = lake_frame(built["lake"], row["path"], row["version"])
+        query = _query_frame(built["query"])
+        found = match_values([k for k in dict.fromkeys(text_keys(query["vendor"])) if k],
+                             [k for k in dict.fromkeys(text_keys(lake[result["column"]])) if k], 0.9)
+        mapping = {q: (lk, d) for q, lk, d in zip(found.query, found.lake, found.distance)}
+        scores = dict(zip(found.query, found.score))
+        out = ls.augment(built["query"], "vendor", table=result["table_id"], lake_column=result["column"],
+                         precision=0.9, fan_out=mode, max_matches=1000)
+        want = merge_oracle(query, pd.Series(text_keys(query["vendor"])), mapping, lake,
+                            pd.Series(text_keys(lake[result["column"]])), mode)
+        prefix = os.path.basename(row["path"]).split(".")[0]
+        assert out.num_rows == len(want)
+        for col in ("supplier", "amount", "day"):
+            assert all(_same(g, c) for g, c in zip(_added(out, prefix, col), want[f"lake:{col}"])), col
+        keys = text_keys(out.column("vendor").to_pylist())
+        has = want["__lrow"].notna().tolist()
+        assert _added(out, prefix, "match_score") == [scores[k] if h else None for k, h in zip(keys, has)]
+        assert [r is not None for r in _added(out, prefix, "match_rule")] == has
+        source = json.loads(out.schema.metadata[METADATA_KEY])["sources"][0]
+        assert source["matcher"] == "auto" and source["precision_target"] == 0.9
+        assert source["estimated_precision"] == round(found.precision, 4)
+        assert source["matched_values"] == len(found.query) > 0
+
+
+def test_a_join_with_no_matching_value_writes_the_query_rows_and_says_so(ls, built, tmp_path):
+    """No query value within tau of the lake column (the search's pairs) or none the matcher pairs: the query's
+    rows with null columns and one warning, and zero pairs with one warning; never a traceback."""
+    frame = pd.DataFrame({"vendor": ["zq xv wk", "qqq jjj", "vvv kkk"], "n": ["1", "2", "3"]})
+    result = ls.join(built["query"], "vendor", tau=0.15, top_k=1)["results"][0]
+    for params in ({"matcher": "search", "tau": 1e-9}, {}):
+        out = ls.augment(frame, "vendor", table=result["table_id"], lake_column=result["column"], **params)
+        described = json.loads(out.schema.metadata[METADATA_KEY])
+        assert out.num_rows == 3 and described["matched_rows"] == 0
+        assert out.column(out.column_names[2]).null_count == 3
+        assert any("no query row matched" in w for w in described["warnings"])
+        pairs = ls.pairs(frame, "vendor", table=result["table_id"], lake_column=result["column"], **params)
+        assert pairs.num_rows == 0
+        assert any("no value of query column 'vendor' matched" in w
+                   for w in json.loads(pairs.schema.metadata[METADATA_KEY])["warnings"])
 
 
 def _numbers_oracle(query_values, lake_values, metric: str, tau: float) -> dict:

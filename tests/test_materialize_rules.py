@@ -93,3 +93,24 @@ def test_dedupe_keeps_the_first_of_equal_rows_in_order():
     kept = first_rows(t, ["a", "b", "c"])
     assert kept.column("source").to_pylist() == ["q", "l1", "l2", "l2"]
     assert (row_hashes(t, ["a", "b"])[0] == row_hashes(t.slice(1), ["a", "b"])[0]).all()
+
+
+@pytest.mark.parametrize("kind,cells,want", [
+    ("int", ["1", "N/A", "-", "null", "2"], [1, None, None, None, 2]),
+    ("date", ["2020-01-02", "n/a", "NULL"], [dt.date(2020, 1, 2), None, None]),
+    ("float", ["--", "?"], [None, None]),
+])
+def test_null_tokens_are_nulls_before_a_column_is_typed(kind, cells, want):
+    typed = typed_column(pa.array(cells), kind, "c", "t")
+    assert typed.note is None and typed.array.to_pylist() == want
+    assert typed_column(pa.array(cells), "string", "c", "t").array.to_pylist() == cells   # text keeps what it says
+
+
+def test_an_output_ending_that_names_no_format_is_refused():
+    from discovery.materialize.output import OutputError, output_format
+
+    assert [output_format(t) for t in ("a.parquet", "a.PQ", "b.csv", "c.delta", "s3://b/wh/out")] == \
+        ["parquet", "parquet", "csv", "delta", "delta"]
+    with pytest.raises(OutputError, match=r"'.xlsx'.*\.parquet, \.csv or \.delta"):
+        output_format("out.xlsx")
+    assert output_format("out.xlsx", "csv") == "csv"                  # a format given is the user's choice

@@ -21,8 +21,15 @@ def _modes() -> tuple:
     return MODES
 
 
-#: The writer's formats and the join's fan-out policies, read from the modules that own them when argparse asks.
-FORMATS, MODES = Choices(_formats), Choices(_modes)
+def _matchers() -> tuple:
+    from ..config import MATCHERS
+
+    return MATCHERS
+
+
+#: The writer's formats, the join's fan-out policies and matchers, read from the modules that own them when argparse
+#: asks.
+FORMATS, MODES, MATCHERS = Choices(_formats), Choices(_modes), Choices(_matchers)
 
 #: Rows a command without ``--output`` shows.
 PREVIEW_ROWS = 20
@@ -85,14 +92,16 @@ def cmd_augment(args) -> int:
     out = _open(args).augment(args.query, args.column, key=args.key, rank=args.rank, table=args.table,
                               lake_column=args.lake_column, lake_key=args.lake_key, columns=args.columns,
                               fan_out=args.fan_out, max_matches=args.max_matches, tau=args.tau,
-                              tau_share=args.tau_share, metric=args.metric, strict=args.strict, master=args.master,
+                              tau_share=args.tau_share, metric=args.metric, matcher=args.matcher,
+                              precision=args.precision, strict=args.strict, master=args.master,
                               **_write_args(args))
     return _written(args, out)
 
 
 def cmd_pairs(args) -> int:
     out = _open(args).pairs(args.query, args.column, rank=args.rank, table=args.table, lake_column=args.lake_column,
-                            tau=args.tau, tau_share=args.tau_share, metric=args.metric, **_write_args(args))
+                            tau=args.tau, tau_share=args.tau_share, metric=args.metric, matcher=args.matcher,
+                            precision=args.precision, **_write_args(args))
     if args.output or args.json:
         if not args.output:
             print(json.dumps(out.to_pylist(), default=str))
@@ -100,6 +109,10 @@ def cmd_pairs(args) -> int:
         return _written(args, out)
     print(table([{k: _cell(v) for k, v in r.items()} for r in out.to_pylist()], out.column_names))
     print(f"\n{out.num_rows} matched value pairs")
+    from ..materialize import METADATA_KEY
+
+    for w in json.loads(out.schema.metadata[METADATA_KEY])["warnings"]:
+        print(f"warning: {w}")
     return 0
 
 
@@ -132,6 +145,11 @@ def _join_choice(p) -> None:
                                                                  "column's spread")
     p.add_argument("--metric", choices=("euclidean", "angular"), default=None,
                    help="numerical join on a list column: euclidean (default) or angular")
+    p.add_argument("--matcher", choices=MATCHERS, default=None,
+                   help="text join: pair values with the two-table matcher (auto) or the search's own pairs "
+                        "(search); default [materialize] matcher, auto")
+    p.add_argument("--precision", type=float, default=None,
+                   help="the auto matcher's precision target, in (0, 1) (default [materialize] precision, 0.95)")
 
 
 def register(sub) -> None:

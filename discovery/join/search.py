@@ -271,6 +271,8 @@ class JoinIndex:
             computed += sq.size
             ok = sq <= pred.tau_sq
             ri, qi, sq = ri[ok], qi[ok], sq[ok]
+            if not ri.size:                          # no value of the column lies within tau of any query value
+                continue
             best = np.lexsort((qpos[qi], self.order[r[ri]], sq, of_value[qi]))
             first = best[np.r_[True, np.diff(of_value[qi][best]) != 0]]
             at = ka + of_value[qi[first]]

@@ -2,7 +2,9 @@
 
 :mod:`.actions` is the front door (``stack``, ``augment``, ``pairs``, behind the API's methods of the same names and
 the CLI); :mod:`.plans` turns answers into plans over lake tables pinned to their indexed versions; :mod:`.union` and
-:mod:`.augment` are the row transforms; :mod:`.coerce` types columns; :mod:`.output` writes atomically.
+:mod:`.augment` are the row transforms; :mod:`.coerce` types columns; :mod:`.output` writes atomically.  A text
+join's values are paired by the two-table matcher (:mod:`discovery.match`) unless the search's own pairs are asked
+for.
 """
 from .augment import FanOut, FanOutError
 from .output import FORMATS, OutputError

@@ -21,6 +21,7 @@ from .augment import MODES, FanOut
 from .output import output_format, write_table
 from .planfile import JoinPlan, UnionPlan
 from .select import join_result, nary_result, union_results
+from .plans import Matching
 from .service import Materialized, join_plan, join_source, run_plan, union_plan
 
 
@@ -109,6 +110,17 @@ def _fan_out(fan_out: str, max_matches: int) -> FanOut:
     return FanOut(choice(MODES)("fan_out", fan_out), count("max_matches", max_matches))
 
 
+def _matching(matcher: str | None, precision: float | None) -> Matching:
+    """How a text join's values are paired: the parameters given, else ``[materialize] matcher`` / ``precision``."""
+    from ..config import MATCHERS
+
+    cfg = load_config()
+    matcher = choice(MATCHERS)("matcher", cfg.materialize.matcher if matcher is None else matcher)
+    precision = interval(0.0, 1.0, lo_open=True, hi_open=True)(
+        "precision", cfg.materialize.precision if precision is None else precision)
+    return Matching(matcher, precision, cfg.limits)
+
+
 def augment(ls, query, column: str | None = None, *, output: str | None = None, format: str | None = None,
             overwrite: bool = False, master: str | None = None, **params):
     """Write (or return) ``query`` joined to a lake table; see :meth:`discovery.api.Lakescout.augment`."""
@@ -118,7 +130,8 @@ def augment(ls, query, column: str | None = None, *, output: str | None = None, 
 def augment_plan(ls, query, column: str | None = None, *, key=None, rank: int = 1, table=None,
                  lake_column: str | None = None, lake_key=None, columns=None, fan_out: str = "nearest",
                  max_matches: int | None = None, tau: float | None = None, tau_share: float | None = None,
-                 metric: str | None = None, strict: bool = False) -> JoinPlan:
+                 metric: str | None = None, matcher: str | None = None, precision: float | None = None,
+                 strict: bool = False) -> JoinPlan:
     """The plan :func:`augment` runs."""
     if (column is None) == (key is None):
         raise ParameterError("column", "give column (a semantic or numerical join) or key (an n-ary join), not "
@@ -127,38 +140,43 @@ def augment_plan(ls, query, column: str | None = None, *, key=None, rank: int = 
     rank = count("rank", rank)
     fan = _fan_out(fan_out, load_config().materialize.max_matches if max_matches is None else max_matches)
     added = _names("columns", columns)
+    matching = _matching(matcher, precision)
     if key is not None:
         key = key_columns("key", key)
         for c in key:
             q.ordinal(c)
         result = nary_result(ls, q, key, rank, table, _names("lake_key", lake_key), {})
         ordinals = [q.ordinal(c) for c in key]
-        source = join_source(ls.snapshot, q, "nary", ordinals, result, {}, added)
+        source = join_source(ls.snapshot, q, "nary", ordinals, result, {}, added, matching)
     else:
         search = {k: v for k, v in (("tau", tau), ("tau_share", tau_share), ("metric", metric)) if v is not None}
         kind, ordinals, result, used = join_result(ls, q, column, rank, table, lake_column, search)
-        source = join_source(ls.snapshot, q, kind, ordinals, result, used, added)
+        source = join_source(ls.snapshot, q, kind, ordinals, result, used, added, matching)
     return join_plan(ls.snapshot, q, source, ordinals, fan_out=fan, strict=bool(strict), result=result)
 
 
 def pairs(ls, query, column: str, *, rank: int = 1, table=None, lake_column: str | None = None,
           tau: float | None = None, tau_share: float | None = None, metric: str | None = None,
-          output: str | None = None, format: str | None = None, overwrite: bool = False):
-    """The whole value mapping of a join result: every matched (query value, lake value, distance) with the query
-    rows and lake rows holding each; see :meth:`discovery.api.Lakescout.pairs`."""
+          matcher: str | None = None, precision: float | None = None, output: str | None = None,
+          format: str | None = None, overwrite: bool = False):
+    """The whole value mapping of a join result: every matched (query value, lake value, distance, and for text
+    the score and rule) with the query rows and lake rows holding each; see :meth:`discovery.api.Lakescout.pairs`."""
     q = _query(ls, query)
+    matching = _matching(matcher, precision)
     search = {k: v for k, v in (("tau", tau), ("tau_share", tau_share), ("metric", metric)) if v is not None}
     kind, ordinals, result, used = join_result(ls, q, column, count("rank", rank), table, lake_column, search)
-    source = join_source(ls.snapshot, q, kind, ordinals, result, used, [])
-    table_ = mapping_table(q, source, ordinals)
+    source = join_source(ls.snapshot, q, kind, ordinals, result, used, [], matching)
+    table_ = mapping_table(q, source, ordinals, matching)
     described = {"kind": "pairs", "snapshot_id": ls.snapshot.snapshot_id, "query": q.label, "rows": table_.num_rows,
                  "columns": [{"name": f.name, "type": str(f.type)} for f in table_.schema],
                  "sources": [{**source.to_dict(), **{k: result[k] for k in ("rank", "joinability", "matched")
-                                                     if k in result}}], "warnings": []}
+                                                     if k in result}}],
+                 "warnings": [] if table_.num_rows else [f"no value of query column {column!r} matched "
+                                                         f"{source.label} on {', '.join(source.lake_columns)}"]}
     return _deliver(Materialized(table_, described), output, format, overwrite)
 
 
-def mapping_table(q: QueryTable, source, ordinals: list[int]) -> pa.Table:
+def mapping_table(q: QueryTable, source, ordinals: list[int], matching: Matching) -> pa.Table:
     """The mapping of ``source`` as rows, nearest first: query value, lake value, distance, and how many query rows
     and lake rows (every row at the pinned version) hold each value."""
     import pyarrow.compute as pc
@@ -169,13 +187,14 @@ def mapping_table(q: QueryTable, source, ordinals: list[int]) -> pa.Table:
     mapping = source.mapping
     keys = cell_keys([q.columns[i] for i in ordinals], source.kind, source.dim)
     query_counts = pc.value_counts(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
-    lake_counts = lake_key_counts(source, load_config().limits)
+    lake_counts = lake_key_counts(source, matching.limits)
     counted = []
     for column, counts in (("query_key", query_counts), ("lake_key", lake_counts)):
         at = pc.index_in(mapping.column(column), value_set=counts.field("values"))
         counted.append(pc.fill_null(counts.field("counts").take(at), 0))
     out = pa.table({"query_value": _shown(mapping.column("query_key"), source),
                     "lake_value": _shown(mapping.column("lake_key"), source), "distance": mapping.column("distance"),
+                    **{c: mapping.column(c) for c in ("score", "rule") if c in mapping.column_names},
                     "query_rows": counted[0], "lake_rows": counted[1]})
     return out.take(pc.sort_indices(mapping.column("distance")))  # stable: ties in the mapping's value order
 

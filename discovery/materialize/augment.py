@@ -15,7 +15,8 @@ never an accident of the data:
   ``min`` / ``max`` / ``mean`` of each added number column.
 
 Every added table also brings ``<short>.distance``: the mapping's distance between the query value and the lake
-value its row joined (0 for an n-ary key), null without a match.  Names follow :mod:`.naming`.
+value its row joined (0 for an n-ary key), null without a match; a text join also ``<short>.match_score`` (the
+pair's estimated precision) and ``<short>.match_rule`` (what matched it).  Names follow :mod:`.naming`.
 
 The lake table is read chunk by chunk (:mod:`discovery.lake.pinned`); a chunk keeps only its matching rows
 (:func:`chunk_matches`), reduced at once to what the policy needs (:func:`partial`: per lake value the first row,
@@ -38,6 +39,9 @@ from .keys import cell_keys
 from .naming import Names, short_name
 
 MODES = ("nearest", "all", "aggregate")
+#: Columns of a text join's mapping written beside ``<short>.distance`` as ``<short>.match_<column>``: the pair's
+#: estimated precision and the rule that matched it (:mod:`discovery.match`).
+_MATCH_COLUMNS = ("score", "rule")
 NUMBER_AGGREGATES = ("min", "max", "mean")
 
 
@@ -222,7 +226,8 @@ def assemble(query_keys: pa.Array, source: JoinSource, reduced: pa.Table, fan_ou
     lake_key = mapping.column("lake_key").take(at)
     distance = mapping.column("distance").take(at)
     if fan_out.mode == "all":
-        return _assemble_all(lake_key, distance, source, reduced, prefix, names)
+        match = {c: mapping.column(c).take(at) for c in _MATCH_COLUMNS if c in mapping.column_names}
+        return _assemble_all(lake_key, distance, match, source, reduced, prefix, names)
     row = pc.index_in(lake_key, value_set=reduced.column("__key"))
     distance = pc.if_else(pc.is_valid(row), distance, pa.scalar(None, pa.float64()))
     out_names, arrays, notes = [], [], []
@@ -240,6 +245,11 @@ def assemble(query_keys: pa.Array, source: JoinSource, reduced: pa.Table, fan_ou
             out_names += [names.take(f"{prefix}.{col}.{a}") for a in NUMBER_AGGREGATES]
     out_names.append(names.take(f"{prefix}.distance"))
     arrays.append(distance)
+    for column in _MATCH_COLUMNS:
+        if column in mapping.column_names:
+            out_names.append(names.take(f"{prefix}.match_{column}"))
+            arrays.append(pc.if_else(pc.is_valid(row), mapping.column(column).take(at),
+                                     pa.scalar(None, mapping.schema.field(column).type)))
     return Added(out_names, arrays, None, int(pc.sum(pc.is_valid(row)).as_py() or 0), notes)
 
 
@@ -254,7 +264,8 @@ def _number_aggregates(reduced: pa.Table, i: int, row: pa.Array, col: str, sourc
     return [reduced.column(f"__min{i}").take(row), reduced.column(f"__max{i}").take(row), mean]
 
 
-def _assemble_all(lake_key, distance, source: JoinSource, reduced: pa.Table, prefix: str, names: Names) -> Added:
+def _assemble_all(lake_key, distance, match: dict, source: JoinSource, reduced: pa.Table, prefix: str,
+                  names: Names) -> Added:
     groups = reduced.group_by("__key", use_threads=False).aggregate([("__row", "count"), ("__row", "min")])
     # reduced is sorted by (key, row): a key's rows start where its first row is
     first = pc.index_in(groups.column("__row_min"), value_set=reduced.column("__row")).to_numpy()
@@ -277,4 +288,7 @@ def _assemble_all(lake_key, distance, source: JoinSource, reduced: pa.Table, pre
     out_names.append(names.take(f"{prefix}.distance"))
     dist = distance.take(pa.array(rows))
     arrays.append(pc.if_else(pa.array(has), dist, pa.scalar(None, pa.float64())))
+    for column, values in match.items():
+        out_names.append(names.take(f"{prefix}.match_{column}"))
+        arrays.append(pc.if_else(pa.array(has), values.take(pa.array(rows)), pa.scalar(None, values.type)))
     return Added(out_names, arrays, rows, int(has.sum()), notes)

@@ -4,9 +4,11 @@ The lake reader returns every column as trimmed strings (empty cells null) besid
 the profile infers (:func:`discovery.lake.infer_type`); the index compares values as text.  A written table should
 carry numbers, dates and booleans as such, so each column is cast back to its type by these rules:
 
-* **Lossless or text.**  A column keeps its type only when every non-null cell parses as that type; a single cell
-  that does not (the profile tolerates 5% strays, and profiles only its first rows) keeps the whole column as text,
-  and a warning names the column and the table.  Nothing is ever turned into a null.
+* **Null tokens first.**  A cell that is a null token of :data:`discovery.normalize.NULL_TOKENS` (``N/A``,
+  ``null``, ``-``, ``?``, in any case) is null in a column typed other than text: it says there is no value.
+* **Lossless or text.**  A column keeps its type only when every other non-null cell parses as that type; a single
+  cell that does not (the profile tolerates 5% strays, and profiles only its first rows) keeps the whole column as
+  text, as written, and a warning names the column and the table.  No other cell is ever turned into a null.
 * ``int``: thousands separators dropped (``1,234`` -> 1234), int64.  ``float``: thousands separators and one
   trailing ``%`` dropped (``12.5%`` -> 12.5, the number as written), float64; a decimal of the format is read as
   float64.  ``bool``: true/false, yes/no, t/f, y/n in any case.
@@ -133,11 +135,24 @@ def typed_column(cells: pa.Array, kind: str | None, name: str, source: str) -> T
         return Typed(pa.nulls(len(cells), arrow_type(kind)))
     if kind in (None, "string", "empty"):
         return Typed(cells.cast(TEXT))
+    cells = _null_tokens(cells.cast(TEXT))
+    if cells.null_count == len(cells):
+        return Typed(pa.nulls(len(cells), arrow_type(kind)))
     parsed = _parse(cells, kind)
     if parsed is None or not _all_parsed(cells, parsed):
         return Typed(cells.cast(TEXT), f"column {name!r} of {source} is mostly {kind} but has cells that are not: "
                                        "written as text")
     return Typed(parsed)
+
+
+def _null_tokens(cells: pa.Array) -> pa.Array:
+    """``cells`` with the null tokens of :data:`discovery.normalize.NULL_TOKENS` (``N/A``, ``null``, ``-``, in any
+    case) as nulls: they mean no value, not a value that fails to parse."""
+    from ..normalize import NULL_TOKENS
+
+    folded = pc.utf8_lower(pc.utf8_trim_whitespace(cells))
+    return pc.if_else(pc.fill_null(pc.is_in(folded, value_set=pa.array(NULL_TOKENS, TEXT)), False),
+                      pa.scalar(None, TEXT), cells)
 
 
 _NUMBER = r"^[+-]?((\d{1,3}(,\d{3})+|\d+)(\.\d*)?|\.\d+)([eE][+-]?\d+)?%?$"

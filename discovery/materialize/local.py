@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..config import Limits
-from ..lake.pinned import units
+from ..lake.pinned import PinnedTable, read_table, units
+from ..normalize import normalize_array
 from .augment import FanOut, JoinSource, combine, finish, unit_partial
 from .planfile import JoinPlan, UnionPlan
 from .union import UnionSource, first_rows, plan_layout, query_rows, replan_observed, type_notes, unit_rows
@@ -58,3 +59,16 @@ def lake_key_counts(source: JoinSource, limits: Limits) -> pa.StructArray:
     keys = [unit_partial(source, i, unit, every, limits).column("__key") for i, unit in enumerate(units(source.table))]
     keys = pa.chunked_array(keys, type=source.mapping.schema.field("lake_key").type).combine_chunks()
     return pc.value_counts(keys)
+
+
+def lake_values(table: PinnedTable, column: str, limits: Limits) -> pa.Array:
+    """The distinct join keys of a text ``column`` of ``table`` (every row at the pinned version, normalised as
+    :func:`.keys.cell_keys` keys text), in order of first appearance: what the two-table matcher pairs query values
+    with.  Only the column's distinct values are held."""
+    seen: list[pa.Array] = []
+    for chunk in read_table(table, limits):
+        if column in chunk.names:
+            seen.append(pc.unique(normalize_array(chunk.columns[chunk.names.index(column)]).drop_null()))
+    if not seen:
+        return pa.array([], pa.string())
+    return pc.unique(pa.chunked_array(seen, pa.string()).combine_chunks())

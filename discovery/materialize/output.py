@@ -1,7 +1,8 @@
 """Writing a materialised table: Parquet, CSV or Delta, to a local path or an object-store URI, atomically.
 
-The format is the one asked for, else the target's ending (``.parquet`` / ``.pq``, ``.csv``), else Delta (a
-folder).  A target that exists is refused unless ``overwrite``; either way the write is whole or nothing:
+The format is the one asked for, else the target's ending (``.parquet`` / ``.pq``, ``.csv``, ``.delta``), else
+Delta (a folder without an ending); another ending (``out.xlsx``) is refused rather than written as a Delta folder
+of that name.  A target that exists is refused unless ``overwrite``; either way the write is whole or nothing:
 
 * a local file is written beside the target under a hidden temporary name and moved into place in one rename
   (``os.replace``; without ``overwrite``, ``os.link``, which refuses an existing target atomically);
@@ -28,7 +29,7 @@ import pyarrow.parquet as pq
 from .. import storage
 
 FORMATS = ("parquet", "csv", "delta")
-_ENDINGS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
+_ENDINGS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".delta": "delta"}
 
 
 class OutputError(ValueError):
@@ -42,6 +43,9 @@ def output_format(target: str, fmt: str | None = None) -> str:
             raise OutputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
         return fmt
     ext = os.path.splitext(str(target).rstrip("/"))[1].lower()
+    if ext and ext not in _ENDINGS:
+        raise OutputError(f"output {str(target)[-80:]!r} ends in {ext!r}, which names no format written here: end it "
+                          "in .parquet, .csv or .delta (or none, a Delta folder), or give the format")
     return _ENDINGS.get(ext, "delta")
 
 

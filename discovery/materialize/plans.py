@@ -9,10 +9,13 @@ the answer describes.  Lake tables are pinned to the versions that snapshot inde
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..config import Limits
 from ..lake.pinned import PinnedTable, pin
 from ..query import QueryError, QueryTable
 from ..store import Snapshot
@@ -94,17 +97,52 @@ def _source(snapshot: Snapshot, table_id: int, kind: str, joined: list[str], add
                       tuple(kinds.get(c, "string") for c in added), mapping, dim, evidence or {})
 
 
+@dataclass(frozen=True)
+class Matching:
+    """How a text join's values are paired when it is written (``[materialize] matcher`` and ``precision``): the
+    two-table matcher (``auto``, :mod:`discovery.match`) for a precision target, or the search's own pairs."""
+
+    matcher: str
+    precision: float
+    limits: Limits
+
+
 def text_source(snapshot: Snapshot, query: QueryTable, ordinal: int, table_id: int, lake_ordinal: int, tau: float,
-                added: list[str] | None) -> JoinSource:
-    """A semantic-join plan: every query value's nearest lake value within ``tau``."""
+                added: list[str] | None, matching: Matching) -> JoinSource:
+    """A semantic-join plan: each query value paired with the lake value :class:`Matching` says it names.  The
+    mapping carries each pair's ``score`` (the auto matcher's estimated precision; null for the search's pairs) and
+    the ``rule`` that matched it."""
+    if matching.matcher == "auto":
+        return _matched_source(snapshot, query, ordinal, table_id, lake_ordinal, added, matching)
     from ..join.pairs import all_query_values, column_pairs
 
     pairs = column_pairs(snapshot, all_query_values(snapshot, query, ordinal), table_id, lake_ordinal, tau)
     names, _ = lake_columns(snapshot, table_id)
+    n = len(pairs.query)
     mapping = pa.table({"query_key": pa.array(pairs.query, pa.string()), "lake_key": pa.array(pairs.lake, pa.string()),
-                        "distance": pa.array(pairs.distance, pa.float64())})
+                        "distance": pa.array(pairs.distance, pa.float64()), "score": pa.nulls(n, pa.float64()),
+                        "rule": pa.array([f"search: nearest within tau {tau:g}"] * n, pa.string())})
     return _source(snapshot, table_id, "text", [names[lake_ordinal]], added, mapping,
-                   evidence={"tau": tau, "query_values": len(pairs.values)})
+                   evidence={"matcher": "search", "tau": tau, "query_values": len(pairs.values)})
+
+
+def _matched_source(snapshot: Snapshot, query: QueryTable, ordinal: int, table_id: int, lake_ordinal: int,
+                    added: list[str] | None, matching: Matching) -> JoinSource:
+    """The text join's pairs by the two-table matcher over the query column's and the lake column's distinct keys
+    (the lake column read whole at the pinned version: its distinct values are what tells the matcher how alike
+    different entities look)."""
+    from ..match import match_values
+    from .local import lake_values
+
+    names, _ = lake_columns(snapshot, table_id)
+    keys = cell_keys([query.columns[ordinal]], "text")
+    keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    lake = lake_values(pinned_table(snapshot, table_id), names[lake_ordinal], matching.limits)
+    found = match_values(pc.unique(keys.drop_null()).to_pylist(), lake.to_pylist(), matching.precision)
+    mapping = pa.table({"query_key": pa.array(found.query, pa.string()), "lake_key": pa.array(found.lake, pa.string()),
+                        "distance": pa.array(found.distance, pa.float64()),
+                        "score": pa.array(found.score, pa.float64()), "rule": pa.array(found.rule, pa.string())})
+    return _source(snapshot, table_id, "text", [names[lake_ordinal]], added, mapping, evidence=found.describe())
 
 
 def numeric_source(snapshot: Snapshot, query: QueryTable, ordinals: list[int], table_id: int,

@@ -27,7 +27,7 @@ from .augment import FanOut, JoinSource, query_keys
 from .coerce import query_columns
 from .local import run_augment, run_union
 from .planfile import JoinPlan, UnionPlan
-from .plans import PlanError, key_source, numeric_source, text_source, union_sources
+from .plans import Matching, PlanError, key_source, numeric_source, text_source, union_sources
 
 #: Schema metadata key of the description.
 METADATA_KEY = b"lakescout"
@@ -77,6 +77,9 @@ def describe(plan, schema: pa.Schema, rows: int, sources: list, warnings: list[s
     else:
         described = plan.source.to_dict()
         described.update({k: plan.result[k] for k in ("rank", "joinability", "matched", "score") if k in plan.result})
+        if matched == 0:
+            warnings = warnings + [f"no query row matched {plan.source.label} on "
+                                   f"{', '.join(plan.source.lake_columns)}: its added columns are null"]
         out.update(query_rows=plan.base.num_rows, matched_rows=matched, join_columns=plan.join_columns,
                    fan_out=plan.fan_out.mode,
                    max_matches=plan.fan_out.max_matches if plan.fan_out.mode == "all" else None,
@@ -111,10 +114,11 @@ def run_plan(plan: UnionPlan | JoinPlan, limits: Limits | None = None) -> Materi
 
 
 def join_source(snapshot: Snapshot, query: QueryTable, kind: str, join_columns: list[int], result: dict,
-                params: dict, columns: list[str] | None) -> JoinSource:
+                params: dict, columns: list[str] | None, matching: Matching) -> JoinSource:
     """The plan of one join ``result`` of ``kind`` (text | numeric | nary) for the query columns ``join_columns``:
     ``result`` names the lake table and its column(s) (``column``, a comma-joined pair for coordinates) or, for
-    n-ary, the ``mapping``; ``params`` carries the search's ``tau`` (and ``tau_share``, ``metric``)."""
+    n-ary, the ``mapping``; ``params`` carries the search's ``tau`` (and ``tau_share``, ``metric``); ``matching``
+    how a text join's values are paired."""
     from .plans import lake_columns
 
     names, _ = lake_columns(snapshot, result["table_id"])
@@ -128,7 +132,8 @@ def join_source(snapshot: Snapshot, query: QueryTable, kind: str, join_columns: 
         raise PlanError(f"lake table {result['table_id']} has no column {missing[0]!r} (columns: {', '.join(names)})")
     ordinals = [names.index(c) for c in lake]
     if kind == "text":
-        return text_source(snapshot, query, join_columns[0], result["table_id"], ordinals[0], params["tau"], columns)
+        return text_source(snapshot, query, join_columns[0], result["table_id"], ordinals[0], params["tau"], columns,
+                           matching)
     return numeric_source(snapshot, query, join_columns, result["table_id"], ordinals, columns, params.get("tau"),
                           params.get("tau_share"), params.get("metric"))
 

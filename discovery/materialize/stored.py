@@ -20,7 +20,7 @@ from ..config import load_config
 from ..query import QueryTable, read_query_file, resolve_query
 from ..store import Warehouse, load_snapshot
 from .augment import FanOut
-from .plans import PlanError
+from .plans import Matching, PlanError
 from .service import join_plan, join_source, union_plan
 
 
@@ -84,6 +84,7 @@ def stored_plans(warehouse: Warehouse | str, batch_id: str, query_id: str, ranks
                                      dedupe=dedupe, strict=strict)]
     cfg = load_config()
     fan = FanOut(fan_out, cfg.materialize.max_matches if max_matches is None else max_matches)
+    matching = Matching(cfg.materialize.matcher, cfg.materialize.precision, cfg.limits)
     plans = []
     for rank in wanted:
         result = by_rank[rank]
@@ -98,6 +99,6 @@ def stored_plans(warehouse: Warehouse | str, batch_id: str, query_id: str, ranks
             used = {k: params.get(k) for k in ("tau", "tau_share", "metric") if params.get(k) is not None}
             if kind == "text" and "tau" not in used:
                 used["tau"] = cfg.join.tau
-        source = join_source(snapshot, query, kind, ordinals, result, used, columns)
+        source = join_source(snapshot, query, kind, ordinals, result, used, columns, matching)
         plans.append(join_plan(snapshot, query, source, ordinals, fan_out=fan, strict=strict, result=result))
     return snapshot, plans

@@ -1,0 +1,9 @@
+"""Two-table matching: which value of one column names the same entity as a value of another, and how sure that is.
+
+The join search finds a joinable lake column; writing the join pairs the two columns' values with
+:func:`match_values` (:mod:`.matcher`), which blocks, measures and chooses its configuration per column pair for a
+stated precision target without labels.
+"""
+from .matcher import Matches, match_values
+
+__all__ = ["Matches", "match_values"]

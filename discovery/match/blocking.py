@@ -1,0 +1,132 @@
+"""Which value pairs a matcher looks at: the nearest values by IDF-weighted words and character 3-grams.
+
+Comparing every query value with every lake value is quadratic; two values that name one entity share words or,
+through typos, most of their 3-grams.  Each value becomes two sparse TF-IDF vectors (words; 3-grams of its words
+joined by spaces, padded), IDF over the distinct values of both columns, L2-normalised; a query value's candidates
+are its ``m`` nearest lake values by each cosine (the TF-IDF blocking that Sparkly, PVLDB 2023, shows strong).  The
+same cosines are two of the matcher's measures (:mod:`.measures`).
+
+Features in more than a tenth of the values (once there are over a thousand) are dropped: they say little (their
+IDF is low) and would make every product dense.  Products run over blocks of query values sized so that a block's
+result holds at most about 2**24 entries.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .tokens import qgrams, words
+
+#: Values above which features in more than ``COMMON_SHARE`` of them are dropped.
+COMMON_FROM = 1000
+COMMON_SHARE = 0.1
+BLOCK_ENTRIES = 1 << 24
+
+
+@dataclass
+class Features:
+    """The values of both columns as a matcher reads them: words, canonical text (words joined by spaces), the
+    word and 3-gram TF-IDF matrices (rows: query values, then lake values) and the words' IDF."""
+
+    words: list[list[str]]
+    text: list[str]
+    word_vectors: sp.csr_matrix
+    gram_vectors: sp.csr_matrix
+    idf: dict[str, float]
+    default_idf: float
+    n_query: int
+
+    def rows(self, side: str) -> slice:
+        return slice(0, self.n_query) if side == "query" else slice(self.n_query, len(self.text))
+
+
+def _tfidf(docs: list[list[str]]) -> tuple[sp.csr_matrix, dict[str, float], float]:
+    vocab: dict[str, int] = {}
+    indices, indptr = [], [0]
+    for doc in docs:
+        for f in doc:
+            indices.append(vocab.setdefault(f, len(vocab)))
+        indptr.append(len(indices))
+    n = len(docs)
+    counts = sp.csr_matrix((np.ones(len(indices), np.float32), np.asarray(indices, np.int64), np.asarray(indptr)),
+                           shape=(n, len(vocab)))
+    counts.sum_duplicates()
+    df = np.bincount(counts.indices, minlength=len(vocab))
+    idf = (np.log((n + 1) / (df + 1)) + 1.0).astype(np.float32)
+    if n > COMMON_FROM:
+        idf[df > COMMON_SHARE * n] = 0.0
+    matrix = counts.multiply(idf[None, :]).tocsr()
+    norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
+    matrix = sp.diags(1.0 / np.where(norms > 0, norms, 1.0)).dot(matrix).tocsr()
+    matrix.eliminate_zeros()
+    names = {f: float(idf[i]) for f, i in vocab.items()}
+    return matrix.astype(np.float32), names, float(np.log(n + 1) + 1.0)
+
+
+def featurise(query: list[str], lake: list[str]) -> Features:
+    """:class:`Features` of the distinct ``query`` and ``lake`` values."""
+    split = [words(v) for v in list(query) + list(lake)]
+    text = [" ".join(w) for w in split]
+    word_vectors, idf, default = _tfidf(split)
+    gram_vectors, _, _ = _tfidf([qgrams(t) for t in text])
+    return Features(split, text, word_vectors, gram_vectors, idf, default, len(query))
+
+
+def nearest(a: sp.csr_matrix, b: sp.csr_matrix, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs ``(i, j)``: for each row ``i`` of ``a``, the ``m`` rows ``j`` of ``b`` with the largest positive
+    cosine (ties by lower ``j``)."""
+    bt = b.T.tocsc()
+    out_i, out_j = [], []
+    block = max(1, BLOCK_ENTRIES // max(b.shape[0], 1))
+    for start in range(0, a.shape[0], block):
+        s = (a[start:start + block] @ bt).tocsr()
+        s.eliminate_zeros()
+        rows = np.repeat(np.arange(s.shape[0]), np.diff(s.indptr)) + start
+        cols, sims = s.indices.astype(np.int64), s.data
+        order = np.lexsort((cols, -sims, rows))
+        rows, cols = rows[order], cols[order]
+        first = np.searchsorted(rows, rows, side="left")
+        top = np.arange(rows.size) - first < m
+        out_i.append(rows[top])
+        out_j.append(cols[top])
+    if not out_i:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(out_i), np.concatenate(out_j)
+
+
+def candidates(f: Features, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate (query value, lake value) pairs, positions within each side: the ``m`` nearest by words and the
+    ``m`` nearest by 3-grams, each pair once."""
+    q, lake = f.rows("query"), f.rows("lake")
+    pairs = [nearest(mat[q], mat[lake], m) for mat in (f.word_vectors, f.gram_vectors)]
+    return _unique(np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs]))
+
+
+def neighbours(f: Features, lake_rows: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """For the lake values at ``lake_rows`` (positions within the lake side), their ``m`` nearest other lake values
+    by words and by 3-grams: pairs (lake value, neighbour)."""
+    lake = f.rows("lake")
+    pairs = []
+    for mat in (f.word_vectors, f.gram_vectors):
+        side = mat[lake]
+        i, j = nearest(side[lake_rows], side, m + 1)
+        i = lake_rows[i]
+        keep = i != j
+        pairs.append((i[keep], j[keep]))
+    return _unique(np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs]))
+
+
+def _unique(i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if not i.size:
+        return i.astype(np.int64), j.astype(np.int64)
+    both = np.unique(np.stack([i, j], axis=1), axis=0)
+    return both[:, 0], both[:, 1]
+
+
+def cosine(mat: sp.csr_matrix, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Cosine of rows ``i`` and ``j`` of ``mat`` (rows L2-normalised), pair by pair."""
+    if not i.size:
+        return np.zeros(0)
+    return np.asarray(mat[i].multiply(mat[j]).sum(axis=1), dtype=np.float64).ravel()

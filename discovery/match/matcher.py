@@ -1,0 +1,121 @@
+"""Two columns' values matched as a careful person would: the writing side of a join, with its precision stated.
+
+The join search finds *which* lake column joins a query column (PEXESO's exact top-k over the value index); once
+the two columns are chosen, no index constrains how their values are paired, so the pairing uses what entity
+matching does best without labels:
+
+1. equal values join (``p`` 1, rule ``equal``);
+2. the others are blocked (:mod:`.blocking`: each query value's nearest lake values by IDF-weighted words and
+   3-grams) and every candidate pair measured six ways (:mod:`.measures`); a pair the consistency rule refuses
+   (:mod:`.align`: ``Sven Berg`` ~ ``Ben Berg``, codes one digit apart) is no candidate;
+3. which measures at which thresholds join is chosen for this column pair from the lake column's own values, for
+   the precision target (:mod:`.autoconfig`, Auto-FuzzyJoin's principle); each query value joins its nearest lake
+   value under the configuration that estimates it most precise.
+
+Each pair carries its estimated precision (``score``) and the rule that matched it; :attr:`Matches.precision` is
+the estimate for all of them, which the written table's description states beside the target.  Values are the
+join keys of :mod:`discovery.materialize.keys` (normalised text), so the pairs key rows as the search's pairs do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .autoconfig import select
+from .blocking import candidates, featurise, neighbours
+from .align import consistent
+from .measures import MEASURES, distances
+
+#: Candidates per query value from each blocking channel; lake neighbours are read twice as deep.
+CANDIDATES = 10
+
+
+@dataclass(frozen=True)
+class Matches:
+    """Matched values (``query[i]`` ~ ``lake[i]`` at ``distance[i]`` under ``rule[i]``, estimated precision
+    ``score[i]``); ``values`` the distinct query values; ``precision`` the estimate over all pairs (None when
+    none); ``rules`` the configurations chosen."""
+
+    query: list[str]
+    lake: list[str]
+    distance: np.ndarray
+    score: np.ndarray
+    rule: list[str]
+    values: int
+    target: float
+    precision: float | None
+    rules: list[str] = field(default_factory=list)
+
+    def describe(self) -> dict:
+        return {"matcher": "auto", "precision_target": self.target,
+                "estimated_precision": None if self.precision is None else round(self.precision, 4),
+                "rules": ["equal"] + self.rules, "matched_values": len(self.query), "query_values": self.values}
+
+
+def _rows_sorted(rows: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """``(n, width)``: each row's ``values`` ascending, padded with inf."""
+    order = np.lexsort((values, rows))
+    rows, values = rows[order], values[order]
+    counts = np.bincount(rows, minlength=n)
+    out = np.full((n, max(int(counts.max(initial=0)), 1)), np.inf)
+    out[rows, np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)] = values
+    return out
+
+
+def _rule(measure: int, theta: float) -> str:
+    return f"{MEASURES[measure]} <= {theta:.3f}"
+
+
+def match_values(query, lake, target: float = 0.95, depth: int = CANDIDATES) -> Matches:
+    """Each distinct ``query`` value with the ``lake`` value it names, if any, for the precision ``target``
+    (module docstring).  Nulls and empty values are skipped."""
+    query = list(dict.fromkeys(v for v in query if v))
+    lake = list(dict.fromkeys(v for v in lake if v))
+    at = {v: i for i, v in enumerate(lake)}
+    equal = [v for v in query if v in at]
+    rest = [v for v in query if v not in at]
+    pairs = [(v, v, 0.0, 1.0, "equal") for v in equal]
+    precision, rules = (1.0 if equal else None), []
+    if rest and lake:
+        found, precision, rules = _fuzzy(rest, lake, target, len(equal), depth)
+        pairs += found
+    pairs.sort(key=lambda p: (p[2], p[0]))
+    return Matches([p[0] for p in pairs], [p[1] for p in pairs], np.array([p[2] for p in pairs], np.float64),
+                   np.array([p[3] for p in pairs], np.float64), [p[4] for p in pairs], len(query), target,
+                   precision, rules)
+
+
+def _fuzzy(rest: list[str], lake: list[str], target: float, equal: int, depth: int):
+    f = featurise(rest, lake)
+    qi, li = candidates(f, depth)
+    if not qi.size:
+        return [], (1.0 if equal else None), []
+    d, left = distances(f, qi, f.n_query + li)
+    d[~np.array([consistent(x, y) for x, y in left], dtype=bool)] = np.inf
+    n, nf = len(rest), len(MEASURES)
+    dist, lid = np.full((n, nf), np.inf), np.full((n, nf), -1)
+    lr_sorted = []
+    for k in range(nf):
+        order = np.lexsort((li, d[:, k], qi))
+        first = order[np.r_[True, qi[order][1:] != qi[order][:-1]]]
+        first = first[np.isfinite(d[first, k])]
+        dist[qi[first], k], lid[qi[first], k] = d[first, k], li[first]
+        lr_sorted.append(_rows_sorted(qi, d[:, k], n))
+    used = np.unique(lid[lid >= 0])
+    if not used.size:
+        return [], (1.0 if equal else None), []
+    # the lake values a query value may join, with their own neighbours: how alike distinct entities look here
+    a, b = neighbours(f, used, 2 * depth)
+    ll, _ = distances(f, f.n_query + a, f.n_query + b)
+    row_of = np.full(len(lake), -1)
+    row_of[used] = np.arange(used.size)
+    ll_sorted = [_rows_sorted(row_of[a], ll[:, k], used.size) for k in range(nf)]
+    lid_rows = np.where(lid >= 0, row_of[np.maximum(lid, 0)], 0)
+    sel = select(dist, lid, lid_rows, lr_sorted, ll_sorted, target, equal)
+    found = []
+    for r in np.flatnonzero(sel.lake >= 0).tolist():
+        measure, theta = sel.configs[sel.config[r]]
+        found.append((rest[r], lake[sel.lake[r]], float(dist[r, measure]), float(sel.score[r]),
+                      _rule(measure, theta)))
+    return found, sel.precision, [_rule(m, t) for m, t in sel.configs]

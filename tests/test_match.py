@@ -1,0 +1,145 @@
+"""The two-table matcher (``discovery.match``): its label-free configuration choice equals a direct transcription of
+Auto-FuzzyJoin's greedy union on random inputs, it keeps different entities apart (shared surnames, codes one digit
+apart, words the lake column's own values differ by) while joining typos, reorderings, abbreviations and a value
+inside a longer cell, and its stated precision is the estimate its pairs add up to."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from discovery.match import match_values
+from discovery.match.align import align, consistent
+from discovery.match.autoconfig import select
+from discovery.normalize import normalize_values
+
+
+def _reference(dist, lid, lid_rows, lr_sorted, ll_sorted, target, equal, thresholds=50, patience=0.05):
+    """Auto-FuzzyJoin's single-column greedy union, written as its paper states it, one query value at a time."""
+    n, nf = dist.shape
+    configs = []
+    for f in range(nf):
+        finite = [d for d in dist[:, f] if np.isfinite(d)]
+        if not finite:
+            continue
+        for theta in np.unique(np.linspace(min(finite), max(finite), thresholds)):
+            prec = {}
+            for r in range(n):
+                if dist[r, f] <= theta:
+                    ll = sum(1 for d in ll_sorted[f][lid_rows[r, f]] if d <= 2 * theta)
+                    lr = max(sum(1 for d in lr_sorted[f][r] if d <= theta) - 1, 0)
+                    prec[r] = (int(lid[r, f]), 1.0 / (1.0 + max(ll, lr)))
+            if prec:
+                configs.append(((f, float(theta)), prec))
+    cands, local, chosen, chosen_config = {}, {}, {}, {}
+    tp, joins = float(equal), equal
+    kept = ({}, {}, [], 1.0 if equal else None)
+    remaining, taken = list(range(len(configs))), []
+    while remaining:
+        best = None
+        for c in remaining:
+            t, j = tp, joins
+            for r, (lake, p) in configs[c][1].items():
+                if r in cands:
+                    t += max(local[r], p) - local[r]
+                    j += 0 if lake in cands[r] else 1
+                else:
+                    t, j = t + p, j + 1
+            if j == joins:
+                continue
+            profit = t / (j - t + 1e-9)
+            if best is None or profit > best[0]:
+                best = (profit, c, t, j)
+        if best is None:
+            break
+        _, c, tp, joins = best
+        for r, (lake, p) in configs[c][1].items():
+            if r not in cands or p > local[r]:
+                local[r], chosen[r], chosen_config[r] = p, lake, c
+            cands.setdefault(r, set()).add(lake)
+        remaining.remove(c)
+        taken.append(c)
+        if tp / joins > target:
+            kept = (dict(chosen), {r: local[r] for r in chosen}, [configs[x][0] for x in taken], tp / joins)
+        if tp / joins < target - patience:
+            break
+    return kept
+
+
+def _random_inputs(rng, n=30, nf=3, lake=12):
+    dist = np.round(rng.uniform(0, 1, (n, nf)), 2)
+    dist[rng.random((n, nf)) < 0.2] = np.inf
+    lid = np.where(np.isfinite(dist), rng.integers(0, lake, (n, nf)), -1)
+    lid_rows = np.maximum(lid, 0)
+    lr_sorted = [np.sort(np.r_[[dist[:, f]], np.round(rng.uniform(0, 1, (4, n)), 2)].T, axis=1) for f in range(nf)]
+    ll_sorted = [np.sort(np.round(rng.uniform(0, 1, (lake, 5)), 2), axis=1) for _ in range(nf)]
+    return dist, lid, lid_rows, lr_sorted, ll_sorted
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_greedy_union_equals_autofj_written_one_value_at_a_time(seed):
+    rng = np.random.default_rng(seed)
+    inputs = _random_inputs(rng)
+    target, equal = [0.5, 0.7, 0.9][seed % 3], int(rng.integers(0, 5))
+    got = select(*inputs, target, equal, thresholds=8)
+    lake, score, configs, precision = _reference(*inputs, target, equal, thresholds=8)
+    assert got.configs == configs
+    assert {r: int(got.lake[r]) for r in np.flatnonzero(got.lake >= 0)} == lake
+    assert {r: float(got.score[r]) for r in np.flatnonzero(got.lake >= 0)} == pytest.approx(score)
+    assert (got.precision is None) == (precision is None)
+    if precision is not None:
+        assert got.precision == pytest.approx(precision)
+
+
+def _match(query, lake, target=0.95):
+    m = match_values(normalize_values(query), normalize_values(lake), target)
+    return dict(zip(m.query, m.lake)), m
+
+
+STAFF = ["Ben Berg", "Hiro Sato", "Sven Berg", "Brightwater Ltd", "Quantum Chemicals", "Beacon Partners", "Gray Davis",
+         "Pankaj K. Agarwal", "A1234", "Jon Smith", "Jane Smith", "Maria Lopez", "Acme Corp", "Globex Inc"]
+
+
+def test_different_entities_are_not_joined_and_spellings_of_one_are():
+    got, m = _match(["Sven Berg", "Aiko Sato", "Sven Ber", "Brughtwater Ltd", "Quantum Chemicls", "Beaocn Partners",
+                     "Gov. Gray Davis", "Agarwal Pankaj K.", "A1235", "John Smith"], STAFF)
+    assert got == {"sven berg": "sven berg", "sven ber": "sven berg", "brughtwater ltd": "brightwater ltd",
+                   "quantum chemicls": "quantum chemicals", "beaocn partners": "beacon partners",
+                   "gov. gray davis": "gray davis", "agarwal pankaj k.": "pankaj k. agarwal",
+                   "john smith": "jon smith"}
+    assert "aiko sato" not in got and "a1235" not in got          # a shared surname; a code one digit apart
+    rules = dict(zip(m.query, m.rule))
+    assert rules["sven berg"] == "equal" and all(r != "equal" for q, r in rules.items() if q != "sven berg")
+    assert m.describe()["precision_target"] == 0.95 and m.describe()["query_values"] == 10
+
+
+def test_alignment_leftovers_and_the_consistency_rule():
+    idf = {}
+    soft, left_a, left_b = align(["sven", "berg"], ["ben", "berg"], idf, 1.0)
+    assert (left_a, left_b) == (["sven"], ["ben"]) and 0 < soft < 1
+    assert not consistent(left_a, left_b)
+    soft, left_a, left_b = align(["gov", "gray", "davis"], ["gray", "davis"], idf, 1.0)
+    assert (left_a, left_b) == (["gov"], []) and soft == pytest.approx(0.8)
+    assert consistent(left_a, left_b)
+    assert align(["mumbai", "intl", "apt"], ["mumbai", "international", "airport"], idf, 1.0)[1:] == ([], [])
+    assert align(["case", "2019"], ["case", "2020"], idf, 1.0)[1:] == (["2019"], ["2020"])
+
+
+def test_stated_precision_is_the_estimate_the_pairs_add_up_to():
+    rng = np.random.default_rng(3)
+    words = ["north", "south", "river", "stone", "field", "harbor", "ridge", "maple", "cedar", "lake", "grove",
+             "summit"]
+    lake = sorted({f"{words[i]} {words[j]} {k}" for i, j, k in zip(rng.integers(0, 12, 300), rng.integers(0, 12, 300),
+                                                                 ["inc", "ltd", "group"] * 100)})
+    query = [v[:3] + v[4:] if i % 3 == 0 else v.upper() for i, v in enumerate(lake[:60])] + ["nowhere at all"]
+    m = match_values(normalize_values(query), lake, 0.9)
+    # true positives over joins, where a query value two configurations join to two lake values counts twice
+    joins = float(np.sum(m.score)) / m.precision
+    assert joins >= len(m.query) - 1e-9 and joins == pytest.approx(round(joins))
+    assert m.precision > 0.9 and all(0 < s <= 1 for s in m.score)
+    assert "nowhere at all" not in m.query
+
+
+def test_nothing_to_match_is_an_empty_answer():
+    assert match_values([], ["a"]).query == [] and match_values(["a"], []).query == []
+    m = match_values(["zzz qqq"], ["alpha", "beta"])
+    assert m.query == [] and m.precision is None and m.describe()["matched_values"] == 0

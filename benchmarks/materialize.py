@@ -271,7 +271,7 @@ def autofj(args) -> dict | None:
     for label, python, program, arg in baselines:
         if not python:
             continue
-        done = harness.run([python, "-c", program, str(root), ",".join(names), arg])
+        done = harness.run([python, "-c", program, str(root), ",".join(names), arg], cwd=args.workdir)
         rows.append({"matcher": label, **_scored(json.loads(done.stdout.splitlines()[-1]), truths, rights),
                      "seconds": done.wall})
     print_table(rows, ["matcher", "added", "right", "precision", "recall", "f1", "seconds"])

@@ -526,14 +526,20 @@ def test_the_cli_writes_and_refuses_in_one_line(ls, built, tmp_path):
     done = run("stack", *common, "-k", "2", "--output", str(tmp_path / "u.csv"))
     assert done.returncode == 0 and "wrote" in done.stdout and "u.csv (csv)" in done.stdout, done.stderr
     done = run("pairs", *common, "--column", "vendor", "--tau", "0.15", "--json")
-    assert done.returncode == 0 and {"query_value", "lake_value", "distance", "query_rows", "lake_rows"} <= \
-        set(json.loads(done.stdout)[0])
+    assert done.returncode == 0 and {"query_value", "lake_value", "distance", "score", "rule", "query_rows",
+                                     "lake_rows"} <= set(json.loads(done.stdout)[0])
+    done = run("pairs", *common, "--column", "vendor", "--tau", "0.15", "--matcher", "search", "--json")
+    assert done.returncode == 0 and {r["rule"] for r in json.loads(done.stdout)} == {"search: nearest within tau 0.15"}
     for args, message in [(("augment", *common, "--column", "vendor", "--rank", "99", "--output", out + "2"),
                             "there is no rank 99"),
                           (("augment", *common, "--column", "vendor", "--output", out), "exists"),
                           (("stack", *common, "--tables", "no/such.csv", "--output", out + "3"), "no lake table"),
                           (("augment", *common, "--key", "country,city", "--table", "99999", "--output", out + "4"),
-                           "no lake table with id 99999")]:
+                           "no lake table with id 99999"),
+                          (("augment", *common, "--column", "vendor", "--precision", "1.5", "--output", out + "5"),
+                           "precision must be a number in (0, 1)"),
+                          (("augment", *common, "--column", "vendor", "--output", str(tmp_path / "out.xlsx")),
+                           "names no format")]:
         done = run(*args)
         assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
         assert len(done.stderr.strip().splitlines()) == 1

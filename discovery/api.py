@@ -151,7 +151,7 @@ class Lakescout:
                      query_rows=query_rows, dedupe=dedupe, strict=strict, output=output, format=format,
                      overwrite=overwrite, master=master)
 
-    def augment(self, query, column: str | None = None, *, key: str | list[str] | None = None, rank: int = 1,
+    def augment(self, query, column: str | None = None, *, key: str | list[str] | None = None, rank: int | None = None,
                 table: int | str | None = None, lake_column: str | None = None, lake_key=None, columns=None,
                 fan_out: str = "nearest", max_matches: int | None = None, tau: float | None = None,
                 tau_share: float | None = None, metric: str | None = None, matcher: str | None = None,
@@ -166,8 +166,9 @@ class Lakescout:
         nearest lake value within ``tau``); numbers, coordinates, vectors join their nearest lake value within tau
         as :meth:`join` finds it; ``key``
         joins on a multi-column key as :meth:`nary` does (equal normalised tuples).  The lake table is the
-        search's result at ``rank``, or ``table`` (id or path) through ``lake_column`` / ``lake_key``, else through
-        its most joinable column.  ``columns``: the lake columns to add (default all), named
+        search's result at ``rank`` (default: the first, or for a category column the first whose lake column holds
+        one row per value), or ``table`` (id or path) through ``lake_column`` / ``lake_key``, else through its most
+        joinable column.  ``columns``: the lake columns to add (default all), named
         ``<table short name>.<column>``, with ``<short>.distance``.
 
         ``fan_out``: ``nearest`` (one row per query row: the first matching lake row in the table's order),
@@ -183,7 +184,7 @@ class Lakescout:
                        tau_share=tau_share, metric=metric, matcher=matcher, precision=precision, strict=strict,
                        output=output, format=format, overwrite=overwrite, master=master)
 
-    def pairs(self, query, column: str, *, rank: int = 1, table: int | str | None = None,
+    def pairs(self, query, column: str, *, rank: int | None = None, table: int | str | None = None,
               lake_column: str | None = None, tau: float | None = None, tau_share: float | None = None,
               metric: str | None = None, matcher: str | None = None, precision: float | None = None,
               output: str | None = None, format: str | None = None, overwrite: bool = False):

@@ -136,7 +136,9 @@ def _master(p) -> None:
 
 
 def _join_choice(p) -> None:
-    p.add_argument("--rank", type=int, default=1, help="which result of the search to write (default 1)")
+    p.add_argument("--rank", type=int, default=None,
+                   help="which result of the search to write (default the first; for a category column the first "
+                        "whose lake column holds one row per value)")
     p.add_argument("--table", default=None, help="instead: this lake table (id or path), through --lake-column or "
                                                  "its most joinable column")
     p.add_argument("--lake-column", default=None, help="with --table: the lake column to join (LAT,LNG for a pair)")

@@ -127,7 +127,7 @@ def augment(ls, query, column: str | None = None, *, output: str | None = None, 
     return _run(augment_plan(ls, query, column, **params), output, format, overwrite, master)
 
 
-def augment_plan(ls, query, column: str | None = None, *, key=None, rank: int = 1, table=None,
+def augment_plan(ls, query, column: str | None = None, *, key=None, rank: int | None = None, table=None,
                  lake_column: str | None = None, lake_key=None, columns=None, fan_out: str = "nearest",
                  max_matches: int | None = None, tau: float | None = None, tau_share: float | None = None,
                  metric: str | None = None, matcher: str | None = None, precision: float | None = None,
@@ -137,7 +137,7 @@ def augment_plan(ls, query, column: str | None = None, *, key=None, rank: int = 
         raise ParameterError("column", "give column (a semantic or numerical join) or key (an n-ary join), not "
                              + ("both" if column is not None else "neither"))
     q = _query(ls, query)
-    rank = count("rank", rank)
+    rank = None if rank is None else count("rank", rank)
     fan = _fan_out(fan_out, load_config().materialize.max_matches if max_matches is None else max_matches)
     added = _names("columns", columns)
     matching = _matching(matcher, precision)
@@ -145,7 +145,7 @@ def augment_plan(ls, query, column: str | None = None, *, key=None, rank: int = 
         key = key_columns("key", key)
         for c in key:
             q.ordinal(c)
-        result = nary_result(ls, q, key, rank, table, _names("lake_key", lake_key), {})
+        result = nary_result(ls, q, key, rank or 1, table, _names("lake_key", lake_key), {})
         ordinals = [q.ordinal(c) for c in key]
         source = join_source(ls.snapshot, q, "nary", ordinals, result, {}, added, matching)
     else:
@@ -155,7 +155,7 @@ def augment_plan(ls, query, column: str | None = None, *, key=None, rank: int = 
     return join_plan(ls.snapshot, q, source, ordinals, fan_out=fan, strict=bool(strict), result=result)
 
 
-def pairs(ls, query, column: str, *, rank: int = 1, table=None, lake_column: str | None = None,
+def pairs(ls, query, column: str, *, rank: int | None = None, table=None, lake_column: str | None = None,
           tau: float | None = None, tau_share: float | None = None, metric: str | None = None,
           matcher: str | None = None, precision: float | None = None, output: str | None = None,
           format: str | None = None, overwrite: bool = False):
@@ -164,13 +164,14 @@ def pairs(ls, query, column: str, *, rank: int = 1, table=None, lake_column: str
     q = _query(ls, query)
     matching = _matching(matcher, precision)
     search = {k: v for k, v in (("tau", tau), ("tau_share", tau_share), ("metric", metric)) if v is not None}
-    kind, ordinals, result, used = join_result(ls, q, column, count("rank", rank), table, lake_column, search)
+    kind, ordinals, result, used = join_result(ls, q, column, None if rank is None else count("rank", rank), table,
+                                               lake_column, search)
     source = join_source(ls.snapshot, q, kind, ordinals, result, used, [], matching)
     table_ = mapping_table(q, source, ordinals, matching)
     described = {"kind": "pairs", "snapshot_id": ls.snapshot.snapshot_id, "query": q.label, "rows": table_.num_rows,
                  "columns": [{"name": f.name, "type": str(f.type)} for f in table_.schema],
-                 "sources": [{**source.to_dict(), **{k: result[k] for k in ("rank", "joinability", "matched")
-                                                     if k in result}}],
+                 "sources": [{**source.to_dict(), **{k: result[k] for k in ("rank", "joinability", "matched",
+                                                                            "chosen") if k in result}}],
                  "warnings": [] if table_.num_rows else [f"no value of query column {column!r} matched "
                                                          f"{source.label} on {', '.join(source.lake_columns)}"]}
     return _deliver(Materialized(table_, described), output, format, overwrite)

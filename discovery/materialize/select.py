@@ -4,12 +4,14 @@ A union is written from the top-k answer (``k``), or the tables of it at or abov
 until the answer's last score falls below it, so none at or above is left out), or the tables the user names
 (scored and aligned as a search reporting them would, :func:`discovery.union.service.union_scores`).
 
-A join is written from the result at ``rank`` of the search the parameters describe, or from a lake table the user
-names: through the lake column(s) given, else through its most joinable one (the column or column group with the
+A join is written from the result at ``rank`` of the search the parameters describe (no rank: the first, or for a
+category column the first that is a lookup of its values, :func:`partner`), or from a lake table the user names: through the lake column(s) given, else through its most joinable one (the column or column group with the
 most matched query values, ties by the search's order: fewer distinct values, then ordinal) for the semantic and
 numerical joins, and through the key mapping the n-ary search finds for it.
 """
 from __future__ import annotations
+
+import pyarrow.compute as pc
 
 from ..query import QueryTable
 from .plans import PlanError, lake_columns, table_id_of
@@ -39,16 +41,51 @@ def union_results(ls, query: QueryTable, tables: list | None, k: int, min_score:
         k *= 2
 
 
-def join_result(ls, query: QueryTable, column: str, rank: int, table, lake_column: str | None,
+#: A lake column holds one row per value (a lookup a category joins) when this share of its cells are distinct.
+KEY_SHARE = 0.9
+#: How many of the search's results the default partner of a category column is chosen among.
+PARTNER_DEPTH = 10
+
+
+def _key_like(snapshot, table_id: int, column: str) -> bool:
+    cols = snapshot.cached("columns", ["table_id", "name", "non_null", "distinct_count"])
+    hit = cols.filter(pc.and_(pc.equal(cols["table_id"], table_id), pc.equal(cols["name"], column))).to_pylist()
+    return bool(hit) and hit[0]["non_null"] > 0 and hit[0]["distinct_count"] >= KEY_SHARE * hit[0]["non_null"]
+
+
+def partner(snapshot, query: QueryTable, route: str, ordinals: list[int], results: list[dict]) -> dict:
+    """The result a join writes when no rank is named: the first result, unless the query column is a category
+    (:func:`discovery.join.context.is_category`: each value on many rows), whose partner is a lookup of its values,
+    so the first result whose lake column holds one row per value (:data:`KEY_SHARE`).  A category joined to a
+    column that repeats its values (another table of the same employees' countries) gives each query row an
+    arbitrary one of many rows; the search ranks such a column by how many values it matches, not by what writing
+    it would mean."""
+    from ..join.context import is_category
+
+    if route == "text" and is_category(query.columns[ordinals[0]]):
+        for r in results:
+            if _key_like(snapshot, r["table_id"], r["column"]):
+                why = "the query column is a category; this is the first result whose column holds one row per value"
+                return {**r, "chosen": why}
+    return results[0]
+
+
+def join_result(ls, query: QueryTable, column: str, rank: int | None, table, lake_column: str | None,
                 search: dict) -> tuple[str, list[int], dict, dict]:
-    """``(kind, query column ordinals, result, search parameters)`` of the join to write; kind is text or
-    numeric."""
+    """``(kind, query column ordinals, result, search parameters)`` of the join to write (``rank`` None: the
+    :func:`partner`); kind is text or numeric."""
     from ..searches.join import route
 
     if table is None:
-        plan = ls.plan("join", query, column=column, top_k=rank, **{k: v for k, v in search.items() if v is not None})
+        plan = ls.plan("join", query, column=column, top_k=rank or PARTNER_DEPTH,
+                       **{k: v for k, v in search.items() if v is not None})
         answer = plan.run(ls.snapshot)
         results = answer["results"]
+        if rank is None:
+            if not results:
+                raise PlanError(f"the join of {query.label!r} on {column!r} has no result")
+            return plan.route, plan.ordinals, partner(ls.snapshot, query, plan.route, plan.ordinals, results), \
+                _used(answer)
         if len(results) < rank:
             raise PlanError(f"the join of {query.label!r} on {column!r} has {len(results)} result(s); there is no "
                             f"rank {rank}")

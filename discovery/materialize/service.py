@@ -76,7 +76,8 @@ def describe(plan, schema: pa.Schema, rows: int, sources: list, warnings: list[s
         out.update(query_rows=plan.include_query, dedupe=plan.dedupe, sources=[s.to_dict() for s in sources])
     else:
         described = plan.source.to_dict()
-        described.update({k: plan.result[k] for k in ("rank", "joinability", "matched", "score") if k in plan.result})
+        described.update({k: plan.result[k] for k in ("rank", "joinability", "matched", "score", "chosen")
+                          if k in plan.result})
         if matched == 0:
             warnings = warnings + [f"no query row matched {plan.source.label} on "
                                    f"{', '.join(plan.source.lake_columns)}: its added columns are null"]

@@ -1,0 +1,74 @@
+"""What ``augment`` writes on a small lake of staff tables, through ``discovery.open``: a colleague who shares a
+surname is not joined as the same person while a typo of a name is, and a category column (``country``) is written
+with its lookup table (one row per country), not with another staff table whose rows repeat the countries."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+
+import pytest
+
+import discovery
+from discovery.materialize import METADATA_KEY
+
+pytestmark = pytest.mark.spark
+
+COUNTRIES = ["Sweden", "Japan", "Poland", "Spain", "Brazil", "Kenya", "Canada", "Egypt", "India", "Mexico", "Norway",
+             "Turkey"]
+EU = ["Ben Berg", "Hiro Sato", "Marta Kowalski", "Lena Novak", "Omar Haddad", "Ines Duarte", "Piet de Vries",
+      "Anna Lindqvist", "Karl Meyer", "Sofia Rossi", "Jonas Weber", "Elena Petrova"]
+# the query's people: Sven Berg and Aiko Sato are not Ben Berg and Hiro Sato; the rest are EU's, two with typos
+US = ["Sven Berg", "Aiko Sato", "Marta Kowalsky", "Lena Novak", "Omar Hadad", "Ines Duarte", "Piet de Vries",
+      "Anna Lindqvist", "Karl Meyer", "Sofia Rossi", "Jonas Weber", "Elena Petrova"]
+
+
+def _write(path: str, header: list[str], rows: list[list]) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+@pytest.fixture(scope="module")
+def staff(spark, fast_config, tmp_path_factory):
+    from spark_jobs.refresh import refresh
+
+    root = str(tmp_path_factory.mktemp("staff"))
+    lake = os.path.join(root, "lake")
+    _write(os.path.join(lake, "hr/staff_eu.csv"), ["name", "nation", "dept"],
+           [[n, COUNTRIES[i % 12], f"d{i % 3}"] for i, n in enumerate(EU * 2)])
+    _write(os.path.join(lake, "ref/country_codes.csv"), ["english_name", "iso2", "capital"],
+           [[c, c[:3].upper(), f"{c} City"] for c in COUNTRIES + ["Chile", "Ghana", "Nepal", "Peru"]])
+    _write(os.path.join(lake, "hr/staff_us.csv"), ["name", "country", "salary"],
+           [[n, COUNTRIES[(i + 5) % 12], 50_000 + i] for i, n in enumerate(US * 2)])
+    wh = os.path.join(root, "warehouse")
+    assert refresh(spark, wh, lake, config_path=fast_config).get("published")
+    return discovery.open(wh)
+
+
+def test_a_shared_surname_is_another_person_and_a_typo_the_same(staff):
+    out = staff.augment("hr/staff_us.csv", "name", table="hr/staff_eu.csv", lake_column="name", columns=["dept"])
+    dept = dict(zip(out.column("name").to_pylist(), out.column("staff_eu.dept").to_pylist()))
+    assert dept["Sven Berg"] is None and dept["Aiko Sato"] is None
+    assert dept["Marta Kowalsky"] == "d2" and dept["Omar Hadad"] == "d1"       # Marta Kowalski's, Omar Haddad's
+    assert all(dept[n] is not None for n in US[3:])
+    rules = dict(zip(out.column("name").to_pylist(), out.column("staff_eu.match_rule").to_pylist()))
+    assert rules["Lena Novak"] == "equal" and rules["Sven Berg"] is None
+    source = json.loads(out.schema.metadata[METADATA_KEY])["sources"][0]
+    assert source["matcher"] == "auto" and source["matched_values"] == 10 and source["query_values"] == 12
+
+
+def test_a_category_column_is_written_with_its_lookup_table(staff):
+    answer = staff.join("hr/staff_us.csv", "country", top_k=5)
+    paths = [r["path"] for r in answer["results"]]
+    assert paths[:2] == ["hr/staff_eu.csv", "ref/country_codes.csv"]  # both join every country; context lifts staff
+    out = staff.augment("hr/staff_us.csv", "country")
+    source = json.loads(out.schema.metadata[METADATA_KEY])["sources"][0]
+    assert source["path"] == "ref/country_codes.csv" and source["lake_columns"] == ["english_name"]
+    assert "category" in source["chosen"]
+    iso = dict(zip(out.column("country").to_pylist(), out.column("country_codes.iso2").to_pylist()))
+    assert iso == {c: c[:3].upper() for c in COUNTRIES}
+    ranked = staff.augment("hr/staff_us.csv", "country", rank=1)    # a rank named is that result
+    assert json.loads(ranked.schema.metadata[METADATA_KEY])["sources"][0]["path"] == paths[0]

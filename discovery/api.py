@@ -128,7 +128,8 @@ class Lakescout:
 
     # -- acting on answers -----------------------------------------------------------------------------------------
     def stack(self, query, *, tables=None, k: int = DEFAULT_K, min_score: float | None = None,
-              method: str = "pgtus++", tau: float | None = None, query_rows: bool = True, dedupe: bool = False,
+              method: str = "pgtus++", tau: float | None = None, min_columns: float | None = None,
+              query_rows: bool = True, dedupe: bool = False,
               strict: bool = False, output: str | None = None, format: str | None = None, overwrite: bool = False,
               master: str | None = None):
         """The union a union search describes, as one table: the query's rows (unless ``query_rows`` is False),
@@ -136,7 +137,10 @@ class Lakescout:
         columns null), and provenance columns naming each row's lake table, its indexed version and the snapshot.
 
         Which tables: the top ``k`` of the search (``method``, ``tau``), those of them scoring at least
-        ``min_score``, or the ``tables`` named (ids or lake paths).  ``dedupe`` keeps the first of identical rows.
+        ``min_score``, or the ``tables`` named (ids or lake paths); of the search's, those whose alignment fills at
+        least ``min_columns`` (``[materialize] stack_min_columns``, 0.5) of the query's columns, the others named in
+        warnings.  Lake columns no query column aligns with are named in ``left_out`` and a warning.  A query that
+        is a lake table gives its own rows its id and version.  ``dedupe`` keeps the first of identical rows.
         Lake tables are read at the versions the snapshot indexed; a plain file changed since is used with a
         warning, or refused with ``strict``.  Types: :mod:`discovery.materialize.coerce`.
 
@@ -148,6 +152,7 @@ class Lakescout:
         from .materialize.actions import stack
 
         return stack(self, query, tables=tables, k=k, min_score=min_score, method=method, tau=tau,
+                     min_columns=min_columns,
                      query_rows=query_rows, dedupe=dedupe, strict=strict, output=output, format=format,
                      overwrite=overwrite, master=master)
 

@@ -88,6 +88,9 @@ class MaterializeConfig:
     ``matcher`` pairs the values of a text join when it is written: ``auto`` (:mod:`discovery.match`: blocking,
     several measures, configuration chosen per column pair without labels for the ``precision`` target) or
     ``search`` (the join search's own pairs: each query value's nearest lake value within tau).
+    ``stack_min_columns``: a union written from the search's tables keeps those whose alignment fills at least this
+    share of the query's columns (the sample lake: 473 of its 517 planted unionable tables in the top 10 pass 0.5;
+    of the other tables, 39 of 53).
     """
 
     spark_min_bytes: int = 256 * 1024 * 1024
@@ -95,6 +98,7 @@ class MaterializeConfig:
     preview_rows: int = 50
     matcher: str = "auto"
     precision: float = 0.95
+    stack_min_columns: float = 0.5
 
     def __post_init__(self):
         if self.matcher not in MATCHERS:
@@ -102,6 +106,8 @@ class MaterializeConfig:
                              + ", ".join(repr(m) for m in MATCHERS))
         if not 0.0 < self.precision < 1.0:
             raise ValueError(f"[materialize] precision must be in (0, 1), not {self.precision!r}")
+        if not 0.0 <= self.stack_min_columns <= 1.0:
+            raise ValueError(f"[materialize] stack_min_columns must be in [0, 1], not {self.stack_min_columns!r}")
 
 
 #: What ``[materialize] matcher`` may name (:class:`MaterializeConfig`).

@@ -169,7 +169,7 @@ def _union_spark(spark, plan: UnionPlan, output: str, fmt: str, overwrite: bool,
             attempt += 1
             planned = replan_observed(planned, observed, attempt)
         if plan.include_query:
-            mine = query_rows(columns, plan.query_label, layout)
+            mine = query_rows(columns, plan.query_label, layout, plan.query_id, plan.query_version)
             parts.insert(0, write_part(_with_order(mine, 0) if plan.dedupe else mine, folder,
                                        f"part-materialize-{token}-{0:06d}.parquet"))
         if plan.dedupe:

@@ -1,12 +1,14 @@
-"""What ``augment`` writes on a small lake of staff tables, through ``discovery.open``: a colleague who shares a
-surname is not joined as the same person while a typo of a name is, and a category column (``country``) is written
-with its lookup table (one row per country), not with another staff table whose rows repeat the countries."""
+"""What ``augment`` and ``stack`` write on a small lake of staff tables, through ``discovery.open``: a colleague who
+shares a surname is not joined as the same person while a typo of a name is; a category column (``country``) is
+written with its lookup table (one row per country), not with another staff table whose rows repeat the countries;
+a union keeps the tables that fill the query, names what it leaves out, and gives the query's rows their table."""
 from __future__ import annotations
 
 import csv
 import json
 import os
 
+import pyarrow.compute as pc
 import pytest
 
 import discovery
@@ -72,3 +74,21 @@ def test_a_category_column_is_written_with_its_lookup_table(staff):
     assert iso == {c: c[:3].upper() for c in COUNTRIES}
     ranked = staff.augment("hr/staff_us.csv", "country", rank=1)    # a rank named is that result
     assert json.loads(ranked.schema.metadata[METADATA_KEY])["sources"][0]["path"] == paths[0]
+
+
+def test_stack_keeps_tables_that_fill_the_query_and_names_what_it_leaves_out(staff):
+    answer = staff.union("hr/staff_us.csv", k=10)["results"]
+    width = {r["path"]: len(r["alignment"]) for r in answer}
+    assert width.get("hr/staff_eu.csv", 0) >= 2 and 0 < width.get("ref/country_codes.csv", 0) < 2
+    out = staff.stack("hr/staff_us.csv")
+    described = json.loads(out.schema.metadata[METADATA_KEY])
+    assert [s["path"] for s in described["sources"]] == [p for p in width if width[p] >= 1.5]
+    assert any("'ref/country_codes.csv'" in w and "is not stacked" in w for w in described["warnings"])
+    eu = next(s for s in described["sources"] if s["path"] == "hr/staff_eu.csv")
+    assert "dept" in eu["left_out"] and any("'dept'" in w and "not written" in w for w in described["warnings"])
+    own = out.filter(pc.equal(out.column("lakescout_source"), "hr/staff_us.csv"))
+    table_id = next(r["table_id"] for r in staff.tables() if r["path"] == "hr/staff_us.csv")
+    assert own.num_rows == 24 and set(own.column("lakescout_table_id").to_pylist()) == {table_id}
+    assert own.column("lakescout_version").null_count == 0
+    every = staff.stack("hr/staff_us.csv", min_columns=0.0)
+    assert "ref/country_codes.csv" in {s["path"] for s in json.loads(every.schema.metadata[METADATA_KEY])["sources"]}

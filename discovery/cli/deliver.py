@@ -83,8 +83,8 @@ def _write_args(args) -> dict:
 def cmd_stack(args) -> int:
     tables = [t.strip() for t in args.tables.split(",")] if args.tables else None
     out = _open(args).stack(args.query, tables=tables, k=args.k, min_score=args.min_score, method=args.method,
-                            tau=args.tau, query_rows=not args.no_query_rows, dedupe=args.dedupe, strict=args.strict,
-                            master=args.master, **_write_args(args))
+                            tau=args.tau, min_columns=args.min_columns, query_rows=not args.no_query_rows,
+                            dedupe=args.dedupe, strict=args.strict, master=args.master, **_write_args(args))
     return _written(args, out)
 
 
@@ -164,6 +164,9 @@ def register(sub) -> None:
     s.add_argument("-k", type=int, default=10, help="the search's top k (default 10)")
     s.add_argument("--method", default="pgtus++", help="union search method (default pgtus++)")
     s.add_argument("--tau", type=float, default=None, help="column similarity threshold of Definition 5")
+    s.add_argument("--min-columns", type=float, default=None,
+                   help="of the search's tables, stack those aligning this share of the query's columns (default "
+                        "[materialize] stack_min_columns, 0.5)")
     s.add_argument("--no-query-rows", action="store_true", help="leave the query's own rows out")
     s.add_argument("--dedupe", action="store_true", help="write identical rows once (the first)")
     s.add_argument("--strict", action="store_true", help="refuse a plain lake file changed since the snapshot")

@@ -20,6 +20,7 @@ from ..query import QueryTable, resolve_query
 from .augment import MODES, FanOut
 from .output import output_format, write_table
 from .planfile import JoinPlan, UnionPlan
+from .plans import PlanError
 from .select import join_result, nary_result, union_results
 from .plans import Matching
 from .service import Materialized, join_plan, join_source, run_plan, union_plan
@@ -94,16 +95,35 @@ def stack(ls, query, *, output: str | None = None, format: str | None = None, ov
 
 
 def stack_plan(ls, query, *, tables=None, k: int = 10, min_score: float | None = None, method: str = "pgtus++",
-               tau: float | None = None, query_rows: bool = True, dedupe: bool = False,
-               strict: bool = False) -> UnionPlan:
-    """The plan :func:`stack` runs."""
+               tau: float | None = None, min_columns: float | None = None, query_rows: bool = True,
+               dedupe: bool = False, strict: bool = False) -> UnionPlan:
+    """The plan :func:`stack` runs: with the search's tables (no ``tables`` named), only those whose alignment fills
+    at least ``min_columns`` (default ``[materialize] stack_min_columns``) of the query's columns, each one left
+    out named in a warning; a table that fills fewer writes rows that are mostly nulls, joined on a column or two
+    that merely look alike (orders under a staff list through ``rep ~ name``)."""
     q = _query(ls, query)
     k = count("k", k)
     min_score = optional(interval(0.0, float("inf"), lo_open=True))("min_score", min_score)
+    min_columns = interval(0.0, 1.0)("min_columns", load_config().materialize.stack_min_columns
+                                     if min_columns is None else min_columns)
     params = {} if tau is None else {"tau": tau}
-    results = union_results(ls, q, _tables(tables), k, min_score, method, params)
-    return union_plan(ls.snapshot, q, results, include_query=bool(query_rows), dedupe=bool(dedupe),
+    named = _tables(tables)
+    results = union_results(ls, q, named, k, min_score, method, params)
+    notes = []
+    if named is None:
+        need = min_columns * len(q.names)
+        notes = [f"lake table {r['path']!r} (rank {r.get('rank')}, score {r['score']:.3f}) is not stacked: it aligns "
+                 f"{len(r['alignment'])} of the query's {len(q.names)} columns, fewer than min_columns "
+                 f"{min_columns:g} of them (name it in tables to stack it)" for r in results
+                 if len(r["alignment"]) < need]
+        results = [r for r in results if len(r["alignment"]) >= need]
+        if not results and notes:
+            raise PlanError(f"no lake table of the union search aligns {min_columns:g} of query {q.label!r}'s "
+                            f"{len(q.names)} columns; lower min_columns or name the tables")
+    plan = union_plan(ls.snapshot, q, results, include_query=bool(query_rows), dedupe=bool(dedupe),
                       strict=bool(strict))
+    plan.notes = notes + plan.notes
+    return plan
 
 
 def _fan_out(fan_out: str, max_matches: int) -> FanOut:

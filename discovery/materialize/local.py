@@ -26,7 +26,8 @@ def run_union(plan: UnionPlan, limits: Limits) -> tuple[pa.Table, list[str], lis
     while True:
         layout = plan_layout(plan.query.column_names, [c.type for c in columns], f"query {plan.query_label!r}",
                              planned, plan.snapshot_id)
-        parts = [query_rows(columns, plan.query_label, layout)] if plan.include_query else []
+        parts = [query_rows(columns, plan.query_label, layout, plan.query_id, plan.query_version)] \
+            if plan.include_query else []
         observed: dict[tuple[int, str], set[str]] = {}
         for source in planned:
             for unit in units(source.table):

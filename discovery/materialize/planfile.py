@@ -27,6 +27,8 @@ class UnionPlan:
     include_query: bool = True
     dedupe: bool = False
     notes: list[str] = field(default_factory=list)
+    query_id: int | None = None      # the query's lake table id and indexed version, when it is a lake table
+    query_version: str | None = None
 
     kind = "union"
 
@@ -65,9 +67,11 @@ def save_plan(plan: UnionPlan | JoinPlan, folder: str) -> None:
     head = {"kind": plan.kind, "snapshot_id": plan.snapshot_id, "query_label": plan.query_label,
             "notes": plan.notes}
     if isinstance(plan, UnionPlan):
-        head.update(include_query=plan.include_query, dedupe=plan.dedupe,
+        head.update(include_query=plan.include_query, dedupe=plan.dedupe, query_id=plan.query_id,
+                    query_version=plan.query_version,
                     sources=[{"table": s.table.to_dict(), "aligned": [list(a) for a in s.aligned],
-                              "kinds": list(s.kinds), "rank": s.rank, "score": s.score} for s in plan.sources])
+                              "kinds": list(s.kinds), "rank": s.rank, "score": s.score,
+                              "left_out": list(s.left_out)} for s in plan.sources])
         _write_arrow(folder, "query", plan.query)
     else:
         s = plan.source
@@ -88,9 +92,9 @@ def load_plan(folder: str) -> UnionPlan | JoinPlan:
         head = json.load(fh)
     if head["kind"] == "union":
         sources = [UnionSource(PinnedTable(**s["table"]), tuple(tuple(a) for a in s["aligned"]), tuple(s["kinds"]),
-                               s["rank"], s["score"]) for s in head["sources"]]
+                               s["rank"], s["score"], tuple(s["left_out"])) for s in head["sources"]]
         return UnionPlan(head["snapshot_id"], head["query_label"], _read_arrow(folder, "query"), sources,
-                         head["include_query"], head["dedupe"], head["notes"])
+                         head["include_query"], head["dedupe"], head["notes"], head["query_id"], head["query_version"])
     s = head["source"]
     source = JoinSource(PinnedTable(**s["table"]), s["kind"], tuple(s["lake_columns"]), tuple(s["added"]),
                         tuple(s["kinds"]), _read_arrow(folder, "mapping"), s["dim"], s["evidence"])

@@ -71,9 +71,10 @@ def union_sources(snapshot: Snapshot, query: QueryTable, results: list[dict]) ->
         names, types = lake_columns(snapshot, r["table_id"])
         kind = dict(zip(names, types))
         aligned = tuple((query.ordinal(qc), lc, float(sim)) for qc, lc, sim in r["alignment"])
+        placed = {lc for _, lc, _ in aligned}
         sources.append(UnionSource(pinned_table(snapshot, r["table_id"]), aligned,
                                    tuple(kind.get(lc, "string") for _, lc, _ in aligned), r.get("rank"),
-                                   r.get("score")))
+                                   r.get("score"), tuple(n for n in names if n not in placed)))
     return sources
 
 

@@ -26,8 +26,9 @@ from ..store import Snapshot
 from .augment import FanOut, JoinSource, query_keys
 from .coerce import query_columns
 from .local import run_augment, run_union
+from .union import left_out_note
 from .planfile import JoinPlan, UnionPlan
-from .plans import Matching, PlanError, key_source, numeric_source, text_source, union_sources
+from .plans import Matching, PlanError, key_source, numeric_source, pinned_table, text_source, union_sources
 
 #: Schema metadata key of the description.
 METADATA_KEY = b"lakescout"
@@ -96,10 +97,11 @@ def union_plan(snapshot: Snapshot, query: QueryTable, results: list[dict], *, in
     if not results:
         raise PlanError(f"no lake table to union with query {query.label!r}: the answer is empty")
     sources = union_sources(snapshot, query, results)
-    warnings = _fresh([s.table for s in sources], strict)
+    warnings = _fresh([s.table for s in sources], strict) + [left_out_note(s) for s in sources if s.left_out]
     columns, notes = query_columns(query)
+    own = pinned_table(snapshot, query.table_id) if query.table_id is not None else None
     return UnionPlan(snapshot.snapshot_id, query.label, pa.Table.from_arrays(columns, names=query.names), sources,
-                     include_query, dedupe, warnings + notes)
+                     include_query, dedupe, warnings + notes, own and own.table_id, own and own.version_label)
 
 
 def run_plan(plan: UnionPlan | JoinPlan, limits: Limits | None = None) -> Materialized:

@@ -41,6 +41,7 @@ class UnionSource:
     kinds: tuple[str, ...]
     rank: int | None = None
     score: float | None = None
+    left_out: tuple[str, ...] = ()   # the lake columns the alignment placed under no query column
 
     @property
     def label(self) -> str:
@@ -49,7 +50,15 @@ class UnionSource:
     def to_dict(self) -> dict:
         return {"table_id": self.table.table_id, "path": self.table.path, "format": self.table.format,
                 "version": self.table.version_label, "rank": self.rank, "score": self.score,
-                "alignment": [list(a) for a in self.aligned]}
+                "alignment": [list(a) for a in self.aligned], "left_out": list(self.left_out)}
+
+
+def left_out_note(source: UnionSource, shown: int = 8) -> str:
+    """The warning naming the lake columns a union leaves out, and why."""
+    names = ", ".join(repr(c) for c in source.left_out[:shown])
+    more = f" and {len(source.left_out) - shown} more" if len(source.left_out) > shown else ""
+    return (f"{source.label}: {len(source.left_out)} column(s) not written, aligned to no query column (none "
+            f"similar enough at tau, or a closer pair took it): {names}{more}")
 
 
 @dataclass(frozen=True)
@@ -91,11 +100,14 @@ def _provenance(n: int, source: str, table_id: int | None, version: str | None, 
             pa.repeat(pa.scalar(version, pa.string()), n), pa.repeat(pa.scalar(snapshot_id, pa.int64()), n)]
 
 
-def query_rows(columns: list[pa.Array], label: str, layout: UnionLayout) -> pa.Table:
-    """The query's own rows (its typed columns) in the union's layout."""
+def query_rows(columns: list[pa.Array], label: str, layout: UnionLayout, table_id: int | None = None,
+               version: str | None = None) -> pa.Table:
+    """The query's own rows (its typed columns) in the union's layout; a query that is a lake table names its id
+    and the version the snapshot indexed, as every lake table's rows do."""
     n = len(columns[0]) if columns else 0
     arrays = [to_type(c, t) for c, t in zip(columns, layout.types)]
-    return pa.Table.from_arrays(arrays + _provenance(n, label, None, None, layout.snapshot_id), schema=layout.schema)
+    return pa.Table.from_arrays(arrays + _provenance(n, label, table_id, version, layout.snapshot_id),
+                                schema=layout.schema)
 
 
 def union_chunk(chunk: ParsedTable, source: UnionSource, layout: UnionLayout) -> tuple[pa.Table, dict[str, str]]:

@@ -8,6 +8,7 @@ import csv
 import json
 import os
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
@@ -39,8 +40,10 @@ def staff(spark, fast_config, tmp_path_factory):
 
     root = str(tmp_path_factory.mktemp("staff"))
     lake = os.path.join(root, "lake")
-    _write(os.path.join(lake, "hr/staff_eu.csv"), ["name", "nation", "dept"],
-           [[n, COUNTRIES[i % 12], f"d{i % 3}"] for i, n in enumerate(EU * 2)])
+    # level: whole numbers but for one cell of a name's second row; grade: whole numbers and a null token
+    _write(os.path.join(lake, "hr/staff_eu.csv"), ["name", "nation", "dept", "level", "grade"],
+           [[n, COUNTRIES[i % 12], f"d{i % 3}", "x" if i == 13 else str(i % 5 + 1), "N/A" if i == 2 else str(i)]
+            for i, n in enumerate(EU * 2)])
     _write(os.path.join(lake, "ref/country_codes.csv"), ["english_name", "iso2", "capital"],
            [[c, c[:3].upper(), f"{c} City"] for c in COUNTRIES + ["Chile", "Ghana", "Nepal", "Peru"]])
     _write(os.path.join(lake, "hr/staff_us.csv"), ["name", "country", "salary"],
@@ -92,3 +95,17 @@ def test_stack_keeps_tables_that_fill_the_query_and_names_what_it_leaves_out(sta
     assert own.column("lakescout_version").null_count == 0
     every = staff.stack("hr/staff_us.csv", min_columns=0.0)
     assert "ref/country_codes.csv" in {s["path"] for s in json.loads(every.schema.metadata[METADATA_KEY])["sources"]}
+
+
+def test_a_written_type_is_the_lake_columns_whatever_the_fan_out(staff):
+    """``level`` holds a cell that is no number on a row only ``all`` matches: every fan-out writes it as text, with
+    the same note; ``grade``'s ``N/A`` is a null, so it stays a number under every fan-out."""
+    types = {}
+    for mode in ("nearest", "all", "aggregate"):
+        out = staff.augment("hr/staff_us.csv", "name", table="hr/staff_eu.csv", lake_column="name",
+                            columns=["level", "grade"], fan_out=mode)
+        types[mode] = (out.schema.field("staff_eu.level").type, out.schema.field("staff_eu.grade").type)
+        warnings = json.loads(out.schema.metadata[METADATA_KEY])["warnings"]
+        assert any("'level'" in w and "written as text" in w for w in warnings), mode
+        assert not any("'grade'" in w for w in warnings), mode
+    assert set(types.values()) == {(pa.string(), pa.int64())}

@@ -26,6 +26,7 @@ matches, never the table.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,7 +35,7 @@ import pyarrow.compute as pc
 
 from ..lake.pinned import PinnedTable, read_unit
 from ..lake.table import ParsedTable
-from .coerce import parse_cells, typed_column
+from .coerce import Typed, parse_cells, typed_column
 from .keys import cell_keys
 from .naming import Names, short_name
 
@@ -114,13 +115,37 @@ def chunk_matches(chunk: ParsedTable, source: JoinSource, first_row: int) -> pa.
 ROW_BITS = 40
 
 
+#: Schema metadata key of a partial result: the added columns (by position) with a cell of the lake table, matched
+#: or not, that is not of the column's kind; such a column is written as text whatever rows match.
+STRAYS_KEY = b"lakescout_strays"
+
+
+def strays(table: pa.Table) -> set[int]:
+    """The added columns :data:`STRAYS_KEY` names in ``table``'s metadata."""
+    return set(json.loads((table.schema.metadata or {}).get(STRAYS_KEY, b"[]")))
+
+
+def _with_strays(table: pa.Table, found: set[int]) -> pa.Table:
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), STRAYS_KEY: json.dumps(sorted(found))})
+
+
+def _chunk_strays(chunk: ParsedTable, source: JoinSource) -> set[int]:
+    """The added columns of ``source`` with a cell in ``chunk`` (any row) that does not parse as their kind."""
+    return {i for i, (col, kind) in enumerate(zip(source.added, source.kinds))
+            if col in chunk.names and typed_column(chunk.columns[chunk.names.index(col)], kind, col,
+                                                   source.label).note}
+
+
 def unit_partial(source: JoinSource, unit_index: int, unit: dict, fan_out: FanOut, limits) -> pa.Table:
-    """:func:`partial` of the matches of one unit (:func:`discovery.lake.pinned.units`) of ``source``'s table."""
-    parts, row = [], unit_index << ROW_BITS
+    """:func:`partial` of the matches of one unit (:func:`discovery.lake.pinned.units`) of ``source``'s table, with
+    the added columns whose cells (every row, not only the matched ones) stray from their kind: a column's written
+    type is a property of the lake column, the same under every fan-out and whichever rows match."""
+    parts, row, found = [], unit_index << ROW_BITS, set()
     for chunk in read_unit(source.table, unit, limits):
         parts.append(partial(chunk_matches(chunk, source, row), source, fan_out))
+        found |= _chunk_strays(chunk, source)
         row += chunk.num_rows
-    return combine(parts, source, fan_out)
+    return _with_strays(combine(parts, source, fan_out), found)
 
 
 def _first(matches: pa.Table) -> pa.Table:
@@ -161,8 +186,13 @@ def _combine_aggregates(parts: pa.Table, source: JoinSource) -> pa.Table:
 
 def combine(parts: list[pa.Table], source: JoinSource, fan_out: FanOut) -> pa.Table:
     """The partial results of :func:`partial` reduced to one, whatever chunks they came from; for ``all``, sorted
-    by lake value and row, and checked against ``max_matches``."""
-    parts = [p for p in parts if p.num_rows]
+    by lake value and row, and checked against ``max_matches``; the strays of every part are kept."""
+    found = set().union(*(strays(p) for p in parts))
+    return _with_strays(_combine(parts, source, fan_out), found)
+
+
+def _combine(parts: list[pa.Table], source: JoinSource, fan_out: FanOut) -> pa.Table:
+    parts = [p.replace_schema_metadata(None) for p in parts if p.num_rows]
     if not parts:
         return partial(_empty(source), source, fan_out)
     table = pa.concat_tables(parts)
@@ -235,13 +265,14 @@ def assemble(query_keys: pa.Array, source: JoinSource, reduced: pa.Table, fan_ou
         count = reduced.column("__count").take(row) if reduced.num_rows else pa.nulls(len(row), pa.int64())
         out_names.append(names.take(f"{prefix}.count"))
         arrays.append(pc.fill_null(count, 0))
+    stray = strays(reduced)
     for i, (col, kind) in enumerate(zip(source.added, source.kinds)):
-        typed = typed_column(reduced.column(f"c{i}").combine_chunks(), kind, col, source.label)
+        typed = _typed(reduced, i, col, kind, stray, source)
         notes += [typed.note] if typed.note else []
         out_names.append(names.take(f"{prefix}.{col}"))
         arrays.append(typed.array.take(row))
         if fan_out.mode == "aggregate" and i in source.numeric():
-            arrays += _number_aggregates(reduced, i, row, col, source, notes)
+            arrays += _number_aggregates(reduced, i, row, col, source, notes, i in stray)
             out_names += [names.take(f"{prefix}.{col}.{a}") for a in NUMBER_AGGREGATES]
     out_names.append(names.take(f"{prefix}.distance"))
     arrays.append(distance)
@@ -253,10 +284,20 @@ def assemble(query_keys: pa.Array, source: JoinSource, reduced: pa.Table, fan_ou
     return Added(out_names, arrays, None, int(pc.sum(pc.is_valid(row)).as_py() or 0), notes)
 
 
+def _typed(reduced: pa.Table, i: int, col: str, kind: str, stray: set[int], source: JoinSource) -> Typed:
+    """Added column ``i`` of ``reduced`` typed: as text, with the note, when the lake column has cells (matched or
+    not) that are not of its kind (:func:`unit_partial`)."""
+    cells = reduced.column(f"c{i}").combine_chunks()
+    if i in stray and kind not in ("string", "empty", None):
+        return Typed(cells.cast(pa.string()), f"column {col!r} of {source.label} is mostly {kind} but has cells that "
+                                              "are not: written as text")
+    return typed_column(cells, kind, col, source.label)
+
+
 def _number_aggregates(reduced: pa.Table, i: int, row: pa.Array, col: str, source: JoinSource,
-                       notes: list[str]) -> list[pa.Array]:
+                       notes: list[str], stray: bool = False) -> list[pa.Array]:
     n = reduced.column(f"__n{i}").take(row)
-    bad = bool(pc.max(reduced.column(f"__bad{i}")).as_py()) if reduced.num_rows else False
+    bad = stray or (bool(pc.max(reduced.column(f"__bad{i}")).as_py()) if reduced.num_rows else False)
     if bad:
         notes.append(f"column {col!r} of {source.label} has cells that are not numbers: no min, max or mean")
         return [pa.nulls(len(row), pa.float64())] * 3
@@ -280,8 +321,9 @@ def _assemble_all(lake_key, distance, match: dict, source: JoinSource, reduced: 
     lake_rows = np.where(has, np.repeat(first[gi] if len(groups) else np.zeros(len(gi), np.int64), reps) + offset, 0)
     take = pa.array(lake_rows, mask=~has)
     out_names, arrays, notes = [], [], []
+    stray = strays(reduced)
     for i, (col, kind) in enumerate(zip(source.added, source.kinds)):
-        typed = typed_column(reduced.column(f"c{i}").combine_chunks(), kind, col, source.label)
+        typed = _typed(reduced, i, col, kind, stray, source)
         notes += [typed.note] if typed.note else []
         out_names.append(names.take(f"{prefix}.{col}"))
         arrays.append(typed.array.take(take))

@@ -159,11 +159,11 @@ _NUMBER = r"^[+-]?((\d{1,3}(,\d{3})+|\d+)(\.\d*)?|\.\d+)([eE][+-]?\d+)?%?$"
 
 
 def parse_cells(cells: pa.Array, kind: str = "float") -> tuple[pa.Array, pa.Array]:
-    """Each cell as a float64 by the ``float`` rule (null where empty or not a number), and whether it was a
-    non-empty cell that is not a number: for aggregates over a column, where one bad cell must not hide."""
+    """Each cell as a float64 by the ``float`` rule (null where empty, a null token or not a number), and whether it
+    was a non-empty cell that is not a number: for aggregates over a column, where one bad cell must not hide."""
     if isinstance(cells, pa.ChunkedArray):
         cells = cells.combine_chunks()
-    cells = cells.cast(TEXT)
+    cells = _null_tokens(cells.cast(TEXT))
     ok = pc.fill_null(pc.match_substring_regex(cells, _NUMBER), False)
     values = _numbers(pc.if_else(ok, cells, pa.scalar(None, TEXT)), percent=True).cast(pa.float64())
     return values, pc.and_(pc.is_valid(cells), pc.invert(ok))

@@ -143,3 +143,26 @@ def test_nothing_to_match_is_an_empty_answer():
     assert match_values([], ["a"]).query == [] and match_values(["a"], []).query == []
     m = match_values(["zzz qqq"], ["alpha", "beta"])
     assert m.query == [] and m.precision is None and m.describe()["matched_values"] == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_blocking_keeps_each_rows_m_largest_cosines_ties_to_the_lower_column(seed):
+    import scipy.sparse as sp
+
+    from discovery.match import blocking
+
+    rng = np.random.default_rng(seed)
+    a = sp.random(40, 30, density=0.2, random_state=seed, format="csr", dtype=np.float32)
+    b = sp.random(70, 30, density=0.2, random_state=seed + 100, format="csr", dtype=np.float32)
+    a.data, b.data = np.round(a.data * 4) / 4, np.round(b.data * 4) / 4      # many equal products: ties
+    old, blocking.BLOCK_ENTRIES = blocking.BLOCK_ENTRIES, int(rng.integers(70, 400))  # several blocks
+    try:
+        i, j = blocking.nearest(a, b, 5)
+    finally:
+        blocking.BLOCK_ENTRIES = old
+    dense = (a @ b.T).toarray()
+    want = set()
+    for r in range(dense.shape[0]):
+        order = sorted((c for c in range(dense.shape[1]) if dense[r, c] > 0), key=lambda c: (-dense[r, c], c))
+        want |= {(r, c) for c in order[:5]}
+    assert set(zip(i.tolist(), j.tolist())) == want and len(i) == len(want)

@@ -83,17 +83,28 @@ def nearest(a: sp.csr_matrix, b: sp.csr_matrix, m: int) -> tuple[np.ndarray, np.
     for start in range(0, a.shape[0], block):
         s = (a[start:start + block] @ bt).tocsr()
         s.eliminate_zeros()
-        rows = np.repeat(np.arange(s.shape[0]), np.diff(s.indptr)) + start
-        cols, sims = s.indices.astype(np.int64), s.data
-        order = np.lexsort((cols, -sims, rows))
-        rows, cols = rows[order], cols[order]
-        first = np.searchsorted(rows, rows, side="left")
-        top = np.arange(rows.size) - first < m
-        out_i.append(rows[top])
-        out_j.append(cols[top])
+        s.sort_indices()
+        out_i.append(np.repeat(np.arange(s.shape[0]), np.minimum(np.diff(s.indptr), m)) + start)
+        out_j.append(s.indices[_top_per_row(s.indptr, s.data, m)].astype(np.int64))
     if not out_i:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate(out_i), np.concatenate(out_j)
+
+
+def _top_per_row(indptr: np.ndarray, data: np.ndarray, m: int) -> np.ndarray:
+    """Positions of each CSR row's ``m`` largest entries (ties to the lower position: the lower column), rows in
+    order: a partition per row, a sort only of the few at the cut, no sort of the whole product."""
+    out = []
+    for lo, hi in zip(indptr[:-1].tolist(), indptr[1:].tolist()):
+        if hi - lo <= m:
+            out.append(np.arange(lo, hi))
+            continue
+        seg = data[lo:hi]
+        cut = np.partition(seg, hi - lo - m)[hi - lo - m]
+        kept = np.flatnonzero(seg >= cut)
+        kept = kept[np.lexsort((kept, -seg[kept]))][:m]
+        out.append(lo + np.sort(kept))
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
 
 
 def candidates(f: Features, m: int) -> tuple[np.ndarray, np.ndarray]:

@@ -166,3 +166,12 @@ def test_blocking_keeps_each_rows_m_largest_cosines_ties_to_the_lower_column(see
         order = sorted((c for c in range(dense.shape[1]) if dense[r, c] > 0), key=lambda c: (-dense[r, c], c))
         want |= {(r, c) for c in order[:5]}
     assert set(zip(i.tolist(), j.tolist())) == want and len(i) == len(want)
+
+
+def test_when_both_columns_are_keys_a_lake_value_is_one_query_values():
+    query, lake = ["jon smith", "john smith", "ann lee"], ["john smith", "ann lee", "bo chen", "cy dune"]
+    many = match_values(query, lake, 0.5)
+    assert sorted(zip(many.query, many.lake)) == [("ann lee", "ann lee"), ("john smith", "john smith"),
+                                                  ("jon smith", "john smith")]
+    one = match_values(query, lake, 0.5, keys=True)
+    assert sorted(zip(one.query, one.lake)) == [("ann lee", "ann lee"), ("john smith", "john smith")]

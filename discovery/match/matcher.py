@@ -13,7 +13,9 @@ matching does best without labels:
    value under the configuration that estimates it most precise.
 
 Each pair carries its estimated precision (``score``) and the rule that matched it; :attr:`Matches.precision` is
-the estimate for all of them, which the written table's description states beside the target.  Values are the
+the estimate for all of them, which the written table's description states beside the target.  When both columns
+are keys (one row per value) the pairs are one-to-one (:func:`one_to_one`), which only removes pairs; the estimate
+is the greedy union's, before that.  Values are the
 join keys of :mod:`discovery.materialize.keys` (normalised text), so the pairs key rows as the search's pairs do.
 """
 from __future__ import annotations
@@ -67,9 +69,23 @@ def _rule(measure: int, theta: float) -> str:
     return f"{MEASURES[measure]} <= {theta:.3f}"
 
 
-def match_values(query, lake, target: float = 0.95, depth: int = CANDIDATES) -> Matches:
+def one_to_one(pairs: list[tuple]) -> list[tuple]:
+    """``pairs`` (query value, lake value, distance, score, rule) with each lake value kept for its most probable
+    query value (highest score, then least distance, then the first query value): when both columns are keys,
+    two query rows are two entities and cannot both be one lake row's."""
+    best: dict[str, tuple] = {}
+    for p in pairs:
+        held = best.get(p[1])
+        if held is None or (-p[3], p[2], p[0]) < (-held[3], held[2], held[0]):
+            best[p[1]] = p
+    kept = set(map(id, best.values()))
+    return [p for p in pairs if id(p) in kept]
+
+
+def match_values(query, lake, target: float = 0.95, depth: int = CANDIDATES, keys: bool = False) -> Matches:
     """Each distinct ``query`` value with the ``lake`` value it names, if any, for the precision ``target``
-    (module docstring).  Nulls and empty values are skipped."""
+    (module docstring); with ``keys`` (both columns hold one row per value) one-to-one (:func:`one_to_one`).
+    Nulls and empty values are skipped."""
     query = list(dict.fromkeys(v for v in query if v))
     lake = list(dict.fromkeys(v for v in lake if v))
     at = {v: i for i, v in enumerate(lake)}
@@ -80,6 +96,8 @@ def match_values(query, lake, target: float = 0.95, depth: int = CANDIDATES) -> 
     if rest and lake:
         found, precision, rules = _fuzzy(rest, lake, target, len(equal), depth)
         pairs += found
+    if keys:
+        pairs = one_to_one(pairs)
     pairs.sort(key=lambda p: (p[2], p[0]))
     return Matches([p[0] for p in pairs], [p[1] for p in pairs], np.array([p[2] for p in pairs], np.float64),
                    np.array([p[3] for p in pairs], np.float64), [p[4] for p in pairs], len(query), target,

@@ -62,14 +62,17 @@ def lake_key_counts(source: JoinSource, limits: Limits) -> pa.StructArray:
     return pc.value_counts(keys)
 
 
-def lake_values(table: PinnedTable, column: str, limits: Limits) -> pa.Array:
+def lake_values(table: PinnedTable, column: str, limits: Limits) -> tuple[pa.Array, int]:
     """The distinct join keys of a text ``column`` of ``table`` (every row at the pinned version, normalised as
-    :func:`.keys.cell_keys` keys text), in order of first appearance: what the two-table matcher pairs query values
-    with.  Only the column's distinct values are held."""
+    :func:`.keys.cell_keys` keys text), in order of first appearance, and how many rows hold one: what the two-table
+    matcher pairs query values with.  Only the column's distinct values are held."""
     seen: list[pa.Array] = []
+    held = 0
     for chunk in read_table(table, limits):
         if column in chunk.names:
-            seen.append(pc.unique(normalize_array(chunk.columns[chunk.names.index(column)]).drop_null()))
+            keys = normalize_array(chunk.columns[chunk.names.index(column)]).drop_null()
+            held += len(keys)
+            seen.append(pc.unique(keys))
     if not seen:
-        return pa.array([], pa.string())
-    return pc.unique(pa.chunked_array(seen, pa.string()).combine_chunks())
+        return pa.array([], pa.string()), 0
+    return pc.unique(pa.chunked_array(seen, pa.string()).combine_chunks()), held

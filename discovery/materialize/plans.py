@@ -131,15 +131,18 @@ def _matched_source(snapshot: Snapshot, query: QueryTable, ordinal: int, table_i
                     added: list[str] | None, matching: Matching) -> JoinSource:
     """The text join's pairs by the two-table matcher over the query column's and the lake column's distinct keys
     (the lake column read whole at the pinned version: its distinct values are what tells the matcher how alike
-    different entities look)."""
+    different entities look), one-to-one when both columns hold one row per value."""
     from ..match import match_values
     from .local import lake_values
 
     names, _ = lake_columns(snapshot, table_id)
     keys = cell_keys([query.columns[ordinal]], "text")
     keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-    lake = lake_values(pinned_table(snapshot, table_id), names[lake_ordinal], matching.limits)
-    found = match_values(pc.unique(keys.drop_null()).to_pylist(), lake.to_pylist(), matching.precision)
+    lake, held = lake_values(pinned_table(snapshot, table_id), names[lake_ordinal], matching.limits)
+    present = keys.drop_null()
+    query = pc.unique(present)
+    both_keys = len(query) == len(present) and len(lake) == held
+    found = match_values(query.to_pylist(), lake.to_pylist(), matching.precision, keys=both_keys)
     mapping = pa.table({"query_key": pa.array(found.query, pa.string()), "lake_key": pa.array(found.lake, pa.string()),
                         "distance": pa.array(found.distance, pa.float64()),
                         "score": pa.array(found.score, pa.float64()), "rule": pa.array(found.rule, pa.string())})

@@ -37,7 +37,8 @@ def _plans(params: dict):
     return stored_plans(warehouse, params["batch_id"], params["query_id"], params["ranks"] or None,
                         fan_out=params["fan_out"], max_matches=params["max_matches"],
                         columns=params["columns"] or None, query_rows=params["query_rows"], dedupe=params["dedupe"],
-                        strict=params["strict"])[1]
+                        strict=params["strict"], matcher=params["matcher"] or None,
+                        precision=params["precision"])[1]
 
 
 @dag(
@@ -62,6 +63,11 @@ def _plans(params: dict):
                              description="Fan-out all: most lake rows per query row"),
         "columns": Param([], type="array", items={"type": "string"},
                          description="Lake columns a join adds (default all)"),
+        "matcher": Param("", type="string", enum=["", "auto", "search"],
+                         description="A text join's pairs: the two-table matcher (auto) or the search's (search); "
+                                     "empty: [materialize] matcher"),
+        "precision": Param(None, type=["null", "number"], exclusiveMinimum=0, exclusiveMaximum=1,
+                           description="The auto matcher's precision target (empty: [materialize] precision)"),
         "query_rows": Param(True, type="boolean", description="A union keeps the query's own rows"),
         "dedupe": Param(False, type="boolean", description="A union writes identical rows once"),
         "strict": Param(False, type="boolean", description="Refuse a plain lake file changed since the snapshot"),

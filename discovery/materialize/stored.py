@@ -62,7 +62,8 @@ def _query(snapshot, spec: dict, served: bool, uploads: dict | None) -> QueryTab
 def stored_plans(warehouse: Warehouse | str, batch_id: str, query_id: str, ranks: list[int] | None = None, *,
                  fan_out: str = "nearest", max_matches: int | None = None, columns: list[str] | None = None,
                  query_rows: bool = True, dedupe: bool = False, strict: bool = False, served: bool = True,
-                 uploads: dict | None = None) -> tuple[object, list]:
+                 uploads: dict | None = None, matcher: str | None = None,
+                 precision: float | None = None) -> tuple[object, list]:
     """``(snapshot, plans)`` writing the recorded answer: a union of the results at ``ranks`` (default all) in one
     plan; for a join, one plan per rank (default the first), to run in that order, each on the previous one's rows
     (:func:`.service.compose`: augmentations compose)."""
@@ -84,7 +85,8 @@ def stored_plans(warehouse: Warehouse | str, batch_id: str, query_id: str, ranks
                                      dedupe=dedupe, strict=strict)]
     cfg = load_config()
     fan = FanOut(fan_out, cfg.materialize.max_matches if max_matches is None else max_matches)
-    matching = Matching(cfg.materialize.matcher, cfg.materialize.precision, cfg.limits)
+    matching = Matching(matcher or cfg.materialize.matcher,
+                        cfg.materialize.precision if precision is None else precision, cfg.limits)
     plans = []
     for rank in wanted:
         result = by_rank[rank]

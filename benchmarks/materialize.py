@@ -13,7 +13,8 @@ figure goes through what a user calls: lakes built by the real refresh, tables w
   joined), ``wrong`` (a lake row of another entity, or any row when it has none).  The planted n-ary joins: distinct
   key tuples joined against ``joinable_tuples``.  For every planted union (``union.csv``), the written union of the
   query with its unionable lake tables: the share of the aligned cells written under a query column of the same
-  attribute (``union_columns.csv``), weighted by the rows each table wrote.
+  attribute (``union_columns.csv``), weighted by the rows each table wrote; and the tables ``stack`` writes from the
+  search's top 10, by default and with no column floor, planted unionable or not.
 * ``autofj``: the 50 AutoFJ datasets (``../shared/benchmarks/autofj``) as one lake; each right table augmented with
   its left table's ``title`` by each matcher: precision and recall of the added titles against ``gt.csv``, beside
   skrub's ``fuzzy_join`` and the ``autofj`` package on the same pairs (``--skrub-python``, ``--autofj-python``:
@@ -162,6 +163,29 @@ def _unions(ls, lake: str) -> dict:
             "queries": per_query}
 
 
+def _stacked(ls, lake: str) -> list[dict]:
+    """For each planted union query, the tables ``stack`` writes from the search's top 10 by default and with no
+    column floor: how many of them are planted unionable (``union.csv``) and how many are not."""
+    planted, queries = defaultdict(set), set()
+    for r in _rows_of("union.csv", lake):
+        queries.add(r["query_table"])
+        if r["unionable"] == "1":
+            planted[r["query_table"]].add(r["lake_table"])
+    out = []
+    for floor in (None, 0.0):
+        unionable = other = 0
+        for query in sorted(queries):
+            try:
+                t = ls.stack(query, k=10, min_columns=floor, query_rows=False)
+            except PlanError:
+                continue
+            for s in json.loads(t.schema.metadata[b"lakescout"])["sources"]:
+                unionable, other = unionable + (s["path"] in planted[query]), other + (s["path"] not in planted[query])
+        out.append({"min_columns": "default" if floor is None else floor, "queries": len(queries),
+                    "unionable_tables": unionable, "other_tables": other})
+    return out
+
+
 def _table_id(ls, path: str) -> int:
     import pyarrow.compute as pc
 
@@ -186,7 +210,9 @@ def sample(args) -> dict:
                         "precision": (joined - wrong) / joined if joined else None,
                         "worst": min(j["right_share"] for j in at)})
     print_table(summary, ["matcher", "rows", "right", "right_share", "missed", "wrong", "precision", "worst"])
-    return {"joins": joins, "nary": nary, "unions": unions, "planted_joins": summary}
+    stacked = _stacked(ls, lake)
+    print_table(stacked, ["min_columns", "queries", "unionable_tables", "other_tables"])
+    return {"joins": joins, "nary": nary, "unions": unions, "planted_joins": summary, "stacked": stacked}
 
 
 def _untimed(workdir) -> str:

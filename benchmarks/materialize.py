@@ -21,8 +21,9 @@ figure goes through what a user calls: lakes built by the real refresh, tables w
   interpreters of ``benchmarks/requirements-skrub.txt`` and ``requirements-autofj.txt``).
 * ``scale``: a lake table of ``--rows`` rows (10M; a Parquet folder of 20 files) and a query of ``--query-rows``
   (100k) names, half of them written differently; ``lakescout augment --master local[2]`` writes the join on Spark.
-  Driver peak RSS (the Spark application's Python driver) against the same run on a table a tenth the size, and
-  the seconds against a pandas merge of the same value mapping (pandas reads the lake table whole).
+  Driver peak RSS (the Spark application's Python driver; the command's own, where the two-table matcher pairs the
+  column's distinct values, beside it) against the same run on a table a tenth the size, and the seconds against a
+  pandas merge of the same value mapping (pandas reads the lake table whole).
 * ``downstream``: a task whose target depends on a column only a lake table holds (a city's population, the cities
   written differently in the query): least squares on the query's own feature against the augmented table's.
 """
@@ -345,8 +346,11 @@ def scale(args) -> dict:
                            "suppliers", "--lake-column", "supplier", "--output", out, "--master", args.master,
                            "--json", env=dict(os.environ, LAKESCOUT_CONFIG=config), watch="materialize.py")
         described = done.json()
+        match = described["sources"][0]
         figures.append({"lake_rows": rows, "seconds": done.wall, "driver_peak_mib": done.watched_peak_mb,
-                        "matched_rows": described["matched_rows"], "engine": described["engine"]})
+                        "command_peak_mib": done.peak_rss_mb, "matched_rows": described["matched_rows"],
+                        "engine": described["engine"], "matched_values": match.get("matched_values"),
+                        "estimated_precision": match.get("estimated_precision")})
     big = figures[-1]
     ls = discovery.open(str(work / f"wh-{args.rows}"))
     pairs = ls.pairs(str(query), "vendor", table="suppliers", lake_column="supplier").to_pandas()
@@ -359,7 +363,8 @@ def scale(args) -> dict:
            "spark_over_pandas": big["seconds"] / pandas_seconds, "mapping_pairs": len(pairs),
            "driver_peak_ratio": big["driver_peak_mib"] / figures[0]["driver_peak_mib"],
            "query_rows": args.query_rows}
-    print_table(figures, ["lake_rows", "seconds", "driver_peak_mib", "matched_rows", "engine"])
+    print_table(figures, ["lake_rows", "seconds", "driver_peak_mib", "command_peak_mib", "matched_rows",
+                          "matched_values", "estimated_precision", "engine"])
     print(f"pandas merge of the same mapping: {pandas_seconds:.1f} s (process peak {pandas_peak:.0f} MiB)")
     return out
 

@@ -64,7 +64,7 @@ def lake_refresh():
         warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
         storage.check(warehouse, "warehouse")
         try:
-            return begin_refresh(warehouse, run=f"lake_refresh {run_id}")
+            return begin_refresh(warehouse, run=f"lake_refresh {run_id}", scope="run")  # the stage tasks join it
         except LeaseHeld as exc:
             raise AirflowFailException(str(exc)) from None
 

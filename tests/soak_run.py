@@ -9,8 +9,8 @@ readable again a cycle later.  Three warehouses index it:
 * **faulted**: a share of its refreshes run as ``lakescout refresh`` subprocesses killed with SIGKILL (the whole
   process group: CLI, spark-submit, JVM and Python workers) a random delay after it took the warehouse lease (a
   tenth of them after their start, while Spark starts), so inside Spark tasks, between stages or during a commit;
-  the next refresh takes over the dead one's lease once its heartbeat has expired (the soak ages the lease record
-  rather than wait ``LEASE_SECONDS``).  Every cycle ends with a refresh that completes
+  the next refresh takes over the dead one's lease at once, its process being gone (``lease_takeovers`` counts
+  them; a lease left held but not taken over is a mismatch).  Every cycle ends with a refresh that completes
   (in-process, sharing the soak's Spark session).  Every ``--maintain-every`` cycles maintenance runs (snapshot
   retention, compaction, vacuum, orphan cleanup, checkpoints), then log entries older than every retained version
   are aged past the log retention and expired (``cleanup_metadata``).  Searches run on it from a thread while a
@@ -185,22 +185,35 @@ def folder_bytes(root: str) -> int:
 
 
 # -- faults and maintenance ------------------------------------------------------------------------------------------
-def expire_lease(wh_root: str) -> dict | None:
-    """Age the current lease record past its ttl, as if its (killed) holder had been gone that long; returns the
-    record when it was held."""
+def held_lease(wh_root: str) -> dict | None:
+    """The current lease record when it is held (a killed refresh leaves it so), else None."""
     folder = os.path.join(wh_root, "lease")
     names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) if os.path.isdir(folder) else []
     if not names:
         return None
-    path = os.path.join(folder, names[-1])
-    with open(path) as fh:
+    with open(os.path.join(folder, names[-1])) as fh:
         record = json.load(fh)
-    if record.get("state") != "held":
-        return None
-    record["heartbeat"] = time.time() - record["ttl"] - 60
-    with open(path, "w") as fh:
-        json.dump(record, fh)
-    return record
+    return record if record.get("state") == "held" else None
+
+
+def _wait_gone(group: int, timeout: float = 60.0) -> None:
+    """Wait until every process of ``group`` has exited (SIGKILL is delivered asynchronously), as the user running
+    the next refresh after a kill would find them."""
+    import psutil
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        alive = []
+        for proc in psutil.process_iter():
+            try:
+                if os.getpgid(proc.pid) == group and proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc.pid)
+            except (OSError, psutil.Error):
+                continue
+        if not alive:
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"processes of the killed group {group} still run after {timeout:.0f} s")
 
 
 def killed_at(wh_root: str, lease: dict | None) -> str:
@@ -215,6 +228,16 @@ def killed_at(wh_root: str, lease: dict | None) -> str:
     done = [r["stage"] for r in sorted(runs, key=lambda r: r["finished_at"])
             if r["refresh_id"] == lease["refresh_id"] and r["status"] == "ok"]
     return f"after {done[-1]}" if done else "in the first stage"
+
+
+def _took_over_at_once(wh_root: str, refresh_id: int, left: dict) -> bool:
+    """Whether refresh ``refresh_id`` recorded taking over the lease ``left`` because its process was gone."""
+    from discovery.store import Warehouse
+
+    rows = [r for r in Warehouse(wh_root).read("refresh_runs").to_pylist()
+            if r["refresh_id"] == refresh_id and r["took_over"]]
+    return len(rows) == 1 and f"pid {left['pid']}" in rows[0]["took_over"] and \
+        rows[0]["took_over"].endswith("(its process is gone)")
 
 
 def _lease_generations(wh_root: str) -> int:
@@ -259,6 +282,7 @@ def killed_refresh(lake: str, wh_root: str, config: str, delay: float, search, a
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        _wait_gone(proc.pid)
         killed = True
     stop.set()
     thread.join()
@@ -320,7 +344,7 @@ def soak(spark, work: str, cycles: int, seed: int = 0, kill_share: float = 0.35,
     report = {"cycles": 0, "refreshes": 0, "refresh_attempts_killed": 0, "kill_attempts_ended_first": 0,
               "killed_at": {}, "maintenance_runs": 0, "log_files_expired": 0, "searches": 0, "search_failures": [],
               "mismatches": [], "missing_files": [], "size_ratio_after_maintenance": [], "size_breakdown": [],
-              "seed": seed}
+              "lease_takeovers": 0, "seed": seed}
     for target in (faulted, twin):
         out = refresh(spark, target, lake, config_path=config)
         assert out.get("published"), out
@@ -335,14 +359,21 @@ def soak(spark, work: str, cycles: int, seed: int = 0, kill_share: float = 0.35,
             report["refresh_attempts_killed" if run["killed"] else "kill_attempts_ended_first"] += 1
             report["searches"] += run["ran"]
             report["search_failures"] += [f"cycle {cycle}: {f}" for f in run["failed"]]
-            where = killed_at(faulted, expire_lease(faulted))
+            left = held_lease(faulted)
+            where = killed_at(faulted, left)
             if run["killed"]:
                 report["killed_at"][where] = report["killed_at"].get(where, 0) + 1
+        else:
+            left = None
         for target in (faulted, twin):
-            out = refresh(spark, target, lake, config_path=config)
+            out = refresh(spark, target, lake, config_path=config)  # raises LeaseHeld if the dead holder blocked it
             if not out.get("published"):
                 report["mismatches"].append(f"cycle {cycle}: refresh of {os.path.basename(target)} failed: "
                                             f"{out.get('failed_stage')}")
+            if target == faulted and left is not None:
+                report["lease_takeovers"] += 1
+                if not _took_over_at_once(faulted, out["refresh_id"], left):
+                    report["mismatches"].append(f"cycle {cycle}: the killed refresh's lease was not taken over")
         report["refreshes"] += 1
         problems = diff(index_rows(faulted), index_rows(twin), "index rows vs twin")
         answers = queries.all(faulted)

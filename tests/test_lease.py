@@ -1,19 +1,26 @@
-"""The warehouse lease on a local disk and on S3: exclusive, renewed, released, taken over once expired.
+"""The warehouse lease on a local disk and on S3: exclusive, renewed, released, taken over once expired, and at once
+when its holder's process is known gone.
 
 Taking a lease creates the next generation's record exclusively (``O_EXCL``, or a conditional put on the S3 server of
-the ``s3_server`` fixture), so of two takers only one wins.  Time is injected, never waited for.
+the ``s3_server`` fixture), so of two takers only one wins.  Time is injected, never waited for; a dead holder is a
+real process killed with SIGKILL and reaped before the next taker looks.
 """
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pytest
 
 from discovery import storage
-from discovery.store.lease import FOLDER, LEASE_SECONDS, Lease, LeaseHeld, LeaseLost, LeaseRecord, current
+from discovery.store.lease import (FOLDER, LEASE_SECONDS, Lease, LeaseHeld, LeaseLost, LeaseRecord, _overwrite,
+                                   current, holder, machine, process_start)
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -84,3 +91,61 @@ def test_the_heartbeat_thread_renews_until_the_block_ends(tmp_path):
             if current(str(tmp_path / "wh")).heartbeat > first:
                 renewed.set()
     assert current(str(tmp_path / "wh")).heartbeat > first
+
+
+# -- a holder known dead -----------------------------------------------------------------------------------------------
+HOLD = """
+import sys, time
+from discovery.store.lease import Lease
+lease = Lease.acquire(sys.argv[1], "refresh", "cli", scope=sys.argv[2])
+lease.update(refresh_id=41)
+print(lease.record.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _held_by_a_killed_process(root: str, scope: str) -> int:
+    """Take the lease in another process, SIGKILL it and reap it, as a ``lakescout refresh`` killed mid-run; returns
+    its pid."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, root, scope], stdout=subprocess.PIPE, text=True)
+    pid = int(proc.stdout.readline())
+    assert holder(root) is not None and f"pid {pid}" in holder(root)      # alive: refused
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    return pid
+
+
+def test_a_killed_process_holder_is_taken_over_at_once_and_the_takeover_says_why(root):
+    pid = _held_by_a_killed_process(root, "process")
+    assert holder(root) is None                                             # the CLI's pre-check lets it start
+    lease = Lease.acquire(root, "refresh", "cli")                           # no clock moved: within the ttl
+    assert lease.previous.pid == pid and lease.previous.refresh_id == 41
+    assert "refresh 41" in lease.took_over and lease.took_over.endswith("(its process is gone)")
+    assert lease.record.scope == "process" and lease.record.process_started == process_start(os.getpid())
+
+
+def test_a_dag_runs_lease_outlives_the_task_that_took_it(root):
+    """Scope ``run``: the stage tasks join it after the taking task ended, so a pid says nothing and the ttl holds."""
+    _held_by_a_killed_process(root, "run")
+    with pytest.raises(LeaseHeld, match="refresh 41"):
+        Lease.acquire(root, "refresh", "cli")
+
+
+def test_a_holder_of_another_machine_or_a_reused_pid_is_judged_right(root):
+    clock = Clock()
+    current_time = clock.now
+    mine = Lease.acquire(root, "refresh", "cli", clock=clock)
+    record = mine.record
+    assert record.machine == machine() and not record.gone()
+    elsewhere = replace(record, machine="another-boot pid:[1]")             # same host name, another kernel
+    assert not elsewhere.gone() and elsewhere.vacancy(current_time) is None
+    reused = replace(record, process_started=record.process_started - 3600)  # our pid, an earlier process
+    assert reused.gone() and reused.vacancy(current_time) == "its process is gone"
+    unknown = replace(record, process_started=None)                        # taken on someone's behalf: ttl only
+    assert not unknown.gone()
+    _overwrite(mine._location, reused)                                     # the record a recycled pid would leave
+    taker = Lease.acquire(root, "maintenance", "cli", clock=clock)
+    assert taker.took_over.endswith("(its process is gone)")
+    with pytest.raises(ValueError, match="scope"):
+        Lease.acquire(root, "refresh", "cli", scope="forever")

@@ -18,13 +18,14 @@ from .progress import mark_published
 
 
 def begin_refresh(warehouse: str, run: str = "cli", config: Config | None = None,
-                  clock: Callable[[], float] = time.time) -> int:
+                  clock: Callable[[], float] = time.time, scope: str = "process") -> int:
     """Take the warehouse lease, create missing index tables, delete orphaned files, and allocate a refresh id.
 
     The lease (:mod:`discovery.store.lease`) makes this the only refresh or maintenance run writing to the warehouse:
     another one running raises :class:`~discovery.store.LeaseHeld` naming it.  ``run`` names this one to others (the
     DAG run id, or ``cli``).  The lease of a killed run is taken over, and the takeover recorded in
-    ``refresh_runs``.  Holding the lease, the refresh deletes the data files no retained version references
+    ``refresh_runs``.  ``scope``: ``process`` when this process runs the whole refresh (its death frees the lease
+    at once), ``run`` when later tasks join it (a DAG run).  Holding the lease, the refresh deletes the data files no retained version references
     (:mod:`discovery.store.orphans`, after their grace period).  The refresh id goes into the lease, so the later
     steps of this refresh (the DAG's stage tasks) renew it and :func:`publish_snapshot` releases it.
 
@@ -34,7 +35,7 @@ def begin_refresh(warehouse: str, run: str = "cli", config: Config | None = None
     wh = Warehouse(warehouse)
     cfg = (config or load_config()).maintenance
     started = clock()
-    lease = Lease.acquire(wh.root, "refresh", run, clock=clock)
+    lease = Lease.acquire(wh.root, "refresh", run, clock=clock, scope=scope)
     try:
         wh.upgrade(cfg.log_retention_days)
         cleanup_warehouse(wh, window_seconds=cfg.window_seconds, grace_seconds=cfg.grace_seconds, now=clock())
@@ -53,9 +54,10 @@ def begin_refresh(warehouse: str, run: str = "cli", config: Config | None = None
 
 
 def record_takeover(warehouse: str, refresh_id: int, taker: str, took_over: str, started: float) -> None:
-    """A ``lease`` row in ``refresh_runs``: ``taker`` took over the expired lease of a killed run (``took_over``
-    describes it), filed under ``refresh_id`` (the taking refresh's, or for maintenance the killed one's)."""
-    report = StageReport("lease", message=f"{taker} took over the expired lease of {took_over}")
+    """A ``lease`` row in ``refresh_runs``: ``taker`` took over the lease of a killed run (``took_over`` describes
+    it and why it was vacant), filed under ``refresh_id`` (the taking refresh's, or for maintenance the killed
+    one's)."""
+    report = StageReport("lease", message=f"{taker} took over the lease of {took_over}")
     record_stage(warehouse, refresh_id, report, started, new_attempt_token(), took_over=took_over)
 
 

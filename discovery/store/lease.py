@@ -14,10 +14,20 @@ overwriting its own record, and marks it released at the end.  A record whose he
 belongs to a killed holder and is taken over; the taker keeps who it took over from (:attr:`Lease.took_over`) so the
 refresh can record it.  A holder that finds a newer generation on renewal has lost the lease (it stalled past its
 ttl and someone took over) and must stop writing: :meth:`Lease.check` raises.
+
+A holder known dead is taken over at once, without waiting out the ttl.  A lease whose ``scope`` is ``process``
+(a CLI refresh, which runs every stage in its own driver, and maintenance) lives no longer than the process that took
+it, so when that process is gone the lease is vacant.  Gone is judged only where it can be: on the same machine
+(:func:`machine`: the kernel's boot and pid namespace, so neither a second host of the same name nor a container
+beside it is judged from here) and for the same process (its pid *and* start time, so a reused pid is not mistaken for
+the holder).  A DAG run's lease (``scope`` ``run``) outlives the task that took it, since its stage tasks join it, so
+its holder is never judged by a pid: a failed task's teardown (``release`` in ``lake_refresh``) frees it at once, and
+an unknown holder keeps the ttl.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import socket
@@ -60,10 +70,26 @@ class LeaseRecord:
     ttl: float
     state: str = "held"          # held | released
     refresh_id: int | None = None
-    took_over: str | None = None  # description of the expired holder this one replaced
+    took_over: str | None = None  # description of the expired or dead holder this one replaced
+    scope: str = "run"           # process | run (see the module docstring); records of old versions: run
+    machine: str | None = None   # :func:`machine` of the holder, when its scope is process
+    process_started: float | None = None  # the holding process's start time (epoch seconds), to tell a reused pid
 
     def expired(self, now: float) -> bool:
         return now - self.heartbeat > self.ttl
+
+    def gone(self) -> bool:
+        """Whether the holder is known dead: a process-scoped lease of this machine whose process no longer runs."""
+        if self.scope != "process" or self.process_started is None or self.machine != machine():
+            return False
+        started = process_start(self.pid)
+        return started is None or abs(started - self.process_started) > 1.0
+
+    def vacancy(self, now: float) -> str | None:
+        """Why a held lease can be taken now (its heartbeat expired, its process is gone), or None while it lives."""
+        if self.expired(now):
+            return "its heartbeat expired"
+        return "its process is gone" if self.gone() else None
 
     def owner(self) -> tuple:
         return self.purpose, self.run, self.host, self.pid
@@ -72,6 +98,31 @@ class LeaseRecord:
         what = f"refresh {self.refresh_id}" if self.purpose == "refresh" and self.refresh_id else self.purpose
         return (f"{what} ({self.run} on {self.host} pid {self.pid}, started "
                 f"{datetime.fromtimestamp(self.started, timezone.utc).isoformat(timespec='seconds')})")
+
+
+@functools.lru_cache(maxsize=1)
+def machine() -> str:
+    """Where a process id means one process: the kernel's boot id and this process's pid namespace on Linux (a
+    container beside this one shares the boot but not the namespace), else the host name and boot time."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            return f"{fh.read().strip()} {os.readlink('/proc/self/ns/pid')}"
+    except OSError:
+        import psutil
+
+        return f"{socket.gethostname()} {psutil.boot_time():.0f}"
+
+
+def process_start(pid: int) -> float | None:
+    """The start time of process ``pid`` (epoch seconds), or None when none runs (an exited, unreaped zombie has
+    ended too)."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        return None if proc.status() == psutil.STATUS_ZOMBIE else proc.create_time()
+    except psutil.Error:
+        return None
 
 
 def _folder(root: str) -> tuple:
@@ -107,10 +158,12 @@ def refusal(held: LeaseRecord, now: float) -> str:
 
 
 def holder(root: str, now: float | None = None) -> str | None:
-    """Why a run would be refused now (a living holder, named), or None when the lease is free or expired."""
+    """Why a run would be refused now (a living holder, named), or None when the lease is free, expired or its
+    holder known dead."""
     held = current(root)
     now = time.time() if now is None else now
-    return refusal(held, now) if held is not None and held.state == "held" and not held.expired(now) else None
+    alive = held is not None and held.state == "held" and held.vacancy(now) is None
+    return refusal(held, now) if alive else None
 
 
 def current(root: str) -> LeaseRecord | None:
@@ -149,31 +202,43 @@ class Lease:
 
     @classmethod
     def acquire(cls, root: str, purpose: str, run: str = "cli", *, ttl: float = LEASE_SECONDS,
-                clock: Callable[[], float] = time.time, host: str | None = None, pid: int | None = None) -> "Lease":
+                clock: Callable[[], float] = time.time, host: str | None = None, pid: int | None = None,
+                scope: str = "process") -> "Lease":
         """Take the lease for ``purpose`` or raise :class:`LeaseHeld` naming its living holder.
 
         A lease held by this very owner (purpose, run, host and process) is taken again, as a process that starts
-        its refresh over does; one whose heartbeat expired is taken over."""
+        its refresh over does; one whose heartbeat expired, or whose holder is known dead, is taken over.
+        ``scope``: ``process`` when the lease ends with this process, ``run`` when later processes of the run join
+        it (a DAG run).  ``host`` and ``pid`` name another holder than this process (tests): its liveness is then
+        unknown and only the ttl frees it."""
+        if scope not in ("process", "run"):
+            raise ValueError(f"lease scope must be 'process' or 'run', not {scope!r}")
         fs, folder, location = _folder(root)
         me = dict(purpose=purpose, run=run, host=host or socket.gethostname(), pid=os.getpid() if pid is None else pid)
+        mine = dict(scope=scope)
+        if scope == "process" and pid is None and host is None:
+            mine.update(machine=machine(), process_started=process_start(os.getpid()))
         for _ in range(8):
             now = clock()
             gens = _generations(fs, folder)
             held = _read(fs, folder, gens[-1]) if gens else None
             if gens and held is None:
                 continue  # its holder is replacing the file this instant; read again
-            if held is not None and held.state == "held" and not held.expired(now):
+            why = held.vacancy(now) if held is not None and held.state == "held" else None
+            if held is not None and held.state == "held" and why is None:
                 if held.owner() != tuple(me.values()):
                     raise LeaseHeld(refusal(held, now))
-                lease = cls(root, replace(held, started=now, heartbeat=now, refresh_id=None, took_over=None), clock)
+                lease = cls(root, replace(held, started=now, heartbeat=now, refresh_id=None, took_over=None, **mine),
+                            clock)
                 lease._write()
                 return lease
             took_over = None
-            if held is not None and held.state == "held":
+            if why is not None:
                 took_over = (f"{held.describe()}, last heartbeat "
-                             f"{datetime.fromtimestamp(held.heartbeat, timezone.utc).isoformat(timespec='seconds')}")
+                             f"{datetime.fromtimestamp(held.heartbeat, timezone.utc).isoformat(timespec='seconds')}"
+                             f" ({why})")
             record = LeaseRecord(generation=(gens[-1] if gens else 0) + 1, started=now, heartbeat=now, ttl=ttl,
-                                 took_over=took_over, **me)
+                                 took_over=took_over, **me, **mine)
             try:
                 _create(location, record)
             except FileExistsError:

@@ -1,7 +1,7 @@
 """Writing answers: are the written tables right on real lakes, what does a large one cost, what is it worth.
 
-Run: ``python benchmarks/materialize.py [--sample] [--autofj] [--scale] [--downstream] [--workdir DIR]
-[--master local[2]]`` (no flag: all four).  Prints tables and writes ``benchmarks/results/materialize.json``.  Every
+Run: ``python benchmarks/materialize.py [--sample] [--autofj] [--webtables] [--scale] [--downstream]
+[--workdir DIR] [--master local[2]]`` (no flag: all five).  Prints tables and writes ``benchmarks/results/materialize.json``.  Every
 figure goes through what a user calls: lakes built by the real refresh, tables written by ``discovery.open(...)``'s
 ``augment`` / ``stack`` (the large one by ``lakescout augment --master``).
 
@@ -19,6 +19,12 @@ figure goes through what a user calls: lakes built by the real refresh, tables w
   its left table's ``title`` by each matcher: precision and recall of the added titles against ``gt.csv``, beside
   skrub's ``fuzzy_join`` and the ``autofj`` package on the same pairs (``--skrub-python``, ``--autofj-python``:
   interpreters of ``benchmarks/requirements-skrub.txt`` and ``requirements-autofj.txt``).
+* ``webtables``: the web-table shapes of ``benchmarks/webjoin.py`` (27 tables written from public-domain facts: a
+  person, a state or a capital written plain, with dates or a party after it, as ``Last, First``, glued, with a
+  comma qualifier), refreshed as one lake; every column of a kind augmented with every other table's column of the
+  same kind by the two-table matcher (default target) and by the search's pairs.  A query row is ``right`` when it
+  got a lake cell of its own entity (or none when the lake column lacks it), ``missed`` when it got none although
+  the lake column has it, ``wrong`` otherwise; each cell's entity is known by construction.
 * ``scale``: a lake table of ``--rows`` rows (10M; a Parquet folder of 20 files) and a query of ``--query-rows``
   (100k) names, half of them written differently; ``lakescout augment --master local[2]`` writes the join on Spark.
   Driver peak RSS (the Spark application's Python driver; the command's own, where the two-table matcher pairs the
@@ -55,7 +61,7 @@ MATCHERS = [(f"auto {p}", {"precision": p}) for p in (0.9, 0.95, 0.99)] + \
     [(f"search tau {t}", {"matcher": "search", "tau": t}) for t in (0.02, 0.04, 0.06, 0.08, 0.1)]
 #: The parts of the benchmark, each run alone with its flag (all when none is given); a run keeps the parts of the
 #: last result file it does not measure again.
-PARTS = ("sample", "autofj", "scale", "downstream")
+PARTS = ("sample", "autofj", "webtables", "scale", "downstream")
 #: The pandas baseline of ``scale``, in a process of its own so its peak RSS is its own: the lake table read whole,
 #: both sides normalised as the index normalises, two merges through the mapping (first lake row per value).
 PANDAS_MERGE = """
@@ -303,6 +309,52 @@ def autofj(args) -> dict | None:
                      "seconds": done.wall})
     print_table(rows, ["matcher", "added", "right", "precision", "recall", "f1", "seconds"])
     return {"datasets": len(names), "gold": rows[0]["gold"], "matchers": rows}
+
+
+def webtables(args) -> dict:
+    from discovery.materialize.naming import short_name
+    from webjoin import generate_lake, write_lake
+
+    tables = generate_lake()
+    lake = str(Path(args.workdir) / "webtables_lake")
+    write_lake(tables, lake)
+    wh = harness.build(lake, str(Path(args.workdir) / "webtables_wh"), config=_untimed(args.workdir),
+                       via="cli", master=args.master).warehouse
+    ls = discovery.open(wh)
+    columns = [(t["name"], c) for t in tables for c in t["columns"] if c["kind"] in ("person", "state", "capital")]
+    rows = []
+    for matcher, params in (("auto 0.95", {}), ("search tau 0.04", {"matcher": "search"})):
+        pairs = []
+        for (tq, q), (tl, lc) in ((a, b) for a in columns for b in columns if a[0] != b[0] and a[1]["kind"] ==
+                                  b[1]["kind"]):
+            t = ls.augment(f"{tq}.csv", q["name"], table=f"{tl}.csv", lake_column=lc["name"], columns=[lc["name"]],
+                           **params)
+            assert t.num_rows == len(q["keys"]), (tq, q["name"], tl, lc["name"])
+            entity = defaultdict(set)
+            for cell, key in zip(lc["cells"], lc["keys"]):
+                entity[cell].add(key)
+            there = set(lc["keys"]) - {""}  # an empty cell (no runner-up) names no entity
+            right = missed = wrong = joined = partnered = 0
+            for key, got in zip(q["keys"], t.column(f"{short_name(tl)}.{lc['name']}").to_pylist()):
+                partnered += key in there
+                if got is None:
+                    right, missed = right + (key not in there), missed + (key in there)
+                else:
+                    ok = key in entity.get(got, ())
+                    joined, right, wrong = joined + 1, right + ok, wrong + (not ok)
+            pairs.append({"query": f"{tq}.{q['name']}", "lake": f"{tl}.{lc['name']}", "rows": t.num_rows,
+                          "right": right, "missed": missed, "wrong": wrong, "joined": joined,
+                          "partnered": partnered})
+        n, right, wrong, missed, joined, partnered = (sum(p[k] for p in pairs) for k in (
+            "rows", "right", "wrong", "missed", "joined", "partnered"))
+        rows.append({"matcher": matcher, "column_pairs": len(pairs), "rows": n, "right": right,
+                     "right_share": right / n, "missed": missed, "wrong": wrong,
+                     "precision": (joined - wrong) / joined if joined else None,
+                     "recall": (joined - wrong) / partnered if partnered else None,
+                     "worst": min(p["right"] / p["rows"] for p in pairs), "pairs": pairs})
+    print_table(rows, ["matcher", "column_pairs", "rows", "right", "right_share", "missed", "wrong", "precision",
+                       "recall", "worst"])
+    return {"matchers": rows}
 
 
 def _scale_lake(folder: Path, rows: int, names: list[str], rng) -> None:

@@ -175,3 +175,49 @@ def test_when_both_columns_are_keys_a_lake_value_is_one_query_values():
                                                   ("jon smith", "john smith")]
     one = match_values(query, lake, 0.5, keys=True)
     assert sorted(zip(one.query, one.lake)) == [("ann lee", "ann lee"), ("john smith", "john smith")]
+
+
+# -- views: the part of a cell that names the entity ------------------------------------------------------------------
+def test_a_view_is_the_first_part_or_the_swapped_comma_and_a_bare_value_is_its_own():
+    from discovery.match.views import WHOLE, View, candidates
+
+    assert View("; ", 0).apply("john adams; 1797 \u2013 1801") == "john adams"
+    assert View(" (", 0).apply("abraham lincoln (1861 - 1865)") == "abraham lincoln"
+    assert View(", ", "swap").apply("adams, john quincy") == "john quincy adams"
+    assert View(", ", "swap").apply("a, b, c") == "a, b, c"                 # not two parts: left whole
+    assert View(" (", 0).apply("boston") == "boston" and WHOLE.apply("x (y)") == "x (y)"
+    # a column-wide shape, not the qualifier a few values carry
+    assert candidates(["a (1)", "b (2)", "c"]) == [WHOLE, View(" (", 0)]
+    assert candidates(["a (film)", "b", "c"]) == [WHOLE]
+
+
+def test_two_columns_decorated_each_its_own_way_join_on_the_entity_they_name():
+    query = normalize_values(["John Adams; 1797 \u2013 1801", "John Quincy Adams; 1825 \u2013 1829",
+                              "Thomas Jefferson; 1801 \u2013 1809", "James Madison; 1809 \u2013 1817",
+                              "James Monroe; 1817 \u2013 1825", "Andrew Jackson; 1829 \u2013 1837",
+                              "Ada Lovelace; 1843 \u2013 1852"])
+    lake = normalize_values(["John Adams (Federalist)", "John Quincy Adams (Democratic-Republican)",
+                             "Thomas Jefferson (Democratic-Republican)", "James Madison (Democratic-Republican)",
+                             "James Monroe (Democratic-Republican)", "Andrew Jackson (Democratic)",
+                             "Martin Van Buren (Democratic)", "William Henry Harrison (Whig)"])
+    m = match_values(query, lake)
+    got = dict(zip(m.query, m.lake))
+    assert got == {q: l for q, l in zip(query[:6], lake[:6])}              # Ada Lovelace names none of them
+    assert m.describe()["views"] == {"query": "part before the first ';'", "lake": "part before the first '('"}
+    assert all(r.endswith("on part before the first ';' ~ part before the first '('") for r in m.rule)
+    assert m.precision >= 0.95
+
+
+def test_a_view_two_lake_values_share_joins_neither_and_later_parts_are_no_key():
+    query = normalize_values(["Solaris; 1972", "Stalker; 1979", "Mirror; 1975", "Nostalghia; 1983", "Ivan; 1962"])
+    lake = normalize_values(["Solaris (film)", "Solaris (novel)", "Stalker (film)", "Mirror (film)",
+                             "Nostalghia (film)", "Ivan (film)"])
+    m = match_values(query, lake)
+    got = dict(zip(m.query, m.lake))
+    assert "solaris; 1972" not in got                                       # film or novel: the view cannot say
+    assert got["stalker; 1979"] == "stalker (film)" and len(got) == 4
+    # the same years after different people are no evidence: only the first part of a cell is a view
+    people = normalize_values(["Ann Lee; 1797", "Bo Diaz; 1801", "Cy Young; 1809", "Di Fox; 1817", "Ed Ray; 1825"])
+    others = normalize_values(["Fay Wu (1797)", "Gil Tan (1801)", "Hal Orr (1809)", "Ida Poe (1817)",
+                               "Jo Kim (1825)"])
+    assert match_values(people, others).query == []

@@ -10,7 +10,10 @@ matching does best without labels:
    (:mod:`.align`: ``Sven Berg`` ~ ``Ben Berg``, codes one digit apart) is no candidate;
 3. which measures at which thresholds join is chosen for this column pair from the lake column's own values, for
    the precision target (:mod:`.autoconfig`, Auto-FuzzyJoin's principle); each query value joins its nearest lake
-   value under the configuration that estimates it most precise.
+   value under the configuration that estimates it most precise;
+4. when both columns write more around the entity, each in a column-wide shape (``John Adams; 1797 – 1801``
+   against ``John Adams (Federalist)``), steps 1 to 3 run again on the part that names it (:mod:`.views`, the
+   string programs of Auto-Join), and the answer with more estimated true positives is kept.
 
 Each pair carries its estimated precision (``score``) and the rule that matched it; :attr:`Matches.precision` is
 the estimate for all of them, which the written table's description states beside the target.  When both columns
@@ -28,6 +31,7 @@ from .autoconfig import select
 from .blocking import candidates, featurise, neighbours
 from .align import consistent
 from .measures import MEASURES, distances
+from .views import ambiguous, best, grouped
 
 #: Candidates per query value from each blocking channel; lake neighbours are read twice as deep.
 CANDIDATES = 10
@@ -37,7 +41,8 @@ CANDIDATES = 10
 class Matches:
     """Matched values (``query[i]`` ~ ``lake[i]`` at ``distance[i]`` under ``rule[i]``, estimated precision
     ``score[i]``); ``values`` the distinct query values; ``precision`` the estimate over all pairs (None when
-    none); ``rules`` the configurations chosen."""
+    none); ``rules`` the configurations chosen; ``views`` the views both sides were matched on (:mod:`.views`),
+    None for the whole values."""
 
     query: list[str]
     lake: list[str]
@@ -48,11 +53,15 @@ class Matches:
     target: float
     precision: float | None
     rules: list[str] = field(default_factory=list)
+    views: tuple[str, str] | None = None
 
     def describe(self) -> dict:
-        return {"matcher": "auto", "precision_target": self.target,
-                "estimated_precision": None if self.precision is None else round(self.precision, 4),
-                "rules": ["equal"] + self.rules, "matched_values": len(self.query), "query_values": self.values}
+        out = {"matcher": "auto", "precision_target": self.target,
+               "estimated_precision": None if self.precision is None else round(self.precision, 4),
+               "rules": ["equal"] + self.rules, "matched_values": len(self.query), "query_values": self.values}
+        if self.views is not None:
+            out["views"] = {"query": self.views[0], "lake": self.views[1]}
+        return out
 
 
 def _rows_sorted(rows: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
@@ -85,10 +94,31 @@ def one_to_one(pairs: list[tuple]) -> list[tuple]:
 def match_values(query, lake, target: float = 0.95, depth: int = CANDIDATES, keys: bool = False) -> Matches:
     """Each distinct ``query`` value with the ``lake`` value it names, if any, for the precision ``target``
     (module docstring); with ``keys`` (both columns hold one row per value) one-to-one (:func:`one_to_one`).
-    Nulls and empty values are skipped."""
+    Nulls and empty values are skipped.
+
+    When both columns write more around the entity in a column-wide shape (:mod:`.views`), the values are matched
+    again on the views that make the most of them equal, and that answer is kept when its estimated true positives
+    (the sum of the pairs' ``p``) exceed the whole values'; its rules name the views."""
     query = list(dict.fromkeys(v for v in query if v))
     lake = list(dict.fromkeys(v for v in lake if v))
-    at = {v: i for i, v in enumerate(lake)}
+    pairs, precision, rules = _match(query, lake, target, depth)
+    chosen = None
+    views = best(query, lake)
+    if views is not None:
+        viewed = _on_views(query, lake, views, target, depth)
+        if sum(p[3] for p in viewed[0]) > sum(p[3] for p in pairs):
+            (pairs, precision, rules), chosen = viewed, views
+    if keys:
+        pairs = one_to_one(pairs)
+    pairs.sort(key=lambda p: (p[2], p[0]))
+    return Matches([p[0] for p in pairs], [p[1] for p in pairs], np.array([p[2] for p in pairs], np.float64),
+                   np.array([p[3] for p in pairs], np.float64), [p[4] for p in pairs], len(query), target,
+                   precision, rules, None if chosen is None else (chosen[0].describe(), chosen[1].describe()))
+
+
+def _match(query: list[str], lake: list[str], target: float, depth: int) -> tuple[list[tuple], float | None, list]:
+    """``(pairs, estimated precision, rules)`` of distinct values: equal values, then the fuzzy matcher's."""
+    at = set(lake)
     equal = [v for v in query if v in at]
     rest = [v for v in query if v not in at]
     pairs = [(v, v, 0.0, 1.0, "equal") for v in equal]
@@ -96,12 +126,20 @@ def match_values(query, lake, target: float = 0.95, depth: int = CANDIDATES, key
     if rest and lake:
         found, precision, rules = _fuzzy(rest, lake, target, len(equal), depth)
         pairs += found
-    if keys:
-        pairs = one_to_one(pairs)
-    pairs.sort(key=lambda p: (p[2], p[0]))
-    return Matches([p[0] for p in pairs], [p[1] for p in pairs], np.array([p[2] for p in pairs], np.float64),
-                   np.array([p[3] for p in pairs], np.float64), [p[4] for p in pairs], len(query), target,
-                   precision, rules)
+    return pairs, precision, rules
+
+
+def _on_views(query: list[str], lake: list[str], views: tuple, target: float, depth: int):
+    """:func:`_match` on the views of both columns, its pairs mapped back to the values behind them; a pair landing
+    on a view several lake values share is dropped (two entities the view cannot tell apart)."""
+    q_keys, q_behind = grouped(query, views[0])
+    l_keys, l_behind = grouped(lake, views[1])
+    shared = ambiguous(l_behind)
+    found, precision, rules = _match(q_keys, l_keys, target, depth)
+    where = f" on {views[0].describe()} ~ {views[1].describe()}"
+    pairs = [(q, l_behind[lk][0], d, s, rule + where) for qk, lk, d, s, rule in found if lk not in shared
+             for q in q_behind[qk]]
+    return pairs, precision, rules
 
 
 def _fuzzy(rest: list[str], lake: list[str], target: float, equal: int, depth: int):

@@ -152,3 +152,21 @@ def test_batch_command_with_a_master_runs_large_batches_on_spark(batch_env, tmp_
     assert bad.returncode == 2 and "query 4" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr[-3000:]
     results = Warehouse(wh).read("query_results", columns=["batch_id"])
     assert pc.sum(pc.starts_with(results["batch_id"], "batch-")).as_py() in (None, 0)
+
+
+def test_a_numerical_join_on_spark_answers_with_the_drivers_configuration(batch_env, spark, tmp_path, monkeypatch):
+    """The executors' files say the defaults; the driver's configuration a wider tau (the query joins coordinates:
+    ``tau_metres``): the Spark batch answers as the driver does in process, not as the executors' files would."""
+    wh = batch_env["warehouse"]
+    query = next(q for q in batch_env["queries"] if q["id"] == "jn")
+    default = run_batch(wh, [query], batch_id="numeric-default")
+    driver = tmp_path / "driver.toml"
+    driver.write_text(open(os.environ["LAKESCOUT_CONFIG"]).read() + "\n[numjoin]\ntau_metres = 1000.0\n")
+    monkeypatch.setenv("LAKESCOUT_CONFIG", str(driver))     # the driver's; the running executors keep their files
+    here = run_batch(wh, [query], batch_id="numeric-here")
+    from discovery.config import load_config
+
+    there = run_batch_spark(spark, wh, [query], batch_id="numeric-there", config=load_config())
+    assert _rows(wh, "numeric-there") == _rows(wh, "numeric-here")
+    assert _rows(wh, "numeric-here") != _rows(wh, "numeric-default")  # the configuration changes the answer
+    assert there["results"] == here["results"]

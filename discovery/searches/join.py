@@ -149,6 +149,7 @@ def _plan(checked: dict, table: QueryTable, cfg: Config) -> Plan:
         params["top_k"] = cfg.numjoin.top_k if where.numeric else cfg.join.top_k
     if where.numeric:
         params["method"] = params.get("method", _numeric_methods()[0])
+        params["config"] = cfg.numjoin  # max_values and the default tau: the planner's, on whatever machine it runs
         params.pop("column")
         return Plan("join", table, {"ordinals": where.ordinals, **params}, _numeric_answer, where.ordinals,
                     "numeric")

@@ -25,12 +25,26 @@ from spark_jobs.stages import STAGES
 LAKE = os.environ.get("LAKESCOUT_LAKE", os.path.abspath("sample_lake"))
 WAREHOUSE = default_warehouse()
 SNAPSHOT_ASSET = connections.snapshot_asset(WAREHOUSE)
+CONFIG = load_config()
+LAKE_ASSET = connections.lake_asset(LAKE, WAREHOUSE, CONFIG.refresh.watch_seconds, CONFIG.lake.include,
+                                    CONFIG.lake.exclude)
+
+
+def refresh_schedule(cron: str, lake_asset):
+    """On the time table ``cron`` *or* when the lake asset is updated (by the lake watcher or an upstream DAG);
+    the asset alone when ``cron`` is empty."""
+    if not cron:
+        return [lake_asset]
+    from airflow.timetables.assets import AssetOrTimeSchedule
+    from airflow.timetables.trigger import CronTriggerTimetable
+
+    return AssetOrTimeSchedule(timetable=CronTriggerTimetable(cron, timezone="UTC"), assets=[lake_asset])
 
 
 @dag(
     dag_id="lake_refresh",
     description="Incremental refresh of the Lakescout index (scan, profile, ...) and snapshot publication",
-    schedule=load_config().refresh.schedule,
+    schedule=refresh_schedule(CONFIG.refresh.schedule, LAKE_ASSET),
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,

@@ -116,7 +116,16 @@ MATCHERS = ("auto", "search")
 
 @dataclass(frozen=True)
 class RefreshConfig:
+    """When ``lake_refresh`` runs: on ``schedule`` (a cron expression or preset; empty: never by time) or when the
+    lake watcher sees the lake change, checking every ``watch_seconds`` (0: no watcher; the ``lakescout_lake`` asset
+    still starts a run when another DAG emits it)."""
+
     schedule: str = "@daily"
+    watch_seconds: float = 10.0
+
+    def __post_init__(self):
+        if not self.watch_seconds >= 0:
+            raise ValueError(f"[refresh] watch_seconds must be 0 (no watcher) or positive, not {self.watch_seconds!r}")
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,21 @@ def warehouse_params(warehouse: str, spark: str = "") -> dict:
     return out
 
 
+def lake_asset(lake: str, warehouse: str, poll_seconds: float, include=(), exclude=()):
+    """The Airflow asset a change of the lake updates, watched by the lake watcher every ``poll_seconds``
+    (:mod:`discovery.refresh.trigger`); 0 watches nothing (the asset still starts ``lake_refresh`` when an upstream
+    DAG that writes lake tables names it as an outlet)."""
+    from airflow.sdk import Asset, AssetWatcher
+
+    watchers = []
+    if poll_seconds > 0:
+        from .refresh.trigger import LakeWatchTrigger
+
+        watchers.append(AssetWatcher(name="lake_watcher", trigger=LakeWatchTrigger(
+            lake, warehouse, poll_seconds, list(include), list(exclude))))
+    return Asset(name="lakescout_lake", uri=storage.file_uri(lake), watchers=watchers)
+
+
 def snapshot_asset(warehouse: str):
     """The Airflow asset a published snapshot updates: ``lake_refresh`` lists it as the outlet of ``publish`` and
     ``standing_queries`` is scheduled on it, so both must name it alike (a remote warehouse by its own URI)."""

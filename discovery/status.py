@@ -6,12 +6,16 @@ import json
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .refresh.watch import ahead, read_state
 from .store import Snapshot, Warehouse, list_snapshots, load_snapshot
 
 
 def warehouse_status(warehouse: Warehouse, snapshot: Snapshot | None = None, last_refreshes: int = 5) -> dict:
     """Latest (or given) snapshot, table counts by status and by format, failed and stale tables with reasons,
-    recent stage timings.  A stale table was indexed and cannot be read now: its last indexed rows still answer."""
+    recent stage timings, and how fresh the index is.  A stale table was indexed and cannot be read now: its last
+    indexed rows still answer.  ``freshness``: when the snapshot was published and, from the lake watcher's last
+    check (:mod:`discovery.refresh.watch`, no listing here), when the lake last changed and which tables it holds
+    that the snapshot does not (None when no watcher has checked this snapshot)."""
     warehouse.require()
     snaps = list_snapshots(warehouse)
     snap = snapshot or (load_snapshot(warehouse) if snaps else None)
@@ -37,6 +41,8 @@ def warehouse_status(warehouse: Warehouse, snapshot: Snapshot | None = None, las
                 out["warnings"].append({"table_id": row["table_id"], "path": row["path"],
                                         "warnings": json.loads(row["warnings"])})
         out["index_rows"] = {k[5:]: v for k, v in snap.counts.items() if k.startswith("rows_")}
+        out["freshness"] = {"indexed_at": snap.created_at.isoformat(),
+                            "lake": ahead(read_state(warehouse.root), snap.snapshot_id)}
     runs = warehouse.read("refresh_runs")
     if runs.num_rows:
         ids = sorted(set(runs.column("refresh_id").to_pylist()), reverse=True)[:last_refreshes]

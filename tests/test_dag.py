@@ -39,6 +39,36 @@ def test_dag_imports_without_errors(tmp_path):
     assert set(params["lakescout_maintenance"]) == {"warehouse", "aws_conn_id", "keep_snapshots"}
 
 
+WATCHED = ("import json; from airflow.models.dagbag import DagBag; "
+           "from airflow.serialization.serialized_objects import SerializedDAG; "
+           "d = DagBag(include_examples=False).dags['lake_refresh']; SerializedDAG.to_dict(d); "
+           "assets = [a for _, a in d.timetable.asset_condition.iter_assets()]; "
+           "print(json.dumps({'summary': d.timetable.summary, 'assets': [a.name for a in assets], "
+           "'watchers': [w.trigger.serialize() for a in assets for w in a.watchers]}))")
+
+
+def test_lake_refresh_runs_on_its_time_table_or_when_the_lake_watcher_fires(tmp_path):
+    """The schedule is the time table or the ``lakescout_lake`` asset, whose watcher polls the configured lake
+    against the configured warehouse; the DAG serialises as the scheduler stores it; ``watch_seconds = 0`` leaves
+    the asset without a watcher (an upstream DAG can still emit it)."""
+    env = airflow_env(str(tmp_path / "airflow"), str(tmp_path / "wh"), str(tmp_path / "lake"))
+    out = []
+    for watch in ("", "[refresh]\nwatch_seconds = 0\n"):
+        config = tmp_path / f"c{len(out)}.toml"
+        config.write_text(open(env["LAKESCOUT_CONFIG"]).read() + watch)
+        proc = subprocess.run([sys.executable, "-c", WATCHED], env={**env, "LAKESCOUT_CONFIG": str(config)},
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        out.append(json.loads(proc.stdout.splitlines()[-1]))
+    watched, unwatched = out
+    assert watched["summary"] == "Asset or 0 0 * * *" and watched["assets"] == ["lakescout_lake"]
+    (classpath, kwargs), = watched["watchers"]
+    assert classpath == "discovery.refresh.trigger.LakeWatchTrigger"
+    assert kwargs == {"lake": str(tmp_path / "lake"), "warehouse": str(tmp_path / "wh"), "poll_seconds": 10.0,
+                      "include": [], "exclude": []}
+    assert unwatched["assets"] == ["lakescout_lake"] and unwatched["watchers"] == []
+
+
 def test_maintenance_dag_reaches_a_bucket_with_the_keys_of_its_connection(tmp_path, s3_server):
     """A workers' environment without ``AWS_*``: maintenance of a warehouse in a bucket reaches it through the run's
     ``aws_conn_id`` connection (endpoint, keys, region), as the other DAGs do, and holds and releases its lease

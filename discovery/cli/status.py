@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 
 from .common import add_common, add_warehouse
 from .output import table, wrapped
@@ -26,6 +27,7 @@ def cmd_status(args) -> int:
         print(f"formats    {', '.join(f'{k} {v}' for k, v in st.get('formats', {}).items()) or 'none'}")
         rows = ", ".join(f"{k} {v}" for k, v in st.get("index_rows", {}).items() if v)
         print(wrapped(f"rows       {rows or 'none'} (rows of each index table in this snapshot)", 11))
+        print(f"fresh      {freshness_text(st['freshness'])}")
     else:
         print("snapshot   none published yet")
     print(f"\nfailed and stale tables ({len(st['errors'])}; a stale table's last indexed rows still answer):")
@@ -44,6 +46,20 @@ def cmd_status(args) -> int:
         print(table(stages, ["stage", "status", "seconds", "processed", "added", "changed", "deleted", "failed",
                              "rows"], indent=4))
     return 0
+
+
+def freshness_text(fresh: dict) -> str:
+    """One line: whether the lake watcher saw the lake ahead of this snapshot, and when."""
+    lake = fresh.get("lake")
+    if lake is None:
+        return "no lake watcher has checked this snapshot (lake_refresh's [refresh] watch_seconds)"
+    checked = datetime.fromtimestamp(lake["checked_at"], timezone.utc).isoformat(timespec="seconds")
+    if not lake["tables"]:
+        return f"the index holds the lake as the watcher saw it at {checked}"
+    changed = datetime.fromtimestamp(lake["lake_changed_at"], timezone.utc).isoformat(timespec="seconds") \
+        if lake["lake_changed_at"] else "unknown"
+    return (f"the lake is ahead: {lake['added']} added, {lake['changed']} changed, {lake['deleted']} deleted "
+            f"tables since this snapshot (lake changed {changed}, checked {checked})")
 
 
 def register(sub) -> None:

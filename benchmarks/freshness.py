@@ -1,7 +1,7 @@
 """Freshness: how soon a table landing in the lake is answerable, and what the lake watcher costs while nothing changes.
 
 Run: ``python benchmarks/freshness.py [--watch] [--landing] [--tables 1000] [--checks 20] [--landings 10]
-[--delta-versions 3] [--workdir DIR]`` (no flag: both).  Writes ``benchmarks/results/freshness.json``.
+[--delta-versions 3] [--small-plan-tables 20] [--workdir DIR]`` (no flag: both).  Writes ``benchmarks/results/freshness.json``.
 
 * ``watch``: a lake of ``--tables`` tables (sample lakes of 250 tables with consecutive seeds: CSV, Parquet, JSON,
   Delta, Iceberg, partitioned folders, broken files) indexed by ``lakescout refresh``; then ``--checks`` checks of the
@@ -13,7 +13,8 @@ Run: ``python benchmarks/freshness.py [--watch] [--landing] [--tables 1000] [--c
   over a copy of the sample lake and its warehouse, ``lake_refresh`` unpaused with the watcher on.  ``--landings``
   times a new CSV lands in the lake (one at a time); the seconds until ``discovery.open(warehouse).union(path)``
   answers from a published snapshot are measured.  Then ``--delta-versions`` appends to the lake's Delta table,
-  each timed until the latest snapshot's catalog holds its new version.
+  each timed until the latest snapshot's catalog holds its new version.  ``--small-plan-tables 0`` measures the
+  same with every stage in its own Spark application (the baseline of ``[refresh] small_plan_tables``).
 """
 from __future__ import annotations
 
@@ -102,9 +103,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _airflow(work: str, lake: str, wh: str) -> tuple[subprocess.Popen, dict]:
+def _airflow(work: str, lake: str, wh: str, config: str) -> tuple[subprocess.Popen, dict]:
     port = _free_port()
-    env = dict(os.environ, AIRFLOW_HOME=os.path.join(work, "airflow"),
+    env = dict(os.environ, AIRFLOW_HOME=os.path.join(work, "airflow"), LAKESCOUT_CONFIG=config,
                AIRFLOW__CORE__DAGS_FOLDER=os.path.join(harness.ROOT, "dags"),
                AIRFLOW__CORE__PLUGINS_FOLDER=os.path.join(harness.ROOT, "plugins"),
                AIRFLOW__CORE__LOAD_EXAMPLES="False", AIRFLOW__API__PORT=str(port),
@@ -173,7 +174,8 @@ def landing(args) -> dict:
     lake, wh = os.path.join(work, "lake"), os.path.join(work, "wh")
     shutil.copytree(source_lake, lake)       # copy2 keeps mtimes: the copy is the indexed lake
     shutil.copytree(source_wh, wh)
-    proc, _ = _airflow(work, lake, wh)
+    config = harness.config_file(work, "lakescout", f"[refresh]\nsmall_plan_tables = {args.small_plan_tables}\n")
+    proc, _ = _airflow(work, lake, wh, config)
     rows = []
     try:
         time.sleep(30)                       # the watcher's first checks, a first scheduled run if one is due
@@ -208,7 +210,7 @@ def landing(args) -> dict:
             os.killpg(proc.pid, signal.SIGKILL)
     csv_s = [r["seconds"] for r in rows if r["change"].startswith("csv") and r["seconds"] is not None]
     delta_s = [r["seconds"] for r in rows if r["change"].startswith("delta") and r["seconds"] is not None]
-    out = {"rows": rows, "csv_median_s": statistics.median(csv_s) if csv_s else None,
+    out = {"small_plan_tables": args.small_plan_tables, "rows": rows, "csv_median_s": statistics.median(csv_s) if csv_s else None,
            "csv_max_s": max(csv_s) if csv_s else None, "csv_missed": len([r for r in rows if r["seconds"] is None]),
            "delta_median_s": statistics.median(delta_s) if delta_s else None}
     print_table(rows, ["change", "seconds"])
@@ -231,6 +233,8 @@ def main(argv=None) -> int:
     ap.add_argument("--checks", type=int, default=20)
     ap.add_argument("--landings", type=int, default=10)
     ap.add_argument("--delta-versions", type=int, default=3)
+    ap.add_argument("--small-plan-tables", type=int, default=20,
+                    help="landing: [refresh] small_plan_tables of the Airflow run (0: every stage its own application)")
     ap.add_argument("--workdir", default=None)
     args = ap.parse_args(argv)
     parts = [p for p in ("watch", "landing") if getattr(args, p)] or ["watch", "landing"]
@@ -242,11 +246,12 @@ def main(argv=None) -> int:
         if "watch" in parts:
             out["watch"] = watch_cost(args)
         if "landing" in parts:
-            out["landing"] = landing(args)
+            out[f"landing_small_plan_{args.small_plan_tables}"] = landing(args)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
-    write_result("freshness", {**harness.previous_result("freshness", ("watch", "landing")), **out})
+    kept = ("watch", "landing_small_plan_0", "landing_small_plan_20")
+    write_result("freshness", {**harness.previous_result("freshness", kept), **out})
     return 0
 
 

@@ -118,14 +118,20 @@ MATCHERS = ("auto", "search")
 class RefreshConfig:
     """When ``lake_refresh`` runs: on ``schedule`` (a cron expression or preset; empty: never by time) or when the
     lake watcher sees the lake change, checking every ``watch_seconds`` (0: no watcher; the ``lakescout_lake`` asset
-    still starts a run when another DAG emits it)."""
+    still starts a run when another DAG emits it).  A DAG refresh whose scan finds at most ``small_plan_tables``
+    tables added, changed or deleted (not a full rebuild) runs the later stages in the scan task's Spark
+    application, and their tasks end without starting Spark (0: every stage in its own application)."""
 
     schedule: str = "@daily"
     watch_seconds: float = 10.0
+    small_plan_tables: int = 20
 
     def __post_init__(self):
         if not self.watch_seconds >= 0:
             raise ValueError(f"[refresh] watch_seconds must be 0 (no watcher) or positive, not {self.watch_seconds!r}")
+        if self.small_plan_tables < 0:
+            raise ValueError(f"[refresh] small_plan_tables must be 0 (never) or positive, not "
+                             f"{self.small_plan_tables!r}")
 
 
 @dataclass(frozen=True)

@@ -146,12 +146,13 @@ def stage_operator(stage: str, module: str, args: list[str], conn_id: str = "spa
     """The Airflow task running ``spark_jobs.<module>`` with ``args`` (templated) as a spark-submit application on
     the master of Spark connection ``conn_id``: Airflow's own ``SparkSubmitOperator``, given the application, the
     executors' interpreter and, just before it runs (:func:`_before_submit`), the driver JVM's options and the run's
-    storage credentials."""
-    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    storage credentials.  A stage already recorded as done for the refresh (by the scan task's application on a
+    small plan, or by an attempt that succeeded before its task failed) ends without starting Spark."""
+    from .refresh.stage_task import StageOperator
 
-    return SparkSubmitOperator(task_id=stage, conn_id=conn_id, application=application(module),
-                               name=f"lakescout-{stage}", application_args=args,
-                               conf={"spark.pyspark.python": executor_python()}, pre_execute=_before_submit)
+    return StageOperator(task_id=stage, conn_id=conn_id, application=application(module),
+                         name=f"lakescout-{stage}", application_args=args,
+                         conf={"spark.pyspark.python": executor_python()}, pre_execute=_before_submit)
 
 
 def _before_submit(context) -> None:

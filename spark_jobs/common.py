@@ -11,10 +11,12 @@ import os
 import sys
 import time
 import traceback
+from dataclasses import replace
 from typing import Callable
 
 from discovery.config import load_config
 from discovery.refresh import StageContext, StageReport, record_stage
+from discovery.refresh.progress import NOTE
 from discovery.submit import executor_python, submit_env
 from discovery.store import Lease, new_attempt_token
 from spark_jobs.progress import StageProgress
@@ -139,9 +141,38 @@ def run_stage(stage: str, body: Callable[[object, StageContext], StageReport], a
     killed, its lease expired and another run took over)."""
     args = parse_args(argv, stage)
     ctx = context_from_args(args)
-    with Lease.join(ctx.warehouse, ctx.refresh_id).kept_alive():
+    with Lease.join(ctx.warehouse, ctx.refresh_id).kept_alive() as lease:
         spark = spark_session(f"lakescout-{stage}")
-        return execute(spark, stage, body, ctx)
+        reports: list[StageReport] = []
+        code = execute(spark, stage, lambda s, c: reports.append(body(s, c)) or reports[-1], ctx)
+        if code or stage != "scan" or not reports or not small_plan(reports[0], ctx):
+            return code
+        return rest_in_this_application(spark, ctx, lease)
+
+
+def small_plan(scan: StageReport, ctx: StageContext) -> bool:
+    """Whether the scan of a DAG refresh found so few tables to index that the remaining stages run in its Spark
+    application: each stage task costs a spark-submit (5 to 8 s), which is most of a small change's refresh."""
+    limit = ctx.config.refresh.small_plan_tables
+    changed = scan.tables_added + scan.tables_changed + scan.tables_deleted
+    return not ctx.full and limit > 0 and changed <= limit
+
+
+def rest_in_this_application(spark, ctx: StageContext, lease) -> int:
+    """The stages after ``scan``, one after the other in this application, each recorded as its own task would
+    record it; their DAG tasks then find them done and end without starting Spark (:func:`stage_done`)."""
+    import importlib
+
+    from spark_jobs.stages import STAGES
+
+    print(f"{NOTE}a small plan: the stages after scan run in this application", flush=True)
+    for module in (importlib.import_module(f"spark_jobs.{m}") for s, m in STAGES.items() if s != "scan"):
+        lease.check()
+        stage_ctx = replace(ctx, attempt=new_attempt_token())
+        code = execute(spark, module.STAGE, module.run, stage_ctx)
+        if code:
+            return code
+    return 0
 
 
 def execute(spark, stage: str, body: Callable[[object, StageContext], StageReport], ctx: StageContext,

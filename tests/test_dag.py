@@ -16,6 +16,9 @@ import pytest
 from airflow_env import airflow_env, datasets, lineage_events, openlineage_env
 
 from discovery.store import Warehouse, load_snapshot
+from soak_run import catalog_rows
+from spark_jobs.refresh import refresh
+from spark_jobs.stages import STAGES
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
@@ -96,7 +99,8 @@ def test_maintenance_dag_reaches_a_bucket_with_the_keys_of_its_connection(tmp_pa
     assert lease.run.startswith("lakescout_maintenance "), lease
 
 
-def test_lake_refresh_dag_run_publishes_a_snapshot_and_its_lineage(tmp_path, small_lake):
+def test_lake_refresh_dag_run_publishes_a_snapshot_and_its_lineage_and_a_small_change_in_one_application(
+        tmp_path, small_lake, spark):
     home, wh = str(tmp_path / "airflow"), str(tmp_path / "wh")
     events = str(tmp_path / "openlineage.jsonl")
     env = openlineage_env(airflow_env(home, wh, small_lake), events)
@@ -124,6 +128,24 @@ def test_lake_refresh_dag_run_publishes_a_snapshot_and_its_lineage(tmp_path, sma
         (c["name"], c["type"]) for c in columns]
     for job in ("lake_refresh.begin", "lake_refresh.scan", "lake_refresh.release"):
         assert not datasets(completed[job], "inputs") | datasets(completed[job], "outputs"), job
+
+    # a table lands: a small plan, so the scan task's application runs every stage and the later tasks start no Spark
+    with open(os.path.join(small_lake, "landed_towns.csv"), "w") as fh:
+        fh.write("town,population\nOslo,709000\nBergen,291000\nTrondheim,212000\nStavanger,144000\n")
+    proc = subprocess.run([airflow, "dags", "test", "lake_refresh"], env=env, capture_output=True, text=True,
+                          timeout=1200)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    second = load_snapshot(Warehouse(wh))
+    assert second.snapshot_id > snap.snapshot_id
+    runs = [r for r in Warehouse(wh).read("refresh_runs").to_pylist() if r["refresh_id"] == second.refresh_id]
+    assert sorted(r["stage"] for r in runs if r["status"] == "ok") == sorted([*STAGES, "publish"])
+    assert next(r for r in runs if r["stage"] == "scan")["tables_added"] == 1
+    output = proc.stdout + proc.stderr
+    assert output.count("is done already (a small plan runs it in the scan task's application)") == len(STAGES) - 1
+    # what it indexed is what a fresh full build of the lake as it is now indexes (the catalog: no trained model in it)
+    fresh = str(tmp_path / "fresh")
+    assert refresh(spark, fresh, small_lake)["published"]
+    assert catalog_rows(wh, set()) == catalog_rows(fresh, set())
 
 
 def test_lineage_is_an_optional_extra_off_unless_configured(tmp_path):

@@ -79,6 +79,15 @@ def record_stage(warehouse: str, refresh_id: int, report: StageReport, started: 
                                      once=report.status == "ok" and took_over is None)
 
 
+def stage_done(warehouse: str, refresh_id: int, stage: str) -> bool:
+    """Whether ``stage`` of refresh ``refresh_id`` is recorded as done: by its own task's application, or by the scan
+    task's when the plan was small (``spark_jobs.common.rest_in_this_application``)."""
+    runs = Warehouse(warehouse).read("refresh_runs", columns=["refresh_id", "stage", "status"])
+    done = pc.and_(pc.and_(pc.equal(runs["refresh_id"], refresh_id), pc.equal(runs["stage"], stage)),
+                   pc.equal(runs["status"], "ok"))
+    return bool(pc.any(done).as_py())
+
+
 def query_array_folders() -> tuple:
     """Every index's query-array folder (:mod:`discovery.store.arrays`): publishing a snapshot writes them, and
     maintenance keeps those of the retained snapshots.  Imported when used, so a process that only reads refresh

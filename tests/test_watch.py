@@ -49,11 +49,13 @@ def test_an_unchanged_lake_fires_nothing_and_the_state_says_so(copied):
 def test_a_landing_fires_once_it_settled_and_not_twice(copied, capsys):
     lake, wh = copied
     watch = Watch(lake, wh)
+    assert watch.check() is None and not watch.settling
     _land(lake, "landed/towns.csv", CSV[:40])                         # half written
-    assert watch.check() is None                                     # first sight: wait for it to settle
+    assert watch.check() is None and watch.settling                  # first sight: look again soon
     _land(lake, "landed/towns.csv")                                  # the writer finished
-    assert watch.check() is None                                     # it moved since: wait again
+    assert watch.check() is None and watch.settling                  # it moved since: wait again
     fired = watch.check()
+    assert not watch.settling
     assert fired is not None and fired.added == ["landed/towns.csv"] and not fired.changed and not fired.deleted
     assert read_state(wh)["fired"]["digest"] == fired.digest
     assert watch.check() is None and Watch(lake, wh).check() is None  # fired already: a restarted trigger too

@@ -15,11 +15,12 @@ from typing import Any, AsyncIterator
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
-from .watch import Watch
+from .watch import SETTLE_SECONDS, Watch
 
 
 class LakeWatchTrigger(BaseEventTrigger):
-    """Poll ``lake`` against ``warehouse``'s latest snapshot every ``poll_seconds``; fire once with what changed."""
+    """Poll ``lake`` against ``warehouse``'s latest snapshot every ``poll_seconds`` (a change first seen: again after
+    ``SETTLE_SECONDS``, to see it hold still); fire once with what changed."""
 
     def __init__(self, lake: str, warehouse: str, poll_seconds: float = 10.0, include: list | tuple = (),
                  exclude: list | tuple = ()):
@@ -45,4 +46,4 @@ class LakeWatchTrigger(BaseEventTrigger):
                               changes.snapshot_id)
                 yield TriggerEvent({"lake": self.lake, "changes": changes.summary()})
                 return
-            await asyncio.sleep(self.poll_seconds)
+            await asyncio.sleep(min(SETTLE_SECONDS, self.poll_seconds) if watch.settling else self.poll_seconds)

@@ -9,7 +9,8 @@ now) is retried by every refresh but is no change: only added, changed and delet
 When to start a refresh (:meth:`Watch.check`):
 
 * the lake differs from the index, and the difference is the same at two checks in a row (a file still being
-  written changes size between them; a burst of landings settles into one change, one run);
+  written changes size between them; a burst of landings settles into one change, one run); the second check comes
+  :data:`SETTLE_SECONDS` after the first sees it, not a whole poll later (:attr:`Watch.settling`);
 * no refresh or maintenance holds the warehouse lease (a refresh in progress picks the change up, or the next check
   after it publishes sees what it missed);
 * the same difference was not fired already: unless a run has taken and released the warehouse lease since (it ran
@@ -38,6 +39,9 @@ from .plan import plan_scan
 
 #: A difference fired this recently is not fired again (its run may be queued behind a running one).
 REFIRE_SECONDS = 600.0
+#: How soon a change first seen is checked again to see whether it held still: long enough for a writer to be seen
+#: writing (a file grows between two listings), short beside a poll, so a landing waits seconds, not a poll.
+SETTLE_SECONDS = 2.0
 #: Paths named in the state file and the event, per kind of change (the counts are complete).
 SHOWN = 20
 STATE = "watch/state.json"
@@ -122,6 +126,8 @@ class Watch:
     clock: Callable[[], float] = time.time
     _catalog: tuple = field(default=(None, None), repr=False)
     _previous: str | None = field(default=None, repr=False)
+    #: The last check saw a change it may fire for once it holds still: check again after SETTLE_SECONDS.
+    settling: bool = field(default=False, repr=False)
 
     def _latest(self):
         wh = Warehouse(self.warehouse)
@@ -147,6 +153,7 @@ class Watch:
                    and started - fired.get("at", 0.0) < REFIRE_SECONDS)
         fire = settled and busy is None and not pending
         self._previous = changes.digest if changes else None
+        self.settling = bool(changes) and not settled and busy is None and not pending
         state.update(checked_at=started, check_cpu_seconds=round(time.process_time() - cpu, 4),
                      lake=self.lake, changes=changes.summary(), waiting_for=busy if changes and busy else None)
         if fire:

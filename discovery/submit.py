@@ -156,14 +156,16 @@ def stage_operator(stage: str, module: str, args: list[str], conn_id: str = "spa
 
 
 def _before_submit(context) -> None:
-    """The run's storage credentials (the ``aws_conn_id`` param's connection) in the application's environment, and
-    the driver JVM's options in the task process's, which spark-submit inherits: ``env_vars`` would pass them to a
-    YARN or Kubernetes application master rather than to the spark-submit JVM."""
+    """The run's storage credentials (the ``aws_conn_id`` param's connection) in the application's environment and
+    in the task process's (which reads ``refresh_runs`` before it submits: :mod:`.refresh.stage_task`), and the
+    driver JVM's options in the task process's, which spark-submit inherits: ``env_vars`` would pass them to a YARN
+    or Kubernetes application master rather than to the spark-submit JVM."""
     from . import connections
 
     task = context["task"]
     task.env_vars = {**(task.env_vars or {}),
                      **connections.airflow_connection_env(context["params"].get("aws_conn_id", ""))}
+    connections.use_airflow_connection(context["params"])
     os.environ.update(submit_env(dict(os.environ)))
 
 

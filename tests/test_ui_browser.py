@@ -258,3 +258,30 @@ def test_preview_and_download_in_the_browser(airflow_server, tmp_path):
             assert path.read_text() == _as_csv(expected)
         finally:
             browser.close()
+
+
+def test_the_page_and_the_api_say_when_the_lake_is_ahead_of_the_index(airflow_server):
+    """A table lands and the lake watcher checks: the page marks the lake as ahead and the JSON API's status names
+    it, read from what the watcher saw (nothing else of the module's warehouse changes; the file and the watcher's
+    state are removed after)."""
+    from discovery.refresh.watch import STATE, Watch
+
+    headers = {"Authorization": f"Bearer {airflow_server['tokens']['viewer']}"}
+    landed = os.path.join(airflow_server["lake"], "landed_towns.csv")
+    state = os.path.join(airflow_server["warehouse"], STATE)
+    try:
+        watch = Watch(airflow_server["lake"], airflow_server["warehouse"])
+        assert watch.check() is None                                      # the index holds the lake
+        page = httpx.get(f"{airflow_server['url']}/lakescout/", timeout=60, headers=headers)
+        assert 'id="lake-current"' in page.text and 'id="lake-ahead"' not in page.text
+        with open(landed, "w") as fh:
+            fh.write("town,population\nOslo,709000\nBergen,291000\n")
+        watch.check()
+        page = httpx.get(f"{airflow_server['url']}/lakescout/", timeout=60, headers=headers)
+        assert 'id="lake-ahead"' in page.text and "1 added" in page.text and "landed_towns.csv" in page.text
+        status = httpx.get(f"{airflow_server['url']}/lakescout/api/status", timeout=60, headers=headers).json()
+        assert status["status"]["freshness"]["lake"]["paths"]["added"] == ["landed_towns.csv"]
+    finally:
+        for path in (landed, state):
+            if os.path.exists(path):
+                os.remove(path)

@@ -21,9 +21,8 @@ class StageOperator(SparkSubmitOperator):
     warehouse and the refresh id."""
 
     def execute(self, context):
-        from .. import connections
-
-        connections.use_airflow_connection(context["params"])  # a warehouse in a bucket only the connection opens
+        # pre_execute (discovery.submit._before_submit) put the run's storage credentials in this process's
+        # environment: a warehouse in a bucket only the run's connection opens is read here
         args = [str(a) for a in self.application_args or []]
         warehouse, refresh_id = _arg(args, "--warehouse"), int(_arg(args, "--refresh-id"))
         if stage_done(warehouse, refresh_id, self.task_id):

@@ -147,7 +147,9 @@ def run_stage(stage: str, body: Callable[[object, StageContext], StageReport], a
         code = execute(spark, stage, lambda s, c: reports.append(body(s, c)) or reports[-1], ctx)
         if code or stage != "scan" or not reports or not small_plan(reports[0], ctx):
             return code
-        return rest_in_this_application(spark, ctx, lease)
+        scan = reports[0]
+        return rest_in_this_application(spark, ctx, lease, scan.tables_added + scan.tables_changed +
+                                        scan.tables_deleted)
 
 
 def small_plan(scan: StageReport, ctx: StageContext) -> bool:
@@ -158,21 +160,29 @@ def small_plan(scan: StageReport, ctx: StageContext) -> bool:
     return not ctx.full and limit > 0 and changed <= limit
 
 
-def rest_in_this_application(spark, ctx: StageContext, lease) -> int:
+def rest_in_this_application(spark, ctx: StageContext, lease, changed: int) -> int:
     """The stages after ``scan``, one after the other in this application, each recorded as its own task would
     record it; their DAG tasks then find them done and end without starting Spark (:func:`stage_done`)."""
     import importlib
 
     from spark_jobs.stages import STAGES
 
-    print(f"{NOTE}a small plan: the stages after scan run in this application", flush=True)
+    why = (f"run in the scan task's application: a small plan ({changed} of at most "
+           f"{ctx.config.refresh.small_plan_tables} tables added, changed or deleted, [refresh] small_plan_tables)")
+    print(f"{NOTE}the stages after scan {why}", flush=True)
     for module in (importlib.import_module(f"spark_jobs.{m}") for s, m in STAGES.items() if s != "scan"):
         lease.check()
         stage_ctx = replace(ctx, attempt=new_attempt_token())
-        code = execute(spark, module.STAGE, module.run, stage_ctx)
+        code = execute(spark, module.STAGE, lambda s, c, run=module.run: _said(run(s, c), why), stage_ctx)
         if code:
             return code
     return 0
+
+
+def _said(report: StageReport, why: str) -> StageReport:
+    """``report`` with the path its stage took added to its message (what ``refresh_runs`` and status show)."""
+    report.message = f"{report.message}; {why}" if report.message else why
+    return report
 
 
 def execute(spark, stage: str, body: Callable[[object, StageContext], StageReport], ctx: StageContext,

@@ -140,6 +140,9 @@ def test_lake_refresh_dag_run_publishes_a_snapshot_and_its_lineage_and_a_small_c
     runs = [r for r in Warehouse(wh).read("refresh_runs").to_pylist() if r["refresh_id"] == second.refresh_id]
     assert sorted(r["stage"] for r in runs if r["status"] == "ok") == sorted([*STAGES, "publish"])
     assert next(r for r in runs if r["stage"] == "scan")["tables_added"] == 1
+    for r in runs:   # the plan says which path each stage took, and why
+        said = "run in the scan task's application: a small plan (1 of at most 20 tables added, changed or deleted"
+        assert (said in (r["message"] or "")) == (r["stage"] in STAGES and r["stage"] != "scan"), r
     output = proc.stdout + proc.stderr
     assert output.count("is done already (a small plan runs it in the scan task's application)") == len(STAGES) - 1
     # what it indexed is what a fresh full build of the lake as it is now indexes (the catalog: no trained model in it)

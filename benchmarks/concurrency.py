@@ -9,8 +9,9 @@ Every answer is checked afterwards:
 
 * every request answered, none with a 5xx (any non-200 counts as an error);
 * every answer names a published snapshot (a row of ``snapshots``);
-* every answer's result rows are in ``query_results``, all in one data file (one commit) holding that batch only,
-  and the batch has exactly one ``query_batches`` row: nothing lost to a Delta commit conflict, nothing doubled.
+* every answer's result rows are in ``query_results``, all in one data file (one group commit of the server, which
+  may hold other searches' rows), and the batch has exactly one ``query_batches`` row: nothing lost to a Delta commit
+  conflict, nothing doubled.
 
 Latency is reported as p50 / p95 and as ratios to one client searching alone on the same server just before the
 window (the baseline); writes ``benchmarks/results/concurrency.json``.
@@ -158,7 +159,7 @@ def serve_and_search(args, work: str) -> bool:
         "by_kind": by_kind, "load_average_1min": load_average, "refreshes": refreshes, "first_refresh": first,
         "checks": checks, "warmup": [asdict(a) for a in warm]})
     return not (checks["errors"] or checks["unpublished_snapshot"] or checks["batches_with_other_row_count"]
-                or checks["batches_not_in_one_file"] or checks["files_with_several_batches"]
+                or checks["batches_not_in_one_file"]
                 or checks["batches_not_recorded_once"] or not any(r["returncode"] == 0 for r in refreshes))
 
 

@@ -10,3 +10,11 @@ def open(warehouse: str, snapshot_id: int | None = None):  # noqa: A001 - the pu
     from .api import open_warehouse
 
     return open_warehouse(warehouse, snapshot_id)
+
+
+def connect(url: str, token: str, timeout: float = 300.0):
+    """The same methods as :func:`open`, answered by a Lakescout server (the api-server's base URL and an Airflow
+    JWT); see :class:`discovery.client.RemoteLakescout`."""
+    from .client import connect as _connect
+
+    return _connect(url, token, timeout)

@@ -90,7 +90,7 @@ class Lakescout:
         starmie (Definition 5 scores of approximate candidates) | tactus (dual-evidence score).  ``params``: tau,
         phi_c, phi_ref (pgtus++-approx), phi_r, k_prime, tau_abs, tau_drop (see :mod:`discovery.union`).
         """
-        return self.search("union", query, k=k, **_given(method=method), **params)
+        return self.search("union", query, k=k, **given(method=method), **params)
 
     def join(self, query: str | int, column: str, tau: float | None = None, T: float | None = None,
              top_k: int | None = None, method: str | None = None, tau_share: float | None = None,
@@ -112,7 +112,7 @@ class Lakescout:
         least that share of the query column's distinct values find a match.  With neither, the ``top_k`` (10) most
         joinable columns.
         """
-        return self.search("join", query, column=column, **_given(tau=tau, T=T, top_k=top_k, method=method,
+        return self.search("join", query, column=column, **given(tau=tau, T=T, top_k=top_k, method=method,
                                                                    tau_share=tau_share, similarity=similarity,
                                                                    metric=metric))
 
@@ -123,7 +123,7 @@ class Lakescout:
         ``method``: mate (default) | scr | bloom | exhaustive (all return the same exact top-k).  ``bits`` other than the
         index's size rebuilds the super keys in memory from the same postings; see :mod:`discovery.nary.loader`.
         """
-        return self.search("nary", query, key=key, k=k, **_given(method=method, bits=bits,
+        return self.search("nary", query, key=key, k=k, **given(method=method, bits=bits,
                                                                  initial_column=initial_column))
 
     # -- acting on answers -----------------------------------------------------------------------------------------
@@ -204,7 +204,7 @@ class Lakescout:
                      format=format, overwrite=overwrite)
 
 
-def _given(**params) -> dict:
+def given(**params) -> dict:
     """The parameters a caller gave (not None): the search kind fills in the others' defaults."""
     return {k: v for k, v in params.items() if v is not None}
 

@@ -19,6 +19,7 @@ Python API answers it.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,12 @@ from .store.warehouse import json_dumps
 
 class BatchError(ValueError):
     """A batch that cannot run; the message names the query (index and id) and the field at fault."""
+
+    @property
+    def field(self) -> str | None:
+        """The field at fault: every message here names it as ``field 'name'`` (None when it names none)."""
+        found = re.search(r"field '([^']+)'", str(self))
+        return found[1] if found else None
 
 
 _SPEC_KEYS = {"name", "snapshot_id", "queries"}
@@ -251,12 +258,24 @@ def answer_query(snap: Snapshot, q: BatchQuery, batch_id: str, now: datetime, se
     """(``query_results`` rows, summary entry) of one checked query answered from ``snap``, its table resolved
     again (or ``table``), its defaults from ``config`` (default: this process's); :class:`BatchError` when it can no
     longer be read or the search refuses it."""
+    answer = search_answer(snap, q, served, uploads, table, config)
+    return answer_rows(snap, q, batch_id, answer, now)
+
+
+def search_answer(snap: Snapshot, q: BatchQuery, served: bool = False, uploads: Mapping[str, str] | None = None,
+                  table: QueryTable | None = None, config: Config | None = None) -> dict:
+    """The answer of one checked query, as the Python API returns it (:func:`answer_query`'s arguments)."""
     kind = SEARCHES[q.kind]
     try:
         table = table if table is not None else _resolve(snap, q, served, uploads or {})
-        answer = kind.plan(kind.check(q.params, limits(snap)), table, config).run(snap)
+        return kind.plan(kind.check(q.params, limits(snap)), table, config).run(snap)
     except (QueryError, ValueError) as exc:
         raise BatchError(f"{q.label()}: {exc}") from None
+
+
+def answer_rows(snap: Snapshot, q: BatchQuery, batch_id: str | None, answer: dict,
+                now: datetime) -> tuple[list[dict], dict]:
+    """(``query_results`` rows, summary entry) of ``answer``, the answer of ``q`` from ``snap``."""
     mine = result_rows(batch_id, q, snap.snapshot_id, answer, now)
     entry = {"id": q.id, "kind": q.kind, "query": str(q.query), "results": len(mine),
              "top": [{k: r[k] for k in ("rank", "table_id", "path", "column", "score")} for r in mine[:3]],
@@ -311,7 +330,17 @@ def record_batch(wh: Warehouse, batch: BatchSpec, snap: Snapshot, batch_id: str,
     if rows and not has_rows(wh, "query_results", "batch_id", batch_id):
         wh.append_rows("query_results", pa.Table.from_pylist(rows, schema=SCHEMAS["query_results"]),
                        refresh_id=snap.refresh_id, stage="query_batch", attempt=attempt, once=False)
-    seconds = time.time() - started
+    summary, record = batch_record(batch, snap, batch_id, rows, per_query, time.time() - started, now, standing,
+                                   spark_tasks)
+    wh.append_rows("query_batches", pa.Table.from_pylist([record], schema=SCHEMAS["query_batches"]),
+                   refresh_id=snap.refresh_id, stage="query_batch", attempt=attempt, once=False)
+    return summary
+
+
+def batch_record(batch: BatchSpec, snap: Snapshot, batch_id: str, rows: list[dict], per_query: list[dict],
+                 seconds: float, now: datetime, standing: bool = False,
+                 spark_tasks: int | None = None) -> tuple[dict, dict]:
+    """(summary, ``query_batches`` row) of a batch answered in ``seconds``."""
     summary = {"batch_id": batch_id, "name": batch.name, "snapshot_id": snap.snapshot_id, "standing": standing,
                "queries": per_query, "results": len(rows), "seconds": round(seconds, 3)}
     if spark_tasks is not None:
@@ -319,16 +348,18 @@ def record_batch(wh: Warehouse, batch: BatchSpec, snap: Snapshot, batch_id: str,
     record = {"batch_id": batch_id, "name": batch.name, "standing": standing, "snapshot_id": snap.snapshot_id,
               "queries": len(batch.queries), "results": len(rows), "seconds": seconds,
               "spec": json_dumps(batch.to_dict()), "summary": json_dumps(summary), "created_at": now}
-    wh.append_rows("query_batches", pa.Table.from_pylist([record], schema=SCHEMAS["query_batches"]),
-                   refresh_id=snap.refresh_id, stage="query_batch", attempt=attempt, once=False)
-    return summary
+    return summary, record
 
 
-def batch_results(warehouse: Warehouse | str, batch_id: str) -> pa.Table:
-    """The recorded result rows of a batch, by query and rank."""
+def batch_results(warehouse: Warehouse | str, batch_id: str | list[str]) -> pa.Table:
+    """The recorded result rows of a batch (or of several, in one read), by batch, query and rank."""
     wh = Warehouse(warehouse)
-    t = first_run(wh.read("query_results", filter=pc.field("batch_id") == batch_id), ["query_id", "rank"])
-    return t.sort_by([("query_id", "ascending"), ("rank", "ascending")])
+    ids = [batch_id] if isinstance(batch_id, str) else list(batch_id)
+    if not ids:
+        return SCHEMAS["query_results"].empty_table()
+    t = wh.read("query_results", filter=pc.field("batch_id").isin(ids))
+    t = first_run(t, ["batch_id", "query_id", "rank"])
+    return t.sort_by([("batch_id", "ascending"), ("query_id", "ascending"), ("rank", "ascending")])
 
 
 def recent_batches(warehouse: Warehouse | str, limit: int = 20) -> list[dict]:

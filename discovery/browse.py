@@ -47,7 +47,7 @@ def list_tables(snapshot: Snapshot, path: str | Sequence[str] | None = None, for
     unknown = [s for s in statuses if s not in STATUSES]
     if unknown:
         raise QueryError(f"status must be one of {', '.join(STATUSES)}, got {unknown[0]!r}")
-    catalog = snapshot.read("catalog", columns=TABLE_FIELDS)
+    catalog = snapshot.cached("catalog", TABLE_FIELDS)
     keep = pc.is_in(catalog["status"], pa.array(statuses))
     formats = _listed(format)
     if formats:

@@ -31,8 +31,9 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def api_server(home: str, warehouse: str, users: dict[str, tuple[str, str]], lake: str | None = None,
-               startup_seconds: float = 150) -> Iterator[str]:
-    """Migrate a fresh metadata DB under ``home`` and run ``airflow api-server`` (one worker) until the block ends.
+               startup_seconds: float = 150, workers: int = 1) -> Iterator[str]:
+    """Migrate a fresh metadata DB under ``home`` and run ``airflow api-server`` (``workers`` processes) until the
+    block ends.
 
     ``users`` maps a user name to ``(role, password)``; yields the base URL.
     """
@@ -53,7 +54,7 @@ def api_server(home: str, warehouse: str, users: dict[str, tuple[str, str]], lak
     subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)
     log_path = os.path.join(home, "api-server.log")
     with open(log_path, "w") as log:
-        proc = subprocess.Popen([airflow, "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+        proc = subprocess.Popen([airflow, "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)],
                                 env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -1,19 +1,25 @@
 """The JSON API of the plugin on a real Airflow api-server (SimpleAuthManager, an admin and a viewer, tokens from
 ``POST /auth/token``) over a copy of the indexed sample lake: every reading route answers as the Python API does,
-searches by table id, lake path and upload are recorded and answer as the Python API does, a viewer reads but may not
-search, and refusals are one clear message.  The api-server is started once for the module."""
+searches by table id, lake path and upload answer as the Python API does and are recorded when asked, a viewer
+searches but may not record, every refusal is one line in one shape naming its parameter, every answer validates
+against the model the OpenAPI description gives it, and ``discovery.connect`` answers as ``discovery.open``.  The
+api-server is started once for the module."""
 from __future__ import annotations
 
 import json
 import os
 import secrets
+import sys
 
 import httpx
 import pytest
 from fastapi.encoders import jsonable_encoder
 
 from airflow_server import api_server, bearer_token
+from discovery.demo_lake import load_ground_truth
 from test_readme import linked_copy
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plugins"))
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
@@ -26,12 +32,13 @@ def server(indexed_lake, tmp_path_factory):
     linked_copy(indexed, warehouse)                     # searches record into it; the session's index stays as it is
     users = {name: (name, secrets.token_urlsafe(12)) for name in ("admin", "viewer")}   # the role is the name
     with api_server(str(root / "airflow"), warehouse, users, lake=lake) as url:
-        yield {"url": url + "/lakescout", "warehouse": warehouse, "lake": lake,
+        yield {"url": url + "/lakescout", "base": url, "warehouse": warehouse, "lake": lake,
                "tokens": {u: bearer_token(url, u, pw) for u, (_, pw) in users.items()}}
 
 
-def call(server: dict, method: str, path: str, user: str | None = "viewer", **kwargs) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {server['tokens'][user]}"} if user else {}
+def call(server: dict, method: str, path: str, user: str | None = "viewer", headers: dict | None = None,
+         **kwargs) -> httpx.Response:
+    headers = {**(headers or {}), **({"Authorization": f"Bearer {server['tokens'][user]}"} if user else {})}
     return httpx.request(method, server["url"] + path, headers=headers, timeout=300, **kwargs)
 
 
@@ -66,7 +73,6 @@ def test_reading_routes_answer_as_the_python_api(server):
 def test_searches_by_id_path_and_upload_are_recorded_and_exact(server):
     import discovery
     from discovery.batch import batch_results
-    from discovery.demo_lake import load_ground_truth
 
     ls = discovery.open(server["warehouse"])
     truth = load_ground_truth(server["lake"])
@@ -89,9 +95,10 @@ def test_searches_by_id_path_and_upload_are_recorded_and_exact(server):
     ]
     for kind, body, direct in searches:
         before = recorded(server)
-        answer = call(server, "POST", f"/api/search/{kind}", user="admin", **body)
+        answer = call(server, "POST", f"/api/search/{kind}?record=true", user="admin", **body)
         assert answer.status_code == 200, answer.text
         got = answer.json()
+        assert got["recorded"] and got["answer"]["results"] == same(direct["results"])
         assert [r["table_id"] for r in got["results"]] == [r["table_id"] for r in direct["results"]]
         assert [r["score"] for r in got["results"]] == pytest.approx(
             [r.get("score", r.get("joinability")) for r in direct["results"]])
@@ -101,18 +108,25 @@ def test_searches_by_id_path_and_upload_are_recorded_and_exact(server):
         again = call(server, "GET", f"/api/batches/{got['batch_id']}")
         assert again.status_code == 200 and again.json()["results"] == got["results"]
         assert again.json()["summary"]["batch_id"] == got["batch_id"]
+    unrecorded = call(server, "POST", "/api/search/union", user="admin", json={"table": union_id, "k": 5})
+    assert unrecorded.status_code == 200 and recorded(server) == before + 1
+    assert unrecorded.json()["batch_id"] is None and not unrecorded.json()["recorded"]
+    assert unrecorded.json()["answer"]["results"] == same(searches[0][2]["results"])
     nary_answer = answer.json()["results"][0]["evidence"]
     assert nary_answer["matched_tuples"] and nary_answer["tuples_not_found"] >= 0
     latest = call(server, "GET", "/api/batches", params={"limit": 1})
     assert latest.json()[0]["batch_id"] == answer.json()["batch_id"]
 
 
-def test_a_viewer_reads_but_may_not_search(server):
+def test_a_viewer_searches_but_may_not_record(server):
     before = recorded(server)
     for body in ({"json": {"table": 1, "k": 3}},
                  {"data": {"key": "a,b"}, "files": {"upload": ("q.csv", b"a,b\nx,y\n", "text/csv")}}):
-        refused = call(server, "POST", "/api/search/nary", user="viewer", **body)
+        refused = call(server, "POST", "/api/search/union?record=true", user="viewer", **body)
         assert refused.status_code == 403 and "permission to trigger the query_batch DAG" in refused.json()["detail"]
+        assert refused.json()["parameter"] == "record"
+    answered = call(server, "POST", "/api/search/union", user="viewer", json={"table": 1, "k": 3})
+    assert answered.status_code == 200 and answered.json()["results"] and not answered.json()["recorded"]
     assert call(server, "GET", "/api/tables", user="viewer").status_code == 200
     assert recorded(server) == before
 
@@ -130,14 +144,31 @@ def test_refusals_are_one_clear_message(server):
     outside = call(server, "POST", "/api/search/nary", user="admin", json={"table": secret, "key": ["user", "entry"]})
     assert outside.status_code == 400 and "is refused: it is outside the lake" in outside.json()["detail"]
     assert "SECRET" not in outside.text
-    bad = call(server, "POST", "/api/search/union", user="admin", json={"table": 1, "k": 0})
+    bad = call(server, "POST", "/api/search/union?record=true", user="admin", json={"table": 1, "k": 0})
     assert bad.status_code == 400 and "field 'k'" in bad.json()["detail"]
     large = call(server, "POST", "/api/search/union", user="admin", json={"table": 1, "pad": "x" * 70000})
     assert large.status_code == 413 and "larger than 65,536 bytes" in large.json()["detail"]
     assert recorded(server) == before
-    assert call(server, "GET", "/api/tables/no/such.csv").status_code == 404
-    assert call(server, "GET", "/api/batches/no-such-batch").status_code == 404
-    assert call(server, "GET", "/api/find", params={"words": "2024"}).status_code == 400
+    refusals = [
+        (bad, 400, "k"), (large, 413, None), (outside, 400, "query"),
+        (call(server, "GET", "/api/tables/no/such.csv"), 404, "table"),
+        (call(server, "GET", "/api/batches/no-such-batch"), 404, "batch_id"),
+        (call(server, "GET", "/api/find", params={"words": "2024"}), 400, None),
+        (call(server, "GET", "/api/batches", params={"limit": "many"}), 422, "limit"),
+        (call(server, "GET", "/api/find"), 422, "words"),
+        (call(server, "POST", "/api/search/union", content=b"{not json", headers={"Content-Type": "application/json"},
+              user="admin"), 400, None),
+        (call(server, "POST", "/api/search/union", user="admin", json={"table": 1, "k": "ten"}), 400, "k"),
+        (call(server, "POST", "/api/search/sideways", user="admin", json={"table": 1}), 404, "kind"),
+        (call(server, "GET", "/api/no-such-route"), 404, None),
+        (call(server, "DELETE", "/api/tables"), 405, None),
+        (call(server, "GET", "/api/tables", user=None), 401, None),
+    ]
+    for answer, status, parameter in refusals:
+        body = answer.json()
+        assert (answer.status_code, body["status"]) == (status, status), answer.text
+        assert set(body) == {"status", "detail", "parameter"} and body["parameter"] == parameter, body
+        assert body["detail"] and "\n" not in body["detail"]
 
 
 def test_the_openapi_description_lists_the_json_api(server):
@@ -147,3 +178,60 @@ def test_the_openapi_description_lists_the_json_api(server):
                                   "/api/batches/{batch_id}", "/api/search/{kind}"}
     body = spec["paths"]["/api/search/{kind}"]["post"]["requestBody"]["content"]
     assert set(body) == {"application/json", "multipart/form-data"}
+    for path, methods in spec["paths"].items():
+        for method, route in methods.items():
+            assert route["responses"]["200"]["content"]["application/json"]["schema"], (method, path)
+            assert "Refusal" in route["responses"]["401"]["content"]["application/json"]["schema"]["$ref"]
+
+
+def test_every_answer_validates_against_its_described_model(server):
+    from pydantic import TypeAdapter
+
+    from lakescout_ui import models
+
+    union = call(server, "POST", "/api/search/union?record=true", user="admin", json={"table": 1, "k": 3}).json()
+    nary = load_ground_truth(server["lake"])["nary"][0]
+    answers = [
+        (models.Status, call(server, "GET", "/api/status")),
+        (list[models.LakeTable], call(server, "GET", "/api/tables")),
+        (models.Described, call(server, "GET", "/api/tables/1")),
+        (models.Found, call(server, "GET", "/api/find", params={"words": "salary"})),
+        (list[models.BatchListed], call(server, "GET", "/api/batches")),
+        (models.BatchAnswer, call(server, "GET", f"/api/batches/{union['batch_id']}")),
+        (models.SearchAnswer, call(server, "POST", "/api/search/nary", user="admin",
+                                   json={"table": nary["query_table"], "key": list(nary["query_columns"]), "k": 2})),
+    ]
+    assert models.SearchAnswer.model_validate(union).recorded
+    for model, answer in answers:
+        assert answer.status_code == 200, answer.text
+        TypeAdapter(model).validate_python(answer.json(), strict=False)
+
+
+def test_connect_answers_as_open(server):
+    import discovery
+    from discovery.client import RemoteError
+
+    local, remote = discovery.open(server["warehouse"]), discovery.connect(server["base"], server["tokens"]["viewer"])
+    truth = load_ground_truth(server["lake"])
+    join, nary = truth["join"][0], truth["nary"][0]
+    assert remote.snapshot_id == local.snapshot_id
+    assert remote.tables(format="csv") == same(local.tables(format="csv"))
+    assert remote.describe(3) == same(local.describe(3))
+    assert remote.find("salary", k=3) == same(local.find("salary", k=3))
+    pairs = [(remote.union(truth["union"][0]["query_table"], k=4), local.union(truth["union"][0]["query_table"], k=4)),
+             (remote.join(join["query_table"], join["query_column"], top_k=3),
+              local.join(join["query_table"], join["query_column"], top_k=3)),
+             (remote.nary(nary["query_table"], list(nary["query_columns"]), k=3),
+              local.nary(nary["query_table"], list(nary["query_columns"]), k=3))]
+    copy = os.path.join(os.path.dirname(server["warehouse"]), "uploaded_" + os.path.basename(nary["query_table"]))
+    with open(os.path.join(server["lake"], nary["query_table"]), "rb") as src, open(copy, "wb") as dst:
+        dst.write(src.read())
+    key = list(nary["query_columns"])
+    pairs.append((remote.nary(copy, key, k=3), local.nary(copy, key, k=3)))
+    for got, direct in pairs:
+        assert got["results"] == same(direct["results"])
+    with pytest.raises(RemoteError) as refused:
+        remote.union(1, k=0)
+    assert refused.value.status == 400 and refused.value.param == "k"
+    with pytest.raises(RemoteError, match="permission to trigger"):
+        remote.search("union", 1, record=True)

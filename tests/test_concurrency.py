@@ -167,4 +167,4 @@ def test_concurrent_searches_while_a_refresh_commits(spark, demo_lake, tmp_path)
     assert checks["unpublished_snapshot"] == 0
     assert checks["rows_recorded"] == checks["rows_returned"] > 0
     assert checks["batches_with_other_row_count"] == checks["batches_not_in_one_file"] == 0
-    assert checks["files_with_several_batches"] == checks["batches_not_recorded_once"] == 0
+    assert checks["batches_not_recorded_once"] == 0

@@ -117,6 +117,14 @@ class IndexCache:
                 _, (_, evicted) = self._entries.popitem(last=False)
                 total -= evicted
 
+    def drop(self, which: Callable[[Hashable], bool]) -> int:
+        """Forget the entries whose key ``which`` accepts (a snapshot no longer served); returns how many."""
+        with self._lock:
+            keys = [key for key in self._entries if which(key)]
+            for key in keys:
+                del self._entries[key]
+        return len(keys)
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()

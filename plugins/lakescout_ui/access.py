@@ -1,7 +1,9 @@
-"""What every route of the app shares: the warehouse it reads and whether a user may run a search.
+"""What every route of the app shares: the warehouse it serves and whether a user may record a search.
 
-Reading needs only a login (the app's ``get_user`` dependency); a search commits to ``query_results`` as a
-``query_batch`` run does, so it needs what triggering that DAG needs: the auth manager is asked
+The warehouse is served by one :class:`~discovery.serving.Served` per process (its pinned snapshot, group commit and
+memoised page shared by every request).  Reading, searches that record nothing included, needs only a login (the
+app's ``get_user`` dependency); a search that records commits to ``query_results`` as a ``query_batch`` run does, so
+it needs what triggering that DAG needs: the auth manager is asked
 ``is_authorized_dag(method="POST", access_entity=RUN)`` for ``query_batch``, the question Airflow's own trigger
 route asks (without a team: the page is not part of a team's bundle).
 """
@@ -10,13 +12,18 @@ from __future__ import annotations
 from airflow.api_fastapi.app import get_auth_manager
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
 from discovery.config import default_warehouse
+from discovery.serving import Served, served
 from discovery.store import Warehouse
 
 BATCH_DAG = "query_batch"
 
 
+def serving() -> Served:
+    return served(default_warehouse())
+
+
 def warehouse() -> Warehouse:
-    return Warehouse(default_warehouse())
+    return serving().warehouse
 
 
 def may_search(user) -> bool:

@@ -21,10 +21,12 @@ from discovery.batch import BatchError, batch_results, recent_batches, recorded_
 from discovery.query import QueryError
 from discovery.searches import SEARCHES
 from discovery.store import WarehouseError
-from lakescout_ui.access import BATCH_DAG, may_search, warehouse
-from lakescout_ui.data import page_data
+from lakescout_ui.access import BATCH_DAG, may_search, serving, warehouse
+from lakescout_ui.data import served_page
+from lakescout_ui.models import (BatchAnswer, BatchListed, Described, Found, LakeTable, Refused, SearchAnswer,
+                                 Status, answers, refused)
 from lakescout_ui.searching import decoded, form_fields, form_params, run_search
-from lakescout_ui.upload import FormRefused, received_form, received_json
+from lakescout_ui.upload import FormRefused, form_json, received_form, received_json
 
 router = APIRouter(prefix="/api", tags=["lakescout"])
 
@@ -41,12 +43,14 @@ SEARCH_BODY = {"required": True, "content": {
         "type": "object", "description": "the page's search form: a lake table or an uploaded table file",
         "properties": {"table": {"type": "string"}, "upload": {"type": "string", "format": "binary"},
                        "k": {"type": "integer"}, "method": {"type": "string"}, "column": {"type": "string"},
-                       "key": {"type": "string", "description": "COL1,COL2[,...]"}, "tau": {"type": "number"}}}}}}
+                       "key": {"type": "string", "description": "COL1,COL2[,...]"}, "tau": {"type": "number"},
+                       "params": {"type": "string", "description": "a JSON object of the search's parameters, "
+                                                                   "in place of the fields above"}}}}}}
 
 
 def _lakescout() -> Lakescout:
     try:
-        return Lakescout(warehouse().root)
+        return serving().lakescout()
     except WarehouseError as exc:
         raise HTTPException(404, str(exc)) from None
 
@@ -56,19 +60,21 @@ def _read(call):
     try:
         return call()
     except (QueryError, ValueError) as exc:
-        raise HTTPException(400, str(exc)) from None
+        raise refused(400, exc) from None
 
 
-@router.get("/status", summary="What the page shows: snapshots, tables by status, failed tables, index sizes, "
+@router.get("/status", responses=answers(Status, 404),
+            summary="What the page shows: snapshots, tables by status, failed tables, index sizes, "
                                "recent batches")
 def status():
     try:
-        return JSONResponse(page_data(warehouse()))
+        return JSONResponse(served_page(serving()))
     except WarehouseError as exc:
         raise HTTPException(404, str(exc)) from None
 
 
-@router.get("/tables", summary="The lake tables of the latest snapshot (lakescout tables)")
+@router.get("/tables", responses=answers(list[LakeTable], 400),
+            summary="The lake tables of the latest snapshot (lakescout tables)")
 def tables(path: list[str] = Query(default=[], description="gitignore-style path patterns (any)"),
            format: list[str] = Query(default=[], description="formats, or their first part (hive, csv)"),
            status: list[str] = Query(default=[], description="ok, stale, error, deleted (default: all but deleted)")):
@@ -76,17 +82,18 @@ def tables(path: list[str] = Query(default=[], description="gitignore-style path
     return _read(lambda: ls.tables(path=path or None, format=format or None, status=status or None))
 
 
-@router.get("/tables/{table:path}",
+@router.get("/tables/{table:path}", responses=answers(Described, 404),
             summary="One lake table's columns and the indexes each is in (lakescout describe)")
 def describe(table: str):
     ls = _lakescout()
     try:
         return ls.describe(table)
     except QueryError as exc:
-        raise HTTPException(404, str(exc)) from None
+        raise Refused(404, str(exc), "table") from None
 
 
-@router.get("/find", summary="Lake tables whose names match a few words (lakescout find)")
+@router.get("/find", responses=answers(Found, 400),
+            summary="Lake tables whose names match a few words (lakescout find)")
 def find(words: list[str] = Query(description="names or parts of names, one per parameter"),
          k: int = Query(default=10, description="number of results"),
          values: bool = Query(default=False, description="also match the sampled values of text columns")):
@@ -94,42 +101,51 @@ def find(words: list[str] = Query(description="names or parts of names, one per 
     return _read(lambda: ls.find(words, k=k, values=values))
 
 
-@router.get("/batches", summary="The most recent recorded query batches, newest first")
+@router.get("/batches", responses=answers(list[BatchListed], 400),
+            summary="The most recent recorded query batches, newest first")
 def batches(limit: int = Query(default=20, ge=1, le=1000)):
     return _read(lambda: recent_batches(warehouse(), limit))
 
 
-@router.get("/batches/{batch_id}", summary="A recorded batch: its summary and result rows")
+@router.get("/batches/{batch_id}", responses=answers(BatchAnswer, 400, 404),
+            summary="A recorded batch: its summary and result rows")
 def batch(batch_id: str):
     summary = _read(lambda: recorded_batch(warehouse(), batch_id))
     if summary is None:
-        raise HTTPException(404, f"no recorded batch {batch_id!r}")
+        raise Refused(404, f"no recorded batch {batch_id!r}", "batch_id")
     return {"summary": summary, "results": decoded(batch_results(warehouse(), batch_id).to_pylist())}
 
 
 @router.post("/search/{kind}", openapi_extra={"requestBody": SEARCH_BODY},
+             responses=answers(SearchAnswer, 400, 404, 413),
              summary="Search (a kind of discovery.searches.SEARCHES: union, join, nary) for a lake table or an "
-                     "uploaded file; the results are recorded in query_results")
-async def search(kind: str, request: Request, user=Depends(get_user)):
+                     "uploaded file, answered from the server's snapshot; recorded in query_results when asked")
+async def search(kind: str, request: Request, user=Depends(get_user),
+                 record: bool = Query(default=False, description="record the results in query_results (a batch "
+                                      "the page and GET /api/batches list); needs the permission to trigger the "
+                                      "query_batch DAG")):
     if kind not in SEARCHES:
-        raise HTTPException(404, f"no search kind {kind!r} (kinds: {', '.join(SEARCHES)})")
-    if not may_search(user):
-        raise HTTPException(403, "searching records results, so it needs the permission to trigger the "
-                                 f"{BATCH_DAG} DAG, which your Airflow role does not have")
+        raise Refused(404, f"no search kind {kind!r} (kinds: {', '.join(SEARCHES)})", "kind")
+    if record and not may_search(user):
+        raise Refused(403, "recording a search needs the permission to trigger the "
+                                 f"{BATCH_DAG} DAG, which your Airflow role does not have", "record")
     try:
         if request.headers.get("content-type", "").startswith("application/json"):
             body = await received_json(request)
             table = body.pop("table", None)
-            answer = await run_in_threadpool(run_search, user, kind, table, body)
+            answer = await run_in_threadpool(run_search, user, kind, table, body, record=record)
         else:
             async with received_form(request, request.app.state.max_upload_bytes) as received:
                 form = form_fields(received.fields)
-                params = form_params(kind, form)
+                # a client's "params" (JSON, every parameter) stands for the page's fields and their defaults
+                given = received.fields.get("params")
+                params = form_json(given) if given else form_params(kind, form)
                 answer = await run_in_threadpool(run_search, user, kind, form["table"], params, received.path,
-                                                 received.filename)
+                                                 received.filename, record=record)
     except FormRefused as exc:
         raise HTTPException(exc.status, str(exc)) from None
     except (BatchError, WarehouseError, ValueError) as exc:
-        raise HTTPException(400, str(exc)) from None
-    return {**{k: answer["summary"][k] for k in ("batch_id", "snapshot_id", "seconds")},
-            "kind": kind, "query": answer["summary"]["queries"][0]["query"], "results": decoded(answer["rows"])}
+        raise refused(400, exc) from None
+    summary = answer["summary"]
+    return {**{k: summary[k] for k in ("batch_id", "snapshot_id", "seconds", "recorded", "kind", "query")},
+            "results": decoded(answer["rows"]), "answer": answer["answer"]}

@@ -16,8 +16,10 @@ from __future__ import annotations
 import html
 from urllib.parse import quote
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.exceptions import HTTPException
 
 from airflow.api_fastapi.core_api.security import get_user
 from discovery import __version__
@@ -25,6 +27,12 @@ from lakescout_ui import api, deliver, pages, tables
 
 #: The largest uploaded query file a search reads (the form around it has its own small allowance).
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+
+
+def refusal(status: int, detail: str, parameter: str | None = None, headers: dict | None = None) -> JSONResponse:
+    """A refusal in the one shape every route answers (:class:`lakescout_ui.models.Refusal`)."""
+    return JSONResponse({"status": status, "detail": detail.splitlines()[0] if detail else "", "parameter": parameter},
+                        status_code=status, headers=headers)
 
 
 def create_app() -> FastAPI:
@@ -53,6 +61,16 @@ def create_app() -> FastAPI:
             login = html.escape("/auth/login?next=" + quote(str(request.url.path)))
             return HTMLResponse(f'<p>Lake discovery needs an Airflow login: <a href="{login}">log in</a>.</p>',
                                 status_code=exc.status_code)
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+        return refusal(exc.status_code, str(exc.detail), getattr(exc, "parameter", None), exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError):
+        """FastAPI's list of errors as one line naming the first parameter at fault (a query parameter of the
+        wrong type, one missing)."""
+        first = exc.errors()[0] if exc.errors() else {}
+        where = [str(p) for p in first.get("loc", ()) if p not in ("query", "path", "body", "header")]
+        name = where[0] if where else None
+        message = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
+        return refusal(422, f"parameter {name!r}: {message}" if name else message, name)
 
     return app

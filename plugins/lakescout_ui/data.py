@@ -1,4 +1,10 @@
-"""What the "Lake discovery" page shows, read from the warehouse: one function per panel, plain JSON-able values."""
+"""What the "Lake discovery" page shows, read from the warehouse: one function per panel, plain JSON-able values.
+
+:func:`served_page` is what the routes call: the panels memoised by the server's :class:`~discovery.serving.Served`
+(rebuilt when it serves a new snapshot or records a search, else every :data:`PAGE_SECONDS` in the background), with
+the parts that move during a refresh (its progress, the lease, the lake watcher's word) read on every call: each is
+one small file.
+"""
 from __future__ import annotations
 
 import json
@@ -12,8 +18,10 @@ from discovery.batch import batch_results, recent_batches
 from discovery.searches import SEARCHES
 from discovery.standing import standing_changes
 from discovery.refresh.progress import clock, read_progress
+from discovery.refresh.watch import ahead, read_state
+from discovery.serving import Served
 from discovery.status import warehouse_status
-from discovery.store import SCHEMAS, Warehouse, list_snapshots
+from discovery.store import SCHEMAS, Warehouse, WarehouseError, list_snapshots
 from discovery.store.lease import holder as lease_holder
 
 
@@ -57,10 +65,12 @@ def index_sizes(wh: Warehouse) -> list[dict]:
 def batches_with_results(wh: Warehouse, limit: int = 10, per_query: int = 5) -> list[dict]:
     """Recent query batches with the top results of each of their queries."""
     out = []
-    for b in recent_batches(wh, limit):
-        results = batch_results(wh, b["batch_id"]).to_pylist()
+    recent = recent_batches(wh, limit)
+    results = batch_results(wh, [b["batch_id"] for b in recent])
+    results = results.filter(pc.less_equal(results["rank"], per_query)).to_pylist()
+    for b in recent:
         rows = [{**{k: r[k] for k in ("query_id", "kind", "rank", "table_id", "path", "column", "score")},
-                 "evidence": r["evidence"]} for r in results if r["rank"] <= per_query]
+                 "evidence": r["evidence"]} for r in results if r["batch_id"] == b["batch_id"]]
         out.append({**{k: b[k] for k in ("batch_id", "name", "standing", "snapshot_id", "queries", "results")},
                     "created_at": b["created_at"].isoformat(timespec="seconds"), "rows": rows})
     return out
@@ -119,6 +129,27 @@ def page_data(wh: Warehouse) -> dict:
             "takeovers": lease_takeovers(wh), "lease": lease_holder(wh.root),
             "changes": recent_changes(wh), "tables": lake_tables(wh), "kinds": list(SEARCHES),
             "methods": {name: list(kind.methods) for name, kind in SEARCHES.items()}}
+
+
+#: Seconds the memoised page may be older than what other processes wrote (a refresh's runs, their batches).
+PAGE_SECONDS = 2.0
+
+
+def served_page(serving: Served) -> dict:
+    """:func:`page_data` as the server has it memoised, with the refresh's progress, the lease and the lake's
+    freshness read now."""
+    wh = serving.warehouse
+    try:
+        serving.lakescout()  # moves to a newer snapshot once it is warm, which rebuilds the memo
+    except WarehouseError:
+        return page_data(wh)
+    data = serving.memo("page", lambda: page_data(wh), PAGE_SECONDS)
+    if not data["ready"]:
+        return page_data(wh)
+    status = data["status"]
+    freshness = {**status["freshness"], "lake": ahead(read_state(wh.root), status["snapshot"]["snapshot_id"])}
+    return {**data, "progress": refresh_progress(wh), "lease": lease_holder(wh.root),
+            "status": {**status, "freshness": freshness}}
 
 
 def evidence_text(evidence: str, limit: int = 160) -> str:

@@ -16,8 +16,8 @@ from airflow.api_fastapi.core_api.security import get_user
 from discovery.batch import BatchError
 from discovery.searches import SEARCHES
 from discovery.store import WarehouseError
-from lakescout_ui.access import BATCH_DAG, may_search, warehouse
-from lakescout_ui.data import page_data
+from lakescout_ui.access import BATCH_DAG, may_search, serving
+from lakescout_ui.data import served_page
 from lakescout_ui.rendering import HERE, render
 from lakescout_ui.searching import form_fields, form_params, run_search
 from lakescout_ui.upload import FormRefused, received_form
@@ -28,11 +28,10 @@ router = APIRouter()
 
 
 def _render(request: Request, user, search: dict | None = None, status: int = 200) -> HTMLResponse:
-    wh = warehouse()
     try:
-        data = page_data(wh)
+        data = served_page(serving())
     except WarehouseError as exc:
-        data = {"ready": False, "warehouse": wh.root, "problem": str(exc)}
+        data = {"ready": False, "warehouse": serving().warehouse.root, "problem": str(exc)}
     return render(request, "page.html", status, data=data, search=search, user=user.get_name(),
                   may_search=may_search(user), batch_dag=BATCH_DAG)
 

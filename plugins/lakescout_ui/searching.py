@@ -1,5 +1,6 @@
-"""A search from the app, the page's form or the JSON API alike: a served one-query batch recorded in
-``query_results``.
+"""A search from the app, the page's form or the JSON API alike: a served one-query batch, answered from the
+server's pinned snapshot and recorded in ``query_results`` when asked (the page's form always asks: its previews and
+downloads read the recorded rows).
 
 It names a lake table (id or catalogued path) or an uploaded file, never another file of the server, and its errors
 name the table, row and column without quoting cells (:mod:`discovery.batch`, ``served=True``).  Who may run one is
@@ -10,12 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 
-from discovery.batch import BatchError, batch_results, run_batch
+from discovery.batch import BatchError
 from discovery.searches import SEARCHES
+from lakescout_ui.access import serving
 from lakescout_ui.kept import keep
-from lakescout_ui.access import warehouse
 
 #: The page form's fields (strings), besides the uploaded file.
 FORM_FIELDS = ("kind", "table", "method", "column", "key", "tau")
@@ -56,10 +56,11 @@ def form_params(kind: str, form: dict) -> dict:
 
 
 def run_search(user, kind: str, table: str | int | None, params: dict, upload_path: str | None = None,
-               upload_name: str | None = None) -> dict:
-    """Run one served search of ``kind`` on the lake ``table`` or the uploaded file and record it: the batch's
-    summary and its ``query_results`` rows (evidence decoded).  Raises BatchError (and WarehouseError) naming what
-    is wrong."""
+               upload_name: str | None = None, record: bool = True) -> dict:
+    """Run one served search of ``kind`` on the lake ``table`` or the uploaded file (:meth:`Served.search
+    <discovery.serving.Served.search>`), recorded when ``record``: its summary (batch id, None when not recorded,
+    snapshot id, result count, seconds) and its ``query_results`` rows.  Raises BatchError (and WarehouseError)
+    naming what is wrong."""
     if kind not in SEARCHES:
         raise BatchError(f"{kind!r} search is not available (available: {', '.join(SEARCHES)})")
     uploads = {}
@@ -70,13 +71,12 @@ def run_search(user, kind: str, table: str | int | None, params: dict, upload_pa
         query = table.strip() if isinstance(table, str) else table
     else:
         raise BatchError("pick a lake table or upload a table file (CSV, TSV, JSON Lines, compressed or not)")
-    spec = {"name": f"ui:{user.get_name()}", "queries": [{"id": "search", "kind": kind, "query": query, **params}]}
-    batch_id = f"ui-{uuid.uuid4().hex[:12]}"
-    summary = run_batch(warehouse(), spec, batch_id=batch_id, served=True, uploads=uploads)
-    for label, path in uploads.items():  # its results' previews and downloads read it again
-        keep(batch_id, label, path)
-    rows = batch_results(warehouse(), summary["batch_id"]).to_pylist()
-    return {"summary": summary, "rows": rows}
+    answer = serving().search(kind, query, params, user=user.get_name(), record=record, uploads=uploads)
+    if record:
+        for label, path in uploads.items():  # its results' previews and downloads read it again
+            keep(answer["batch_id"], label, path)
+    summary = {k: answer[k] for k in ("batch_id", "snapshot_id", "seconds", "kind", "query", "recorded")}
+    return {"summary": {**summary, "results": len(answer["rows"])}, "rows": answer["rows"], "answer": answer["answer"]}
 
 
 def decoded(rows: list[dict]) -> list[dict]:

@@ -11,10 +11,9 @@ from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
 from airflow.api_fastapi.core_api.security import get_user
-from discovery.api import Lakescout
 from discovery.query import QueryError
 from discovery.store import WarehouseError
-from lakescout_ui.access import warehouse
+from lakescout_ui.access import serving
 from lakescout_ui.rendering import render
 
 router = APIRouter()
@@ -25,7 +24,7 @@ def _browse(request: Request, user, what: str, **args):
     description (``"describe"``) asked for."""
     context = {"user": user.get_name(), "args": args, "what": what, "query": args.get("words")}
     try:
-        ls = Lakescout(warehouse().root)
+        ls = serving().lakescout()
         context["snapshot_id"] = ls.snapshot_id
         context[what] = getattr(ls, what)(**args)
     except (QueryError, WarehouseError, ValueError) as exc:

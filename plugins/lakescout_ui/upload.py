@@ -114,6 +114,18 @@ async def received_form(request: Request, max_upload_bytes: int) -> AsyncIterato
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def form_json(text: str) -> dict:
+    """The ``params`` field of a search form: a JSON object of the search's parameters (how a client sends every
+    parameter beside an upload); raises :class:`FormRefused` (400) for anything else."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormRefused(400, f"the form's params field is not valid JSON (at byte {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise FormRefused(400, "the form's params field must be a JSON object of the search's parameters")
+    return value
+
+
 async def received_json(request: Request) -> dict:
     """The JSON object of ``request``'s body, read within :data:`FORM_BYTES`; raises :class:`FormRefused` (413 past
     the limit, 400 for a body that is not a JSON object)."""

@@ -1,0 +1,254 @@
+"""A warehouse served to many requests by one long-running process: the api-server behind the page and the JSON API.
+
+A search over HTTP should cost what it costs inside one process (``discovery.open``: 10 to 16 ms on the sample lake).
+Three things stood between them, and :class:`Served` removes each:
+
+* **One pinned snapshot for every request.**  Requests answer from one :class:`~discovery.api.Lakescout` and its
+  :class:`~discovery.store.Snapshot` (whose catalog and indexes are read once, into the process-wide index cache),
+  not from a snapshot loaded per request.  The newest published snapshot is looked up at most every
+  :data:`POLL_SECONDS`; a newer one is opened in a background thread, warmed by re-running on it the last searches
+  served (one of each kind, lake tables only, so the indexes they need are built), and swapped in when ready.  Until
+  then requests answer from the one before, so a publication never pauses them; once swapped, the old snapshot's
+  cache entries are dropped, so the process holds one copy of each index however many requests share it.
+* **Recording off the answer path.**  A search answers from the index.  One that records (the page's form, whose
+  previews and downloads read the recorded rows; the JSON API's ``"record": true``) waits for a group commit
+  (:class:`Recorder`): one writer thread commits everything queued since its last commit as one append to
+  ``query_results`` and one to ``query_batches``, so sixteen searches recorded at once cost two commits, not
+  thirty-two, and commit conflicts between them cannot arise.  The rule: a response says ``recorded`` only after the
+  commit that holds its rows; a crash loses only searches whose responses were not yet sent.
+* **What the page shows, memoised** (:meth:`Served.memo`): rebuilt when the served snapshot changes or this process
+  recorded a search, and otherwise at most every ``seconds`` in the background (a refresh or another process may have
+  written), so a status request reads memory.
+
+Served searches take a lake table (id or catalogued path) or an upload the server saved, never another file of the
+server: they are checked and answered by the batch module's served rules (:mod:`discovery.batch`), so a search here
+answers exactly what a one-query ``query_batch`` run answers, with the same refusals.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import pyarrow as pa
+
+from .api import Lakescout
+from .batch import BatchError, BatchQuery, answer_rows, batch_record, check_query_table, parse_spec, search_answer
+from .searches import SEARCHES
+from .store import SCHEMAS, Warehouse, load_snapshot, new_attempt_token
+from .store.cache import INDEXES
+
+log = logging.getLogger(__name__)
+
+#: How often (seconds) a request may look for a newer published snapshot (one read of the ``snapshots`` log).
+POLL_SECONDS = 1.0
+#: Searches of each kind kept to warm a new snapshot with before it is swapped in.
+WARM_SEARCHES = 1
+#: The most searches one group commit records.
+MAX_GROUP = 512
+
+
+@dataclass
+class _Pending:
+    rows: list[dict]
+    record: dict
+    refresh_id: int
+    done: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+
+
+class Recorder:
+    """Group commit of served searches to ``query_results`` and ``query_batches``: :meth:`record` returns once the
+    commit holding its rows is in the log (or raises what the commit raised)."""
+
+    def __init__(self, warehouse: Warehouse):
+        self.warehouse = warehouse
+        self.commits = 0
+        self._queue: list[_Pending] = []
+        self._ready = threading.Condition()
+        self._writer: threading.Thread | None = None
+
+    def record(self, rows: list[dict], record: dict, refresh_id: int) -> None:
+        pending = _Pending(rows, record, refresh_id)
+        with self._ready:
+            self._queue.append(pending)
+            if self._writer is None or not self._writer.is_alive():
+                self._writer = threading.Thread(target=self._write, name="lakescout-recorder", daemon=True)
+                self._writer.start()
+            self._ready.notify()
+        pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+
+    def _write(self) -> None:
+        while True:
+            with self._ready:
+                while not self._queue:
+                    self._ready.wait()
+                group, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
+            try:
+                self._commit(group)
+            except BaseException as exc:  # noqa: BLE001 - handed to every waiting request, which reports it
+                log.warning("recording %d searches failed: %s", len(group), exc)
+                for p in group:
+                    p.error = exc
+            finally:
+                for p in group:
+                    p.done.set()
+
+    def _commit(self, group: list[_Pending]) -> None:
+        attempt, refresh_id = new_attempt_token(), max(p.refresh_id for p in group)
+        rows = [r for p in group for r in p.rows]
+        if rows:
+            self.warehouse.append_rows("query_results", pa.Table.from_pylist(rows, schema=SCHEMAS["query_results"]),
+                                       refresh_id=refresh_id, stage="query_batch", attempt=attempt, once=False)
+        self.warehouse.append_rows("query_batches",
+                                   pa.Table.from_pylist([p.record for p in group], schema=SCHEMAS["query_batches"]),
+                                   refresh_id=refresh_id, stage="query_batch", attempt=attempt, once=False)
+        self.commits += 1
+
+
+@dataclass
+class _Memo:
+    value: object
+    built_at: float
+    key: tuple
+    building: bool = False
+
+
+class Served:
+    """One warehouse as a long-running server answers from it; see the module docstring.  Thread-safe."""
+
+    def __init__(self, root: str, poll_seconds: float = POLL_SECONDS):
+        self.warehouse = Warehouse(root)
+        self.poll_seconds = poll_seconds
+        self.recorder = Recorder(self.warehouse)
+        self.swaps = 0
+        self._current: Lakescout | None = None
+        self._checked_at = 0.0
+        self._loading: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._recent: dict[str, deque] = {kind: deque(maxlen=WARM_SEARCHES) for kind in SEARCHES}
+        self._memos: dict[str, _Memo] = {}
+        self._memo_locks: dict[str, threading.Lock] = {}
+
+    # -- the snapshot requests answer from ------------------------------------------------------------------------
+    def lakescout(self) -> Lakescout:
+        """The :class:`Lakescout` pinned to the newest published snapshot that is ready to answer (raises
+        :class:`~discovery.store.WarehouseError` when the warehouse has none)."""
+        with self._lock:
+            current, due = self._current, time.monotonic() - self._checked_at >= self.poll_seconds
+            if due:
+                self._checked_at = time.monotonic()
+        if current is None:
+            with self._lock:
+                if self._current is None:
+                    self._current = Lakescout(self.warehouse.root)
+                    self.swaps += 1
+                return self._current
+        if due and (self._loading is None or not self._loading.is_alive()):
+            try:
+                latest = load_snapshot(self.warehouse).snapshot_id
+            except Exception as exc:  # noqa: BLE001 - a failed look (storage unreachable) leaves the pinned one
+                log.warning("could not look for a newer snapshot: %s", exc)
+                return current
+            with self._lock:
+                if latest > current.snapshot_id and (self._loading is None or not self._loading.is_alive()):
+                    self._loading = threading.Thread(target=self._swap_in, args=(latest,), daemon=True,
+                                                     name=f"lakescout-load-{latest}")
+                    self._loading.start()
+        return current
+
+    def _swap_in(self, snapshot_id: int) -> None:
+        """Open ``snapshot_id``, warm it with the recent searches, then answer from it and forget the old one."""
+        try:
+            fresh = Lakescout(self.warehouse.root, snapshot_id)
+            for recent in self._recent.values():
+                for q in list(recent):
+                    try:
+                        self._answer(fresh, q, {})
+                    except (BatchError, ValueError) as exc:  # the table may be gone in the new snapshot
+                        log.info("warming snapshot %d with a %s search: %s", snapshot_id, q.kind, exc)
+        except Exception as exc:  # noqa: BLE001 - the old snapshot keeps answering; the next poll tries again
+            log.warning("could not open snapshot %d to serve it: %s", snapshot_id, exc)
+            return
+        with self._lock:
+            old, self._current = self._current, fresh
+            self.swaps += 1
+        if old is not None and old.snapshot_id != snapshot_id:
+            root, sid = self.warehouse.root, old.snapshot_id
+            INDEXES.drop(lambda key: isinstance(key, tuple) and len(key) > 2 and key[1] == root and key[2] == sid)
+
+    # -- searches -----------------------------------------------------------------------------------------------
+    def search(self, kind: str, query: str | int, params: dict, *, user: str, record: bool,
+               uploads: Mapping[str, str] | None = None) -> dict:
+        """One served search of ``kind`` on a lake table (or an upload named in ``uploads``), answered from the
+        pinned snapshot and, when ``record``, recorded in one group commit before this returns.  Returns the
+        batch id (None when not recorded), snapshot id, seconds, kind, query, the ``query_results`` rows and the
+        answer as the Python API returns it; raises :class:`BatchError` naming what is wrong."""
+        started = time.time()
+        batch_id = f"ui-{uuid.uuid4().hex[:12]}" if record else None
+        spec = parse_spec({"name": f"ui:{user}", "queries": [{"id": "search", "kind": kind, "query": query,
+                                                               **params}]})
+        q = spec.queries[0]
+        ls = self.lakescout()
+        now = datetime.now(timezone.utc)
+        answer = self._answer(ls, q, uploads or {})
+        rows, entry = answer_rows(ls.snapshot, q, batch_id, answer, now)
+        if not (uploads and q.query in uploads):
+            self._recent[kind].append(q)
+        seconds = time.time() - started
+        if record:
+            _, row = batch_record(spec, ls.snapshot, batch_id, rows, [entry], seconds, now)
+            self.recorder.record(rows, row, ls.snapshot.refresh_id)
+        return {"batch_id": batch_id, "snapshot_id": ls.snapshot_id, "seconds": round(seconds, 3), "kind": kind,
+                "query": entry["query"], "recorded": record, "rows": rows, "answer": answer}
+
+    @staticmethod
+    def _answer(ls: Lakescout, q: BatchQuery, uploads: Mapping[str, str]) -> dict:
+        table = check_query_table(ls.snapshot, q, True, uploads)
+        return search_answer(ls.snapshot, q, True, uploads, table=table)
+
+    # -- memoised reads -----------------------------------------------------------------------------------------
+    def memo(self, name: str, build: Callable[[], object], seconds: float) -> object:
+        """``build()``'s value, rebuilt (by the first request to ask, the others wait for it) when the served
+        snapshot changed or this process recorded a search since, and in the background once it is older than
+        ``seconds`` (the stale value answers meanwhile)."""
+        key = (self.swaps, self.recorder.commits)
+        lock = self._memo_locks.setdefault(name, threading.Lock())
+        memo = self._memos.get(name)
+        if memo is None or memo.key != key:
+            with lock:
+                memo = self._memos.get(name)
+                if memo is None or memo.key != key:
+                    memo = self._memos[name] = _Memo(build(), time.monotonic(), key)
+            return memo.value
+        if time.monotonic() - memo.built_at > seconds and not memo.building:
+            memo.building = True
+            threading.Thread(target=self._rebuild, args=(name, build, key, lock), daemon=True).start()
+        return memo.value
+
+    def _rebuild(self, name: str, build: Callable[[], object], key: tuple, lock: threading.Lock) -> None:
+        with lock:
+            try:
+                self._memos[name] = _Memo(build(), time.monotonic(), key)
+            except Exception as exc:  # noqa: BLE001 - the stale value answers; the next request tries again
+                log.warning("rebuilding %s failed: %s", name, exc)
+                self._memos[name].building = False
+
+
+_SERVED: dict[str, Served] = {}
+_SERVED_LOCK = threading.Lock()
+
+
+def served(root: str) -> Served:
+    """The process's :class:`Served` of the warehouse at ``root`` (one per warehouse, shared by every request)."""
+    with _SERVED_LOCK:
+        if root not in _SERVED:
+            _SERVED[root] = Served(root)
+        return _SERVED[root]

@@ -1,0 +1,135 @@
+"""What a long-running server answers from (:mod:`discovery.serving`), on a copy of the indexed sample lake: a served
+search answers exactly as the Python API and as a recorded batch; recording is one group commit for every search
+queued behind the one committing, and a failed commit fails every search it held, none acknowledged; a newly published
+snapshot is warmed with the searches served last before requests move to it, and the old one's indexes are dropped;
+the memoised page is rebuilt once this process records a search."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+from fastapi.encoders import jsonable_encoder
+
+from discovery.batch import BatchError, batch_results, recent_batches
+from discovery.demo_lake import load_ground_truth
+from discovery.refresh import begin_refresh, publish_snapshot
+from discovery.serving import Served
+from discovery.store import Warehouse
+from discovery.store.cache import INDEXES
+from test_readme import linked_copy
+
+pytestmark = [pytest.mark.spark]
+
+
+@pytest.fixture
+def warehouse(indexed_lake, tmp_path):
+    root = str(tmp_path / "wh")
+    linked_copy(indexed_lake[1], root)
+    return root
+
+
+def _union_query(lake: str) -> str:
+    return load_ground_truth(lake)["union"][0]["query_table"]
+
+
+def _recorded(root: str) -> int:
+    return Warehouse(root).read("query_batches", columns=["batch_id"]).num_rows
+
+
+def test_a_served_search_answers_as_the_python_api_and_records_only_when_asked(indexed_lake, warehouse):
+    import discovery
+
+    lake = indexed_lake[0]
+    truth = load_ground_truth(lake)
+    join_q, join_col = truth["join"][0]["query_table"], truth["join"][0]["query_column"]
+    served, ls = Served(warehouse), discovery.open(warehouse)
+    answer = served.search("join", join_q, {"column": join_col, "top_k": 5}, user="ada", record=False)
+    direct = ls.join(join_q, join_col, top_k=5)
+    assert jsonable_encoder(answer["answer"]["results"]) == jsonable_encoder(direct["results"])  # stats: timings
+    assert answer["batch_id"] is None and not answer["recorded"] and _recorded(warehouse) == 0
+    kept = served.search("union", _union_query(lake), {"k": 4}, user="ada", record=True)
+    assert kept["recorded"] and _recorded(warehouse) == 1
+    direct = ls.union(_union_query(lake), k=4)["results"]
+    assert [r["table_id"] for r in kept["rows"]] == [r["table_id"] for r in direct]
+    stored = batch_results(warehouse, kept["batch_id"]).to_pylist()
+    assert [(r["rank"], r["table_id"], r["evidence"]) for r in stored] == [
+        (r["rank"], r["table_id"], r["evidence"]) for r in kept["rows"]]
+    assert recent_batches(warehouse, 1)[0]["name"] == "ui:ada"
+    with pytest.raises(BatchError, match="outside the lake"):
+        served.search("union", "/etc/passwd", {}, user="ada", record=True)
+    assert _recorded(warehouse) == 1
+
+
+def test_searches_queued_behind_a_commit_share_the_next_one_and_land_once(indexed_lake, warehouse):
+    served = Served(warehouse)
+    query = _union_query(indexed_lake[0])
+    recorder, commit = served.recorder, served.recorder._commit
+    entered, release = threading.Event(), threading.Event()
+
+    def first_waits(group):
+        if not entered.is_set():
+            entered.set()
+            release.wait(60)
+        commit(group)
+
+    recorder._commit = first_waits
+    answers: list[dict] = []
+    threads = [threading.Thread(target=lambda: answers.append(
+        served.search("union", query, {"k": 3}, user="ada", record=True))) for _ in range(6)]
+    threads[0].start()
+    assert entered.wait(120)
+    for t in threads[1:]:
+        t.start()
+    while len(recorder._queue) < 5 and all(t.is_alive() for t in threads[1:]):
+        threading.Event().wait(0.05)                  # the five queue behind the commit in progress
+    release.set()
+    for t in threads:
+        t.join(120)
+    assert recorder.commits == 2 and len(answers) == 6
+    batches = Warehouse(warehouse).read("query_batches", columns=["batch_id"]).column("batch_id").to_pylist()
+    assert sorted(batches) == sorted(a["batch_id"] for a in answers)
+    for a in answers:
+        assert batch_results(warehouse, a["batch_id"]).num_rows == len(a["rows"]) == 3
+
+
+def test_a_failed_commit_fails_every_search_it_held(indexed_lake, warehouse, monkeypatch):
+    served = Served(warehouse)
+
+    def refuse(*args, **kwargs):
+        raise OSError("the disk is full")
+
+    monkeypatch.setattr(served.warehouse, "append_rows", refuse)
+    with pytest.raises(OSError, match="disk is full"):
+        served.search("union", _union_query(indexed_lake[0]), {"k": 3}, user="ada", record=True)
+    assert _recorded(warehouse) == 0 and served.recorder.commits == 0
+    monkeypatch.undo()
+    assert served.search("union", _union_query(indexed_lake[0]), {"k": 3}, user="ada", record=True)["recorded"]
+    assert _recorded(warehouse) == 1
+
+
+def test_a_new_snapshot_is_warmed_then_swapped_in_and_the_old_indexes_dropped(indexed_lake, warehouse):
+    lake = indexed_lake[0]
+    served = Served(warehouse, poll_seconds=0)
+    before = served.search("union", _union_query(lake), {"k": 3}, user="ada", record=False)
+    old = before["snapshot_id"]
+    def held(sid: int) -> set[str]:
+        return {k[0] for k in INDEXES.keys() if isinstance(k, tuple) and k[1:3] == (warehouse, sid)}
+
+    assert "union" in held(old)
+    new = publish_snapshot(warehouse, begin_refresh(warehouse), lake)["snapshot_id"]
+    assert served.lakescout().snapshot_id == old          # answers from the old one while the new one warms
+    served._loading.join(300)
+    assert served.lakescout().snapshot_id == new
+    assert "union" in held(new)                           # built by the warm-up, before any request asked
+    assert not held(old)
+    after = served.search("union", _union_query(lake), {"k": 3}, user="ada", record=False)
+    assert after["snapshot_id"] == new and after["answer"]["results"] == before["answer"]["results"]
+
+
+def test_the_memo_is_rebuilt_when_this_process_records(indexed_lake, warehouse):
+    served = Served(warehouse)
+    builds = []
+    build = lambda: builds.append(1) or len(builds)   # noqa: E731
+    assert served.memo("page", build, 3600) == served.memo("page", build, 3600) == 1
+    served.search("union", _union_query(indexed_lake[0]), {"k": 3}, user="ada", record=True)
+    assert served.memo("page", build, 3600) == 2

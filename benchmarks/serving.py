@@ -185,12 +185,12 @@ def checked(warehouse: str, answers: list[dict]) -> dict:
 
 
 def server_rss_mb() -> float:
-    """Resident memory of the api-server (every process under it), MB."""
+    """Resident memory of the api-server: its process and every process under it (the uvicorn workers), MB."""
     total = 0
-    for p in psutil.Process().children(recursive=True):
+    for p in psutil.Process().children():
         try:
-            if "api-server" in " ".join(p.cmdline()) or "api_server" in " ".join(p.cmdline()):
-                total += p.memory_info().rss
+            if "api-server" in " ".join(p.cmdline()):
+                total += sum(q.memory_info().rss for q in [p, *p.children(recursive=True)])
         except psutil.Error:
             pass
     return round(total / 2**20, 1)

@@ -335,3 +335,18 @@ def test_a_numerical_join_from_the_search_form(client, auth, tmp_path, monkeypat
     bad = client.post("/search", data={"kind": "join", "table": "1", "column": "lat,lng", "tau": "far"},
                       cookies={"_token": auth["admin"]})
     assert bad.status_code == 400 and "tau must be a number" in bad.text
+
+
+def test_kept_uploads_survive_a_folder_pruned_by_another_request(tmp_path, monkeypatch):
+    """Two requests pruning at once: one lists a folder the other has just removed (seen under load as a 500)."""
+    import lakescout_ui.kept as kept_uploads
+
+    monkeypatch.setattr(kept_uploads.tempfile, "gettempdir", lambda: str(tmp_path))
+    upload = tmp_path / "q.csv"
+    upload.write_text("a,b\n1,2\n")
+    listdir = os.listdir
+    monkeypatch.setattr(kept_uploads.os, "listdir",
+                        lambda path: listdir(path) + (["ui-gone"] if path == kept_uploads._root() else []))
+    kept_uploads.keep("ui-1", "upload:q.csv", str(upload))
+    assert kept_uploads.kept("ui-1") == {"upload:q.csv": os.path.join(kept_uploads._root(), "ui-1", "q.csv")}
+    assert kept_uploads.kept("ui-gone") == {}

@@ -301,3 +301,37 @@ def test_missing_warehouse_and_snapshot_errors(tmp_path):
         load_snapshot(wh)
     with pytest.raises(WarehouseError, match="no snapshot 42"):
         load_snapshot(wh, 42)
+
+
+@pytest.mark.parametrize("filtered", [False, True])
+def test_a_read_of_the_latest_version_whose_files_were_vacuumed_reads_the_new_latest(tmp_path, monkeypatch, filtered):
+    """Maintenance may compact a table and vacuum the files it replaced between a reader's listing of the latest
+    version and its reading: the reader then reads the new latest; a read of a named version still refuses."""
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.ensure()
+    uri = wh.table_uri("columns")
+    old = write_data_file(uri, _columns_rows([1, 2]), 1, "profile", "a")
+    wh.commit("columns", [old], [], refresh_id=1, stage="profile", attempt="a")
+    listed = {"dataset": wh.dataset("columns", 1), "parquet_dataset": wh.parquet_dataset("columns", 1)}
+    compacted = write_data_file(uri, _columns_rows([1, 2]), 2, "profile", "b")
+    wh.commit("columns", [compacted], [old.path], refresh_id=2, stage="profile", attempt="b")
+    os.remove(os.path.join(uri, old.path))                          # vacuumed
+
+    def listed_before(name: str):
+        """``name`` of the warehouse, whose first call answers the listing made before the vacuum."""
+        real, opened = getattr(Warehouse, name), []
+
+        def open_version(table: str, version: int | None = None):
+            if not opened:
+                opened.append(table)
+                return listed[name]
+            return real(wh, table, version)
+        return open_version
+
+    for name in listed:
+        monkeypatch.setattr(wh, name, listed_before(name))
+    flt = pc.field("table_id") == 2 if filtered else None
+    got = wh.read("columns", filter=flt)
+    assert sorted(got.column("table_id").to_pylist()) == ([2] * 3 if filtered else [1] * 3 + [2] * 3)
+    with pytest.raises(FileNotFoundError):
+        wh.read("columns", version=1, filter=flt)

@@ -43,6 +43,8 @@ COMMIT_BACKOFF_SECONDS = 0.05
 #: table's active file list as one Parquet file, costs milliseconds even for the thousands of files of a busy
 #: ``query_results`` between two compactions.
 CHECKPOINT_INTERVAL = 20
+#: Reads of the latest version of a table, when files vanish under one (see :meth:`Warehouse.read`).
+LATEST_READ_ATTEMPTS = 3
 
 
 class WarehouseError(RuntimeError):
@@ -145,10 +147,20 @@ class Warehouse:
     def read(self, name: str, version: int | None = None, columns: list[str] | None = None,
              filter: pads.Expression | None = None) -> pa.Table:
         """Rows of a version: through Delta's dataset when ``filter`` can prune files by their statistics, else
-        through :meth:`parquet_dataset` (the same rows in the same order, about twice as fast)."""
-        if filter is None:
-            return self.parquet_dataset(name, version).to_table(columns=columns)
-        return self.dataset(name, version).to_table(columns=columns, filter=filter)
+        through :meth:`parquet_dataset` (the same rows in the same order, about twice as fast).
+
+        A read of the latest version (``version`` None) that finds one of its files gone reads the new latest: a
+        maintenance run compacted the table and vacuumed the files it replaced between this read's listing and its
+        reading (seen on ``query_results`` under a server's load), and the version after it no longer names them."""
+        attempts = 1 if version is not None else LATEST_READ_ATTEMPTS
+        for attempt in range(1, attempts + 1):
+            try:
+                if filter is None:
+                    return self.parquet_dataset(name, version).to_table(columns=columns)
+                return self.dataset(name, version).to_table(columns=columns, filter=filter)
+            except FileNotFoundError:
+                if attempt == attempts:
+                    raise
 
     def pairs(self, name: str, version: int | None = None) -> pa.Table:
         """Distinct (table_id, content_hash) of a derived index table: the lake table versions it was built from.

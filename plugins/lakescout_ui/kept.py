@@ -25,8 +25,17 @@ def _root() -> str:
     return root
 
 
+def _age(folder: str) -> float | None:
+    """The folder's modification time, None when a concurrent prune (another request, another worker) removed it."""
+    try:
+        return os.path.getmtime(folder)
+    except FileNotFoundError:
+        return None
+
+
 def _prune(root: str) -> None:
-    folders = sorted((os.path.getmtime(os.path.join(root, f)), f) for f in os.listdir(root))
+    ages = ((_age(os.path.join(root, f)), f) for f in os.listdir(root))
+    folders = sorted((mtime, f) for mtime, f in ages if mtime is not None)
     now = time.time()
     for i, (mtime, name) in enumerate(folders):
         if i < len(folders) - KEEP or now - mtime > MAX_AGE_SECONDS:
@@ -55,7 +64,10 @@ def kept(batch_id: str) -> dict[str, str]:
     folder = os.path.join(root, batch_id)
     if not os.path.isdir(folder):
         return {}
-    with open(os.path.join(folder, "label"), encoding="utf-8") as fh:
-        label = fh.read()
-    files = [f for f in os.listdir(folder) if f != "label"]
+    try:
+        with open(os.path.join(folder, "label"), encoding="utf-8") as fh:
+            label = fh.read()
+        files = [f for f in os.listdir(folder) if f != "label"]
+    except FileNotFoundError:  # pruned meanwhile by another request
+        return {}
     return {label: os.path.join(folder, files[0])} if files else {}

@@ -189,7 +189,7 @@ def server_rss_mb() -> float:
     total = 0
     for p in psutil.Process().children():
         try:
-            if "api-server" in " ".join(p.cmdline()):
+            if "api_server" in " ".join(p.cmdline()).replace("-", "_"):   # its title: "airflow api_server -- ..."
                 total += sum(q.memory_info().rss for q in [p, *p.children(recursive=True)])
         except psutil.Error:
             pass

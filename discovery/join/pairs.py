@@ -22,7 +22,7 @@ from ..encoders.columns import ColumnProfile, priority_sample, profile_column
 from ..query import QueryError, QueryTable
 from ..store import Snapshot
 from ..vectors import ColumnValues, column_values, query_value_vectors, snapshot_encoders
-from .stage import COLUMN_KEY_BASE, ROW_KEYS, values_at
+from .stage import COLUMN_KEY_BASE, values_at
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def _partition(snapshot: Snapshot, n_partitions: int, table_id: int, ordinal: in
 def column_pairs(snapshot: Snapshot, qv: ColumnValues, table_id: int, ordinal: int, tau: float) -> ValuePairs:
     """Every value of ``qv`` with its nearest value of lake column (``table_id``, ``ordinal``) within ``tau`` (a
     fraction of the maximum distance), as a search that returns the column reports it."""
-    from .service import loaded_index
+    from .service import loaded_index, table_values
 
     loaded = loaded_index(snapshot)
     key = table_id * COLUMN_KEY_BASE + ordinal
@@ -79,7 +79,6 @@ def column_pairs(snapshot: Snapshot, qv: ColumnValues, table_id: int, ordinal: i
                          f"column with at least [embed] join_min_distinct distinct values)")
     pairs = index.witnesses(qv.vectors, key, tau, value_ids=qv.value_of)
     ranks = [int(j) - first_rows[key] for j in pairs[:, 1]]
-    read = lambda flt: snapshot.read("value_vectors", columns=ROW_KEYS, filter=flt)  # noqa: E731
-    strings = values_at(read, {key: ranks})
+    strings = values_at(lambda ids: table_values(snapshot, ids), {key: ranks})
     return ValuePairs([qv.values[int(i)] for i in pairs[:, 0]], [strings[(key, r)] for r in ranks],
                       pairs[:, 2].astype(np.float64), list(qv.values))

@@ -49,7 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..query import QueryError, resolve_query
-from ..store import Snapshot, result_names, snapshot_model
+from ..store import SCHEMAS, Snapshot, result_names, snapshot_model
 from ..store.cache import INDEXES, deep_nbytes
 from ..store.filters import among
 from ..vectors import query_value_vectors
@@ -203,7 +203,7 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T
     if top_k is not None:
         columns = columns[:top_k]
     evidence = {int(c.column_id): sorted(c.pairs.tolist(), key=lambda x: x[2])[:EVIDENCE_PAIRS] for c in columns}
-    strings = values_at(lambda flt: snapshot.read("value_vectors", columns=ROW_KEYS, filter=flt),
+    strings = values_at(lambda ids: table_values(snapshot, ids),
                         {key: [int(j) - first_rows[key] for _, j, _ in pairs] for key, pairs in evidence.items()})
     paths, names = result_names(snapshot, [int(c.column_id) // COLUMN_KEY_BASE for c in columns])
     results = []
@@ -224,6 +224,25 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T
                  tau_distance=tau * max_distance(loaded.model.metric), seconds=time.perf_counter() - started)
     return {"snapshot_id": snapshot.snapshot_id, "query": q.label, "column": q.names[ordinal], "method": method,
             "tau": tau, "T": T, "top_k": top_k, "results": results, "stats": stats}
+
+
+def table_values(snapshot: Snapshot, table_ids: list[int]) -> pa.Table:
+    """``value_vectors`` rows (:data:`~.stage.ROW_KEYS`, no vectors) of ``table_ids``, each table's kept in the index
+    cache once read: a search reads the values of the columns it returns twice (context, evidence) and a server
+    answers the same popular tables again, while a table's values are a few KB.  The tables not kept are read in one
+    filtered read (the files' statistics prune it)."""
+    root, sid = snapshot.warehouse.root, snapshot.snapshot_id
+    ids = [int(t) for t in np.unique(np.asarray(table_ids, dtype=np.int64))]
+    kept = {t: INDEXES.find(("join-values", root, sid, t)) for t in ids}
+    missing = [t for t, rows in kept.items() if rows is None]
+    if missing:
+        rows = snapshot.read("value_vectors", columns=ROW_KEYS, filter=among("table_id", missing))
+        for t in missing:
+            kept[t] = rows.filter(pc.equal(rows["table_id"], t))     # a copy: a slice would hold every table's rows
+            INDEXES.put(("join-values", root, sid, t), kept[t])
+    if not ids:
+        return pa.schema([SCHEMAS["value_vectors"].field(c) for c in ROW_KEYS]).empty_table()
+    return pa.concat_tables([kept[t] for t in ids])
 
 
 def ties_by_size(snapshot: Snapshot, columns: list) -> list:
@@ -272,11 +291,11 @@ def _order_by_context(snapshot: Snapshot, query: QueryContext, qv, columns: list
     keys = [int(columns[i].column_id) for i in need]
     witness = {key: [(int(a), int(b) - first_rows[key]) for a, b, _ in columns[i].pairs.tolist()]
                for key, i in zip(keys, need)}
-    strings = values_at(lambda flt: snapshot.read("value_vectors", columns=ROW_KEYS, filter=flt),
+    strings = values_at(lambda ids: table_values(snapshot, ids),
                         {key: [b for _, b in pairs] for key, pairs in witness.items()})
     links = {key: {qv.values[a]: strings[(key, b)] for a, b in pairs} for key, pairs in witness.items()}
     tables = sorted({key // COLUMN_KEY_BASE for key in keys})
-    postings = read_postings(lambda cols, flt: snapshot.scan("xash_postings", columns=cols, filter=flt), tables)
+    postings = read_postings(lambda cols, flt: snapshot.scan("xash_postings", cols, flt, table_ids=tables), tables)
     postings = postings.sort_by("table_id")
     bounds = np.searchsorted(postings.column("table_id").to_numpy(), [tables, np.add(tables, 1)])
     at = {t: (int(a), int(b)) for t, a, b in zip(tables, bounds[0], bounds[1])}

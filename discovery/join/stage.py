@@ -25,7 +25,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..store import SCHEMAS, StoredModel, Warehouse, WarehouseError, latest_model, read_rows
-from ..store.filters import among
 from .grid import GridSpec
 from .partitioning import BALANCE, jsd_to_centres, balance_prices, column_histograms, partition_columns
 from .pivots import map_to_pivots, select_pivots
@@ -310,11 +309,11 @@ def column_first_rows(index: JoinIndex) -> dict[int, int]:
 
 def values_at(read, wanted: dict[int, list[int]]) -> dict[tuple[int, int], str]:
     """``{(column key, rank): value}`` for the ``wanted`` ranks of each column (rank = position of the value among
-    its column's values sorted as :func:`index_from_rows` sorts them).  ``read(filter)`` reads ``value_vectors``
-    columns table_id, ordinal, value; only the wanted columns' tables are read."""
+    its column's values sorted as :func:`index_from_rows` sorts them).  ``read(table_ids)`` returns the
+    ``value_vectors`` rows (:data:`ROW_KEYS`) of those tables; only the wanted columns' tables are asked for."""
     if not wanted:
         return {}
-    rows = read(among("table_id", [k // COLUMN_KEY_BASE for k in wanted]))
+    rows = read(sorted({k // COLUMN_KEY_BASE for k in wanted}))
     keys = column_keys(rows.column("table_id").to_numpy(), rows.column("ordinal").to_numpy())
     rows = rows.filter(pa.array(np.isin(keys, np.fromiter(wanted, dtype=np.int64))))
     rows = rows.sort_by([(k, "ascending") for k in ROW_KEYS])

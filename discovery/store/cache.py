@@ -67,13 +67,14 @@ class IndexCache:
         self.budget_bytes = int(budget_bytes)
         self._size_of = size_of
         self._entries: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
+        self._total = 0   # bytes of the entries, kept as they come and go: a put is O(1), not O(entries)
         self._building: dict[Hashable, threading.Event] = {}
         self._lock = threading.Lock()
 
     @property
     def nbytes(self) -> int:
         with self._lock:
-            return sum(size for _, size in self._entries.values())
+            return self._total
 
     def keys(self) -> list:
         """Cached keys, least recently used first."""
@@ -83,6 +84,14 @@ class IndexCache:
     def __contains__(self, key: Hashable) -> bool:
         with self._lock:
             return key in self._entries
+
+    def find(self, key: Hashable):
+        """The value cached under ``key`` (now the most recently used), or None."""
+        with self._lock:
+            if key not in self._entries:
+                return None
+            self._entries.move_to_end(key)
+            return self._entries[key][0]
 
     def get(self, key: Hashable, build: Callable[[], T]) -> T:
         """The value cached under ``key``, built with ``build()`` (once, whatever the number of threads asking)."""
@@ -108,26 +117,28 @@ class IndexCache:
         """Keep ``value`` (or re-measure it, when an index grew after use), evicting least recently used entries."""
         size = self._size_of(value)
         with self._lock:
-            self._entries.pop(key, None)
+            _, old = self._entries.pop(key, (None, 0))
+            self._total -= old
             if size > self.budget_bytes:
                 return
             self._entries[key] = (value, size)
-            total = sum(s for _, s in self._entries.values())
-            while total > self.budget_bytes:
+            self._total += size
+            while self._total > self.budget_bytes:
                 _, (_, evicted) = self._entries.popitem(last=False)
-                total -= evicted
+                self._total -= evicted
 
     def drop(self, which: Callable[[Hashable], bool]) -> int:
         """Forget the entries whose key ``which`` accepts (a snapshot no longer served); returns how many."""
         with self._lock:
             keys = [key for key in self._entries if which(key)]
             for key in keys:
-                del self._entries[key]
+                self._total -= self._entries.pop(key)[1]
         return len(keys)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._total = 0
 
 
 def _budget_from_env() -> int:

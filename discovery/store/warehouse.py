@@ -136,9 +136,9 @@ class Warehouse:
         Delta's dataset attaches each file's statistics as a fragment expression (a dozen Arrow casts per file), so
         building it for a 1,000-file table costs about half a second before any row is read; worth it when a filter
         prunes files, wasted on a read of whole columns, which a refresh does a few dozen times per run."""
-        return self._parquet_files(name, self.files(name, version).column("path").to_pylist())
+        return self.parquet_files(name, self.files(name, version).column("path").to_pylist())
 
-    def _parquet_files(self, name: str, paths: list[str]) -> pads.Dataset:
+    def parquet_files(self, name: str, paths: list[str]) -> pads.Dataset:
         """The data files ``paths`` (relative to the table) of one index table as a plain Parquet dataset."""
         fs, root = resolve(self.table_uri(name))
         return pads.dataset([f"{root.rstrip('/')}/{p}" for p in paths], schema=SCHEMAS[name], format="parquet",
@@ -314,7 +314,7 @@ class Warehouse:
             values = {a for a, b in zip(mins, maxs) if a is not None and a == b}
             unread = [p for p, a, b in zip(paths, mins, maxs) if a is None or a != b]
         if unread:
-            for batch in self._parquet_files(name, unread).to_batches(columns=[column]):
+            for batch in self.parquet_files(name, unread).to_batches(columns=[column]):
                 values.update(pc.unique(batch.column(0)).drop_null().to_pylist())
         return values
 

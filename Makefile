@@ -6,6 +6,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 WARM := $(VENV)/.numba-warm
 PRETRAINED := $(VENV)/.pretrained
+TOOLS := .venv-tools
 
 # Project-local Airflow (SQLite metadata DB) with this repository's DAGs and plugins.
 export AIRFLOW_HOME := $(CURDIR)/.airflow
@@ -19,7 +20,7 @@ export LAKESCOUT_WAREHOUSE ?= $(CURDIR)/warehouse
 export PATH := $(BIN):$(PATH)
 export PYSPARK_PYTHON := $(BIN)/python
 
-.PHONY: venv pretrained demo test sample-lake clean test-tools ui cluster-up cluster-down
+.PHONY: venv pretrained demo test sample-lake clean test-tools ui cluster-up cluster-down client-generator
 
 venv: $(STAMP) $(WARM)
 
@@ -95,7 +96,16 @@ cluster-up: venv
 cluster-down:
 	$(BIN)/python scripts/spark_cluster.py down --dir $(SPARK_CLUSTER_DIR)
 
-test: venv pretrained test-tools
+# openapi-python-client, which generates a client of the JSON API from its OpenAPI description, in a venv of its own:
+# it pins a typer older than Airflow's.  The generated client runs in the project's venv (httpx, attrs).
+client-generator: $(TOOLS)/.installed
+
+$(TOOLS)/.installed: requirements-tools.txt
+	test -x $(TOOLS)/bin/python || $(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet -r requirements-tools.txt
+	touch $@
+
+test: venv pretrained test-tools client-generator
 	$(BIN)/pytest -q -rs $(PYTEST_ARGS)
 
 clean:

@@ -235,3 +235,43 @@ def test_connect_answers_as_open(server):
     assert refused.value.status == 400 and refused.value.param == "k"
     with pytest.raises(RemoteError, match="permission to trigger"):
         remote.search("union", 1, record=True)
+
+
+def test_a_client_generated_from_the_description_runs_against_the_server(server, tmp_path):
+    """openapi-python-client (``make client-generator``) generates a client from ``/openapi.json``; its typed calls
+    answer as the Python API does and parse refusals as the described :class:`Refusal`."""
+    import subprocess
+
+    import discovery
+
+    tools = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".venv-tools", "bin")
+    if not os.path.exists(os.path.join(tools, "openapi-python-client")):
+        pytest.skip("the OpenAPI client generator is installed by `make client-generator` (make test runs it)")
+    spec = tmp_path / "openapi.json"
+    spec.write_text(call(server, "GET", "/openapi.json").text)
+    subprocess.run([os.path.join(tools, "openapi-python-client"), "generate", "--path", str(spec), "--output-path",
+                    str(tmp_path / "lakescout_client"), "--meta", "none"], check=True, capture_output=True,
+                   cwd=tmp_path, env={**os.environ, "PATH": tools + os.pathsep + os.environ["PATH"]})
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from lakescout_client import AuthenticatedClient
+        from lakescout_client.api.lakescout import describe_table, find_tables, list_tables, search, status
+        from lakescout_client.models import Refusal, SearchJsonBody
+    finally:
+        sys.path.remove(str(tmp_path))
+    local = discovery.open(server["warehouse"])
+    client = AuthenticatedClient(base_url=server["url"], token=server["tokens"]["viewer"])
+    assert status.sync(client=client).status["snapshot"]["snapshot_id"] == local.snapshot_id
+    tables = list_tables.sync(client=client, format_=["csv"])
+    assert [t.to_dict() for t in tables] == same(local.tables(format="csv"))
+    assert describe_table.sync("3", client=client).to_dict() == same(local.describe(3))
+    assert find_tables.sync(client=client, words=["salary"], k=3).to_dict() == same(local.find(["salary"], k=3))
+    body = SearchJsonBody.from_dict({"table": 1, "k": 4})
+    answer = search.sync("union", client=client, body=body)
+    assert answer.recorded is False and answer.batch_id is None
+    assert answer.answer.to_dict()["results"] == same(local.union(1, k=4)["results"])
+    assert [r.table_id for r in answer.results] == [r["table_id"] for r in local.union(1, k=4)["results"]]
+    refused = search.sync("union", client=client, body=SearchJsonBody.from_dict({"table": 1, "k": 0}))
+    assert isinstance(refused, Refusal) and refused.status == 400 and refused.parameter == "k"
+    denied = search.sync("union", client=client, body=body, record=True)
+    assert isinstance(denied, Refusal) and denied.status == 403

@@ -63,7 +63,7 @@ def _read(call):
         raise refused(400, exc) from None
 
 
-@router.get("/status", responses=answers(Status, 404),
+@router.get("/status", operation_id="status", responses=answers(Status, 404),
             summary="What the page shows: snapshots, tables by status, failed tables, index sizes, "
                                "recent batches")
 def status():
@@ -73,7 +73,7 @@ def status():
         raise HTTPException(404, str(exc)) from None
 
 
-@router.get("/tables", responses=answers(list[LakeTable], 400),
+@router.get("/tables", operation_id="list_tables", responses=answers(list[LakeTable], 400),
             summary="The lake tables of the latest snapshot (lakescout tables)")
 def tables(path: list[str] = Query(default=[], description="gitignore-style path patterns (any)"),
            format: list[str] = Query(default=[], description="formats, or their first part (hive, csv)"),
@@ -82,7 +82,7 @@ def tables(path: list[str] = Query(default=[], description="gitignore-style path
     return _read(lambda: ls.tables(path=path or None, format=format or None, status=status or None))
 
 
-@router.get("/tables/{table:path}", responses=answers(Described, 404),
+@router.get("/tables/{table:path}", operation_id="describe_table", responses=answers(Described, 404),
             summary="One lake table's columns and the indexes each is in (lakescout describe)")
 def describe(table: str):
     ls = _lakescout()
@@ -92,7 +92,7 @@ def describe(table: str):
         raise Refused(404, str(exc), "table") from None
 
 
-@router.get("/find", responses=answers(Found, 400),
+@router.get("/find", operation_id="find_tables", responses=answers(Found, 400),
             summary="Lake tables whose names match a few words (lakescout find)")
 def find(words: list[str] = Query(description="names or parts of names, one per parameter"),
          k: int = Query(default=10, description="number of results"),
@@ -101,13 +101,13 @@ def find(words: list[str] = Query(description="names or parts of names, one per 
     return _read(lambda: ls.find(words, k=k, values=values))
 
 
-@router.get("/batches", responses=answers(list[BatchListed], 400),
+@router.get("/batches", operation_id="list_batches", responses=answers(list[BatchListed], 400),
             summary="The most recent recorded query batches, newest first")
 def batches(limit: int = Query(default=20, ge=1, le=1000)):
     return _read(lambda: recent_batches(warehouse(), limit))
 
 
-@router.get("/batches/{batch_id}", responses=answers(BatchAnswer, 400, 404),
+@router.get("/batches/{batch_id}", operation_id="get_batch", responses=answers(BatchAnswer, 400, 404),
             summary="A recorded batch: its summary and result rows")
 def batch(batch_id: str):
     summary = _read(lambda: recorded_batch(warehouse(), batch_id))
@@ -116,7 +116,7 @@ def batch(batch_id: str):
     return {"summary": summary, "results": decoded(batch_results(warehouse(), batch_id).to_pylist())}
 
 
-@router.post("/search/{kind}", openapi_extra={"requestBody": SEARCH_BODY},
+@router.post("/search/{kind}", operation_id="search", openapi_extra={"requestBody": SEARCH_BODY},
              responses=answers(SearchAnswer, 400, 404, 413),
              summary="Search (a kind of discovery.searches.SEARCHES: union, join, nary) for a lake table or an "
                      "uploaded file, answered from the server's snapshot; recorded in query_results when asked")

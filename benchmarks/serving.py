@@ -169,10 +169,11 @@ def summary(answers: list[dict], seconds: float) -> dict:
             "refused": dict(Counter(a["status"] for a in answers if 400 <= a["status"] < 500))}
 
 
-def checked(warehouse: str, answers: list[dict]) -> dict:
-    """Every recorded answer in the warehouse exactly once with its rows; every answer from a published snapshot."""
+def checked(warehouse: str, answers: list[dict], published: set[int]) -> dict:
+    """Every recorded answer in the warehouse exactly once with its rows; every answer from a snapshot that was
+    published (``published``: those before the run and those its refreshes published; maintenance may have retired
+    some since)."""
     wh = Warehouse(warehouse)
-    published = {s.snapshot_id for s in list_snapshots(wh)}
     ok = [a for a in answers if a.get("snapshot_id") is not None]
     kept = [a for a in ok if a["record"]]
     batches = Counter(wh.read("query_batches", columns=["batch_id"]).column("batch_id").to_pylist())
@@ -203,7 +204,8 @@ def churn(work: dict, stop: threading.Event, log, maintain: bool, out: list) -> 
         append_last_rows(work["lake"], 3, rng)
         done = harness.cli("refresh", "--lake", work["lake"], "--warehouse", work["warehouse"], "--json", check=False)
         log.write(done.stderr)
-        out.append({"run": "refresh", "seconds": round(done.wall, 1), "returncode": done.returncode})
+        out.append({"run": "refresh", "seconds": round(done.wall, 1), "returncode": done.returncode,
+                    "snapshot_id": done.json().get("snapshot_id") if done.returncode == 0 else None})
         if maintain and not stop.is_set():
             from discovery.maintenance import run_maintenance
 
@@ -234,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             "nary_upload": (gt["nary"][0]["query_table"], gt["nary"][0]["query_columns"])}
     result: dict = {"workers": args.workers, "cores": os.cpu_count()}
     log = open(os.path.join(work_dir, "refresh.log"), "a")
+    published = {s.snapshot_id for s in list_snapshots(Warehouse(warehouse))}
     with api_server(os.path.join(work_dir, "airflow"), warehouse, {USER: ("admin", PASSWORD)}, lake=lake,
                     workers=args.workers) as url:
         token = bearer_token(url, USER, PASSWORD)
@@ -256,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
             result["load"] = [{"run": f"{args.clients} clients", **summary(quiet, args.seconds)},
                               {"run": f"{args.clients} clients + refresh", **summary(busy, args.seconds),
                                "refreshes": runs}]
-            result["load_checks"] = checked(warehouse, quiet + busy)
+            published |= {r["snapshot_id"] for r in runs if r.get("snapshot_id")}
+            result["load_checks"] = checked(warehouse, quiet + busy, published)
             print_table(result["load"], ["run", "requests", "searches_per_s", "p50_ms", "p95_ms", "max_ms",
                                          "status_5xx"])
             print(result["load_checks"])
@@ -278,9 +282,10 @@ def main(argv: list[str] | None = None) -> int:
             sampler.join()
             stop.set()
             churner.join()
+            published |= {r["snapshot_id"] for r in runs if r.get("snapshot_id")}
             warm = [m for t, m in memory if t >= 60] or [m for _, m in memory]
             result["soak"] = {"clients": args.soak_clients, "seconds": args.soak_seconds,
-                              **summary(answers, args.soak_seconds), "checks": checked(warehouse, answers),
+                              **summary(answers, args.soak_seconds), "checks": checked(warehouse, answers, published),
                               "runs": runs, "rss_mb_after_first_minute": {"min": min(warm), "max": max(warm),
                                                                           "last": warm[-1]},
                               "rss_mb_samples": memory}

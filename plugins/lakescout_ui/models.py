@@ -130,6 +130,8 @@ class Status(_Open):
     warehouse: str
     progress: dict[str, Any] | None = None
     status: dict[str, Any] | None = Field(default=None, description="lakescout status --json of the snapshot")
+    serving: dict[str, Any] | None = Field(default=None, description="the answering process: snapshot served, "
+                                                                       "index cache bytes and entries, memory")
 
 
 def answers(model: type[BaseModel], *refusals: int) -> dict:

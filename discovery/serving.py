@@ -16,9 +16,9 @@ Three things stood between them, and :class:`Served` removes each:
   ``query_results`` and one to ``query_batches``, so sixteen searches recorded at once cost two commits, not
   thirty-two, and commit conflicts between them cannot arise.  The rule: a response says ``recorded`` only after the
   commit that holds its rows; a crash loses only searches whose responses were not yet sent.
-* **What the page shows, memoised** (:meth:`Served.memo`): rebuilt when the served snapshot changes or this process
-  recorded a search, and otherwise at most every ``seconds`` in the background (a refresh or another process may have
-  written), so a status request reads memory.
+* **What the page shows, memoised** (:meth:`Served.memo`): rebuilt when the served snapshot changes (its recent
+  searches also when this process recorded one), and otherwise at most every ``seconds`` in the background (a refresh
+  or another process may have written), so a status request reads memory.
 
 Served searches take a lake table (id or catalogued path) or an upload the server saved, never another file of the
 server: they are checked and answered by the batch module's served rules (:mod:`discovery.batch`), so a search here
@@ -219,11 +219,11 @@ class Served:
         return search_answer(ls.snapshot, q, True, uploads, table=table)
 
     # -- memoised reads -----------------------------------------------------------------------------------------
-    def memo(self, name: str, build: Callable[[], object], seconds: float) -> object:
+    def memo(self, name: str, build: Callable[[], object], seconds: float, records: bool = False) -> object:
         """``build()``'s value, rebuilt (by the first request to ask, the others wait for it) when the served
-        snapshot changed or this process recorded a search since, and in the background once it is older than
-        ``seconds`` (the stale value answers meanwhile)."""
-        key = (self.swaps, self.recorder.commits)
+        snapshot changed (and, for a value that shows recorded searches, ``records``, when this process recorded
+        one since), and in the background once it is older than ``seconds`` (the stale value answers meanwhile)."""
+        key = (self.swaps, self.recorder.commits) if records else (self.swaps,)
         lock = self._memo_locks.setdefault(name, threading.Lock())
         memo = self._memos.get(name)
         if memo is None or memo.key != key:

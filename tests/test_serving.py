@@ -2,7 +2,7 @@
 search answers exactly as the Python API and as a recorded batch; recording is one group commit for every search
 queued behind the one committing, and a failed commit fails every search it held, none acknowledged; a newly published
 snapshot is warmed with the searches served last before requests move to it, and the old one's indexes are dropped;
-the memoised page is rebuilt once this process records a search."""
+the memoised panels of recorded searches are rebuilt once this process records one, the others are not."""
 from __future__ import annotations
 
 import threading
@@ -132,10 +132,15 @@ def test_a_new_snapshot_is_warmed_then_swapped_in_and_the_old_indexes_dropped(in
     assert after["snapshot_id"] == new and after["answer"]["results"] == before["answer"]["results"]
 
 
-def test_the_memo_is_rebuilt_when_this_process_records(indexed_lake, warehouse):
+def test_a_memo_of_recorded_searches_is_rebuilt_when_this_process_records(indexed_lake, warehouse):
     served = Served(warehouse)
+    served.lakescout()                                  # the snapshot it serves: memos follow it
     builds = []
     build = lambda: builds.append(1) or len(builds)   # noqa: E731
-    assert served.memo("page", build, 3600) == served.memo("page", build, 3600) == 1
+    assert served.memo("searches", build, 3600, records=True) == served.memo("searches", build, 3600, True) == 1
+    index = []
+    index_build = lambda: index.append(1) or len(index)   # noqa: E731
+    assert served.memo("index", index_build, 3600) == 1
     served.search("union", _union_query(indexed_lake[0]), {"k": 3}, user="ada", record=True)
-    assert served.memo("page", build, 3600) == 2
+    assert served.memo("searches", build, 3600, records=True) == 2
+    assert served.memo("index", index_build, 3600) == 1   # follows snapshots only

@@ -1,7 +1,8 @@
 """What the "Lake discovery" page shows, read from the warehouse: one function per panel, plain JSON-able values.
 
 :func:`served_page` is what the routes call: the panels memoised by the server's :class:`~discovery.serving.Served`
-(rebuilt when it serves a new snapshot or records a search, else every :data:`PAGE_SECONDS` in the background), with
+(rebuilt when it serves a new snapshot, the recorded searches' panels also when it records one, else every
+:data:`PAGE_SECONDS` in the background), with
 the parts that move during a refresh (its progress, the lease, the lake watcher's word) read on every call: each is
 one small file.
 """
@@ -125,13 +126,20 @@ def page_data(wh: Warehouse) -> dict:
     published snapshot."""
     if not wh.exists() or not list_snapshots(wh):
         return {"ready": False, "warehouse": wh.root, "progress": refresh_progress(wh)}
-    status = warehouse_status(wh)
-    return {"ready": True, "warehouse": wh.root, "progress": refresh_progress(wh), "status": status,
-            "snapshots": snapshot_history(wh),
-            "timings": stage_timings(wh), "sizes": index_sizes(wh), "batches": batches_with_results(wh),
-            "takeovers": lease_takeovers(wh), "lease": lease_holder(wh.root),
-            "changes": recent_changes(wh), "tables": lake_tables(wh), "kinds": list(SEARCHES),
-            "methods": {name: list(kind.methods) for name, kind in SEARCHES.items()}}
+    return {**index_panels(wh), **search_panels(wh)}
+
+
+def index_panels(wh: Warehouse) -> dict:
+    """The panels of the index: status, snapshots, stage timings, sizes, lease takeovers, lake tables, search kinds."""
+    return {"ready": True, "warehouse": wh.root, "progress": refresh_progress(wh), "status": warehouse_status(wh),
+            "snapshots": snapshot_history(wh), "timings": stage_timings(wh), "sizes": index_sizes(wh),
+            "takeovers": lease_takeovers(wh), "lease": lease_holder(wh.root), "tables": lake_tables(wh),
+            "kinds": list(SEARCHES), "methods": {name: list(kind.methods) for name, kind in SEARCHES.items()}}
+
+
+def search_panels(wh: Warehouse) -> dict:
+    """The panels of recorded searches: recent batches with their results, standing queries' changes."""
+    return {"batches": batches_with_results(wh), "changes": recent_changes(wh)}
 
 
 #: Seconds the memoised page may be older than what other processes wrote (a refresh's runs, their batches).
@@ -149,6 +157,9 @@ def served_page(serving: Served) -> dict:
     data = serving.memo("page", lambda: page_data(wh), PAGE_SECONDS)
     if not data["ready"]:
         return page_data(wh)
+    # the searches this process recorded show at once; rebuilding the index panels for each would cost a page search
+    # several times its answer
+    data = {**data, **serving.memo("searches", lambda: search_panels(wh), PAGE_SECONDS, records=True)}
     status = data["status"]
     freshness = {**status["freshness"], "lake": ahead(read_state(wh.root), status["snapshot"]["snapshot_id"])}
     return {**data, "progress": refresh_progress(wh), "lease": lease_holder(wh.root),

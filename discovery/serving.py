@@ -223,24 +223,34 @@ class Served:
         """``build()``'s value, rebuilt (by the first request to ask, the others wait for it) when the served
         snapshot changed (and, for a value that shows recorded searches, ``records``, when this process recorded
         one since), and in the background once it is older than ``seconds`` (the stale value answers meanwhile)."""
-        key = (self.swaps, self.recorder.commits) if records else (self.swaps,)
         lock = self._memo_locks.setdefault(name, threading.Lock())
+        asked = (self.swaps, self.recorder.commits) if records else (self.swaps,)
+
+        def current(memo: _Memo | None) -> bool:
+            # a build that started after this request's commit holds it: requests waiting on one build share it
+            return memo is not None and memo.key[0] == asked[0] and memo.key[1:] >= asked[1:]
+
         memo = self._memos.get(name)
-        if memo is None or memo.key != key:
+        if not current(memo):
             with lock:
                 memo = self._memos.get(name)
-                if memo is None or memo.key != key:
-                    memo = self._memos[name] = _Memo(build(), time.monotonic(), key)
+                if not current(memo):
+                    memo = self._build(name, build, records)
             return memo.value
         if time.monotonic() - memo.built_at > seconds and not memo.building:
             memo.building = True
-            threading.Thread(target=self._rebuild, args=(name, build, key, lock), daemon=True).start()
+            threading.Thread(target=self._rebuild, args=(name, build, records, lock), daemon=True).start()
         return memo.value
 
-    def _rebuild(self, name: str, build: Callable[[], object], key: tuple, lock: threading.Lock) -> None:
+    def _build(self, name: str, build: Callable[[], object], records: bool) -> _Memo:
+        key = (self.swaps, self.recorder.commits) if records else (self.swaps,)   # taken before the build starts
+        memo = self._memos[name] = _Memo(build(), time.monotonic(), key)
+        return memo
+
+    def _rebuild(self, name: str, build: Callable[[], object], records: bool, lock: threading.Lock) -> None:
         with lock:
             try:
-                self._memos[name] = _Memo(build(), time.monotonic(), key)
+                self._build(name, build, records)
             except Exception as exc:  # noqa: BLE001 - the stale value answers; the next request tries again
                 log.warning("rebuilding %s failed: %s", name, exc)
                 self._memos[name].building = False

@@ -21,6 +21,8 @@ from airflow_env import airflow_env
 
 BIN = os.path.dirname(sys.executable)
 HEALTH = "/api/v2/monitor/health"
+#: The server's JWT signing secret (a test may sign a token of its own with it, e.g. an expired one).
+JWT_SECRET = "lakescout-test-secret-of-a-reasonable-length-0123456789abcdef"
 
 
 def free_port() -> int:
@@ -48,7 +50,7 @@ def api_server(home: str, warehouse: str, users: dict[str, tuple[str, str]], lak
         AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=",".join(f"{u}:{role}" for u, (role, _) in users.items()),
         AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=passwords,
         AIRFLOW__API__BASE_URL=f"http://127.0.0.1:{port}",
-        AIRFLOW__API_AUTH__JWT_SECRET="lakescout-test-secret-of-a-reasonable-length-0123456789abcdef",
+        AIRFLOW__API_AUTH__JWT_SECRET=JWT_SECRET,
     )
     airflow = os.path.join(BIN, "airflow")
     subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)

@@ -134,12 +134,33 @@ def test_a_viewer_searches_but_may_not_record(server):
     assert recorded(server) == before
 
 
+def _resigned(server: dict, expired: bool) -> str:
+    """The admin's token signed again as the server signs it, its lifetime moved into the past when ``expired`` (a
+    valid token but for its expiry)."""
+    import jwt
+
+    from airflow_server import JWT_SECRET
+
+    token = server["tokens"]["admin"]
+    header = jwt.get_unverified_header(token)
+    claims = jwt.decode(token, options={"verify_signature": False})
+    if expired:
+        claims.update(iat=claims["iat"] - 7200, nbf=claims.get("nbf", claims["iat"]) - 7200, exp=claims["iat"] - 3600)
+    return jwt.encode(claims, JWT_SECRET, algorithm=header["alg"], headers={k: v for k, v in header.items()
+                                                                           if k not in ("alg", "typ")})
+
+
 def test_refusals_are_one_clear_message(server):
     for method, path in (("GET", "/api/tables"), ("GET", "/api/find?words=x"), ("POST", "/api/search/union"),
                          ("GET", "/api/batches"), ("GET", "/openapi.json")):
         assert call(server, method, path, user=None).status_code == 401
         forged = httpx.request(method, server["url"] + path, headers={"Authorization": "Bearer not.a.jwt"})
         assert forged.status_code == 403
+    for expired in (False, True):
+        answer = call(server, "GET", "/api/tables", user=None,
+                      headers={"Authorization": f"Bearer {_resigned(server, expired)}"})
+        assert answer.status_code == (401 if expired else 200), answer.text
+    assert set(answer.json()) == {"status", "detail", "parameter"}
     before = recorded(server)
     secret = os.path.join(os.path.dirname(server["warehouse"]), "secret.csv")
     with open(secret, "w") as fh:

@@ -21,7 +21,7 @@ path (what every search does last), once with delta-rs' own commit retries alone
 top, and counts the appends lost to ``CommitFailedError``; writes ``benchmarks/results/concurrency_commits.json``.
 
     .venv/bin/python benchmarks/concurrency.py [--part all|server|commits] [--clients 16] [--seconds 60]
-        [--baseline 16] [--appends 300] [--workdir DIR]
+        [--baseline 16] [--appends 300] [--workers 1] [--workdir DIR]
 """
 from __future__ import annotations
 
@@ -115,7 +115,8 @@ def serve_and_search(args, work: str) -> bool:
         print(f"the first refresh failed; see {log.name}", file=sys.stderr)
         return False
     forms = search_forms(lake)
-    with api_server(os.path.join(work, "airflow"), warehouse, {USER: ("admin", PASSWORD)}, lake=lake) as url:
+    with api_server(os.path.join(work, "airflow"), warehouse, {USER: ("admin", PASSWORD)}, lake=lake,
+                    workers=args.workers) as url:
         token = bearer_token(url, USER, PASSWORD)
         with requests.Session() as session:
             warm = [search(session, url, token, next(f for f in forms if f["kind"] == kind))
@@ -155,7 +156,8 @@ def serve_and_search(args, work: str) -> bool:
     print(f"snapshots answered from: {checks['snapshots_answered_from']}")
     by_kind = {k: latency([a for a in loaded if a.kind == k]) for k in ("union", "join", "nary")}
     write_result("concurrency", {
-        "clients": args.clients, "seconds": args.seconds, "baseline": base, "loaded": load, "ratios": ratio,
+        "clients": args.clients, "seconds": args.seconds, "workers": args.workers, "baseline": base, "loaded": load,
+        "ratios": ratio,
         "by_kind": by_kind, "load_average_1min": load_average, "refreshes": refreshes, "first_refresh": first,
         "checks": checks, "warmup": [asdict(a) for a in warm]})
     return not (checks["errors"] or checks["unpublished_snapshot"] or checks["batches_with_other_row_count"]
@@ -213,6 +215,7 @@ def main() -> int:
     ap.add_argument("--part", choices=("all", "server", "commits"), default="all")
     ap.add_argument("--clients", type=int, default=16, help="concurrent clients (and appending threads)")
     ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--workers", type=int, default=1, help="api-server worker processes")
     ap.add_argument("--baseline", type=int, default=16, help="requests of the single-client baseline")
     ap.add_argument("--appends", type=int, default=300, help="appends of the commit race")
     ap.add_argument("--workdir", help="folder for the lake, warehouse and AIRFLOW_HOME (default: a temp folder)")

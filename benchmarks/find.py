@@ -13,6 +13,15 @@ each such table, one query per mode, its column names written differently:
 A query is answered by ``discovery.open(W).find(names, k=5)``, as users call it; a case counts when the table is
 among the five results.  A last row, ``all synonyms``, replaces every name, which describes the attribute set rather
 than the table: it counts a table of the same family in the top 5.
+
+Synonyms only (``--synonyms``, also run by default): a second lake holds one table per seed schema of the sample
+lake's generator, every column under its attribute's first name (``salary``, ``company``, ``elevation_m``) and the
+file named ``table_<n>.csv``, built by the real refresh.  Every other name the generator's vocabulary gives an
+attribute (``compensation``, ``firm``, ``altitude``; written for the sample lake, before the lexicon) that shares no
+word with any name of that lake is one query, alone; it counts when a table holding the attribute is among the five
+results.  No query can be found by its spelling, so this measures names by meaning only.  Some of the vocabulary's
+names are context rather than synonyms (``to`` for ``destination``, ``kitchen`` for ``cuisine``): they are counted,
+not left out.
 """
 from __future__ import annotations
 
@@ -65,18 +74,89 @@ def cases(truth: dict[str, list[tuple[str, str]]], seed: int) -> list[dict]:
     return out
 
 
+def synonym_lake(root: str, seed: int = 7) -> tuple[str, dict[str, set[str]]]:
+    """Write the synonyms-only lake under ``root``: one table per seed schema, columns under their attributes' first
+    names; returns the lake and, per attribute, the paths of the tables holding it."""
+    import pandas as pd
+
+    from discovery.demo_lake import vocab
+    from discovery.demo_lake.seeds import SEEDS
+
+    rng = np.random.default_rng(seed)
+    holding: dict[str, set[str]] = {}
+    os.makedirs(root, exist_ok=True)
+    for i, schema in enumerate(SEEDS, 1):
+        data = schema.make(rng, 40)
+        path = f"table_{i:02d}.csv"
+        pd.DataFrame({vocab.HEADER_SYNONYMS[a][0]: v for a, v in data.items()}).to_csv(os.path.join(root, path),
+                                                                                        index=False)
+        for a in data:
+            holding.setdefault(a, set()).add(path)
+    return root, holding
+
+
+def synonym_cases(holding: dict[str, set[str]]) -> list[dict]:
+    """Every other name of an attribute that shares no word with a name of the synonyms-only lake."""
+    from discovery.demo_lake import vocab
+    from discovery.encoders.header import header_words
+
+    used = {w for a in holding for w in header_words(vocab.HEADER_SYNONYMS[a][0])} | {"table"}
+    return [{"attribute": a, "query": q, "lake_name": vocab.HEADER_SYNONYMS[a][0]}
+            for a in sorted(holding) for q in vocab.HEADER_SYNONYMS[a][1:]
+            if header_words(q) and not set(header_words(q)) & used]
+
+
+def run_synonyms(workdir: str, k: int) -> dict:
+    import discovery
+
+    lake, holding = synonym_lake(os.path.join(workdir, "synonym_lake"))
+    warehouse = harness.build(lake, os.path.join(workdir, "synonym_warehouse")).warehouse
+    ls = discovery.open(warehouse)
+    per_case = []
+    started = time.perf_counter()
+    for case in synonym_cases(holding):
+        results = ls.find([case["query"]], k=k)["results"]
+        right = [r for r in results if r["path"] in holding[case["attribute"]]]
+        sources = {m.get("synonym") for r in right for m in r["matches"]}
+        per_case.append({**case, "found": bool(right), "results": len(results),
+                         "wrong": len(results) - len(right), "via": sorted(s for s in sources if s),
+                         "top": [(r["path"], r["matches"][0].get("synonym"),
+                                  r["matches"][0].get("column") or r["matches"][0].get("table_name"))
+                                 for r in results]})
+    seconds = time.perf_counter() - started
+    found = sum(c["found"] for c in per_case)
+    answered = sum(c["results"] for c in per_case)
+    wrong = sum(c["wrong"] for c in per_case)
+    print(f"\nSynonyms only: {len(holding)} attributes in {len(set().union(*holding.values()))} tables; "
+          f"{len(per_case)} queries in {seconds:.2f} s")
+    print_table([{"queries": len(per_case), f"attribute's table in top {k}": found,
+                  "share": found / len(per_case), "results": answered,
+                  "results not holding it": wrong}],
+                ["queries", f"attribute's table in top {k}", "share", "results", "results not holding it"])
+    for c in per_case:
+        if not c["found"]:
+            print(f"  missed {c['query']!r} for {c['lake_name']!r}: {c['top'][:2]}")
+    return {"queries": len(per_case), "found": found, "share": found / len(per_case), "results": answered,
+            "wrong_results": wrong, "seconds": seconds, "cases": per_case}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", default=None, help="where the lake and warehouse go (default: a temporary folder)")
     ap.add_argument("--warehouse", default=None, help="an index of the sample lake already built (skips the build)")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--synonyms", action="store_true", help="only the synonyms-only lake (skip the sample lake)")
     args = ap.parse_args()
 
     import discovery
     from discovery.demo_lake import load_ground_truth
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="lakescout-bench-find-")
+    synonyms = run_synonyms(workdir, args.k)
+    if args.synonyms:
+        write_result("find_synonyms", {"k": args.k, **synonyms})
+        return 0
     lake = harness.sample_lake(os.path.join(workdir, "sample_lake"), lakehouse=True)
     warehouse = args.warehouse or harness.build(lake, os.path.join(workdir, "warehouse")).warehouse
     gt = load_ground_truth(lake)
@@ -113,7 +193,7 @@ def main() -> int:
     for c in missed[:10]:
         print(f"  missed {c['table']} ({c['mode']}): {', '.join(c['names'])} -> {c['top'][:3]}")
     write_result("find", {"k": args.k, "seed": args.seed, "tables": len(truth), "rows": rows, "overall": overall,
-                          "seconds": seconds, "missed": missed})
+                          "seconds": seconds, "missed": missed, "synonyms": synonyms})
     return 0
 
 

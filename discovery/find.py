@@ -1,25 +1,33 @@
-"""Finding lake tables by name: a few words ranked against the names of the lake's columns and tables, and optionally
-against the values sampled for the semantic join.
+"""Finding lake tables by name: a few words ranked against the names of the lake's columns and tables, by how they
+are written and by what they mean, and optionally against the values sampled for the semantic join.
 
-A term (one word or a quoted phrase: ``salary``, ``"hire date"``) is compared with a name through the header channel
-of the column vectors (:func:`discovery.encoders.header.header_vectors`): the words of a name, split at case changes,
-punctuation, underscores and digits, lower-cased, regular plurals made singular, and its character 3- and 4-grams.
+A term (one word or a quoted phrase: ``salary``, ``"hire date"``) and a name are compared by the features the header
+channel of the column vectors reads (:mod:`discovery.encoders.header`): the words of a name, split at case changes,
+punctuation, underscores and digits, lower-cased, regular plurals made singular, each of weight
+:data:`WORD_WEIGHT`, and the character 3- and 4-grams of the marked word sequence (``<hire date>``), each of weight 1.
 So case and separators do not matter (``HIRE_DATE``, ``hireDate``, ``Hire Date``), and a name that shares words or
-letters with the term comes close (``salaries``, ``annual salary``, ``Salary (EUR)``).  Names are compared by how
-they are written, not by meaning: ``compensation`` does not find ``salary``.  Synonyms could be read off the lake
-(columns whose values are alike under other names), but a term would then also pull in every table whose values
-resemble those of a table it names, which a search for a name does not ask for.
+letters with the term comes close (``salaries``, ``annual salary``, ``Salary (EUR)``).  The similarity is the exact
+cosine of the two feature sets (64-bit feature hashes, not the column vectors' few buckets, whose collisions made
+``pay`` look like ``TO``), and a term or name whose words are all one or two letters (``TO``, ``id``) matches only a
+name or term holding the same word: two letters are too few to say a word by spelling.
 
-A term matches a name when the cosine of their header vectors reaches :data:`MIN_SIMILARITY`; a table's match for a
-term is its best: a column name, its own name (the file or dataset folder, extension dropped), or with ``values`` a
-value equal to the term after normalisation (:func:`discovery.normalize.normalize_value`) among the distinct values
-the semantic join sampled of a text column (``value_vectors``, similarity 1).  A table's score is the mean of its
-matches over the terms, so a table that answers every term ranks first; ties go to the table whose columns the terms
-cover more completely (the share of its columns matched), then to the lower table id.
+By meaning: a term's phrases are also replaced by their synonyms in the shipped lexicon (:mod:`discovery.lexicon`:
+``pay`` -> ``salary``, ``wage``, ``compensation``; ``dob`` -> ``date of birth``).  The lexicon, not the lake, decides
+synonyms: columns whose values are alike under other names would pull in every table whose values resemble a named
+one's, which a search for a name does not ask for.
+
+A term matches a name when their similarity (through a synonym: the name's to the variant) reaches
+:data:`MIN_SIMILARITY`; the match then scores its similarity, times :data:`SYNONYM_WEIGHT` to the power of the phrases
+replaced, so a name written as the term ranks above one that means it.  A table's match for a term is its best: a
+column name, its own name (the file or dataset folder, extension dropped), or with ``values`` a value equal to the
+term after normalisation (:func:`discovery.normalize.normalize_value`) among the distinct values the semantic join
+sampled of a text column (``value_vectors``, similarity 1).  A table's score is the mean of its matches over the
+terms, so a table that answers every term ranks first; ties go to the table whose columns the terms cover more
+completely (the share of its columns matched), then to the lower table id.
 
 The names are read from the snapshot's ``columns`` and ``catalog`` tables once per process and snapshot (distinct
-names only, kept in the byte-bounded index cache), so a term is one matrix product over the distinct names and the
-work grows with the matches, not with the lake.
+names only, as a sparse feature matrix kept in the byte-bounded index cache), so a term is one sparse product over the
+names that share a feature with it, and the work grows with the matches, not with the lake.
 """
 from __future__ import annotations
 
@@ -29,28 +37,43 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from scipy import sparse
 
-from .encoders.header import header_vectors, header_words
+from .encoders.header import HEADER_NGRAMS, header_words
+from .encoders.ngrams import extract_features
+from .lexicon import lexicon
 from .normalize import normalize_value
 from .query import QueryError
-from .store import Snapshot, WarehouseError
+from .store import Snapshot
 from .store.cache import INDEXES
 
-#: Cosine of header vectors from which a term and a name match.  0.5 keeps a name that holds the term's words among
-#: others (``salary`` ~ ``annual salary``, ``Salary (EUR)``: 0.61; ``salaries`` is ``salary``: 1) and drops names
-#: that share a 3-gram or two (``sal``: 0.09); benchmarks/find.py measures how the sample lake's tables are found.
+#: Similarity from which a term and a name match.  0.5 keeps a name that holds the term's words among others
+#: (``salary`` ~ ``annual salary``: 0.62, ``Salary (EUR)``; ``salaries`` is ``salary``: 1) and drops names that share
+#: a 3-gram or two (``sal``); benchmarks/find.py measures how the sample lake's tables are found.
 MIN_SIMILARITY = 0.5
-#: Dimensions and seed of the header vectors when the snapshot's column encoder has no header channel.
-HEADER_DIM, HEADER_SEED = 128, 17
+#: Weight of a word against one character n-gram: the header channel's default, so a shared word outweighs the
+#: spelling around it.
+WORD_WEIGHT = 2.0
+#: What a match through one synonym is worth against the same match by spelling.  A name matches a variant as it
+#: would match the term (cosine >= MIN_SIMILARITY); the weight only ranks.  Measured on the sample lake
+#: (benchmarks/find.py, 693 queries of a table's own names, some replaced by other names of their attributes): 0.9
+#: let the table's siblings, which hold every attribute under other names, outrank the table whose names the query
+#: mostly spells (0.983 found in the top 5, against 0.994 by spelling alone); 0.6 keeps 0.993, and a name written as
+#: the term, or holding it among other words (``annual salary`` for ``salary``: 0.58), ranks above one that only
+#: means it.  Queries of synonyms alone find the same tables at every weight from 0.5 to 0.9.
+SYNONYM_WEIGHT = 0.6
 #: Results when ``k`` is not given.
 DEFAULT_K = 10
 
 
 @dataclass
 class NameIndex:
-    """The distinct names of a snapshot's columns and ok tables as header vectors, and which columns bear each."""
+    """The distinct names of a snapshot's columns and ok tables as feature rows, and which columns bear each."""
 
-    vectors: np.ndarray          # (names, dim) float32 unit rows (zero for a name without words)
+    features: sparse.csr_matrix  # (names, vocabulary) unit rows of feature weights (empty for a name without words)
+    vocabulary: np.ndarray       # uint64: the sorted feature hashes of the columns of ``features``
+    short: np.ndarray            # bool per name: every word has at most two letters
+    words: list[frozenset]       # per name: its words
     names: list[str]             # the distinct names, in row order
     column_name: np.ndarray      # int32 per column: its name's row
     column_table: np.ndarray     # int64 per column: its table id
@@ -62,7 +85,8 @@ class NameIndex:
 
     @property
     def nbytes(self) -> int:
-        return (self.vectors.nbytes + sum(len(n) + 50 for n in self.names) + self.column_name.nbytes * 4
+        return (self.features.data.nbytes + self.features.indices.nbytes + self.features.indptr.nbytes
+                + self.vocabulary.nbytes + sum(len(n) * 2 + 150 for n in self.names) + self.column_name.nbytes * 4
                 + self.table_ids.nbytes * 3 + sum(len(p) + 80 for p in self.paths.values()))
 
 
@@ -72,17 +96,26 @@ def table_name(path: str) -> str:
     return base.split(".")[0] or base
 
 
-def _header(snapshot: Snapshot, names: list[str]) -> np.ndarray:
-    """Header vectors as the snapshot's column encoder makes them (its dimension and seed), else the defaults."""
-    from .vectors import snapshot_encoders
+def _features(word_lists: list[tuple[str, ...]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, feature hash, weight) of every distinct feature of every name given as its words, each row's weights
+    scaled to unit length; a name without words has none."""
+    present = [i for i, w in enumerate(word_lists) if w]
+    if not present:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0)
+    found = extract_features([" ".join(word_lists[i]) for i in present], HEADER_NGRAMS, WORD_WEIGHT)
+    rows, hashes, weights = np.asarray(present, np.int64)[found.rows], found.hashes, found.weights
+    order = np.lexsort((hashes, rows))
+    rows, hashes, weights = rows[order], hashes[order], weights[order]
+    at = np.flatnonzero(np.r_[True, (rows[1:] != rows[:-1]) | (hashes[1:] != hashes[:-1])])
+    weights = np.add.reduceat(weights, at)
+    rows, hashes = rows[at], hashes[at]
+    norms = np.sqrt(np.bincount(rows, weights ** 2, minlength=len(word_lists)))
+    return rows, hashes, weights / norms[rows]
 
-    try:
-        encoder = snapshot_encoders(snapshot).column
-    except WarehouseError:  # a snapshot without vectors still has names to search
-        encoder = None
-    if encoder is not None and encoder.column.header_weight > 0:
-        return encoder.header_vectors(names).astype(np.float32)
-    return header_vectors(names, HEADER_DIM, seed=HEADER_SEED).astype(np.float32)
+
+def _short(words) -> bool:
+    """Every word of at most two letters (``TO``, ``id``): matched by a shared word only, never by its letters."""
+    return bool(words) and all(len(w) <= 2 for w in words)
 
 
 def name_index(snapshot: Snapshot) -> NameIndex:
@@ -101,13 +134,65 @@ def name_index(snapshot: Snapshot) -> NameIndex:
         table_ids = catalog.column("table_id").to_numpy().astype(np.int64)
         counts = pc.value_counts(columns["table_id"]).flatten() if n else None
         per_table = dict(zip(counts[0].to_pylist(), counts[1].to_pylist())) if n else {}
-        return NameIndex(_header(snapshot, names), names, codes[:n],
+        words = [tuple(header_words(name)) for name in names]
+        rows, hashes, weights = _features(words)
+        vocabulary = np.unique(hashes)
+        features = sparse.csr_matrix((weights, (rows, np.searchsorted(vocabulary, hashes))),
+                                     shape=(len(names), vocabulary.size))
+        return NameIndex(features, vocabulary, np.array([_short(w) for w in words], bool),
+                         [frozenset(w) for w in words], names, codes[:n],
                          columns.column("table_id").to_numpy().astype(np.int64),
                          columns.column("ordinal").to_numpy().astype(np.int32), table_ids, codes[n:],
                          np.array([per_table.get(int(t), 0) for t in table_ids], np.int32),
                          dict(zip(table_ids.tolist(), catalog.column("path").to_pylist())))
 
     return INDEXES.get(("names", snapshot.warehouse.root, snapshot.snapshot_id), build)
+
+
+def _name_matches(index: NameIndex, terms: list[str], synonyms: list[str]):
+    """Per term: the rows of the names it matches (by spelling or through a synonym), their similarity, and the
+    position in ``synonyms`` (appended to) of the synonym that matched, or -1 (see the module docstring)."""
+    variant_words, variant_term, variant_weight, variant_via = [], [], [], []
+    for i, term in enumerate(terms):
+        words = header_words(term)
+        variant_words.append(tuple(words))
+        variant_term.append(i)
+        variant_weight.append(1.0)
+        variant_via.append(-1)
+        for other, text, replaced in lexicon().variants(words):
+            variant_words.append(other)
+            variant_term.append(i)
+            variant_weight.append(SYNONYM_WEIGHT ** replaced)
+            variant_via.append(len(synonyms))
+            synonyms.append(text)
+    rows, hashes, weights = _features(variant_words)
+    pos = np.minimum(np.searchsorted(index.vocabulary, hashes), max(index.vocabulary.size - 1, 0))
+    known = (index.vocabulary[pos] == hashes) if index.vocabulary.size else np.zeros(hashes.size, bool)
+    query = sparse.csr_matrix((weights[known], (rows[known], pos[known])),
+                              shape=(len(variant_words), index.vocabulary.size))
+    product = (query @ index.features.T).tocoo()
+    variant, name = product.row, product.col
+    # float sums of equal names land within 1e-15 of 1; to 6 decimals, equal names tie exactly
+    cosine = np.round(product.data, 6)
+    keep = cosine >= MIN_SIMILARITY          # a name matches a variant as it would match the term; the weight ranks
+    variant, name = variant[keep], name[keep]
+    sim = np.round(cosine[keep] * np.asarray(variant_weight)[variant], 6)
+    short = np.array([_short(w) for w in variant_words], bool)
+    check = np.flatnonzero(short[variant] | index.short[name])
+    if check.size:
+        shared = np.array([bool(index.words[n].intersection(variant_words[v]))
+                           for v, n in zip(variant[check], name[check])], bool)
+        drop = np.zeros(variant.size, bool)
+        drop[check[~shared]] = True
+        variant, name, sim = variant[~drop], name[~drop], sim[~drop]
+    term = np.asarray(variant_term)[variant]
+    order = np.lexsort((variant, -sim, name, term))          # per (term, name): the best match, spelling first
+    term, name, sim, variant = term[order], name[order], sim[order], variant[order]
+    first = np.ones(term.size, bool)
+    first[1:] = (term[1:] != term[:-1]) | (name[1:] != name[:-1])
+    term, name, sim, variant = term[first], name[first], sim[first], variant[first]
+    via = np.asarray(variant_via)[variant]
+    return [(name[term == i], sim[term == i], via[term == i]) for i in range(len(terms))]
 
 
 def _value_hits(snapshot: Snapshot, terms: list[str]) -> list[tuple[int, int, int]]:
@@ -133,28 +218,23 @@ def find_tables(snapshot: Snapshot, terms: list[str], k: int = DEFAULT_K, values
         raise QueryError(f"term {wordless[0]!r} has no letters to match names by (with values, it is matched "
                          "against sampled values)")
     index = name_index(snapshot)
-    sims = _header(snapshot, terms) @ index.vectors.T if len(index.names) else np.zeros((len(terms), 0), np.float32)
-    # float32 products of equal names land within 1e-7 of 1; to 6 decimals, equal names tie exactly
-    sims = np.round(sims.astype(np.float64), 6)
-    # every (term, table, column or -1 for the table's own name, similarity, how) that matches
-    hits_term, hits_table, hits_col, hits_sim, hits_value = [], [], [], [], []
+    hits_term, hits_table, hits_col, hits_sim, hits_value, hits_via = [], [], [], [], [], []
     by_name = np.argsort(index.column_name, kind="stable")
     starts = np.searchsorted(index.column_name[by_name], np.arange(len(index.names) + 1))
-    for i in range(len(terms)):
-        names = np.flatnonzero(sims[i] >= MIN_SIMILARITY)
-        if names.size:
-            cols = np.concatenate([by_name[starts[j]:starts[j + 1]] for j in names])
-            hits_term.append(np.full(cols.size, i))
-            hits_table.append(index.column_table[cols])
-            hits_col.append(index.column_ordinal[cols])
-            hits_sim.append(sims[i, index.column_name[cols]])
-            hits_value.append(np.zeros(cols.size, bool))
-            own = np.flatnonzero(np.isin(index.table_name, names))
-            hits_term.append(np.full(own.size, i))
-            hits_table.append(index.table_ids[own])
-            hits_col.append(np.full(own.size, -1))
-            hits_sim.append(sims[i, index.table_name[own]])
-            hits_value.append(np.zeros(own.size, bool))
+    synonyms: list[str] = []
+    for i, (names, sims, via) in enumerate(_name_matches(index, terms, synonyms)):
+        best_sim = np.zeros(len(index.names))
+        best_sim[names] = sims
+        best_via = np.full(len(index.names), -1)
+        best_via[names] = via
+        cols = np.concatenate([by_name[starts[j]:starts[j + 1]] for j in names]) if names.size else names
+        own = np.flatnonzero(np.isin(index.table_name, names))
+        hits_term.append(np.full(cols.size + own.size, i))
+        hits_table.append(np.r_[index.column_table[cols], index.table_ids[own]])
+        hits_col.append(np.r_[index.column_ordinal[cols], np.full(own.size, -1)])
+        hits_sim.append(np.r_[best_sim[index.column_name[cols]], best_sim[index.table_name[own]]])
+        hits_via.append(np.r_[best_via[index.column_name[cols]], best_via[index.table_name[own]]])
+        hits_value.append(np.zeros(cols.size + own.size, bool))
     if values:
         found = _value_hits(snapshot, terms)
         if found:
@@ -163,16 +243,18 @@ def find_tables(snapshot: Snapshot, terms: list[str], k: int = DEFAULT_K, values
             hits_table.append(table)
             hits_col.append(col)
             hits_sim.append(np.ones(len(found)))
+            hits_via.append(np.full(len(found), -1))
             hits_value.append(np.ones(len(found), bool))
-    if not hits_term:
+    if not sum(h.size for h in hits_term):
         return {"snapshot_id": snapshot.snapshot_id, "terms": terms, "values": values, "results": []}
     term, table = np.concatenate(hits_term), np.concatenate(hits_table).astype(np.int64)
     col, sim = np.concatenate(hits_col), np.concatenate(hits_sim).astype(np.float64)
-    is_value = np.concatenate(hits_value)
+    is_value, via = np.concatenate(hits_value), np.concatenate(hits_via)
     order = np.lexsort((col, -sim, term, table))            # per (table, term): the best match first
-    term, table, col, sim, is_value = term[order], table[order], col[order], sim[order], is_value[order]
+    term, table, col, sim, is_value, via = (a[order] for a in (term, table, col, sim, is_value, via))
     first = np.r_[True, (table[1:] != table[:-1]) | (term[1:] != term[:-1])]
-    best_t, best_term, best_col, best_sim, best_val = (a[first] for a in (table, term, col, sim, is_value))
+    best_t, best_term, best_col, best_sim, best_val, best_via = (a[first] for a in (table, term, col, sim, is_value,
+                                                                                     via))
     tables, at = np.unique(best_t, return_index=True)
     score = np.add.reduceat(best_sim, at) / len(terms)
     matched_cols = {}
@@ -200,6 +282,8 @@ def find_tables(snapshot: Snapshot, terms: list[str], k: int = DEFAULT_K, values
                 matched = {"column": column_names[t].get(c, ""), "ordinal": c}
                 if best_val[m]:
                     matched["value"] = normalize_value(terms[int(best_term[m])])
+            if best_via[m] >= 0:
+                matched["synonym"] = synonyms[int(best_via[m])]
             matches.append({"term": terms[int(best_term[m])], **matched, "similarity": round(float(best_sim[m]), 4)})
         results.append({"rank": rank, "table_id": t, "path": index.paths.get(t, ""), "score": round(float(score[j]), 4),
                         "coverage": round(float(cover[j]), 4), "matches": matches})

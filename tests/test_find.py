@@ -4,18 +4,19 @@ differently, values are matched when asked, and bad terms are refused in one lin
 from __future__ import annotations
 
 import json
+import math
+from collections import Counter
 
-import numpy as np
 import pytest
 
 from discovery.api import Lakescout
 from discovery.cli import main
 from discovery.demo_lake import load_ground_truth
-from discovery.encoders.header import header_vectors
-from discovery.find import MIN_SIMILARITY, table_name
+from discovery.encoders.header import header_words
+from discovery.find import MIN_SIMILARITY, SYNONYM_WEIGHT, WORD_WEIGHT, table_name
+from discovery.lexicon import lexicon
 from discovery.params import ParameterError
 from discovery.query import QueryError
-from discovery.vectors import snapshot_encoders
 
 
 @pytest.fixture(scope="module")
@@ -24,30 +25,61 @@ def lake(indexed_lake):
     return {"ls": Lakescout(warehouse), "truth": load_ground_truth(path), "warehouse": warehouse}
 
 
+def features(name: str) -> Counter:
+    """A name's features by the definition, in plain Python: each word (weight 2) and each character 3- and 4-gram
+    of ``<its words>`` (weight 1)."""
+    words = header_words(name)
+    text = "<" + " ".join(words) + ">"
+    out = Counter({("word", w): 0 for w in words})
+    for w in words:
+        out[("word", w)] += WORD_WEIGHT
+    for n in (3, 4):
+        for i in range(len(text) - n + 1):
+            out[(n, text[i:i + n])] += 1
+    return out if words else Counter()
+
+
+def similarity(term: str, name: str) -> float:
+    """The term's best similarity to a name by spelling or through a synonym (0 when none matches), with the
+    two-letter rule."""
+    best = 0.0
+    words = header_words(term)
+    variants = [(tuple(words), 1.0)] + [(v, SYNONYM_WEIGHT ** n) for v, _, n in lexicon().variants(words)]
+    theirs = header_words(name)
+    b = features(name)
+    for variant, weight in variants:
+        a = features(" ".join(variant))
+        if not a or not b:
+            continue
+        short = lambda ws: bool(ws) and all(len(w) <= 2 for w in ws)  # noqa: E731
+        if (short(variant) or short(theirs)) and not set(variant) & set(theirs):
+            continue
+        dot = sum(a[f] * b[f] for f in a)
+        cos = round(dot / math.sqrt(sum(x * x for x in a.values()) * sum(x * x for x in b.values())), 6)
+        if cos >= MIN_SIMILARITY:
+            best = max(best, round(weight * cos, 6))
+    return best
+
+
 def brute_force(ls: Lakescout, terms: list[str]) -> list[tuple[int, float, float]]:
     """(table id, score, coverage) of every table matching a term, by the definition, one table at a time."""
-    encoder = snapshot_encoders(ls.snapshot).column
-    cfg = encoder.column
-    vec = lambda names: header_vectors(names, cfg.header_dim, seed=cfg.seed)  # noqa: E731
-    q = vec(terms)
     columns = ls.snapshot.read("columns", columns=["table_id", "name"]).to_pylist()
     out = []
     for t in ls.tables(status=["ok", "stale"]):
         names = [c["name"] for c in columns if c["table_id"] == t["table_id"]]
-        sims = q @ vec(names).T if names else np.zeros((len(terms), 0))
-        own = q @ vec([table_name(t["path"])])[0]
         best, matched = [], set()
-        for i in range(len(terms)):
-            hits = [s for s in sims[i] if s >= MIN_SIMILARITY] + ([own[i]] if own[i] >= MIN_SIMILARITY else [])
-            best.append(max(hits, default=0.0))
-            matched |= {j for j, s in enumerate(sims[i]) if s >= MIN_SIMILARITY}
+        for term in terms:
+            sims = [similarity(term, n) for n in names]
+            own = similarity(term, table_name(t["path"]))
+            best.append(max(sims + [own]))
+            matched |= {j for j, s in enumerate(sims) if s > 0}
         if any(best):
             out.append((t["table_id"], sum(best) / len(terms), len(matched) / max(len(names), 1)))
     return out
 
 
 @pytest.mark.parametrize("terms", [["salary", "department"], ["Company_Name", "LINE-OF-BUSINESS", "town"],
-                                   ["population", "year"]])
+                                   ["population", "year"], ["wage", "dob"], ["pay"], ["to", "id"]])
 def test_the_ranking_is_its_definition(lake, terms):
     ls = lake["ls"]
     got = ls.find(terms, k=1000)["results"]
@@ -122,3 +154,31 @@ def test_cli_find(lake, capsys, monkeypatch):
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split() == ["rank", "score", "table_id", "path", "matches"] and len(lines) == 5
     assert "salary ~ " in lines[3]
+
+
+def test_names_are_found_by_meaning(lake):
+    ls = lake["ls"]
+    columns = ls.snapshot.read("columns", columns=["table_id", "name"]).to_pylist()
+    paths = {t["table_id"]: t["path"] for t in ls.tables()}
+    holding = lambda word: {paths[c["table_id"]] for c in columns  # noqa: E731
+                            if header_words(c["name"]) == [word] and c["table_id"] in paths}
+    salary, compensation = holding("salary"), holding("compensation")
+    assert salary and compensation
+    got = ls.find(["wage"], k=1000)["results"]           # no lake name is spelled like wage
+    assert salary | compensation <= {r["path"] for r in got}
+    for r in got:
+        assert all(m["synonym"] and m["similarity"] <= SYNONYM_WEIGHT for m in r["matches"])
+    ranked = [r["path"] for r in ls.find(["compensation"], k=1000)["results"]]
+    # the term's own word first, then its synonyms
+    assert set(ranked[:len(compensation)]) == compensation and salary <= set(ranked[len(compensation):])
+
+
+def test_two_letters_are_a_word_not_a_spelling(lake):
+    ls = lake["ls"]
+    for term in ("pay", "destination"):
+        for r in ls.find([term], k=1000)["results"]:
+            for m in r["matches"]:
+                words = header_words(m.get("column") or m.get("table_name"))
+                assert not all(len(w) <= 2 for w in words), (term, m)
+    got = ls.find(["to"], k=1000)["results"]
+    assert got and all("to" in header_words(m["column"]) for r in got for m in r["matches"])

@@ -14,8 +14,8 @@ from collections import defaultdict
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: Bottom to top.  Storage knows nothing of the index; the index tables and the lake readers know storage; the
-#: transforms (encoders, the two-table matcher, quantities, value segments) the data; the query side (query tables,
-#: vectors, parameter checks) the transforms; the refresh's stage kit (context, plans, per-table tasks) what stages share; the indexes
+#: transforms (encoders, the lexicon of names, the two-table matcher, quantities, value segments) the data; the
+#: query side (query tables, vectors, parameter checks) the transforms; the refresh's stage kit (context, plans, per-table tasks) what stages share; the indexes
 #: and searches everything below; the refresh's publishing, the search registry and the reports above them; the
 #: surfaces (API, batches, standing queries, acting on answers, maintenance, the CLI, the Spark launcher, Airflow
 #: connections) on top.
@@ -24,7 +24,8 @@ LAYERS = [
     ("ground", ("discovery.allocator", "discovery.config", "discovery.normalize", "discovery.threads",
                 "discovery.places", "discovery.xash")),
     ("data", ("discovery.lake", "discovery.store")),
-    ("transforms", ("discovery.encoders", "discovery.match", "discovery.quantities", "discovery.segments")),
+    ("transforms", ("discovery.encoders", "discovery.lexicon", "discovery.match", "discovery.quantities",
+                    "discovery.segments")),
     ("query", ("discovery.query", "discovery.vectors", "discovery.params")),
     ("stage kit", ("discovery.refresh.context", "discovery.refresh.plan", "discovery.refresh.tasks",
                    "discovery.refresh.progress")),

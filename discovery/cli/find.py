@@ -12,7 +12,8 @@ def _match(m: dict) -> str:
     if "value" in m:
         return f"{m['term']} = value {m['value']!r} of {m['column']}"
     where = m["column"] if "column" in m else f"table {m['table_name']}"
-    return f"{m['term']} ~ {where} ({m['similarity']:.2f})"
+    via = f" as {m['synonym']}" if m.get("synonym") else ""
+    return f"{m['term']}{via} ~ {where} ({m['similarity']:.2f})"
 
 
 def cmd_find(args) -> int:

@@ -58,6 +58,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import re  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -311,6 +312,35 @@ def sweep_lake(spec: dict, workdir: Path, k: int, weights: list[float], taus: li
     return rows
 
 
+def scores_lake(spec: dict, workdir: Path, k: int) -> dict:
+    """MAP@i / P@i / R@i for i = 1..k of each table score (:data:`discovery.union.widths.SCORES`, served by the
+    default method, which is exact under each) and of the TF-IDF baseline, from the top-k answers."""
+    from discovery.union.widths import SCORES
+
+    warehouse = workdir / ("warehouse_" + re.sub(r"\W+", "_", spec["name"]).strip("_"))
+    _warehouse(spec["lake"], warehouse, False)
+    ls = discovery.open(str(warehouse))
+    queries, truth, key = spec["queries"], spec["truth"], spec["key"]
+    found: dict[str, list] = {s: [] for s in SCORES}
+    for q, _ in queries:
+        for s in SCORES:
+            try:
+                found[s].append([key(r["path"]) for r in ls.union(q, k=k, score=s)["results"]])
+            except QueryError:
+                found[s].append(None)
+    found["tf-idf"] = [[key(p) for p in r] for r in tfidf_rankings(ls, queries, k)]
+    rows = []
+    for name, answers in found.items():
+        curves = np.mean([metric_curves(got or [], truth.get(label, set()), k)
+                          for (_, label), got in zip(queries, answers)], axis=0)
+        rows.append({"lake": spec["name"], "score": name, "MAP@k": [float(x) for x in curves[0]],
+                     "P@k": [float(x) for x in curves[1]], "R@k": [float(x) for x in curves[2]]})
+    print(f"\n{spec['name']}: {len(queries)} queries, MAP@i from the top-{k} answers of each score")
+    print_table([{"score": r["score"], **{str(i + 1): v for i, v in enumerate(r["MAP@k"])}} for r in rows],
+                ["score"] + [str(i) for i in range(1, k + 1)])
+    return {"lake": spec["name"], "queries": len(queries), "results": rows}
+
+
 def quality(lakes: list[str], workdir: Path, k: int, at: list[int], rebuild: bool) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     out = [quality_lake(spec, workdir, k, at, rebuild) for spec in _lakes(lakes, workdir)]
@@ -466,7 +496,9 @@ def scale(n_tables: int, n_queries: int, k: int, dim: int, with_starmie: bool, t
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("all", "quality", "scale"), default="all")
+    ap.add_argument("--part", choices=("all", "quality", "scale", "scores"), default="all",
+                    help="scores: MAP@1..k of every table score (sum, max_width, sqrt_width) and TF-IDF, k 20 unless "
+                         "given")
     ap.add_argument("--lakes", nargs="+", choices=("ugen", "sample", "538"), default=["ugen", "sample", "538"])
     ap.add_argument("--workdir", default="/tmp/lakescout-bench-union")
     ap.add_argument("--rebuild", action="store_true", help="refresh every lake into a new warehouse")
@@ -482,6 +514,12 @@ def main() -> None:
     ap.add_argument("--tau", type=float, default=DEFAULT_TAU, help="tau of the scale part")
     ap.add_argument("--no-starmie", action="store_true", help="skip Starmie (its HNSW over all columns is slow)")
     args = ap.parse_args()
+    if args.part == "scores":
+        workdir, k = Path(args.workdir), args.k if "--k" in sys.argv else 20
+        workdir.mkdir(parents=True, exist_ok=True)
+        write_result("union_scores", {"k": k, "tau": DEFAULT_TAU,
+                                      "lakes": [scores_lake(spec, workdir, k) for spec in _lakes(args.lakes, workdir)]})
+        return
     if args.sweep:
         workdir = Path(args.workdir)
         write_result("union_sweep", {"k": args.k, "rows": [r for spec in _lakes(args.lakes, workdir) for r in

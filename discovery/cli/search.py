@@ -17,7 +17,7 @@ def _search(kind: str, args, names: tuple[str, ...]) -> dict:
 
 
 def cmd_union(args) -> int:
-    out = _search("union", args, ("k", "method", "tau", "phi_c", "phi_ref", "phi_r"))
+    out = _search("union", args, ("k", "method", "tau", "phi_c", "phi_ref", "phi_r", "score"))
     if args.json:
         print(json.dumps(out, default=str))
         return 0
@@ -102,6 +102,12 @@ def cmd_nary(args) -> int:
     return 0
 
 
+def _scores() -> tuple:
+    from ..union.widths import SCORES
+
+    return SCORES
+
+
 QUERY_HELP = "query table: a file, a catalogued lake path or a lake table id"
 
 
@@ -118,6 +124,9 @@ def register(sub) -> None:
     u.add_argument("--phi-c", type=int, default=None, help="centroids probed per query column (pgtus++-approx)")
     u.add_argument("--phi-ref", type=int, default=None, help="candidate tables kept by refinement (pgtus++-approx)")
     u.add_argument("--phi-r", type=int, default=None, help="candidates kept by bound pruning")
+    u.add_argument("--score", default=None, choices=Choices(_scores), metavar="SCORE",
+                   help="table score: sum (Definition 5, the default), max_width (sum / the wider table's columns), "
+                        "sqrt_width (sum / sqrt(query columns x table columns)); exact under exact, pgtus, pgtus++")
     add_snapshot(u)
     add_common(u, cmd_union)
 

@@ -25,7 +25,7 @@ def union_results(ls, query: QueryTable, tables: list | None, k: int, min_score:
 
     if tables:
         ids = [table_id_of(ls.snapshot, t) for t in tables]
-        found = union_scores(ls.snapshot, query, ids, params.get("tau", DEFAULT_TAU))
+        found = union_scores(ls.snapshot, query, ids, params.get("tau", DEFAULT_TAU), params.get("score", "sum"))
         missing = sorted(set(ids) - {r["table_id"] for r in found})
         if missing:
             raise PlanError(f"lake table {missing[0]} has no column similar enough to one of query "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 
-from ..params import DEFAULT_K, Param, choice, count, interval, optional
+from ..params import DEFAULT_K, Param, ParameterError, choice, count, interval, optional
 from ..query import QueryTable
 from .kind import Plan, SearchKind, at_least_k
 
@@ -19,13 +19,14 @@ def _parameters() -> dict[str, Param]:
     """The union parameters with a check here that :meth:`UnionIndex.search` still takes from a user (not the ones
     the service fills in): a parameter the search drops stops being accepted."""
     from ..union.search import ARRIVALS, UnionIndex
+    from ..union.widths import SCORES
 
     spec = {"k": Param(count, capped="tables"), "method": Param(choice(_methods())),
             "tau": Param(interval(0.0, 1.0, lo_open=True)), "phi_c": Param(count),
             "phi_ref": Param(optional(count), capped="tables"), "phi_r": Param(optional(count), capped="tables"),
             "k_prime": Param(optional(count), capped="columns"),
             "tau_abs": Param(interval(-1.0, 1.0)), "tau_drop": Param(interval(0.0, 2.0)),
-            "arrival": Param(choice(tuple(ARRIVALS)))}
+            "arrival": Param(choice(tuple(ARRIVALS))), "score": Param(choice(SCORES))}
     sig = inspect.signature(UnionIndex.search)
     taken = {p.name for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY} - {
         "exclude_table_id", "query_table_vector", "query_quantities"}
@@ -39,7 +40,13 @@ def _answer(snapshot, table, **params) -> dict:
 
 
 def _plan(checked: dict, table: QueryTable, config) -> Plan:
-    return Plan("union", table, {"k": DEFAULT_K, "method": _methods()[0], **checked}, _answer)
+    from ..union.search import EXACT_METHODS
+
+    params = {"k": DEFAULT_K, "method": _methods()[0], **checked}
+    if params.get("score", "sum") != "sum" and params["method"] not in EXACT_METHODS:
+        raise ParameterError("score", f"score {params['score']!r} is answered by {', '.join(EXACT_METHODS)}, "
+                                      f"not by method {params['method']!r}")
+    return Plan("union", table, params, _answer)
 
 
 UNION = SearchKind("union", _parameters, _methods, _plan, at_least_k)

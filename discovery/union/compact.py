@@ -31,6 +31,7 @@ from .matching import unit_rows
 from .quantised import encode, fit_steps, table_upper_bounds
 from .results import Alignment, SearchStats, UnionResult, UnionSearch
 from .scoring import ExhaustiveScores, exhaustive_scores
+from .widths import factors, score_kind
 
 #: methods the compact index answers; each returns exact's top-k (see the module docstring).
 COMPACT_METHODS = ("exact", "pgtus", "pgtus++")
@@ -112,9 +113,10 @@ class CompactIndex:
                    if a is not None and (any(a is w for w in whole) or not isinstance(a, np.memmap)))
 
     def search(self, query_column_vectors: np.ndarray, k: int = 10, method: str = "pgtus++", *, tau: float,
-               exclude_table_id: int | None = None, query_quantities: np.ndarray | None = None) -> UnionSearch:
-        """Top-``k`` tables unionable with a query given as its column vectors (q, d) and their quantity codes;
-        exact's answer for every method of :data:`COMPACT_METHODS`."""
+               exclude_table_id: int | None = None, query_quantities: np.ndarray | None = None,
+               score: str = "sum") -> UnionSearch:
+        """Top-``k`` tables unionable with a query given as its column vectors (q, d) and their quantity codes, by
+        ``score`` (:mod:`.widths`); exact's answer for every method of :data:`COMPACT_METHODS`."""
         if method not in COMPACT_METHODS:
             raise ValueError(f"the compact index answers {', '.join(COMPACT_METHODS)}, not {method!r}")
         query = np.asarray(query_column_vectors, dtype=np.float32)
@@ -130,39 +132,45 @@ class CompactIndex:
             pos = bisect_left(self.table_ids, exclude_table_id)
             if pos < len(self.table_ids) and self.table_ids[pos] == exclude_table_id:
                 exclude = pos
+        scale = factors(score, len(query), np.diff(self.col_offsets))
         if method == "exact" or len(self.codes) < BOUND_PASS_MIN_COLUMNS:
-            return self._exact(query, k, tau, exclude, method, query_quantities)
-        return self._bounded(query, k, tau, exclude, method, query_quantities)
+            found = self._exact(query, k, tau, exclude, method, query_quantities, scale)
+        else:
+            found = self._bounded(query, k, tau, exclude, method, query_quantities, scale)
+        return UnionSearch(found.results, found.stats, score_kind(score))
 
     def score(self, query_column_vectors: np.ndarray, table_ids: list[int], *, tau: float,
-              query_quantities: np.ndarray | None = None) -> list[UnionResult]:
-        """Definition 5 score and alignment of each of ``table_ids`` (ids the index lacks, and tables with no
-        admissible pair, are left out), best first as a search ranks them: what a search would report for them,
-        whether or not they would make its top k."""
+              query_quantities: np.ndarray | None = None, score: str = "sum") -> list[UnionResult]:
+        """``score`` (Definition 5 by default) and alignment of each of ``table_ids`` (ids the index lacks, and
+        tables with no admissible pair, are left out), best first as a search ranks them: what a search would report
+        for them, whether or not they would make its top k."""
         query = unit_rows(np.asarray(query_column_vectors, dtype=np.float32))
         pos = [bisect_left(self.table_ids, t) for t in table_ids]
         tix = np.array(sorted({p for p, t in zip(pos, table_ids) if p < len(self.table_ids)
                                and int(self.table_ids[p]) == t}), dtype=np.int64)
         if not tix.size:
             return []
-        return self._ranked([self._score(query, tix, tau, query_quantities)], len(tix), -1)[0]
+        scale = factors(score, len(query), np.diff(self.col_offsets))
+        return self._ranked([self._score(query, tix, tau, query_quantities)], len(tix), -1, scale)[0]
 
     def _exact(self, query: np.ndarray, k: int, tau: float, exclude: int, method: str,
-               query_quantities: np.ndarray | None) -> UnionSearch:
+               query_quantities: np.ndarray | None, scale: np.ndarray | None) -> UnionSearch:
         if self._col_table is None:
             self._col_table = np.repeat(np.arange(len(self.table_ids), dtype=np.int32), np.diff(self.col_offsets))
         vectors = self.vectors.whole() if isinstance(self.vectors, StoredRows) else self.vectors
         found = exhaustive_scores(query, vectors, self._col_table, self.col_offsets, tau,
                                   *self._rule(query_quantities))
         scored = _Scored(np.arange(len(self.table_ids)), found, self.col_offsets)
-        results, kept = self._ranked([scored], k, exclude)
+        results, kept = self._ranked([scored], k, exclude, scale)
         stats = SearchStats(method, len(self.table_ids) - (exclude >= 0), kept, kept, found.solved,
                             exhaustive=method != "exact")
         return UnionSearch(results, stats, "unionability")
 
     def _bounded(self, query: np.ndarray, k: int, tau: float, exclude: int, method: str,
-                 query_quantities: np.ndarray | None) -> UnionSearch:
+                 query_quantities: np.ndarray | None, scale: np.ndarray | None) -> UnionSearch:
         upper = table_upper_bounds(query, self.codes, self.steps, self.error, self.col_offsets, tau)
+        if scale is not None:  # a positive factor per table: the bound of the weighted score (see .widths)
+            upper = upper * scale
         if exclude >= 0:
             upper[exclude] = 0.0
         live = np.flatnonzero(upper > 0)
@@ -179,9 +187,11 @@ class CompactIndex:
             stop = min(reach, done + size)
             batches.append(self._score(query, live[done:stop], tau, query_quantities))
             scores = batches[-1].found.scores
+            if scale is not None:
+                scores = scores * scale[batches[-1].tix[batches[-1].found.tables]]
             best = -np.sort(-np.concatenate([best, scores[scores > 0]]))[:k]
             done, size = stop, 2 * size
-        results, kept = self._ranked(batches, k, exclude)
+        results, kept = self._ranked(batches, k, exclude, scale)
         stats = SearchStats(method, len(live), kept, done, sum(b.found.solved for b in batches), len(self.table_ids))
         return UnionSearch(results, stats, "unionability")
 
@@ -208,11 +218,14 @@ class CompactIndex:
             return None, None
         return np.asarray(query_quantities, dtype=np.int16), self.quantities
 
-    def _ranked(self, batches: list[_Scored], k: int, exclude: int) -> tuple[list[UnionResult], int]:
-        """The top-k of every scored table (score descending, table id ascending) with alignments, and how many
-        tables scored above 0."""
+    def _ranked(self, batches: list[_Scored], k: int, exclude: int,
+                scale: np.ndarray | None) -> tuple[list[UnionResult], int]:
+        """The top-k of every scored table (score, weighted by ``scale`` per table, descending; table id ascending)
+        with alignments, and how many tables scored above 0."""
         tix = np.concatenate([b.tix[b.found.tables] for b in batches]) if batches else np.zeros(0, np.int64)
         scores = np.concatenate([b.found.scores for b in batches]) if batches else np.zeros(0)
+        if scale is not None:
+            scores = scores * scale[tix]
         where = np.concatenate([np.stack([np.full(len(b.found.tables), i), b.found.tables])
                                 for i, b in enumerate(batches)], axis=1) if batches else np.zeros((2, 0), np.int64)
         keep = (scores > 0) & (tix != exclude)

@@ -16,13 +16,16 @@ from .scoring import exhaustive_scores
 
 
 def exact_search(index, query: np.ndarray, k: int, tau: float, exclude: int,
-                 q_codes: np.ndarray | None = None) -> UnionSearch:
+                 q_codes: np.ndarray | None = None, scale: np.ndarray | None = None) -> UnionSearch:
     """The top-``k`` tables of :class:`~.search.UnionIndex` ``index`` by Definition 5 score (ties by table id),
-    leaving out table position ``exclude`` (-1: none)."""
+    each weighted by its factor in ``scale`` when given (:mod:`.widths`), leaving out table position ``exclude``
+    (-1: none)."""
     found = exhaustive_scores(query, index.vectors, index.col_table, index.col_offsets, tau, q_codes,
                               None if q_codes is None else index.quantities)
     keep = (found.scores > 0) & (found.tables != exclude)
     tables, scores = found.tables[keep], found.scores[keep]
+    if scale is not None:
+        scores = scores * scale[tables]
     top = np.lexsort((index.table_ids[tables], -scores))[:k]
     results = []
     for i in top:

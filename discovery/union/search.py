@@ -36,6 +36,8 @@ the generated 100k-table lake (benchmarks/union.py); k' = 10k for Starmie
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import hnswlib
 import numpy as np
 
@@ -51,8 +53,11 @@ from .pruning import BasePruner, EnhancedPruner
 from .results import Alignment, UnionSearch
 from .scoring import CandidateSet
 from .tactus import DEFAULT_TAU_ABS, DEFAULT_TAU_DROP, tactus_search
+from .widths import check_score, factors, score_kind
 
 METHODS = ("pgtus++", "pgtus", APPROXIMATE, "starmie", "tactus", "exact")
+#: the methods that return exact's top-k, under every score of :mod:`.widths`.
+EXACT_METHODS = ("pgtus++", "pgtus", "exact")
 ARRIVALS = ("ranked", "table_id")
 DEFAULT_TAU = 0.4
 DEFAULT_PHI_C = 1
@@ -223,7 +228,7 @@ class UnionIndex:
                phi_r: int | None = None, k_prime: int | None = None, exclude_table_id: int | None = None,
                query_table_vector: np.ndarray | None = None, tau_abs: float = DEFAULT_TAU_ABS,
                tau_drop: float = DEFAULT_TAU_DROP, arrival: str = "ranked",
-               query_quantities: np.ndarray | None = None) -> UnionSearch:
+               query_quantities: np.ndarray | None = None, score: str = "sum") -> UnionSearch:
         """Top-``k`` tables unionable with a query given as its column vectors (q, d) and its columns' quantity
         codes (``query_quantities``; None: every pair compatible, as when the index has none).
 
@@ -233,10 +238,14 @@ class UnionIndex:
         (pgtus / pgtus++: cone upper bound, streamed best first with the early stop; pgtus++-approx: refinement
         score; starmie: best neighbour similarity), "table_id" ascending table id, as a scan of centroid partitions
         in storage order would deliver them (pgtus / pgtus++ then bound every candidate and stop nowhere); results
-        are the same, the work spent differs.  Other parameters default as described in the module docstring.
+        are the same, the work spent differs.  ``score`` (:mod:`.widths`): Definition 5 (``sum``) or a width-weighted
+        form of it, which ``exact``, ``pgtus`` and ``pgtus++`` answer exactly (here by scoring the lake exhaustively;
+        the served compact index prunes under it).  Other parameters default as described in the module docstring.
         """
         if method not in METHODS:
             raise ValueError(f"unknown union method {method!r}; expected one of {', '.join(METHODS)}")
+        if check_score(score) != "sum" and method not in EXACT_METHODS:
+            raise ValueError(f"score {score!r} is answered by {', '.join(EXACT_METHODS)}, not {method!r}")
         if arrival not in ARRIVALS:
             raise ValueError(f"unknown arrival order {arrival!r}; expected one of {', '.join(ARRIVALS)}")
         query = np.asarray(query_column_vectors, dtype=np.float32)
@@ -253,8 +262,11 @@ class UnionIndex:
             exclude = int(self._tix(np.array([exclude_table_id]))[0])
         q_codes = (None if query_quantities is None or self.quantities is None
                    else np.asarray(query_quantities, dtype=np.int16))
-        if method == "exact":
-            return exact_search(self, query, k, tau, exclude, q_codes)
+        if method == "exact" or score != "sum":
+            found = exact_search(self, query, k, tau, exclude, q_codes,
+                                 factors(score, len(query), np.diff(self.col_offsets)))
+            stats = found.stats if method == "exact" else replace(found.stats, method=method, exhaustive=True)
+            return UnionSearch(found.results, stats, score_kind(score))
         if method == "tactus":
             return tactus_search(self, query, k, exclude, query_table_vector, tau_abs, tau_drop)
         if method == "starmie":

@@ -106,14 +106,15 @@ def compact_index(snapshot: Snapshot) -> LoadedCompactIndex:
                        lambda: LoadedCompactIndex(snapshot))
 
 
-def union_scores(snapshot: Snapshot, query, table_ids: list[int], tau: float = DEFAULT_TAU) -> list[dict]:
+def union_scores(snapshot: Snapshot, query, table_ids: list[int], tau: float = DEFAULT_TAU,
+                 score: str = "sum") -> list[dict]:
     """Results, in :func:`union_search`'s shape (rank as they order among themselves), for the lake tables
-    ``table_ids`` the user names: their Definition 5 scores and alignments, exactly as a search returning them
-    reports them; a table with no column pair reaching tau is left out."""
+    ``table_ids`` the user names: their scores (``score``: :mod:`.widths`) and alignments, exactly as a search
+    returning them reports them; a table with no column pair reaching tau is left out."""
     q = resolve_query(snapshot, query)
     emb = embed_query(snapshot, q)
     found = compact_index(snapshot).index.score(emb.column_vectors, table_ids, tau=tau,
-                                                query_quantities=quantity_codes(emb.quantities))
+                                                query_quantities=quantity_codes(emb.quantities), score=score)
     paths, names = result_names(snapshot, [r.table_id for r in found])
     return [{"rank": rank, "table_id": r.table_id, "path": paths.get(r.table_id), "score": r.score,
              "alignment": [[q.names[qc], names.get((r.table_id, lc), str(lc)), sim] for qc, lc, sim in r.alignment]}
@@ -135,7 +136,8 @@ def union_search(snapshot: Snapshot, query: str | int, k: int = 10, method: str 
     emb = embed_query(snapshot, q)
     if compact:
         found = loaded.index.search(emb.column_vectors, k, method, tau=params.get("tau", DEFAULT_TAU),
-                                    exclude_table_id=q.table_id, query_quantities=quantity_codes(emb.quantities))
+                                    exclude_table_id=q.table_id, query_quantities=quantity_codes(emb.quantities),
+                                    score=params.get("score", "sum"))
     else:
         graphs = loaded.index.graphs
         found = loaded.index.search(emb.column_vectors, k, method, exclude_table_id=q.table_id,

@@ -6,6 +6,9 @@ the plugin on 127.0.0.1 (private AIRFLOW_HOME, simple auth manager, an admin, a 
 ``--workers`` processes).  Requests are the lake's ground-truth union, join and n-ary queries as JSON bodies of
 ``POST /lakescout/api/search/{kind}``.
 
+* **first**: the first union, n-ary and join request of a just-started server (and the same request again), on a
+  warehouse with nothing recorded, then after a restart once one search of each kind was recorded (what a server
+  warms its first snapshot with).
 * **latency**: one client, warm, p50 of ``--runs`` requests per kind, not recorded and recorded (``?record=true``);
   ``status``, ``tables`` and ``find``; beside each, the same search through ``discovery.open`` in this process (the
   in-process baseline the HTTP figure is a ratio to).
@@ -18,7 +21,7 @@ the plugin on 127.0.0.1 (private AIRFLOW_HOME, simple auth manager, an admin, a 
 
 Writes ``benchmarks/results/serving.json``.
 
-    python benchmarks/serving.py [--part all|latency|load|soak] [--workers 1] [--clients 16] [--seconds 30]
+    python benchmarks/serving.py [--part all|first|latency|load|soak] [--workers 1] [--clients 16] [--seconds 30]
         [--soak-clients 64] [--soak-seconds 600] [--workdir DIR]
 """
 from __future__ import annotations
@@ -111,6 +114,20 @@ def latency(url: str, token: str, work: dict, runs: int) -> list[dict]:
         rows.append({"request": name, **quantiles([client.timed("GET", path, params=params)[0]
                                                    for _ in range(runs)])})
     return rows
+
+
+def first_requests(url: str, token: str, work: dict, record: bool) -> dict:
+    """Milliseconds of the first search of each kind a just-started server answers (one query per kind, the same
+    in every run), then of the same request again; ``record``: the first ones are recorded (what the next start
+    warms with)."""
+    client = Client(url, token)
+    out = {}
+    for kind in ("union", "nary", "join"):
+        body = next(b for k, b in work["bodies"] if k == kind)
+        first = client.timed("POST", f"/search/{kind}" + ("?record=true" if record else ""), json=body)[0]
+        again = client.timed("POST", f"/search/{kind}", json=body)[0]
+        out[kind] = {"first_ms": round(1000 * first, 1), "again_ms": round(1000 * again, 1)}
+    return out
 
 
 def mixed(url: str, token: str, work: dict, clients: int, seconds: float, soak: bool = False) -> list[dict]:
@@ -216,7 +233,7 @@ def churn(work: dict, stop: threading.Event, log, maintain: bool, out: list) -> 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--part", choices=["all", "latency", "load", "soak"], default="all")
+    p.add_argument("--part", choices=["all", "first", "latency", "load", "soak"], default="all")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--runs", type=int, default=30)
     p.add_argument("--clients", type=int, default=16)
@@ -237,6 +254,15 @@ def main(argv: list[str] | None = None) -> int:
     result: dict = {"workers": args.workers, "cores": os.cpu_count()}
     log = open(os.path.join(work_dir, "refresh.log"), "a")
     published = {s.snapshot_id for s in list_snapshots(Warehouse(warehouse))}
+    if args.part in ("all", "first"):
+        # a start on a warehouse with nothing recorded (cold), then a restart after one recorded search of each kind
+        recorded = Warehouse(warehouse).read("query_batches", columns=["batch_id"]).num_rows
+        result["first"] = {"recorded_before": recorded}
+        for run in ("start", "restart"):
+            with api_server(os.path.join(work_dir, "airflow"), warehouse, {USER: ("admin", PASSWORD)}, lake=lake,
+                            workers=args.workers) as url:
+                result["first"][run] = first_requests(url, bearer_token(url, USER, PASSWORD), work, run == "start")
+        print(result["first"])
     with api_server(os.path.join(work_dir, "airflow"), warehouse, {USER: ("admin", PASSWORD)}, lake=lake,
                     workers=args.workers) as url:
         token = bearer_token(url, USER, PASSWORD)

@@ -362,12 +362,25 @@ def batch_results(warehouse: Warehouse | str, batch_id: str | list[str]) -> pa.T
     return t.sort_by([("batch_id", "ascending"), ("query_id", "ascending"), ("rank", "ascending")])
 
 
+def _newest(warehouse: Warehouse | str, limit: int, columns: list[str] | None = None) -> pa.Table:
+    """The ``limit`` most recent recorded batches (their first runs), newest first."""
+    t = first_run(Warehouse(warehouse).read("query_batches", columns=columns), ["batch_id"])
+    return t.sort_by([("created_at", "descending")]).slice(0, limit)
+
+
 def recent_batches(warehouse: Warehouse | str, limit: int = 20) -> list[dict]:
     """The most recent recorded batches, newest first (the summary decoded)."""
-    wh = Warehouse(warehouse)
-    t = first_run(wh.read("query_batches"), ["batch_id"])
-    if t.num_rows == 0:
-        return []
-    t = t.sort_by([("created_at", "descending")]).slice(0, limit)
     return [{**{k: v for k, v in r.items() if k not in ("spec", "summary")}, "summary": json.loads(r["summary"])}
-            for r in t.to_pylist()]
+            for r in _newest(warehouse, limit).to_pylist()]
+
+
+def recent_queries(warehouse: Warehouse | str, limit: int = 20) -> list[BatchQuery]:
+    """The queries of the ``limit`` most recent recorded batches, newest batch first: what a server warms a snapshot
+    with (a spec that no longer parses is skipped)."""
+    out = []
+    for spec in _newest(warehouse, limit, ["batch_id", "spec", "created_at"]).column("spec").to_pylist():
+        try:
+            out.extend(parse_spec(spec).queries)
+        except BatchError:
+            continue
+    return out

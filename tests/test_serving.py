@@ -2,7 +2,8 @@
 search answers exactly as the Python API and as a recorded batch; recording is one group commit for every search
 queued behind the one committing, and a failed commit fails every search it held, none acknowledged; a newly published
 snapshot is warmed with the searches served last before requests move to it, and the old one's indexes are dropped;
-the memoised panels of recorded searches are rebuilt once this process records one, the others are not."""
+the first snapshot a process serves is warmed with the newest recorded searches; the memoised panels of recorded
+searches are rebuilt once this process records one, the others are not."""
 from __future__ import annotations
 
 import threading
@@ -130,6 +131,24 @@ def test_a_new_snapshot_is_warmed_then_swapped_in_and_the_old_indexes_dropped(in
     assert not held(old)
     after = served.search("union", _union_query(lake), {"k": 3}, user="ada", record=False)
     assert after["snapshot_id"] == new and after["answer"]["results"] == before["answer"]["results"]
+
+
+def test_the_first_snapshot_served_is_warmed_with_the_newest_recorded_searches(indexed_lake, warehouse):
+    truth = load_ground_truth(indexed_lake[0])
+    join_q, join_col = truth["join"][0]["query_table"], truth["join"][0]["query_column"]
+    first = Served(warehouse)
+    first.search("join", join_q, {"column": join_col, "top_k": 5}, user="ada", record=True)
+    first.warming.join(300)
+    INDEXES.drop(lambda k: isinstance(k, tuple) and len(k) > 2 and k[1] == warehouse)   # a new server process
+    served = Served(warehouse)
+    sid = served.lakescout().snapshot_id
+    served.warming.join(300)
+    held = {k[0] for k in INDEXES.keys() if isinstance(k, tuple) and k[1:3] == (warehouse, sid)}
+    assert {"join", "names"} <= held                     # before any request asked
+    assert [(q.kind, q.query) for q in served._recent["join"]] == [("join", join_q)]
+    index = INDEXES.find(("join", warehouse, sid))
+    served.search("join", join_q, {"column": join_col, "top_k": 5}, user="ada", record=False)
+    assert INDEXES.find(("join", warehouse, sid)) is index   # the request used the warm index, built nothing
 
 
 def test_a_memo_of_recorded_searches_is_rebuilt_when_this_process_records(indexed_lake, warehouse):

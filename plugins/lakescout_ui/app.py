@@ -14,6 +14,8 @@ they would load scripts from the internet).
 from __future__ import annotations
 
 import html
+import logging
+import threading
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Request
@@ -23,7 +25,9 @@ from starlette.exceptions import HTTPException
 
 from airflow.api_fastapi.core_api.security import get_user
 from discovery import __version__
-from lakescout_ui import api, deliver, pages, tables
+from lakescout_ui import access, api, deliver, pages, tables
+
+log = logging.getLogger(__name__)
 
 #: The largest uploaded query file a search reads (the form around it has its own small allowance).
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
@@ -35,6 +39,16 @@ def refusal(status: int, detail: str, parameter: str | None = None, headers: dic
                         status_code=status, headers=headers)
 
 
+def open_served() -> None:
+    """Pin the served snapshot as the server process starts, so that its warm-up (:mod:`discovery.serving`: the
+    newest recorded searches, the name search's lexicon) runs before the first request, not during it.  A mounted
+    app's lifespan events are not run by its parent, so this runs in a thread started when the app is created."""
+    try:
+        access.serving().lakescout()
+    except Exception as exc:  # noqa: BLE001 - no published snapshot yet, or storage down: the first request opens it
+        log.info("lake discovery: nothing served yet (%s)", exc)
+
+
 def create_app() -> FastAPI:
     app = FastAPI(title="Lakescout", version=__version__, dependencies=[Depends(get_user)],
                   description="Lake discovery in the Airflow UI and its JSON API (routes under /api): status, lake "
@@ -43,6 +57,7 @@ def create_app() -> FastAPI:
                               "permission to trigger the query_batch DAG.",
                   docs_url=None, redoc_url=None, openapi_url=None)
     app.state.max_upload_bytes = MAX_UPLOAD_BYTES
+    threading.Thread(target=open_served, daemon=True, name="lakescout-open").start()
     app.include_router(pages.router)
     app.include_router(tables.router)
     app.include_router(api.router)

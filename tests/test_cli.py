@@ -161,8 +161,11 @@ def test_demo_lake_command(tmp_path):
 
 @pytest.mark.spark
 def test_batch_command_records_results(indexed_lake, tmp_path):
-    lake, wh = indexed_lake
     from discovery.demo_lake import load_ground_truth
+    from test_readme import linked_copy
+
+    lake, wh = indexed_lake[0], str(tmp_path / "wh")
+    linked_copy(indexed_lake[1], wh)          # it records a batch: the session's warehouse stays as it is
 
     q = load_ground_truth(lake)["union"][0]["query_table"]
     spec = tmp_path / "batch.json"

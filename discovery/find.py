@@ -70,8 +70,8 @@ DEFAULT_K = 10
 class NameIndex:
     """The distinct names of a snapshot's columns and ok tables as feature rows, and which columns bear each."""
 
-    features: sparse.csr_matrix  # (names, vocabulary) unit rows of feature weights (empty for a name without words)
-    vocabulary: np.ndarray       # uint64: the sorted feature hashes of the columns of ``features``
+    postings: sparse.csr_matrix  # (vocabulary, names): each feature's weight in each name's unit feature vector
+    vocabulary: np.ndarray       # uint64: the sorted feature hashes, the rows of ``postings``
     short: np.ndarray            # bool per name: every word has at most two letters
     words: list[frozenset]       # per name: its words
     names: list[str]             # the distinct names, in row order
@@ -85,7 +85,7 @@ class NameIndex:
 
     @property
     def nbytes(self) -> int:
-        return (self.features.data.nbytes + self.features.indices.nbytes + self.features.indptr.nbytes
+        return (self.postings.data.nbytes + self.postings.indices.nbytes + self.postings.indptr.nbytes
                 + self.vocabulary.nbytes + sum(len(n) * 2 + 150 for n in self.names) + self.column_name.nbytes * 4
                 + self.table_ids.nbytes * 3 + sum(len(p) + 80 for p in self.paths.values()))
 
@@ -97,8 +97,8 @@ def table_name(path: str) -> str:
 
 
 def _features(word_lists: list[tuple[str, ...]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row, feature hash, weight) of every distinct feature of every name given as its words, each row's weights
-    scaled to unit length; a name without words has none."""
+    """(row, feature hash, weight) of every distinct feature of every term variant given as its words, each row's
+    weights scaled to unit length (features the names lack count in the length too); none without words."""
     present = [i for i, w in enumerate(word_lists) if w]
     if not present:
         return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0)
@@ -111,6 +111,22 @@ def _features(word_lists: list[tuple[str, ...]]) -> tuple[np.ndarray, np.ndarray
     rows, hashes = rows[at], hashes[at]
     norms = np.sqrt(np.bincount(rows, weights ** 2, minlength=len(word_lists)))
     return rows, hashes, weights / norms[rows]
+
+
+def _postings(word_lists: list[tuple[str, ...]]) -> tuple[sparse.csr_matrix, np.ndarray]:
+    """The names' unit feature vectors as postings (feature x name; a query's product reads only the postings of
+    its own features) and the sorted feature hashes of its rows.  Equal features of a name are summed by the sparse
+    matrix itself, not sorted out first: a lake's hundreds of thousands of names have tens of millions of features."""
+    present = np.array([i for i, w in enumerate(word_lists) if w], dtype=np.int64)
+    if not present.size:
+        return sparse.csr_matrix((0, len(word_lists))), np.zeros(0, np.uint64)
+    found = extract_features([" ".join(word_lists[i]) for i in present], HEADER_NGRAMS, WORD_WEIGHT)
+    vocabulary, feature = np.unique(found.hashes, return_inverse=True)
+    by_name = sparse.csr_matrix((found.weights, (present[found.rows], feature)),
+                                shape=(len(word_lists), vocabulary.size))      # duplicates summed
+    norms = np.sqrt(np.asarray(by_name.multiply(by_name).sum(axis=1)).ravel())
+    by_name = sparse.diags(1.0 / np.where(norms > 0, norms, 1.0)) @ by_name
+    return by_name.T.tocsr(), vocabulary
 
 
 def _short(words) -> bool:
@@ -135,11 +151,8 @@ def name_index(snapshot: Snapshot) -> NameIndex:
         counts = pc.value_counts(columns["table_id"]).flatten() if n else None
         per_table = dict(zip(counts[0].to_pylist(), counts[1].to_pylist())) if n else {}
         words = [tuple(header_words(name)) for name in names]
-        rows, hashes, weights = _features(words)
-        vocabulary = np.unique(hashes)
-        features = sparse.csr_matrix((weights, (rows, np.searchsorted(vocabulary, hashes))),
-                                     shape=(len(names), vocabulary.size))
-        return NameIndex(features, vocabulary, np.array([_short(w) for w in words], bool),
+        postings, vocabulary = _postings(words)
+        return NameIndex(postings, vocabulary, np.array([_short(w) for w in words], bool),
                          [frozenset(w) for w in words], names, codes[:n],
                          columns.column("table_id").to_numpy().astype(np.int64),
                          columns.column("ordinal").to_numpy().astype(np.int32), table_ids, codes[n:],
@@ -170,7 +183,7 @@ def _name_matches(index: NameIndex, terms: list[str], synonyms: list[str]):
     known = (index.vocabulary[pos] == hashes) if index.vocabulary.size else np.zeros(hashes.size, bool)
     query = sparse.csr_matrix((weights[known], (rows[known], pos[known])),
                               shape=(len(variant_words), index.vocabulary.size))
-    product = (query @ index.features.T).tocoo()
+    product = (query @ index.postings).tocoo()
     variant, name = product.row, product.col
     # float sums of equal names land within 1e-15 of 1; to 6 decimals, equal names tie exactly
     cosine = np.round(product.data, 6)

@@ -7,7 +7,8 @@ Three things stood between them, and :class:`Served` removes each:
   :class:`~discovery.store.Snapshot` (whose catalog and indexes are read once, into the process-wide index cache),
   not from a snapshot loaded per request.  The newest published snapshot is looked up at most every
   :data:`POLL_SECONDS`; a newer one is opened in a background thread, warmed by re-running on it the last searches
-  served (one of each kind, lake tables only, so the indexes they need are built), and swapped in when ready.  Until
+  served (one of each kind, lake tables only, so the indexes they need are built) and the name search's names, and
+  swapped in when ready.  Until
   then requests answer from the one before, so a publication never pauses them; once swapped, the old snapshot's
   cache entries are dropped, so the process holds one copy of each index however many requests share it.  The first
   snapshot a process serves is warmed the same way in the background, with the newest searches recorded in the
@@ -44,6 +45,7 @@ import pyarrow as pa
 
 from .api import Lakescout
 from .batch import BatchError, BatchQuery, answer_rows, batch_record, check_query_table, parse_spec, search_answer
+from .find import name_index
 from .searches import SEARCHES
 from .store import SCHEMAS, Warehouse, load_snapshot, new_attempt_token
 from .store.cache import INDEXES
@@ -179,7 +181,6 @@ class Served:
         """Warm the first served snapshot with the newest recorded search of each kind on a lake table, and the
         name search's lexicon and names; a search that fails here (its table gone) is left out."""
         from .batch import recent_queries
-        from .find import name_index
         from .lexicon import lexicon
 
         try:
@@ -202,6 +203,7 @@ class Served:
         """Open ``snapshot_id``, warm it with the recent searches, then answer from it and forget the old one."""
         try:
             fresh = Lakescout(self.warehouse.root, snapshot_id)
+            name_index(fresh.snapshot)
             for recent in self._recent.values():
                 for q in list(recent):
                     try:

@@ -57,9 +57,9 @@ class Lakescout:
 
     def find(self, words: str | list[str], k: int = DEFAULT_K, values: bool = False) -> dict:
         """The ``k`` lake tables whose table and column names best match ``words`` (a list of terms, each a name or
-        part of one, in any case and with any separators; a string is one term), with the name each term matched;
-        ``values``: also match terms against the distinct values sampled from text columns.  See
-        :mod:`discovery.find`."""
+        part of one, in any case and with any separators; a string is one term), by spelling or through a synonym of
+        the shipped lexicon, with the name (and synonym) each term matched; ``values``: also match terms against the
+        distinct values sampled from text columns.  See :mod:`discovery.find`."""
         from .find import find_tables
         from .params import ParameterError, count
 

@@ -128,5 +128,7 @@ def test_the_page_lists_and_describes_tables(ls, airflow_token, monkeypatch):
     assert found.status_code == 200
     assert f'id="find-summary">{len(expected)} table(s) for salary, hire date' in found.text
     assert re.findall(r'<a href="/tables/(\d+)">', found.text) == [str(r["table_id"]) for r in expected]
+    by_meaning = client.get("/tables", params={"find": "wage"}, cookies=viewer)   # no lake name is spelled so
+    assert by_meaning.status_code == 200 and "wage as salary ~ " in by_meaning.text
     refused = client.get("/tables", params={"find": "2024"}, cookies=viewer)
     assert refused.status_code == 400 and "has no letters" in refused.text

@@ -96,37 +96,19 @@ def table_name(path: str) -> str:
     return base.split(".")[0] or base
 
 
-def _features(word_lists: list[tuple[str, ...]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row, feature hash, weight) of every distinct feature of every term variant given as its words, each row's
-    weights scaled to unit length (features the names lack count in the length too); none without words."""
-    present = [i for i, w in enumerate(word_lists) if w]
-    if not present:
-        return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0)
-    found = extract_features([" ".join(word_lists[i]) for i in present], HEADER_NGRAMS, WORD_WEIGHT)
-    rows, hashes, weights = np.asarray(present, np.int64)[found.rows], found.hashes, found.weights
-    order = np.lexsort((hashes, rows))
-    rows, hashes, weights = rows[order], hashes[order], weights[order]
-    at = np.flatnonzero(np.r_[True, (rows[1:] != rows[:-1]) | (hashes[1:] != hashes[:-1])])
-    weights = np.add.reduceat(weights, at)
-    rows, hashes = rows[at], hashes[at]
-    norms = np.sqrt(np.bincount(rows, weights ** 2, minlength=len(word_lists)))
-    return rows, hashes, weights / norms[rows]
-
-
-def _postings(word_lists: list[tuple[str, ...]]) -> tuple[sparse.csr_matrix, np.ndarray]:
-    """The names' unit feature vectors as postings (feature x name; a query's product reads only the postings of
-    its own features) and the sorted feature hashes of its rows.  Equal features of a name are summed by the sparse
+def _unit_features(word_lists: list[tuple[str, ...]]) -> tuple[sparse.csr_matrix, np.ndarray]:
+    """Each name (given as its words) as a unit vector of feature weights, one row per name (none for a name without
+    words), and the sorted feature hashes its columns stand for.  Equal features of a name are summed by the sparse
     matrix itself, not sorted out first: a lake's hundreds of thousands of names have tens of millions of features."""
     present = np.array([i for i, w in enumerate(word_lists) if w], dtype=np.int64)
     if not present.size:
-        return sparse.csr_matrix((0, len(word_lists))), np.zeros(0, np.uint64)
+        return sparse.csr_matrix((len(word_lists), 0)), np.zeros(0, np.uint64)
     found = extract_features([" ".join(word_lists[i]) for i in present], HEADER_NGRAMS, WORD_WEIGHT)
     vocabulary, feature = np.unique(found.hashes, return_inverse=True)
-    by_name = sparse.csr_matrix((found.weights, (present[found.rows], feature)),
-                                shape=(len(word_lists), vocabulary.size))      # duplicates summed
-    norms = np.sqrt(np.asarray(by_name.multiply(by_name).sum(axis=1)).ravel())
-    by_name = sparse.diags(1.0 / np.where(norms > 0, norms, 1.0)) @ by_name
-    return by_name.T.tocsr(), vocabulary
+    rows = sparse.csr_matrix((found.weights, (present[found.rows], feature)),
+                             shape=(len(word_lists), vocabulary.size))      # duplicates summed
+    norms = np.sqrt(np.asarray(rows.multiply(rows).sum(axis=1)).ravel())
+    return sparse.diags(1.0 / np.where(norms > 0, norms, 1.0)) @ rows, vocabulary
 
 
 def _short(words) -> bool:
@@ -151,8 +133,8 @@ def name_index(snapshot: Snapshot) -> NameIndex:
         counts = pc.value_counts(columns["table_id"]).flatten() if n else None
         per_table = dict(zip(counts[0].to_pylist(), counts[1].to_pylist())) if n else {}
         words = [tuple(header_words(name)) for name in names]
-        postings, vocabulary = _postings(words)
-        return NameIndex(postings, vocabulary, np.array([_short(w) for w in words], bool),
+        rows, vocabulary = _unit_features(words)   # kept as postings: a query reads only its features' rows
+        return NameIndex(rows.T.tocsr(), vocabulary, np.array([_short(w) for w in words], bool),
                          [frozenset(w) for w in words], names, codes[:n],
                          columns.column("table_id").to_numpy().astype(np.int64),
                          columns.column("ordinal").to_numpy().astype(np.int32), table_ids, codes[n:],
@@ -178,10 +160,12 @@ def _name_matches(index: NameIndex, terms: list[str], synonyms: list[str]):
             variant_weight.append(SYNONYM_WEIGHT ** replaced)
             variant_via.append(len(synonyms))
             synonyms.append(text)
-    rows, hashes, weights = _features(variant_words)
+    variants, hashes = _unit_features(variant_words)   # features the names lack count in the length too
     pos = np.minimum(np.searchsorted(index.vocabulary, hashes), max(index.vocabulary.size - 1, 0))
     known = (index.vocabulary[pos] == hashes) if index.vocabulary.size else np.zeros(hashes.size, bool)
-    query = sparse.csr_matrix((weights[known], (rows[known], pos[known])),
+    entries = variants.tocoo()
+    keep = known[entries.col]
+    query = sparse.csr_matrix((entries.data[keep], (entries.row[keep], pos[entries.col[keep]])),
                               shape=(len(variant_words), index.vocabulary.size))
     product = (query @ index.postings).tocoo()
     variant, name = product.row, product.col

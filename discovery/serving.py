@@ -8,9 +8,8 @@ Three things stood between them, and :class:`Served` removes each:
   not from a snapshot loaded per request.  The newest published snapshot is looked up at most every
   :data:`POLL_SECONDS`; a newer one is opened in a background thread, warmed by re-running on it the last searches
   served (one of each kind, lake tables only, so the indexes they need are built) and the name search's names, and
-  swapped in when ready.  Until
-  then requests answer from the one before, so a publication never pauses them; once swapped, the old snapshot's
-  cache entries are dropped, so the process holds one copy of each index however many requests share it.  The first
+  swapped in when ready.  Until then requests answer from the one before, so a publication never pauses them; once
+  swapped, the old snapshot's cache entries are dropped, so the process holds one copy of each index however many requests share it.  The first
   snapshot a process serves is warmed the same way in the background, with the newest searches recorded in the
   warehouse (:data:`WARM_RECORDED` batches read), and the name search's lexicon and names: a server's first join
   would otherwise pay about 0.8 s loading its index and encoder.

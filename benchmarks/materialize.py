@@ -1,7 +1,7 @@
 """Writing answers: are the written tables right on real lakes, what does a large one cost, what is it worth.
 
-Run: ``python benchmarks/materialize.py [--sample] [--autofj] [--webtables] [--scale] [--downstream]
-[--workdir DIR] [--master local[2]]`` (no flag: all five).  Prints tables and writes ``benchmarks/results/materialize.json``.  Every
+Run: ``python benchmarks/materialize.py [--sample] [--autofj] [--webtables] [--programs] [--scale] [--downstream]
+[--workdir DIR] [--master local[2]]`` (no flag: all six).  Prints tables and writes ``benchmarks/results/materialize.json``.  Every
 figure goes through what a user calls: lakes built by the real refresh, tables written by ``discovery.open(...)``'s
 ``augment`` / ``stack`` (the large one by ``lakescout augment --master``).
 
@@ -25,6 +25,13 @@ figure goes through what a user calls: lakes built by the real refresh, tables w
   same kind by the two-table matcher (default target) and by the search's pairs.  A query row is ``right`` when it
   got a lake cell of its own entity (or none when the lake column lacks it), ``missed`` when it got none although
   the lake column has it, ``wrong`` otherwise; each cell's entity is known by construction.
+* ``programs``: the 400 people of fivethirtyeight's ``most-common-name`` list (``FirstName``, ``Surname``: the
+  commonest US first names with the commonest surnames, so many people share an initial and a surname) as the
+  query; four account tables, one per user-name convention (``jsmith``, ``james.smith``, ``smithj``,
+  ``james_smith@corp.example``), each holding a seeded 70% of the people (the first of two people with one user
+  name owns it); every table augmented through ``FirstName,Surname`` (the programs), and, as a user would before,
+  through a ``name`` column of the two joined by a space (the values matched as one).  Per query row ``right`` (its
+  own account, or none when it has none), ``missed``, ``wrong`` (another person's account), by construction.
 * ``scale``: a lake table of ``--rows`` rows (10M; a Parquet folder of 20 files) and a query of ``--query-rows``
   (100k) names, half of them written differently; ``lakescout augment --master local[2]`` writes the join on Spark.
   Driver peak RSS (the Spark application's Python driver; the command's own, where the two-table matcher pairs the
@@ -61,7 +68,7 @@ MATCHERS = [(f"auto {p}", {"precision": p}) for p in (0.9, 0.95, 0.99)] + \
     [(f"search tau {t}", {"matcher": "search", "tau": t}) for t in (0.02, 0.04, 0.06, 0.08, 0.1)]
 #: The parts of the benchmark, each run alone with its flag (all when none is given); a run keeps the parts of the
 #: last result file it does not measure again.
-PARTS = ("sample", "autofj", "webtables", "scale", "downstream")
+PARTS = ("sample", "autofj", "webtables", "programs", "scale", "downstream")
 #: The pandas baseline of ``scale``, in a process of its own so its peak RSS is its own: the lake table read whole,
 #: both sides normalised as the index normalises, two merges through the mapping (first lake row per value).
 PANDAS_MERGE = """
@@ -355,6 +362,61 @@ def webtables(args) -> dict:
     print_table(rows, ["matcher", "column_pairs", "rows", "right", "right_share", "missed", "wrong", "precision",
                        "recall", "worst"])
     return {"matchers": rows}
+
+
+#: User-name conventions of the ``programs`` part: how an account table writes a person.
+CONVENTIONS = {"initial_surname": lambda f, s: f[0] + s, "first_dot_surname": lambda f, s: f"{f}.{s}",
+               "surname_initial": lambda f, s: s + f[0], "first_surname_mail": lambda f, s: f"{f}_{s}@corp.example"}
+
+
+def programs(args) -> dict | None:
+    import pandas as pd
+
+    root = shared_path("fivethirtyeight")
+    if root is None:
+        return None
+    people = pd.read_csv(Path(root) / "most-common-name" / "adjusted-name-combinations-list.csv")
+    people = [(f.strip(), s.strip()) for f, s in zip(people["FirstName"], people["Surname"])]
+    lake = Path(args.workdir) / "programs_lake"
+    shutil.rmtree(lake, ignore_errors=True)
+    (lake / "accounts").mkdir(parents=True)
+    pacsv.write_csv(pa.table({"FirstName": [f for f, _ in people], "Surname": [s for _, s in people]}),
+                    lake / "people.csv")
+    rng = np.random.default_rng(7)
+    owners = {}
+    for name, write in CONVENTIONS.items():
+        owner: dict[str, int] = {}
+        for i in sorted(rng.choice(len(people), int(0.7 * len(people)), replace=False).tolist()):
+            owner.setdefault(write(*people[i]).lower(), i)
+        owners[name] = owner
+        pacsv.write_csv(pa.table({"username": list(owner), "account_id": [f"a{i}" for i in owner.values()]}),
+                        lake / "accounts" / f"{name}.csv")
+    ls = discovery.open(harness.build(str(lake), str(Path(args.workdir) / "programs_wh"),
+                                      config=_untimed(args.workdir), rebuild=True).warehouse)
+    joined_as_one = pd.DataFrame({"name": [f"{f} {s}" for f, s in people]})
+    rows = []
+    for name, owner in owners.items():
+        account = {i: f"a{i}" for i in owner.values()}
+        for how, query, column in (("programs (FirstName,Surname)", "people.csv", "FirstName,Surname"),
+                                   ("values (name = first + ' ' + last)", joined_as_one, "name")):
+            started = time.perf_counter()
+            t = ls.augment(query, column, table=f"accounts/{name}.csv", lake_column="username",
+                           columns=["account_id"])
+            seconds = time.perf_counter() - started
+            got = t.column(f"{name}.account_id").to_pylist()
+            right = sum(g == account.get(i) for i, g in enumerate(got))
+            wrong = sum(g is not None and g != account.get(i) for i, g in enumerate(got))
+            joined = sum(g is not None for g in got)
+            rules = json.loads(t.schema.metadata[b"lakescout"])["sources"][0]
+            rows.append({"convention": name, "joined_by": how, "rows": len(got), "right": right,
+                         "right_share": right / len(got), "wrong": wrong, "missed": len(got) - right - wrong,
+                         "precision": (joined - wrong) / joined if joined else None,
+                         "recall": (joined - wrong) / len(account),
+                         "estimated": rules.get("estimated_precision"), "programs": rules.get("programs"),
+                         "seconds": seconds})
+    print_table(rows, ["convention", "joined_by", "rows", "right", "right_share", "wrong", "missed", "precision",
+                       "recall", "estimated", "programs", "seconds"])
+    return {"people": len(people), "rows": rows}
 
 
 def _scale_lake(folder: Path, rows: int, names: list[str], rng) -> None:

@@ -2,8 +2,9 @@
 
 The join search finds a joinable lake column; writing the join pairs the two columns' values with
 :func:`match_values` (:mod:`.matcher`), which blocks, measures and chooses its configuration per column pair for a
-stated precision target without labels.
+stated precision target without labels; a join on several query columns (``first``, ``last``) pairs their rows
+with :func:`match_rows`, which also learns string programs (:mod:`.programs`).
 """
-from .matcher import Matches, match_values
+from .matcher import Matches, match_rows, match_values
 
-__all__ = ["Matches", "match_values"]
+__all__ = ["Matches", "match_rows", "match_values"]

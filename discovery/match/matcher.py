@@ -31,6 +31,7 @@ from .autoconfig import select
 from .blocking import candidates, featurise, neighbours
 from .align import consistent
 from .measures import MEASURES, distances
+from .programs import apply, learn
 from .views import ambiguous, best, grouped
 
 #: Candidates per query value from each blocking channel; lake neighbours are read twice as deep.
@@ -42,7 +43,8 @@ class Matches:
     """Matched values (``query[i]`` ~ ``lake[i]`` at ``distance[i]`` under ``rule[i]``, estimated precision
     ``score[i]``); ``values`` the distinct query values; ``precision`` the estimate over all pairs (None when
     none); ``rules`` the configurations chosen; ``views`` the views both sides were matched on (:mod:`.views`),
-    None for the whole values."""
+    None for the whole values; ``programs`` the string programs that wrote the pairs (:func:`match_rows`), None
+    when they were matched as values."""
 
     query: list[str]
     lake: list[str]
@@ -54,13 +56,17 @@ class Matches:
     precision: float | None
     rules: list[str] = field(default_factory=list)
     views: tuple[str, str] | None = None
+    programs: list[str] | None = None
 
     def describe(self) -> dict:
         out = {"matcher": "auto", "precision_target": self.target,
                "estimated_precision": None if self.precision is None else round(self.precision, 4),
-               "rules": ["equal"] + self.rules, "matched_values": len(self.query), "query_values": self.values}
+               "rules": ["equal"] + self.rules, "matched_values": len(self.query),
+               "query_values": self.values}
         if self.views is not None:
             out["views"] = {"query": self.views[0], "lake": self.views[1]}
+        if self.programs is not None:
+            out["programs"] = self.programs
         return out
 
 
@@ -114,6 +120,46 @@ def match_values(query, lake, target: float = 0.95, depth: int = CANDIDATES, key
     return Matches([p[0] for p in pairs], [p[1] for p in pairs], np.array([p[2] for p in pairs], np.float64),
                    np.array([p[3] for p in pairs], np.float64), [p[4] for p in pairs], len(query), target,
                    precision, rules, None if chosen is None else (chosen[0].describe(), chosen[1].describe()))
+
+
+def match_rows(rows: list[tuple[str, ...]], row_keys: list[str], lake, names: list[str], target: float = 0.95,
+               keys: bool = False) -> Matches:
+    """Query rows of several text columns (``rows``, one tuple of normalised values per distinct row, ``row_keys``
+    their join keys, ``names`` the columns) with the ``lake`` value each names, if any.
+
+    The rows' values joined by spaces are matched as one value (:func:`match_values`: ``first`` and ``last``
+    against a column of full names).  When string programs learned from the two columns (:mod:`.programs`:
+    ``first`` and ``last`` against user names) reach ``target`` by their own estimate, they decide every row whose
+    output the lake holds (joined, or left out when another row writes the same value), and the rows they do not
+    decide keep the matched values' answer: a lake value written exactly by a program is stronger evidence than a
+    similarity, and two people the program writes as one (``James Smith``, ``John Smith``: ``jsmith``) are told
+    apart by no similarity either.  The pairs are keyed by ``row_keys``."""
+    lake = list(dict.fromkeys(v for v in lake if v))
+    text = [" ".join(r) for r in rows]
+    whole = match_values(text, lake, target, keys=keys)
+    by_text: dict[str, list[int]] = {}
+    for r, t in enumerate(text):
+        by_text.setdefault(t, []).append(r)
+    at = {q: i for i, q in enumerate(whole.query)}
+    fuzzy = [(r, at[t]) for t, rs in by_text.items() if t in at for r in rs]
+    programs = learn(rows, lake)
+    joins, decided, estimate = apply(programs, rows, lake)
+    if estimate is None or estimate < target:
+        pick = np.array([i for _, i in fuzzy], np.int64)
+        return Matches([row_keys[r] for r, _ in fuzzy], [whole.lake[i] for i in pick.tolist()], whole.distance[pick],
+                       whole.score[pick], [whole.rule[i] for i in pick.tolist()], len(rows), target,
+                       whole.precision, whole.rules, whole.views)
+    shown = [p.describe(names) for p in programs]
+    taken = {v for _, v, _, _ in joins}
+    pairs = [(row_keys[r], v, 0.0, p, f"program: {shown[k]}") for r, v, k, p in joins]
+    pairs += [(row_keys[r], whole.lake[i], float(whole.distance[i]), float(whole.score[i]), whole.rule[i])
+              for r, i in fuzzy if r not in decided and whole.lake[i] not in taken]
+    pairs.sort(key=lambda p: (p[2], p[0]))
+    score = np.array([p[3] for p in pairs], np.float64)
+    return Matches([p[0] for p in pairs], [p[1] for p in pairs], np.array([p[2] for p in pairs], np.float64), score,
+                   [p[4] for p in pairs], len(rows), target, float(score.mean()) if pairs else None,
+                   [f"program: {p}" for p in shown] + (whole.rules if len(pairs) > len(joins) else []),
+                   whole.views if len(pairs) > len(joins) else None, shown)
 
 
 def _match(query: list[str], lake: list[str], target: float, depth: int) -> tuple[list[tuple], float | None, list]:

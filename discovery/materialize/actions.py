@@ -202,7 +202,7 @@ def mapping_table(q: QueryTable, source, ordinals: list[int], matching: Matching
     and lake rows (every row at the pinned version) hold each value."""
     import pyarrow.compute as pc
 
-    from .keys import cell_keys
+    from .keys import cell_keys, split_tuple_keys
     from .local import lake_key_counts
 
     mapping = source.mapping
@@ -213,7 +213,10 @@ def mapping_table(q: QueryTable, source, ordinals: list[int], matching: Matching
     for column, counts in (("query_key", query_counts), ("lake_key", lake_counts)):
         at = pc.index_in(mapping.column(column), value_set=counts.field("values"))
         counted.append(pc.fill_null(counts.field("counts").take(at), 0))
-    out = pa.table({"query_value": _shown(mapping.column("query_key"), source),
+    query_values = _shown(mapping.column("query_key"), source)
+    if source.kind == "text" and len(ordinals) > 1:
+        query_values = split_tuple_keys(query_values)          # a row of several query columns: its values
+    out = pa.table({"query_value": query_values,
                     "lake_value": _shown(mapping.column("lake_key"), source), "distance": mapping.column("distance"),
                     **{c: mapping.column(c) for c in ("score", "rule") if c in mapping.column_names},
                     "query_rows": counted[0], "lake_rows": counted[1]})

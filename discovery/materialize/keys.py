@@ -42,9 +42,10 @@ def value_keys(rows: np.ndarray, kind: str) -> pa.Array:
 
 def cell_keys(columns: list[pa.Array], kind: str, dim: int = 0) -> pa.Array:
     """The key of each row of ``columns`` (text cells, the join's columns in order) for a join of ``kind``; ``dim``
-    is a vector column's length."""
+    is a vector column's length.  A text join on several query columns keys a row as an n-ary tuple is keyed (the
+    two-table matcher pairs such rows with one lake value, :func:`discovery.match.match_rows`)."""
     if kind == "text":
-        return normalize_array(columns[0])
+        return normalize_array(columns[0]) if len(columns) == 1 else tuple_keys([normalize_array(c) for c in columns])
     if kind == "number":
         values = parse_number_column(columns[0]) + 0.0
         return pa.array(values, pa.float64(), mask=np.isnan(values))
@@ -58,6 +59,13 @@ def cell_keys(columns: list[pa.Array], kind: str, dim: int = 0) -> pa.Array:
     if kind == "key":
         return tuple_keys([normalize_array(c) for c in columns])
     raise ValueError(f"unknown join kind {kind!r}; expected one of {', '.join(KINDS)}")
+
+
+def split_tuple_keys(keys: pa.Array) -> pa.Array:
+    """Each key of :func:`tuple_keys` as the list of values it joined."""
+    parts = pc.split_pattern(keys, _SEP)
+    flat = pc.replace_substring(pc.replace_substring(parts.flatten(), _ESC + "1", _SEP), _ESC + "0", _ESC)
+    return pa.ListArray.from_arrays(parts.offsets, flat, mask=parts.is_null())
 
 
 def tuple_keys(values: list[pa.Array]) -> pa.Array:

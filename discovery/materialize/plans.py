@@ -108,13 +108,18 @@ class Matching:
     limits: Limits
 
 
-def text_source(snapshot: Snapshot, query: QueryTable, ordinal: int, table_id: int, lake_ordinal: int, tau: float,
-                added: list[str] | None, matching: Matching) -> JoinSource:
-    """A semantic-join plan: each query value paired with the lake value :class:`Matching` says it names.  The
-    mapping carries each pair's ``score`` (the auto matcher's estimated precision; null for the search's pairs) and
-    the ``rule`` that matched it."""
+def text_source(snapshot: Snapshot, query: QueryTable, ordinals: list[int], table_id: int, lake_ordinal: int,
+                tau: float, added: list[str] | None, matching: Matching) -> JoinSource:
+    """A semantic-join plan: each query value (or row of the query columns ``ordinals``) paired with the lake value
+    :class:`Matching` says it names.  The mapping carries each pair's ``score`` (the auto matcher's estimated
+    precision; null for the search's pairs) and the ``rule`` that matched it.  Several query columns are paired
+    by the matcher only: the search's pairs are a single column's."""
     if matching.matcher == "auto":
-        return _matched_source(snapshot, query, ordinal, table_id, lake_ordinal, added, matching)
+        return _matched_source(snapshot, query, ordinals, table_id, lake_ordinal, added, matching)
+    if len(ordinals) > 1:
+        raise PlanError(f"a join on several query columns ({', '.join(query.names[i] for i in ordinals)}) is paired "
+                        "by the matcher: matcher 'search' pairs one column's values")
+    ordinal = ordinals[0]
     from ..join.pairs import all_query_values, column_pairs
 
     pairs = column_pairs(snapshot, all_query_values(snapshot, query, ordinal), table_id, lake_ordinal, tau)
@@ -127,26 +132,44 @@ def text_source(snapshot: Snapshot, query: QueryTable, ordinal: int, table_id: i
                    evidence={"matcher": "search", "tau": tau, "query_values": len(pairs.values)})
 
 
-def _matched_source(snapshot: Snapshot, query: QueryTable, ordinal: int, table_id: int, lake_ordinal: int,
+def _matched_source(snapshot: Snapshot, query: QueryTable, ordinals: list[int], table_id: int, lake_ordinal: int,
                     added: list[str] | None, matching: Matching) -> JoinSource:
-    """The text join's pairs by the two-table matcher over the query column's and the lake column's distinct keys
-    (the lake column read whole at the pinned version: its distinct values are what tells the matcher how alike
-    different entities look), one-to-one when both columns hold one row per value."""
-    from ..match import match_values
+    """The text join's pairs by the two-table matcher over the query column's (or columns' rows') and the lake
+    column's distinct keys (the lake column read whole at the pinned version: its distinct values are what tells
+    the matcher how alike different entities look), one-to-one when both sides hold one row per value."""
+    from ..match import match_rows, match_values
     from .local import lake_values
 
     names, _ = lake_columns(snapshot, table_id)
-    keys = cell_keys([query.columns[ordinal]], "text")
+    keys = cell_keys([query.columns[i] for i in ordinals], "text")
     keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
     lake, held = lake_values(pinned_table(snapshot, table_id), names[lake_ordinal], matching.limits)
     present = keys.drop_null()
-    query = pc.unique(present)
-    both_keys = len(query) == len(present) and len(lake) == held
-    found = match_values(query.to_pylist(), lake.to_pylist(), matching.precision, keys=both_keys)
+    distinct = pc.unique(present)
+    both_keys = len(distinct) == len(present) and len(lake) == held
+    if len(ordinals) == 1:
+        found = match_values(distinct.to_pylist(), lake.to_pylist(), matching.precision, keys=both_keys)
+    else:
+        rows = _distinct_rows(query, ordinals, keys)
+        found = match_rows([r for r, _ in rows], [k for _, k in rows], lake.to_pylist(),
+                           [query.names[i] for i in ordinals], matching.precision, keys=both_keys)
     mapping = pa.table({"query_key": pa.array(found.query, pa.string()), "lake_key": pa.array(found.lake, pa.string()),
                         "distance": pa.array(found.distance, pa.float64()),
                         "score": pa.array(found.score, pa.float64()), "rule": pa.array(found.rule, pa.string())})
     return _source(snapshot, table_id, "text", [names[lake_ordinal]], added, mapping, evidence=found.describe())
+
+
+def _distinct_rows(query: QueryTable, ordinals: list[int], keys: pa.Array) -> list[tuple[tuple[str, ...], str]]:
+    """Each distinct row of the query columns ``ordinals`` with no null, as (normalised values, join key)."""
+    from ..normalize import normalize_array
+
+    values = [normalize_array(query.columns[i]) for i in ordinals]
+    values = [v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v for v in values]
+    seen: dict[str, tuple[str, ...]] = {}
+    for key, *row in zip(keys.to_pylist(), *(v.to_pylist() for v in values)):
+        if key is not None:
+            seen.setdefault(key, tuple(row))
+    return [(row, key) for key, row in seen.items()]
 
 
 def numeric_source(snapshot: Snapshot, query: QueryTable, ordinals: list[int], table_id: int,

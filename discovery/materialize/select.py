@@ -73,9 +73,14 @@ def partner(snapshot, query: QueryTable, route: str, ordinals: list[int], result
 def join_result(ls, query: QueryTable, column: str, rank: int | None, table, lake_column: str | None,
                 search: dict) -> tuple[str, list[int], dict, dict]:
     """``(kind, query column ordinals, result, search parameters)`` of the join to write (``rank`` None: the
-    :func:`partner`); kind is text or numeric."""
+    :func:`partner`); kind is text or numeric.  Several text columns join a named table's named column only: the
+    search finds partners of one column."""
     from ..searches.join import route
 
+    several = _text_columns(column, query)
+    if several is not None and (table is None or lake_column is None):
+        raise PlanError(f"a join on several query columns ({column}) is written to a lake column you name: give "
+                        "table and lake_column (the join search finds partners of one column)")
     if table is None:
         plan = ls.plan("join", query, column=column, top_k=rank or PARTNER_DEPTH,
                        **{k: v for k, v in search.items() if v is not None})
@@ -90,8 +95,11 @@ def join_result(ls, query: QueryTable, column: str, rank: int | None, table, lak
             raise PlanError(f"the join of {query.label!r} on {column!r} has {len(results)} result(s); there is no "
                             f"rank {rank}")
         return plan.route, plan.ordinals, results[rank - 1], _used(answer)
-    target = route({"column": column, **search}, query)
-    kind = "numeric" if target.numeric else "text"
+    if several is not None:
+        target_ordinals, kind = several, "text"
+    else:
+        target = route({"column": column, **search}, query)
+        target_ordinals, kind = target.ordinals, ("numeric" if target.numeric else "text")
     table_id = table_id_of(ls.snapshot, table)
     names, _ = lake_columns(ls.snapshot, table_id)
     if lake_column is not None:
@@ -103,12 +111,28 @@ def join_result(ls, query: QueryTable, column: str, rank: int | None, table, lak
             from ..config import load_config
 
             search = {"tau": load_config().join.tau, **{k: v for k, v in search.items() if v is not None}}
-        return kind, target.ordinals, {"table_id": table_id, "column": lake_column}, _used(search)
+        return kind, target_ordinals, {"table_id": table_id, "column": lake_column}, _used(search)
     answer = ls.join(query, column, T=0.0, **search)
     mine = [r for r in answer["results"] if r["table_id"] == table_id]
     if not mine:
         raise PlanError(f"no column of lake table {table_id} joins any value of {query.label!r} column {column!r}")
-    return kind, target.ordinals, mine[0], _used(answer)
+    return kind, target_ordinals, mine[0], _used(answer)
+
+
+def _text_columns(column: str, query: QueryTable) -> list[int] | None:
+    """The ordinals of the several text columns ``column`` names comma-joined (``first,last``: a person written
+    in two columns, joined to one lake column by :func:`discovery.match.match_rows`), or None when it names one
+    column, or columns that are not all text (a coordinate pair is the numerical join's)."""
+    from ..numjoin.columns import TEXT_KINDS
+
+    if column in query.names or "," not in column:
+        return None
+    parts = [p.strip() for p in column.split(",")]
+    if any(p not in query.names for p in parts) or len(set(parts)) != len(parts):
+        return None
+    ordinals = [query.names.index(p) for p in parts]
+    kinds = query.kinds()
+    return ordinals if all(kinds[i] in TEXT_KINDS for i in ordinals) else None
 
 
 def _used(answer: dict) -> dict:

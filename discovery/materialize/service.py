@@ -135,7 +135,7 @@ def join_source(snapshot: Snapshot, query: QueryTable, kind: str, join_columns: 
         raise PlanError(f"lake table {result['table_id']} has no column {missing[0]!r} (columns: {', '.join(names)})")
     ordinals = [names.index(c) for c in lake]
     if kind == "text":
-        return text_source(snapshot, query, join_columns[0], result["table_id"], ordinals[0], params["tau"], columns,
+        return text_source(snapshot, query, join_columns, result["table_id"], ordinals[0], params["tau"], columns,
                            matching)
     return numeric_source(snapshot, query, join_columns, result["table_id"], ordinals, columns, params.get("tau"),
                           params.get("tau_share"), params.get("metric"))

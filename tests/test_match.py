@@ -122,6 +122,10 @@ def test_alignment_leftovers_and_the_consistency_rule():
     assert consistent(left_a, left_b)
     assert align(["mumbai", "intl", "apt"], ["mumbai", "international", "airport"], idf, 1.0)[1:] == ([], [])
     assert align(["case", "2019"], ["case", "2020"], idf, 1.0)[1:] == (["2019"], ["2020"])
+    # a word one value writes as two or three: aligned whole, weights of both sides counted
+    assert align(["ruger", "sp101"], ["ruger", "sp", "101"], idf, 1.0) == (1.0, [], [])
+    assert align(["org", "12", "962"], ["org", "12962"], {"org": 1.0, "12962": 3.0}, 2.0) == (1.0, [], [])
+    assert align(["sp", "102"], ["sp101"], idf, 1.0)[1:] == (["sp", "102"], ["sp101"])   # no run writes it
 
 
 def test_stated_precision_is_the_estimate_the_pairs_add_up_to():

@@ -1,7 +1,8 @@
 """Two values word by word: how much of their weight they share, and whether they can name one entity.
 
-The words of both values are aligned: equal words first, then the remaining ones paired, most alike first, where
-:func:`.tokens.one_word` says they are one word written two ways.  The *soft* similarity is the IDF weight of the
+The words of both values are aligned: equal words first, then words one value writes as one and the other as two or
+three (``sp101`` ~ ``sp 101``, a number's thousands written apart), then the remaining ones paired, most alike first,
+where :func:`.tokens.one_word` says they are one word written two ways.  The *soft* similarity is the IDF weight of the
 aligned words over the weight of all words (a word frequent in the lake column, like ``inc`` or ``the``, weighs
 little), the token measure of SoftTF-IDF with the typo and abbreviation rule as its word similarity.
 
@@ -34,6 +35,21 @@ def _credit(x: str, y: str) -> float:
     return Indel.normalized_similarity(x, y)
 
 
+def _glued(words: list[str], mine: Counter, other: Counter, w) -> float:
+    """The weight of words of one value the other writes as one word (``sp 101`` ~ ``sp101``, ``12 962`` ~
+    ``12962``, ``ses 7`` ~ ``ses7``): runs of two or three consecutive words still left whose concatenation is a word
+    left in the other value.  Both are taken off what is left (``mine``, ``other``), as equal words are."""
+    got = 0.0
+    for n in (3, 2):
+        for i in range(len(words) - n + 1):
+            run, glued = Counter(words[i:i + n]), "".join(words[i:i + n])
+            if other[glued] > 0 and not run - mine:
+                mine.subtract(run)
+                other[glued] -= 1
+                got += w(glued) + sum(map(w, words[i:i + n]))
+    return got
+
+
 def align(a: list[str], b: list[str], weight: dict[str, float], default: float
           ) -> tuple[float, list[str], list[str]]:
     """``(soft similarity, words of a left, words of b left)`` of the words ``a`` and ``b`` (module docstring);
@@ -45,7 +61,9 @@ def align(a: list[str], b: list[str], weight: dict[str, float], default: float
     ca, cb = Counter(a), Counter(b)
     common = ca & cb
     got = 2.0 * sum(w(t) * n for t, n in common.items())
-    ra, rb = list((ca - common).elements()), list((cb - common).elements())
+    la, lb = ca - common, cb - common
+    got += _glued(a, la, lb, w) + _glued(b, lb, la, w)
+    ra, rb = list(la.elements()), list(lb.elements())
     pairs = sorted(((_credit(x, y), i, j) for i, x in enumerate(ra) for j, y in enumerate(rb) if one_word(x, y)),
                    reverse=True)
     used_a, used_b = set(), set()

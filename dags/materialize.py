@@ -20,7 +20,7 @@ from datetime import datetime
 from airflow.sdk import Asset, Param, dag, task
 
 from discovery import connections, storage
-from discovery.config import default_warehouse
+from discovery.config import default_warehouse, load_config
 
 WAREHOUSE = default_warehouse()
 OUTPUT_ROOT = os.environ.get("LAKESCOUT_OUTPUT_ROOT", os.path.abspath("outputs"))
@@ -35,7 +35,7 @@ def _plans(params: dict):
     connections.use_airflow_connection(params)
     warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
     return stored_plans(warehouse, params["batch_id"], params["query_id"], params["ranks"] or None,
-                        fan_out=params["fan_out"], max_matches=params["max_matches"],
+                        config=load_config(), fan_out=params["fan_out"], max_matches=params["max_matches"],
                         columns=params["columns"] or None, query_rows=params["query_rows"], dedupe=params["dedupe"],
                         strict=params["strict"], matcher=params["matcher"] or None,
                         precision=params["precision"])[1]
@@ -96,7 +96,6 @@ def materialize():
     @task(outlets=[OUTPUT_ASSET])
     def write(checked: dict, params=None, outlet_events=None) -> dict:
         """Read the lake tables (on Spark when large) and write the output in one atomic step."""
-        from discovery.config import load_config
         from discovery.materialize.output import write_table
         from discovery.materialize.service import run_plans
 

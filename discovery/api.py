@@ -6,6 +6,9 @@ CLI's ``lakescout refresh`` or the ``lake_refresh`` DAG; nothing here writes the
 """
 from __future__ import annotations
 
+import os
+
+from .config import Config, load_config
 from .params import DEFAULT_K, check_id, check_query
 from .query import resolve_query
 from .searches import Plan, limits, search_kind
@@ -14,7 +17,13 @@ from .store import Snapshot, Warehouse, load_snapshot
 
 
 class Lakescout:
-    def __init__(self, warehouse: str, snapshot_id: int | None = None):
+    def __init__(self, warehouse: str, snapshot_id: int | None = None,
+                 config: Config | str | os.PathLike | None = None):
+        """``config``: a :class:`~discovery.config.Config`, the path of a TOML file, or None for the file
+        :func:`~discovery.config.load_config` finds.  It is resolved here, once, and every search and write of this
+        object takes its defaults from it (``self.config``), so two objects in one process can answer with different
+        configurations and a search answers as the object was opened, whatever the environment says later."""
+        self.config: Config = config if isinstance(config, Config) else load_config(config)
         self.warehouse = Warehouse(warehouse)
         self.snapshot: Snapshot = load_snapshot(self.warehouse,
                                                 None if snapshot_id is None else check_id("snapshot_id", snapshot_id))
@@ -24,7 +33,8 @@ class Lakescout:
         return self.snapshot.snapshot_id
 
     def latest(self) -> Snapshot:
-        """Move to the latest published snapshot (later searches answer from it) and return it."""
+        """Move to the latest published snapshot (later searches answer from it) and return it; the configuration
+        stays the one the object was opened with."""
         self.snapshot = load_snapshot(self.warehouse)
         return self.snapshot
 
@@ -73,10 +83,11 @@ class Lakescout:
     def plan(self, kind: str, query, **params) -> Plan:
         """The search of ``kind`` (:data:`discovery.searches.SEARCHES`) that ``query`` and ``params`` make, checked
         and routed, ready to run (``.run(snapshot)``): one-line :class:`~discovery.params.ParameterError` naming a
-        bad parameter; counts of tables or columns are capped at how many the snapshot indexes."""
+        bad parameter; counts of tables or columns are capped at how many the snapshot indexes; the defaults the
+        configuration sets are this object's (:attr:`config`)."""
         spec = search_kind(kind)
         checked = spec.check(params, limits(self.snapshot))
-        return spec.plan(checked, resolve_query(self.snapshot, check_query(query)))
+        return spec.plan(checked, resolve_query(self.snapshot, check_query(query)), self.config)
 
     def search(self, kind: str, query, **params) -> dict:
         """A search of any kind of :data:`discovery.searches.SEARCHES` (``union``, ``join``, ``nary``, ...) with
@@ -209,5 +220,6 @@ def given(**params) -> dict:
     return {k: v for k, v in params.items() if v is not None}
 
 
-def open_warehouse(warehouse: str, snapshot_id: int | None = None) -> Lakescout:
-    return Lakescout(warehouse, snapshot_id)
+def open_warehouse(warehouse: str, snapshot_id: int | None = None,
+                   config: Config | str | os.PathLike | None = None) -> Lakescout:
+    return Lakescout(warehouse, snapshot_id, config)

@@ -546,6 +546,28 @@ def test_the_cli_writes_and_refuses_in_one_line(ls, built, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["joined.parquet", "u.csv"]
 
 
+def test_a_recorded_answer_is_written_with_the_configuration_its_surface_passes(ls, built):
+    """``stored_plans`` (what the materialize DAG and the page write) fills what the recorded spec leaves out from
+    the configuration the surface passes, not from this process's: the matcher, its precision target, and the tau
+    of the search's own pairs."""
+    from dataclasses import replace
+
+    from discovery.batch import run_batch
+    from discovery.materialize.service import run_plans
+    from discovery.materialize.stored import stored_plans
+
+    batch = run_batch(built["warehouse"], [{"id": "v", "kind": "join", "query": built["query"], "column": "vendor"}])
+    base = ls.config
+    for materialize, join, want in [(replace(base.materialize, precision=0.8), base.join,
+                                     {"matcher": "auto", "precision_target": 0.8}),
+                                    (replace(base.materialize, matcher="search"), replace(base.join, tau=0.15),
+                                     {"matcher": "search", "tau": 0.15})]:
+        config = replace(base, materialize=materialize, join=join)
+        _, plans = stored_plans(built["warehouse"], batch["batch_id"], "v", config=config, served=False)
+        source = run_plans(plans, config.limits).description["sources"][0]
+        assert {k: source.get(k) for k in want} == want
+
+
 def pq_rows(path: str) -> int:
     import pyarrow.parquet as pq
 

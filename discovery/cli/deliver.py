@@ -38,7 +38,7 @@ PREVIEW_ROWS = 20
 def _open(args):
     from ..api import Lakescout
 
-    return Lakescout(args.warehouse, args.snapshot)
+    return Lakescout(args.warehouse, args.snapshot, args.config)
 
 
 def _written(args, out) -> int:

@@ -53,8 +53,8 @@ def overview(parser: argparse.ArgumentParser) -> str:
 @contextlib.contextmanager
 def configuration(path: str | None) -> Iterator[None]:
     """While a command runs, ``--config`` is ``$LAKESCOUT_CONFIG``: every part of the command that reads the
-    configuration (the searches' defaults, a batch's Spark threshold, the Spark applications it starts) then reads
-    that file, without each being handed it."""
+    configuration without being handed it (a batch and its Spark threshold, the Spark applications a command starts)
+    then reads that file.  The searches and writes are handed it too: they open their Lakescout with ``--config``."""
     if path is None:
         yield
         return

@@ -13,7 +13,7 @@ def _search(kind: str, args, names: tuple[str, ...]) -> dict:
     from ..api import Lakescout
 
     given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
-    return Lakescout(args.warehouse, args.snapshot).search(kind, args.query, **given)
+    return Lakescout(args.warehouse, args.snapshot, args.config).search(kind, args.query, **given)
 
 
 def cmd_union(args) -> int:

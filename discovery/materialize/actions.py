@@ -14,7 +14,7 @@ import time
 
 import pyarrow as pa
 
-from ..config import load_config
+from ..config import Config
 from ..params import ParameterError, check_query, choice, count, interval, key_columns, optional
 from ..query import QueryTable, resolve_query
 from .augment import MODES, FanOut
@@ -60,10 +60,9 @@ def _deliver(m: Materialized, output: str | None, fmt: str | None, overwrite: bo
     return m.description
 
 
-def _run(plan, output: str | None, fmt: str | None, overwrite: bool, master: str | None):
+def _run(plan, cfg: Config, output: str | None, fmt: str | None, overwrite: bool, master: str | None):
     """Materialise ``plan`` here, or, with a ``master`` and lake tables of at least ``[materialize]
-    spark_min_bytes``, as a Spark job (which writes ``output`` itself)."""
-    cfg = load_config()
+    spark_min_bytes`` (of ``cfg``, the session's configuration), as a Spark job (which writes ``output`` itself)."""
     size = sum(s.table.bytes for s in plan.sources)
     if master and output is not None and size >= cfg.materialize.spark_min_bytes:
         return _on_spark(plan, output, output_format(output, fmt), overwrite, master)
@@ -91,20 +90,20 @@ def stack(ls, query, *, output: str | None = None, format: str | None = None, ov
           master: str | None = None, **params):
     """Write (or return) the union of ``query`` with the lake tables a union search picks; see
     :meth:`discovery.api.Lakescout.stack`."""
-    return _run(stack_plan(ls, query, **params), output, format, overwrite, master)
+    return _run(stack_plan(ls, query, **params), ls.config, output, format, overwrite, master)
 
 
 def stack_plan(ls, query, *, tables=None, k: int = 10, min_score: float | None = None, method: str = "pgtus++",
                tau: float | None = None, min_columns: float | None = None, query_rows: bool = True,
                dedupe: bool = False, strict: bool = False) -> UnionPlan:
     """The plan :func:`stack` runs: with the search's tables (no ``tables`` named), only those whose alignment fills
-    at least ``min_columns`` (default ``[materialize] stack_min_columns``) of the query's columns, each one left
-    out named in a warning; a table that fills fewer writes rows that are mostly nulls, joined on a column or two
-    that merely look alike (orders under a staff list through ``rep ~ name``)."""
+    at least ``min_columns`` (default ``[materialize] stack_min_columns`` of ``ls.config``) of the query's columns,
+    each one left out named in a warning; a table that fills fewer writes rows that are mostly nulls, joined on a
+    column or two that merely look alike (orders under a staff list through ``rep ~ name``)."""
     q = _query(ls, query)
     k = count("k", k)
     min_score = optional(interval(0.0, float("inf"), lo_open=True))("min_score", min_score)
-    min_columns = interval(0.0, 1.0)("min_columns", load_config().materialize.stack_min_columns
+    min_columns = interval(0.0, 1.0)("min_columns", ls.config.materialize.stack_min_columns
                                      if min_columns is None else min_columns)
     params = {} if tau is None else {"tau": tau}
     named = _tables(tables)
@@ -130,11 +129,11 @@ def _fan_out(fan_out: str, max_matches: int) -> FanOut:
     return FanOut(choice(MODES)("fan_out", fan_out), count("max_matches", max_matches))
 
 
-def _matching(matcher: str | None, precision: float | None) -> Matching:
-    """How a text join's values are paired: the parameters given, else ``[materialize] matcher`` / ``precision``."""
+def _matching(cfg: Config, matcher: str | None, precision: float | None) -> Matching:
+    """How a text join's values are paired: the parameters given, else ``[materialize] matcher`` / ``precision`` of
+    ``cfg`` (the session's configuration)."""
     from ..config import MATCHERS
 
-    cfg = load_config()
     matcher = choice(MATCHERS)("matcher", cfg.materialize.matcher if matcher is None else matcher)
     precision = interval(0.0, 1.0, lo_open=True, hi_open=True)(
         "precision", cfg.materialize.precision if precision is None else precision)
@@ -144,7 +143,7 @@ def _matching(matcher: str | None, precision: float | None) -> Matching:
 def augment(ls, query, column: str | None = None, *, output: str | None = None, format: str | None = None,
             overwrite: bool = False, master: str | None = None, **params):
     """Write (or return) ``query`` joined to a lake table; see :meth:`discovery.api.Lakescout.augment`."""
-    return _run(augment_plan(ls, query, column, **params), output, format, overwrite, master)
+    return _run(augment_plan(ls, query, column, **params), ls.config, output, format, overwrite, master)
 
 
 def augment_plan(ls, query, column: str | None = None, *, key=None, rank: int | None = None, table=None,
@@ -158,20 +157,20 @@ def augment_plan(ls, query, column: str | None = None, *, key=None, rank: int | 
                              + ("both" if column is not None else "neither"))
     q = _query(ls, query)
     rank = None if rank is None else count("rank", rank)
-    fan = _fan_out(fan_out, load_config().materialize.max_matches if max_matches is None else max_matches)
+    fan = _fan_out(fan_out, ls.config.materialize.max_matches if max_matches is None else max_matches)
     added = _names("columns", columns)
-    matching = _matching(matcher, precision)
+    matching = _matching(ls.config, matcher, precision)
     if key is not None:
         key = key_columns("key", key)
         for c in key:
             q.ordinal(c)
         result = nary_result(ls, q, key, rank or 1, table, _names("lake_key", lake_key), {})
         ordinals = [q.ordinal(c) for c in key]
-        source = join_source(ls.snapshot, q, "nary", ordinals, result, {}, added, matching)
+        source = join_source(ls.snapshot, q, "nary", ordinals, result, {}, added, matching, ls.config.numjoin)
     else:
         search = {k: v for k, v in (("tau", tau), ("tau_share", tau_share), ("metric", metric)) if v is not None}
         kind, ordinals, result, used = join_result(ls, q, column, rank, table, lake_column, search)
-        source = join_source(ls.snapshot, q, kind, ordinals, result, used, added, matching)
+        source = join_source(ls.snapshot, q, kind, ordinals, result, used, added, matching, ls.config.numjoin)
     return join_plan(ls.snapshot, q, source, ordinals, fan_out=fan, strict=bool(strict), result=result)
 
 
@@ -182,11 +181,11 @@ def pairs(ls, query, column: str, *, rank: int | None = None, table=None, lake_c
     """The whole value mapping of a join result: every matched (query value, lake value, distance, and for text
     the score and rule) with the query rows and lake rows holding each; see :meth:`discovery.api.Lakescout.pairs`."""
     q = _query(ls, query)
-    matching = _matching(matcher, precision)
+    matching = _matching(ls.config, matcher, precision)
     search = {k: v for k, v in (("tau", tau), ("tau_share", tau_share), ("metric", metric)) if v is not None}
     kind, ordinals, result, used = join_result(ls, q, column, None if rank is None else count("rank", rank), table,
                                                lake_column, search)
-    source = join_source(ls.snapshot, q, kind, ordinals, result, used, [], matching)
+    source = join_source(ls.snapshot, q, kind, ordinals, result, used, [], matching, ls.config.numjoin)
     table_ = mapping_table(q, source, ordinals, matching)
     described = {"kind": "pairs", "snapshot_id": ls.snapshot.snapshot_id, "query": q.label, "rows": table_.num_rows,
                  "columns": [{"name": f.name, "type": str(f.type)} for f in table_.schema],

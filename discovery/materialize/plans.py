@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..config import Limits
+from ..config import Limits, NumjoinConfig
 from ..lake.pinned import PinnedTable, pin
 from ..query import QueryError, QueryTable
 from ..store import Snapshot
@@ -173,12 +173,13 @@ def _distinct_rows(query: QueryTable, ordinals: list[int], keys: pa.Array) -> li
 
 
 def numeric_source(snapshot: Snapshot, query: QueryTable, ordinals: list[int], table_id: int,
-                   lake_ordinals: list[int], added: list[str] | None, tau: float | None = None,
+                   lake_ordinals: list[int], added: list[str] | None, config: NumjoinConfig, tau: float | None = None,
                    tau_share: float | None = None, metric: str | None = None) -> JoinSource:
-    """A numerical-join plan: every query value's nearest lake value (number, coordinate pair, vector) within tau."""
+    """A numerical-join plan: every query value's nearest lake value (number, coordinate pair, vector) within tau
+    (``config``: the ``[numjoin]`` section its defaults come from, :func:`~discovery.numjoin.pairs.group_pairs`)."""
     from ..numjoin.pairs import group_pairs
 
-    pairs = group_pairs(snapshot, query, ordinals, table_id, lake_ordinals, tau, tau_share, metric)
+    pairs = group_pairs(snapshot, query, ordinals, table_id, lake_ordinals, config, tau, tau_share, metric)
     kind = pairs.kind
     names, _ = lake_columns(snapshot, table_id)
     mapping = pa.table({"query_key": value_keys(pairs.query, kind), "lake_key": value_keys(pairs.lake, kind),

@@ -108,9 +108,7 @@ def join_result(ls, query: QueryTable, column: str, rank: int | None, table, lak
         if missing:
             raise PlanError(f"lake table {table_id} has no column {missing[0]!r} (columns: {', '.join(names)})")
         if kind == "text":
-            from ..config import load_config
-
-            search = {"tau": load_config().join.tau, **{k: v for k, v in search.items() if v is not None}}
+            search = {"tau": ls.config.join.tau, **{k: v for k, v in search.items() if v is not None}}
         return kind, target_ordinals, {"table_id": table_id, "column": lake_column}, _used(search)
     answer = ls.join(query, column, T=0.0, **search)
     mine = [r for r in answer["results"] if r["table_id"] == table_id]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..config import Limits
+from ..config import Limits, NumjoinConfig
 from ..lake import LakeFileError
 from ..lake.pinned import PinnedTable, changed_since
 from ..query import QueryTable
@@ -117,11 +117,12 @@ def run_plan(plan: UnionPlan | JoinPlan, limits: Limits | None = None) -> Materi
 
 
 def join_source(snapshot: Snapshot, query: QueryTable, kind: str, join_columns: list[int], result: dict,
-                params: dict, columns: list[str] | None, matching: Matching) -> JoinSource:
+                params: dict, columns: list[str] | None, matching: Matching, numjoin: NumjoinConfig) -> JoinSource:
     """The plan of one join ``result`` of ``kind`` (text | numeric | nary) for the query columns ``join_columns``:
     ``result`` names the lake table and its column(s) (``column``, a comma-joined pair for coordinates) or, for
     n-ary, the ``mapping``; ``params`` carries the search's ``tau`` (and ``tau_share``, ``metric``); ``matching``
-    how a text join's values are paired."""
+    how a text join's values are paired; ``numjoin`` the caller's ``[numjoin]`` section, whose ``max_values`` and
+    default tau a numerical join's pairs are found with, as its search found them."""
     from .plans import lake_columns
 
     names, _ = lake_columns(snapshot, result["table_id"])
@@ -137,8 +138,8 @@ def join_source(snapshot: Snapshot, query: QueryTable, kind: str, join_columns: 
     if kind == "text":
         return text_source(snapshot, query, join_columns, result["table_id"], ordinals[0], params["tau"], columns,
                            matching)
-    return numeric_source(snapshot, query, join_columns, result["table_id"], ordinals, columns, params.get("tau"),
-                          params.get("tau_share"), params.get("metric"))
+    return numeric_source(snapshot, query, join_columns, result["table_id"], ordinals, columns, numjoin,
+                          params.get("tau"), params.get("tau_share"), params.get("metric"))
 
 
 def join_plan(snapshot: Snapshot, query: QueryTable, source: JoinSource, join_columns: list[int], *,

@@ -16,7 +16,7 @@ import json
 import pyarrow.compute as pc
 
 from ..batch import batch_results
-from ..config import load_config
+from ..config import Config
 from ..query import QueryTable, read_query_file, resolve_query
 from ..store import Warehouse, load_snapshot
 from .augment import FanOut
@@ -60,13 +60,15 @@ def _query(snapshot, spec: dict, served: bool, uploads: dict | None) -> QueryTab
 
 
 def stored_plans(warehouse: Warehouse | str, batch_id: str, query_id: str, ranks: list[int] | None = None, *,
-                 fan_out: str = "nearest", max_matches: int | None = None, columns: list[str] | None = None,
-                 query_rows: bool = True, dedupe: bool = False, strict: bool = False, served: bool = True,
-                 uploads: dict | None = None, matcher: str | None = None,
+                 config: Config, fan_out: str = "nearest", max_matches: int | None = None,
+                 columns: list[str] | None = None, query_rows: bool = True, dedupe: bool = False, strict: bool = False,
+                 served: bool = True, uploads: dict | None = None, matcher: str | None = None,
                  precision: float | None = None) -> tuple[object, list]:
     """``(snapshot, plans)`` writing the recorded answer: a union of the results at ``ranks`` (default all) in one
     plan; for a join, one plan per rank (default the first), to run in that order, each on the previous one's rows
-    (:func:`.service.compose`: augmentations compose)."""
+    (:func:`.service.compose`: augmentations compose).  ``config``: the surface's configuration (the DAG's, the
+    page's), whose ``[materialize]``, ``[join] tau`` and ``[numjoin]`` fill what the parameters and the recorded
+    spec leave out."""
     wh = Warehouse(warehouse)
     spec, rows = stored_answer(wh, batch_id, query_id)
     if not rows:
@@ -83,10 +85,9 @@ def stored_plans(warehouse: Warehouse | str, batch_id: str, query_id: str, ranks
     if spec["kind"] == "union":
         return snapshot, [union_plan(snapshot, query, [by_rank[r] for r in wanted], include_query=query_rows,
                                      dedupe=dedupe, strict=strict)]
-    cfg = load_config()
-    fan = FanOut(fan_out, cfg.materialize.max_matches if max_matches is None else max_matches)
-    matching = Matching(matcher or cfg.materialize.matcher,
-                        cfg.materialize.precision if precision is None else precision, cfg.limits)
+    fan = FanOut(fan_out, config.materialize.max_matches if max_matches is None else max_matches)
+    matching = Matching(matcher or config.materialize.matcher,
+                        config.materialize.precision if precision is None else precision, config.limits)
     plans = []
     for rank in wanted:
         result = by_rank[rank]
@@ -100,7 +101,7 @@ def stored_plans(warehouse: Warehouse | str, batch_id: str, query_id: str, ranks
             ordinals, kind = target.ordinals, "numeric" if target.numeric else "text"
             used = {k: params.get(k) for k in ("tau", "tau_share", "metric") if params.get(k) is not None}
             if kind == "text" and "tau" not in used:
-                used["tau"] = cfg.join.tau
-        source = join_source(snapshot, query, kind, ordinals, result, used, columns, matching)
+                used["tau"] = config.join.tau
+        source = join_source(snapshot, query, kind, ordinals, result, used, columns, matching, config.numjoin)
         plans.append(join_plan(snapshot, query, source, ordinals, fan_out=fan, strict=strict, result=result))
     return snapshot, plans

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow.compute as pc
 
+from ..config import NumjoinConfig
 from ..query import QueryError, QueryTable
 from ..store import Snapshot
 from .columns import KIND_METRICS, MAX_NUMBERS, query_group
@@ -97,13 +98,14 @@ def nearest_within(query: np.ndarray, lake: np.ndarray, metric: str, tau: float)
 
 
 def group_pairs(snapshot: Snapshot, q: QueryTable, ordinals: list[int], table_id: int, lake_ordinals: list[int],
-                tau: float | None = None, tau_share: float | None = None, metric: str | None = None) -> NumericPairs:
+                config: NumjoinConfig, tau: float | None = None, tau_share: float | None = None,
+                metric: str | None = None) -> NumericPairs:
     """The mapping of the query group named by ``ordinals`` onto lake group (``table_id``, ``lake_ordinals``) at the
-    search's tau (given in units, as a share of the query's spread, or the configured default)."""
-    from ..config import load_config
-
-    cfg = load_config().numjoin
-    searched = query_group(q.names, q.columns, ordinals, cfg.max_values)
+    search's tau (given in units, as a share of the query's spread, or the default of ``config``).  ``config`` is
+    the ``[numjoin]`` section of the caller's session, as :func:`~discovery.numjoin.service.numeric_join_search`
+    takes it: the group is sampled to the same ``max_values`` and matched at the same default tau as the search
+    that found the result, so the pairs written are the ones it reported."""
+    searched = query_group(q.names, q.columns, ordinals, config.max_values)
     every = query_group(q.names, q.columns, ordinals, MAX_NUMBERS)
     if isinstance(searched, str) or isinstance(every, str):
         raise QueryError(f"query {q.label!r}: {searched if isinstance(searched, str) else every}")
@@ -116,7 +118,7 @@ def group_pairs(snapshot: Snapshot, q: QueryTable, ordinals: list[int], table_id
         values = values[np.einsum("ij,ij->i", values, values) > 0]
     if tau is None:
         tau = (tau_share * spread if tau_share is not None
-               else cfg.tau_metres if searched.kind == "coordinates" else cfg.tau_share * spread)
+               else config.tau_metres if searched.kind == "coordinates" else config.tau_share * spread)
     family = family_name(metric, searched.dim)
     ix, sets = loaded_numeric(snapshot).families.get(family, (None, None))
     set_id = None

@@ -32,14 +32,14 @@ router = APIRouter(include_in_schema=False)  # page routes: HTML and a CSV file,
 
 def _rows(batch_id: str, query_id: str, rank: int):
     """The materialised rows of one recorded result, or HTTPException (400 bad request, 413 too large)."""
-    cfg = load_config().materialize
+    cfg = load_config()
     try:
-        _, plans = stored_plans(warehouse(), batch_id, query_id, [rank], uploads=kept(batch_id))
+        _, plans = stored_plans(warehouse(), batch_id, query_id, [rank], config=cfg, uploads=kept(batch_id))
         size = sum(s.table.bytes for p in plans for s in p.sources)
-        if size > cfg.spark_min_bytes:
+        if size > cfg.materialize.spark_min_bytes:
             raise HTTPException(413, f"the lake tables of this result hold {size:,} bytes, more than the page writes "
-                                     f"({cfg.spark_min_bytes:,}); write it with the materialize DAG")
-        return run_plans(plans, load_config().limits)
+                                     f"({cfg.materialize.spark_min_bytes:,}); write it with the materialize DAG")
+        return run_plans(plans, cfg.limits)
     except (ValueError, WarehouseError) as exc:
         raise HTTPException(400, str(exc).splitlines()[0]) from None
 

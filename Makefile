@@ -20,7 +20,7 @@ export LAKESCOUT_WAREHOUSE ?= $(CURDIR)/warehouse
 export PATH := $(BIN):$(PATH)
 export PYSPARK_PYTHON := $(BIN)/python
 
-.PHONY: venv pretrained demo test sample-lake clean test-tools ui cluster-up cluster-down client-generator
+.PHONY: venv pretrained demo test lint sample-lake clean test-tools ui cluster-up cluster-down client-generator
 
 venv: $(STAMP) $(WARM)
 
@@ -104,6 +104,12 @@ $(TOOLS)/.installed: requirements-tools.txt
 	test -x $(TOOLS)/bin/python || $(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet -r requirements-tools.txt
 	touch $@
+
+# ruff over every Python folder ([tool.ruff]: line width 120) and mypy, strict on the public API and the session
+# object ([tool.mypy] files), run against the project's venv.  CI runs it before the tests.
+lint: venv client-generator
+	$(TOOLS)/bin/ruff check .
+	$(TOOLS)/bin/mypy --python-executable $(BIN)/python
 
 test: venv pretrained test-tools client-generator
 	$(BIN)/pytest -q -rs $(PYTEST_ARGS)

@@ -8,7 +8,8 @@ after it; delta-rs writes a checkpoint every ``CHECKPOINT_INTERVAL`` commits (a 
 For each commit count (default 50 and 5,000) the script builds a warehouse with a published snapshot through the
 real write path, commits the same 5,000 result rows (``--rows``) in that many appends (``append_rows``, as
 ``run_batch`` does; 100 rows per commit, or one), so that the two tables differ in their commits and not in what a
-read returns, and then runs the weekly maintenance (compaction, vacuum, orphan cleanup under the lease).  A cold query is a fresh Python
+read returns, and then runs the weekly maintenance (compaction, vacuum, orphan cleanup under the lease).
+A cold query is a fresh Python
 process that imports ``discovery``, then (timed) opens the warehouse at its latest snapshot with
 ``discovery.open``, loads ``query_results`` and reads its rows; the median of ``--repeats`` processes is reported,
 also before maintenance (when the rows of 5,000 commits still sit in 5,000 files, which no log layout can make as
@@ -24,7 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pyarrow as pa
 
@@ -64,7 +65,7 @@ def build(root: str, commits: int, rows: int) -> float:
     wh = Warehouse(root)
     started = time.perf_counter()
     for i in range(commits):
-        wh.append_rows("query_results", _results(f"b{i}", rows // commits, datetime.now(timezone.utc)), refresh_id=1,
+        wh.append_rows("query_results", _results(f"b{i}", rows // commits, datetime.now(UTC)), refresh_id=1,
                        stage="query_batch", attempt=new_attempt_token(), once=False)
         if (i + 1) % 500 == 0:
             print(f"  {i + 1} commits, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)

@@ -37,7 +37,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pyarrow as pa
 import requests
@@ -173,7 +173,7 @@ def append_race(root: str, threads: int, appends: int, attempts: int) -> dict:
     wh.ensure()
     failed: dict[int, str] = {}
     saved, store.COMMIT_ATTEMPTS = store.COMMIT_ATTEMPTS, attempts
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
 
     def append(i: int) -> None:
         rows = pa.Table.from_pylist([{"batch_id": f"race-{i}", "query_id": "q", "snapshot_id": 1, "kind": "nary",

@@ -273,7 +273,8 @@ def distance_benchmark(join_steps: int) -> dict:
                "random_percentiles": np.percentile(rand, [10, 50, 90]).tolist(),
                "random_within_tau": float((rand <= TAU).mean()), "encode_seconds": encode_seconds,
                "gt_within_random_quantile_0.001": float((gt <= np.quantile(rand, 0.001)).mean()),
-               "matching": matching_quality(enc, datasets, np.stack([np.linalg.norm(vecs - vecs[p], axis=1) for p in pivots], axis=1),
+               "matching": matching_quality(enc, datasets,
+                                            np.stack([np.linalg.norm(vecs - vecs[p], axis=1) for p in pivots], axis=1),
                                             ra, rb)}
         summary[name] = row
         g, r = row["gt_percentiles"], row["random_percentiles"]

@@ -1,7 +1,8 @@
 """Freshness: how soon a table landing in the lake is answerable, and what the lake watcher costs while nothing changes.
 
 Run: ``python benchmarks/freshness.py [--watch] [--landing] [--tables 1000] [--checks 20] [--landings 10]
-[--delta-versions 3] [--small-plan-tables 20] [--workdir DIR]`` (no flag: both).  Writes ``benchmarks/results/freshness.json``.
+[--delta-versions 3] [--small-plan-tables 20] [--workdir DIR]`` (no flag: both).
+Writes ``benchmarks/results/freshness.json``.
 
 * ``watch``: a lake of ``--tables`` tables (sample lakes of 250 tables with consecutive seeds: CSV, Parquet, JSON,
   Delta, Iceberg, partitioned folders, broken files) indexed by ``lakescout refresh``; then ``--checks`` checks of the
@@ -163,7 +164,6 @@ def _delta_version(wh: str, path: str) -> str | None:
 
 
 def landing(args) -> dict:
-    import pyarrow as pa
     from deltalake import DeltaTable, write_deltalake
 
     source_lake = harness.sample_lake(os.path.join(args.workdir, "sample_lake"), lakehouse=True)
@@ -186,18 +186,18 @@ def landing(args) -> dict:
             landed = time.time()
             with open(os.path.join(lake, path), "w") as fh:
                 fh.write(TOWNS.replace("Town ", f"Town{i} "))
-            seconds = _until(lambda: _answerable(wh, path), 600)
+            seconds = _until(lambda path=path: _answerable(wh, path), 600)
             rows.append({"change": f"csv {path}", "seconds": seconds, "landed": landed})
             print(f"  {path}: answerable after {seconds} s", flush=True)
             _until(lambda: _lease_free(wh), 600, 1)
         delta = next(os.path.relpath(d, lake) for d, subs, _ in os.walk(lake) if "_delta_log" in subs)
-        for i in range(args.delta_versions):
+        for _ in range(args.delta_versions):
             table = DeltaTable(os.path.join(lake, delta))
             before = _delta_version(wh, delta)
             extra = table.to_pyarrow_table().slice(0, 5)
             write_deltalake(os.path.join(lake, delta), extra, mode="append")
             landed = time.time()
-            seconds = _until(lambda: _delta_version(wh, delta) not in (None, before), 600)
+            seconds = _until(lambda before=before: _delta_version(wh, delta) not in (None, before), 600)
             rows.append({"change": f"delta {delta} version {DeltaTable(os.path.join(lake, delta)).version()}",
                          "seconds": seconds, "landed": landed})
             print(f"  {rows[-1]['change']}: in the snapshot after {seconds} s", flush=True)
@@ -210,7 +210,8 @@ def landing(args) -> dict:
             os.killpg(proc.pid, signal.SIGKILL)
     csv_s = [r["seconds"] for r in rows if r["change"].startswith("csv") and r["seconds"] is not None]
     delta_s = [r["seconds"] for r in rows if r["change"].startswith("delta") and r["seconds"] is not None]
-    out = {"small_plan_tables": args.small_plan_tables, "rows": rows, "csv_median_s": statistics.median(csv_s) if csv_s else None,
+    out = {"small_plan_tables": args.small_plan_tables, "rows": rows,
+           "csv_median_s": statistics.median(csv_s) if csv_s else None,
            "csv_max_s": max(csv_s) if csv_s else None, "csv_missed": len([r for r in rows if r["seconds"] is None]),
            "delta_median_s": statistics.median(delta_s) if delta_s else None}
     print_table(rows, ["change", "seconds"])

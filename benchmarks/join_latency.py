@@ -85,7 +85,8 @@ def main(argv=None) -> int:
         got = {m: timed_join(ls, table, column, m, args.top_k) for m in METHODS}
         same.append(got["pexeso"]["answer"] == got["exact"]["answer"])
         rows.append({"query": f"{table}:{column}", "first": i == 0, "identical": same[-1],
-                     **{f"{m} cpu s": got[m]["cpu"] for m in METHODS}, **{f"{m} wall s": got[m]["wall"] for m in METHODS},
+                     **{f"{m} cpu s": got[m]["cpu"] for m in METHODS},
+                     **{f"{m} wall s": got[m]["wall"] for m in METHODS},
                      **{k: got["pexeso"]["stats"][k] for k in STATS}})
         print(f"{table}:{column}: " + ", ".join(f"{m} {got[m]['cpu']:.2f} s CPU / {got[m]['wall']:.2f} s wall"
                                               for m in METHODS) + f", identical {same[-1]}", flush=True)

@@ -112,7 +112,8 @@ def main(argv=None) -> int:
     os.makedirs(work, exist_ok=True)
     lake = args.lake or os.path.join(work, f"lake_{args.tables}x{args.values}")
     tiny = os.path.join(work, f"tiny_lake_{args.values}")
-    whole, parts, small = (os.path.join(work, f"wh_{n}_{args.tables}x{args.values}") for n in ("one", "quarter", "tiny"))
+    whole, parts, small = (os.path.join(work, f"wh_{n}_{args.tables}x{args.values}")
+                           for n in ("one", "quarter", "tiny"))
     whole = args.warehouse or whole
     seconds = {}
     if not os.path.isdir(lake):
@@ -132,7 +133,8 @@ def main(argv=None) -> int:
             "one_partition": query_child(whole, queries)}
     index_bytes = max(q["held"] for q in runs["one_partition"]["queries"])  # rows read + index, as measured
     budget_mb = index_bytes / 4 / (1 << 20)
-    if not os.path.isdir(parts):  # the same warehouse refreshed under the smaller budget: the pivots stage re-partitions
+    # the same warehouse refreshed under the smaller budget: the pivots stage re-partitions
+    if not os.path.isdir(parts):
         shutil.copytree(whole, parts)
         seconds["refresh_quarter_budget"] = refresh(lake, parts, budget_mb, work)
     pmodel, _ = harness.join_model(parts)
@@ -146,7 +148,8 @@ def main(argv=None) -> int:
              if name != "tiny" else 1, "peak_rss_mb": r["vmhwm"] / 2 ** 20,
              "held_mb_max": max((q["held"] or 0) for q in r["queries"]) / 2 ** 20} for name, r in runs.items()]
     print(f"lake: {args.tables} tables, {n_vectors} value vectors; |P| = {len(model.pivots)}, m = {model.grid.levels} "
-          f"({model.choice.get('by')}); one-partition index as loaded {index_bytes / 2 ** 20:.0f} MiB, budget {budget_mb:.1f} MiB "
+          f"({model.choice.get('by')}); one-partition index as loaded {index_bytes / 2 ** 20:.0f} MiB, "
+          f"budget {budget_mb:.1f} MiB "
           f"(a quarter), {pmodel.n_partitions} partitions")
     print_table(rows, ["warehouse", "partitions", "peak_rss_mb", "held_mb_max"])
     print(f"largest partition {loads.max()} value vectors, capacity {capacity} (the budget's estimate)")

@@ -202,11 +202,13 @@ def print_report(reports: list[dict], lake_info: dict) -> None:
           f"{'mate:scr:bloom (total)':>24} {'scr/mate median':>16} {'verified mate/bloom/scr':>26} {'scr/mate':>8}")
     for rep in reports:
         for group, e in rep["groups"].items():
+            ratios = f"1 : {e['scr_over_mate_time']:.1f} : {e['bloom_over_mate_time']:.1f}"
+            verified_rows = f"{e['mate_rows_verified']:d} / {e['bloom_rows_verified']:d} / {e['scr_rows_verified']:d}"
             print(f"{rep['build']['bits']:>4} {group:>6} {e['queries']:>4} {e['mate_s']:7.2f} {e['bloom_s']:7.2f} "
                   f"{e['scr_s']:7.2f} {e['exhaustive_s']:7.2f} "
-                  f"{'1 : %.1f : %.1f' % (e['scr_over_mate_time'], e['bloom_over_mate_time']):>24} "
+                  f"{ratios:>24} "
                   f"{e['scr_over_mate_median_query']:16.1f} "
-                  f"{'%d / %d / %d' % (e['mate_rows_verified'], e['bloom_rows_verified'], e['scr_rows_verified']):>26}"
+                  f"{verified_rows:>26}"
                   f" {e['scr_over_mate_rows_verified']:8.1f}")
     print("\nfilter quality without table pruning: false-positive rows passing the filter (precision)")
     print(f"{'bits':>4} {'key':>6} {'checked':>9} {'XASH':>16} {'Bloom':>16} {'none':>16}")
@@ -265,10 +267,12 @@ def run_warehouse(folder: Path, k: int, sizes: list[int]) -> dict:
     print(f"{'bits':>4} {'mate s':>7} {'bloom s':>7} {'scr s':>7} {'exh s':>7} {'scr/mate':>8} {'bloom/mate':>10} "
           f"{'verified mate/bloom/scr':>24} {'FP rows mate/bloom/scr':>23}")
     for e in rows:
+        verified_rows = f"{e['mate_rows_verified']:d} / {e['bloom_rows_verified']:d} / {e['scr_rows_verified']:d}"
+        fp_rows = " / ".join(f"{e[f'{m}_false_positive_rows']:d}" for m in FILTERED)
         print(f"{e['bits']:>4} {e['mate_s']:7.3f} {e['bloom_s']:7.3f} {e['scr_s']:7.3f} {e['exhaustive_s']:7.3f} "
               f"{e['scr_over_mate_time']:8.1f} {e['bloom_over_mate_time']:10.1f} "
-              f"{'%d / %d / %d' % (e['mate_rows_verified'], e['bloom_rows_verified'], e['scr_rows_verified']):>24} "
-              f"{'%d / %d / %d' % tuple(e[f'{m}_false_positive_rows'] for m in FILTERED):>23}")
+              f"{verified_rows:>24} "
+              f"{fp_rows:>23}")
     print(f"answers differing from the ground truth: {len(errors)}")
     return {"queries": len(expected), "refresh_s": refresh_s, "sizes": rows, "ground_truth_errors": errors}
 

@@ -3,7 +3,8 @@
 A lake of about ``--objects`` objects (default 10,000) is written to an S3 server on 127.0.0.1
 (``scripts/s3_server.py``, which counts the requests it answers per bucket): small CSV tables from the sample-lake
 generator's vocabulary, and -- most of the objects, as in lakehouse lakes -- Hive-partitioned folders of 250 part
-files and Delta tables of 100 commits, so the listing has dataset folders to classify as well as files.  The lake is built by the real refresh
+files and Delta tables of 100 commits, so the listing has dataset folders to classify as well as files.
+The lake is built by the real refresh
 into a warehouse in another bucket; then the unchanged lake is refreshed again and the requests that no-op refresh
 made to the lake bucket are reported: LIST requests against objects / 1,000 (one LIST page holds 1,000 keys), and
 GET / HEAD requests, which must be none (nothing is opened when nothing changed).  Warehouse requests are reported
@@ -36,7 +37,8 @@ from harness import print_table, write_result
 
 
 def _table(rng: np.random.Generator, rows: int) -> pa.Table:
-    return pa.table({"name": rng.choice(FIRST_NAMES, rows).tolist(), "city": rng.choice([c for c, _ in CITIES], rows).tolist(),
+    return pa.table({"name": rng.choice(FIRST_NAMES, rows).tolist(),
+                     "city": rng.choice([c for c, _ in CITIES], rows).tolist(),
                      "amount": rng.integers(1, 10_000, rows).astype(str).tolist(),
                      "region": rng.choice(["north", "south", "east", "west"], rows).tolist()})
 

@@ -5,7 +5,8 @@ The same snapshot answers every query twice with this code: once as users get it
 allowed sets), so the difference is the rule's alone, on the same vectors.  Counted:
 
 * union (``exact``, top ``--k``): the union benchmark's queries (the sample lake's ``union.csv``, UGEN-V1's query
-  files, fivethirtyeight's first file of each article folder); column pairs of the answers, tables that leave the top k, and those of them the ground truth calls
+  files, fivethirtyeight's first file of each article folder); column pairs of the answers, tables that leave the top k,
+  and those of them the ground truth calls
   unionable.  On the sample lake also every planted column pair (two columns of one ``union_columns.csv`` attribute
   in tables ``union.csv`` calls unionable) whose indexed quantities the rule calls incompatible.
 * numerical join (top 10, default tau): every ``number`` group of ``numeric_sets`` as the query; lake columns the

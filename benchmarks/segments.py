@@ -25,7 +25,8 @@ encoder (:func:`discovery.encoders.lake_training.join_requires`), so nothing is 
 ``encoder_version`` names the segment setting (:attr:`discovery.vectors.EncoderRefs.value_vector_version`), so the
 ``embed`` stage re-encodes the value vectors of every table (column and table vectors stay), and the ``pivots`` stage,
 seeing a new version in ``value_vectors``, reselects the pivots and maps every vector again.  So the ``pivots`` stages
-compare like for like; the ``embed`` stages do not.  ``harness.join_build`` exposes stage seconds, not an encode part, so
+compare like for like; the ``embed`` stages do not.
+``harness.join_build`` exposes stage seconds, not an encode part, so
 the training seconds each refresh's ``embed`` message reports are printed beside it, and ``embed - training`` (training
 taken as the longer encoder, as they train side by side; their sample reading stays in) estimates the encoding of the
 first build, which also encodes column and table vectors.  ``--reencode`` measures it like for like: a copy of the
@@ -38,7 +39,8 @@ of both warehouses, one warehouse after the other, after an untimed :func:`disco
 process's first-join costs fall on neither); the first query of each loads its index and is reported apart, the
 median and mean wall (and median CPU) seconds are over the others.  On the segments-on warehouse every query is asked
 with ``method="exact"`` as well: its answers (table, column, matched) must be identical to PEXESO's, in the same
-order (every method links a matched value through its nearest lake value, so the context order agrees too).  Shown too: how many queries return the same top-10 columns, in the same order, with segments off.  The
+order (every method links a matched value through its nearest lake value, so the context order agrees too).
+Shown too: how many queries return the same top-10 columns, in the same order, with segments off.  The
 queries use the configuration as given (``LAKESCOUT_CONFIG``).  The result goes to
 ``benchmarks/results/segments_<name>.json``.
 """

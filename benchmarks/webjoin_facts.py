@@ -121,7 +121,8 @@ ELECTIONS = """\
 1812|James Madison:Democratic-Republican|DeWitt Clinton:Federalist
 1816|James Monroe:Democratic-Republican|Rufus King:Federalist
 1820|James Monroe:Democratic-Republican
-1824|John Quincy Adams:Democratic-Republican|Andrew Jackson:Democratic-Republican|William H. Crawford:Democratic-Republican|Henry Clay:Democratic-Republican
+1824|John Quincy Adams:Democratic-Republican|Andrew Jackson:Democratic-Republican|\
+William H. Crawford:Democratic-Republican|Henry Clay:Democratic-Republican
 1828|Andrew Jackson:Democratic|John Quincy Adams:National Republican
 1832|Andrew Jackson:Democratic|Henry Clay:National Republican|William Wirt:Anti-Masonic
 1836|Martin Van Buren:Democratic|William Henry Harrison:Whig
@@ -130,7 +131,8 @@ ELECTIONS = """\
 1848|Zachary Taylor:Whig|Lewis Cass:Democratic|Martin Van Buren:Free Soil
 1852|Franklin Pierce:Democratic|Winfield Scott:Whig|John P. Hale:Free Soil
 1856|James Buchanan:Democratic|John C. Fremont:Republican|Millard Fillmore:American
-1860|Abraham Lincoln:Republican|John C. Breckinridge:Southern Democratic|Stephen A. Douglas:Democratic|John Bell:Constitutional Union
+1860|Abraham Lincoln:Republican|John C. Breckinridge:Southern Democratic|Stephen A. Douglas:Democratic|\
+John Bell:Constitutional Union
 1864|Abraham Lincoln:National Union|George B. McClellan:Democratic
 1868|Ulysses S. Grant:Republican|Horatio Seymour:Democratic
 1872|Ulysses S. Grant:Republican|Horace Greeley:Liberal Republican

@@ -2,7 +2,8 @@
 
 Scheduled on the ``lakescout_snapshot`` asset that ``lake_refresh`` emits (same name and URI, declared here so this
 file does not import another DAG file).  Standing queries are batch specs saved as ``<warehouse>/standing/<name>.json``
-(:func:`discovery.standing.save_standing`); each one runs on the newest snapshot as its own mapped task, and what changed
+(:func:`discovery.standing.save_standing`); each one runs on the newest snapshot as its own mapped task,
+and what changed
 since its previous run (new, dropped and rescored results) is recorded in ``standing_changes``.  Standing queries are
 served batches: their queries name lake tables, never other files of the worker.
 """

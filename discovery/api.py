@@ -7,6 +7,7 @@ CLI's ``lakescout refresh`` or the ``lake_refresh`` DAG; nothing here writes the
 from __future__ import annotations
 
 import os
+from typing import Any, TypeAlias
 
 from .config import Config, load_config
 from .params import DEFAULT_K, check_id, check_query
@@ -16,9 +17,19 @@ from .status import warehouse_status
 from .store import Snapshot, Warehouse, load_snapshot
 
 
+#: What a search takes as its query: a file path, a catalogued lake path, a lake table id, or a table in memory (a
+#: pyarrow Table or a pandas DataFrame; :func:`discovery.params.check_query` says which).
+Query = Any
+#: A written answer: a ``pyarrow.Table`` (its schema metadata holding the description), or with ``output`` the
+#: description (a dict).  Any, because pyarrow ships no type information for its Table.
+Written: TypeAlias = Any
+#: A configuration: the object itself, the path of a TOML file, or None for the file ``load_config`` finds.
+ConfigLike = Config | str | os.PathLike[str] | None
+
+
 class Lakescout:
     def __init__(self, warehouse: str, snapshot_id: int | None = None,
-                 config: Config | str | os.PathLike | None = None):
+                 config: ConfigLike = None):
         """``config``: a :class:`~discovery.config.Config`, the path of a TOML file, or None for the file
         :func:`~discovery.config.load_config` finds.  It is resolved here, once, and every search and write of this
         object takes its defaults from it (``self.config``), so two objects in one process can answer with different
@@ -42,14 +53,14 @@ class Lakescout:
     #: nothing (unlike ``lakescout refresh``, which builds one).
     refresh = latest
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """What ``lakescout status --json`` prints, for this object's snapshot: the snapshot, table counts by status
         and format, failed and stale tables with their reasons, tables indexed with warnings, rows of each index
         table, and the stages of the recent refreshes of the warehouse."""
         return warehouse_status(self.warehouse, self.snapshot)
 
     def tables(self, path: str | list[str] | None = None, format: str | list[str] | None = None,
-               status: str | list[str] | None = None) -> list[dict]:
+               status: str | list[str] | None = None) -> list[dict[str, Any]]:
         """The lake tables this snapshot catalogues, by path, with format, status, rows, columns, bytes and the
         version indexed; filtered by gitignore-style ``path`` patterns, ``format`` and ``status`` (each a value or a
         list; default status: all but deleted).  See :func:`discovery.browse.list_tables`."""
@@ -57,7 +68,7 @@ class Lakescout:
 
         return list_tables(self.snapshot, path, format, status)
 
-    def describe(self, table: str | int) -> dict:
+    def describe(self, table: str | int) -> dict[str, Any]:
         """One lake table (an id or a catalogued path) as this snapshot knows it: catalog row, warnings, and each
         column's inferred type, counts, the indexes it is in and why not the others.  See
         :func:`discovery.browse.describe_table`."""
@@ -65,7 +76,7 @@ class Lakescout:
 
         return describe_table(self.snapshot, table if isinstance(table, str) else check_id("table", table))
 
-    def find(self, words: str | list[str], k: int = DEFAULT_K, values: bool = False) -> dict:
+    def find(self, words: str | list[str], k: int = DEFAULT_K, values: bool = False) -> dict[str, Any]:
         """The ``k`` lake tables whose table and column names best match ``words`` (a list of terms, each a name or
         part of one, in any case and with any separators; a string is one term), by spelling or through a synonym of
         the shipped lexicon, with the name (and synonym) each term matched; ``values``: also match terms against the
@@ -80,7 +91,7 @@ class Lakescout:
             raise ParameterError("values", f"values must be true or false, got {values!r}")
         return find_tables(self.snapshot, list(terms), count("k", k), values)
 
-    def plan(self, kind: str, query, **params) -> Plan:
+    def plan(self, kind: str, query: Query, **params: Any) -> Plan:
         """The search of ``kind`` (:data:`discovery.searches.SEARCHES`) that ``query`` and ``params`` make, checked
         and routed, ready to run (``.run(snapshot)``): one-line :class:`~discovery.params.ParameterError` naming a
         bad parameter; counts of tables or columns are capped at how many the snapshot indexes; the defaults the
@@ -89,12 +100,12 @@ class Lakescout:
         checked = spec.check(params, limits(self.snapshot))
         return spec.plan(checked, resolve_query(self.snapshot, check_query(query)), self.config)
 
-    def search(self, kind: str, query, **params) -> dict:
+    def search(self, kind: str, query: Query, **params: Any) -> dict[str, Any]:
         """A search of any kind of :data:`discovery.searches.SEARCHES` (``union``, ``join``, ``nary``, ...) with
         its parameters by name: what :meth:`union`, :meth:`join` and :meth:`nary` call, and what batches run."""
         return self.plan(kind, query, **params).run(self.snapshot)
 
-    def union(self, query: str | int, k: int = DEFAULT_K, method: str | None = None, **params) -> dict:
+    def union(self, query: Query, k: int = DEFAULT_K, method: str | None = None, **params: Any) -> dict[str, Any]:
         """Top-k tables unionable with ``query`` (a file, a catalogued lake path or a lake table id).
 
         ``method``: pgtus++ (default) | pgtus | exact (Definition 5 scores, exact's top-k) | pgtus++-approx |
@@ -103,9 +114,9 @@ class Lakescout:
         """
         return self.search("union", query, k=k, **given(method=method), **params)
 
-    def join(self, query: str | int, column: str, tau: float | None = None, T: float | None = None,
+    def join(self, query: Query, column: str, tau: float | None = None, T: float | None = None,
              top_k: int | None = None, method: str | None = None, tau_share: float | None = None,
-             similarity: str | None = None, metric: str | None = None) -> dict:
+             similarity: str | None = None, metric: str | None = None) -> dict[str, Any]:
         """Lake columns joinable with ``column`` of ``query``, with matched value pairs.
 
         A text column: the semantic join (PEXESO over value vectors).  ``tau``: distance threshold as a fraction of
@@ -127,22 +138,23 @@ class Lakescout:
                                                                    tau_share=tau_share, similarity=similarity,
                                                                    metric=metric))
 
-    def nary(self, query: str | int, key: str | list[str], k: int = DEFAULT_K, method: str | None = None,
-             bits: int | None = None, initial_column: str | None = None) -> dict:
+    def nary(self, query: Query, key: str | list[str], k: int = DEFAULT_K, method: str | None = None,
+             bits: int | None = None, initial_column: str | None = None) -> dict[str, Any]:
         """Top-k tables joinable with ``query`` on a multi-column ``key`` (MATE): table, J and column mapping.
 
-        ``method``: mate (default) | scr | bloom | exhaustive (all return the same exact top-k).  ``bits`` other than the
+        ``method``: mate (default) | scr | bloom | exhaustive (all return the same exact top-k).
+        ``bits`` other than the
         index's size rebuilds the super keys in memory from the same postings; see :mod:`discovery.nary.loader`.
         """
         return self.search("nary", query, key=key, k=k, **given(method=method, bits=bits,
                                                                  initial_column=initial_column))
 
     # -- acting on answers -----------------------------------------------------------------------------------------
-    def stack(self, query, *, tables=None, k: int = DEFAULT_K, min_score: float | None = None,
-              method: str = "pgtus++", tau: float | None = None, min_columns: float | None = None,
-              query_rows: bool = True, dedupe: bool = False,
+    def stack(self, query: Query, *, tables: list[int | str] | None = None, k: int = DEFAULT_K,
+              min_score: float | None = None, method: str = "pgtus++", tau: float | None = None,
+              min_columns: float | None = None, query_rows: bool = True, dedupe: bool = False,
               strict: bool = False, output: str | None = None, format: str | None = None, overwrite: bool = False,
-              master: str | None = None):
+              master: str | None = None) -> Written:
         """The union a union search describes, as one table: the query's rows (unless ``query_rows`` is False),
         then each result table's rows with its columns placed by the alignment that scored it (unaligned query
         columns null), and provenance columns naming each row's lake table, its indexed version and the snapshot.
@@ -167,15 +179,18 @@ class Lakescout:
                      query_rows=query_rows, dedupe=dedupe, strict=strict, output=output, format=format,
                      overwrite=overwrite, master=master)
 
-    def augment(self, query, column: str | None = None, *, key: str | list[str] | None = None, rank: int | None = None,
-                table: int | str | None = None, lake_column: str | None = None, lake_key=None, columns=None,
+    def augment(self, query: Query, column: str | None = None, *, key: str | list[str] | None = None,
+                rank: int | None = None, table: int | str | None = None, lake_column: str | None = None,
+                lake_key: str | list[str] | None = None, columns: str | list[str] | None = None,
                 fan_out: str = "nearest", max_matches: int | None = None, tau: float | None = None,
                 tau_share: float | None = None, metric: str | None = None, matcher: str | None = None,
                 precision: float | None = None, strict: bool = False, output: str | None = None,
-                format: str | None = None, overwrite: bool = False, master: str | None = None):
+                format: str | None = None, overwrite: bool = False, master: str | None = None) -> Written:
         """The query's rows with columns of a lake table added through a join's matched values.
 
-        ``column`` joins a text column through the two-table matcher (``matcher`` ``auto``, the default of
+        ``column`` joins a text column (or, with ``table`` and ``lake_column``, several comma-joined, ``"first,last"``,
+        whose rows the matcher writes as one lake value by string programs, :mod:`discovery.match.programs`) through
+        the two-table matcher (``matcher`` ``auto``, the default of
         ``[materialize] matcher``: each query value to the lake value it names, chosen without labels for the
         ``precision`` target; every added row carries ``<short>.match_score``, its estimated precision, and
         ``<short>.match_rule``), or through the search's own pairs (``matcher="search"``: each query value's
@@ -200,10 +215,10 @@ class Lakescout:
                        tau_share=tau_share, metric=metric, matcher=matcher, precision=precision, strict=strict,
                        output=output, format=format, overwrite=overwrite, master=master)
 
-    def pairs(self, query, column: str, *, rank: int | None = None, table: int | str | None = None,
+    def pairs(self, query: Query, column: str, *, rank: int | None = None, table: int | str | None = None,
               lake_column: str | None = None, tau: float | None = None, tau_share: float | None = None,
               metric: str | None = None, matcher: str | None = None, precision: float | None = None,
-              output: str | None = None, format: str | None = None, overwrite: bool = False):
+              output: str | None = None, format: str | None = None, overwrite: bool = False) -> Written:
         """Every matched value pair of a join result (the result at ``rank``, or ``table`` / ``lake_column`` as in
         :meth:`augment`, paired by ``matcher`` as it pairs them): ``query_value``, ``lake_value``, ``distance``,
         for text ``score`` and ``rule``, and how many query rows and lake rows hold each, nearest first.  Returns
@@ -215,11 +230,11 @@ class Lakescout:
                      format=format, overwrite=overwrite)
 
 
-def given(**params) -> dict:
+def given(**params: Any) -> dict[str, Any]:
     """The parameters a caller gave (not None): the search kind fills in the others' defaults."""
     return {k: v for k, v in params.items() if v is not None}
 
 
 def open_warehouse(warehouse: str, snapshot_id: int | None = None,
-                   config: Config | str | os.PathLike | None = None) -> Lakescout:
+                   config: ConfigLike = None) -> Lakescout:
     return Lakescout(warehouse, snapshot_id, config)

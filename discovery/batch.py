@@ -4,7 +4,8 @@ A batch spec is ``{"name": ..., "snapshot_id": optional, "queries": [{"id": opti
 "query": path or table id, <parameters of the search>}]}``; parameters may also be nested under ``"params"``.  Every
 query is checked before any runs (kind known, query resolvable, then parameter names, types, ranges, methods and
 column names by its search kind, :mod:`discovery.searches`, as the Python API and the CLI check them), and the first
-problem raises :class:`BatchError` naming the query (index and id) and the field.  Results are written to ``query_results`` in one
+problem raises :class:`BatchError` naming the query (index and id) and the field.
+Results are written to ``query_results`` in one
 Delta commit per batch, so a batch is either recorded whole or not at all; a row in ``query_batches`` carries its
 summary.
 
@@ -23,7 +24,7 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import numpy as np
 import pyarrow as pa
@@ -284,7 +285,7 @@ def answer_rows(snap: Snapshot, q: BatchQuery, batch_id: str | None, answer: dic
 
 
 def new_batch_id() -> str:
-    return f"batch-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{new_attempt_token()[:6]}"
+    return f"batch-{datetime.now(UTC):%Y%m%dT%H%M%S}-{new_attempt_token()[:6]}"
 
 
 def open_batch(warehouse: Warehouse | str, batch_id: str | None) -> tuple[Warehouse, str, dict | None]:
@@ -311,7 +312,7 @@ def run_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSpec, b
         return done
     batch, snap = validate_batch(wh, spec, snapshot_id, served, uploads)
     started = time.time()
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     rows, per_query = [], []
     for q in batch.queries:
         mine, entry = answer_query(snap, q, batch_id, now, served, uploads)

@@ -7,7 +7,8 @@ and summary :func:`discovery.batch.record_batch` commits, as the in-process :fun
 Equal answers.  A share checks each query exactly as :func:`discovery.batch.validate_batch` does and answers it with
 the same search kind (:mod:`discovery.searches`) and :func:`~discovery.batch.result_rows`, all rows stamped with the
 driver's batch id and time.  What a process would otherwise take from its own surroundings is fixed on the driver:
-the configuration the searches take their defaults from (an executor may have none), the object-storage settings (``AWS_*``,
+the configuration the searches take their defaults from (an executor may have none),
+the object-storage settings (``AWS_*``,
 ``PYICEBERG_*``, applied when the share is unpickled, as :class:`~discovery.refresh.StageContext` does), absolute
 warehouse paths, and the tables only the driver can read (a served batch's uploads, the files an unserved batch
 names outside the lake), resolved and checked there and shipped with the share.  The batch then fails as in process:

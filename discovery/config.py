@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 from pathlib import Path
 
 
@@ -37,8 +38,8 @@ class LakeConfig:
     """Which lake tables are indexed: gitignore-style patterns over table paths (``discovery.lake.patterns``).
     The refresh's ``--include`` / ``--exclude`` (CLI) and ``include`` / ``exclude`` (DAG params) replace these."""
 
-    include: tuple = ()        # e.g. ["sales/**", "*.parquet"]; empty: every table
-    exclude: tuple = ()        # e.g. ["**/tmp/", "*_backup.csv"]
+    include: tuple[str, ...] = ()        # e.g. ["sales/**", "*.parquet"]; empty: every table
+    exclude: tuple[str, ...] = ()        # e.g. ["**/tmp/", "*_backup.csv"]
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ class MaterializeConfig:
     precision: float = 0.95
     stack_min_columns: float = 0.5
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.matcher not in MATCHERS:
             raise ValueError(f"[materialize] matcher = {str(self.matcher)[:60]!r} is not a matcher; allowed: "
                              + ", ".join(repr(m) for m in MATCHERS))
@@ -126,7 +127,7 @@ class RefreshConfig:
     watch_seconds: float = 10.0
     small_plan_tables: int = 20
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not self.watch_seconds >= 0:
             raise ValueError(f"[refresh] watch_seconds must be 0 (no watcher) or positive, not {self.watch_seconds!r}")
         if self.small_plan_tables < 0:
@@ -155,7 +156,8 @@ class EmbedConfig:
 
     Training cost is bounded by ``join_steps`` (and ``join_epochs`` passes over the sampled values, so a small lake
     trains briefly), ``table_epochs``, the sample sizes and ``train_seconds`` per encoder (a budget that can only
-    halve the planned steps, decided by timing the first steps: ``discovery.encoders.lake_training``); encoders are retrained on the first build, a full
+    halve the planned steps, decided by timing the first steps: ``discovery.encoders.lake_training``); encoders are
+    retrained on the first build, a full
     rebuild, a changed setting, or when the lake has more than ``1 + retrain_growth`` times the ok tables it had at
     the last training.  ``join_options`` / ``table_options`` override further fields of ``JoinEncoderConfig`` /
     ``TableEncoderConfig`` (e.g. ``{ dim = 32 }``).
@@ -179,7 +181,8 @@ class EmbedConfig:
     header_weight: float = 0.4          # share of the column name's channel in column similarity (0: values only)
     header_dim: int = 128               # dimensions of the column name's channel
     join_min_distinct: int = 10         # a string column with this many distinct values is a join candidate
-    join_max_values: int = 10_000       # value vectors kept per join-candidate column (columns that hit it are reported)
+    join_max_values: int = 10_000       # value vectors kept per join-candidate column (columns that hit it are
+                                        # reported)
     join_segments: int = 3              # segment vectors per value besides the whole cell (discovery.segments; 0: none)
     join_steps: int = 1500              # upper bound on join encoder training steps
     join_epochs: float = 10.0           # ... and on passes over the sampled training values
@@ -191,10 +194,10 @@ class EmbedConfig:
     train_tables: int = 1000            # lake tables sampled (deterministically) for training
     retrain_growth: float = 0.25
     seed: int = 0
-    join_options: dict = field(default_factory=dict)
-    table_options: dict = field(default_factory=dict)
+    join_options: dict[str, Any] = field(default_factory=dict)
+    table_options: dict[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         """Refuse an encoder the embed stage could not build (or a header channel it could not weigh) when the file is
         read, not after the scan and profile stages have run: the error names the key and the choices
         (:func:`load_config` adds the file)."""
@@ -233,7 +236,7 @@ class MaintenanceConfig:
     target_file_bytes: int = 128 * 1024 * 1024  # largest compacted file (per-table tables: ~tables_per_task tables)
     min_small_files: int = 8            # compact a table once it holds this many files under half the target size
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.snapshot_retention_days <= 0 or self.orphan_grace_hours <= 0:
             raise ValueError("[maintenance] snapshot_retention_days and orphan_grace_hours must be positive")
         if self.log_retention_days < self.snapshot_retention_days:
@@ -362,12 +365,12 @@ class Config:
     join: JoinConfig = field(default_factory=JoinConfig)
     numjoin: NumjoinConfig = field(default_factory=NumjoinConfig)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, dict[str, Any]]:
         return {f.name: {g.name: getattr(getattr(self, f.name), g.name) for g in fields(getattr(self, f.name))}
                 for f in fields(self)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Config":
+    def from_dict(cls, data: dict[str, Any]) -> Config:
         cfg = cls()
         for section, values in data.items():
             if section not in {f.name for f in fields(cls)}:
@@ -391,11 +394,12 @@ _TOML_NAMES = {"bool": "true or false", "int": "a whole number", "float": "a num
                "tuple": "a list", "dict": "a table"}
 
 
-def _check_type(section: str, key: str, declared, value) -> None:
+def _check_type(section: str, key: str, declared: object, value: object) -> None:
     """Refuse a value of the wrong TOML type when the file is read, naming the key: a string where a number belongs
     would otherwise surface as a comparison error deep inside the first stage or query that reads the key.  The
-    declared type is the field's annotation (a string here, as annotations are not evaluated)."""
-    kind = declared if isinstance(declared, str) else getattr(declared, "__name__", "")
+    declared type is the field's annotation (a string here, as annotations are not evaluated; ``tuple[str, ...]``
+    is a ``tuple``)."""
+    kind = declared.split("[")[0] if isinstance(declared, str) else getattr(declared, "__name__", "")
     accepted = _ACCEPTS.get(kind)
     if accepted is None:
         return
@@ -404,7 +408,7 @@ def _check_type(section: str, key: str, declared, value) -> None:
         raise ValueError(f"[{section}] {key} = {shown} must be {_TOML_NAMES[kind]}")
 
 
-def load_config(path: str | os.PathLike | None = None) -> Config:
+def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     """Configuration from ``path``, ``$LAKESCOUT_CONFIG``, ``./lakescout.toml``, or the defaults, in that order."""
     candidate = path or os.environ.get("LAKESCOUT_CONFIG")
     if candidate is None and Path("lakescout.toml").is_file():

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 if TYPE_CHECKING:
     from .store import Snapshot
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _lake_tables(snapshot: "Snapshot", table_ids: list[int]) -> list[dict]:
+def _lake_tables(snapshot: Snapshot, table_ids: list[int]) -> list[dict]:
     """``{"location", "columns": [(name, type)]}`` of lake tables, by path."""
     import pyarrow as pa
     import pyarrow.compute as pc

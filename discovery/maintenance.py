@@ -36,8 +36,8 @@ Order matters and is fixed by :func:`run_maintenance`:
    checkpoint lists the live files only, none of the removes.
 5. **Models, model files and query arrays.**  The ``models`` rows no retained snapshot uses and no next refresh
    builds on are deleted first, before compaction (:func:`prune_models`); the plain-file copies of encoder versions
-   and the query-array folders of the union and the numerical join (:mod:`discovery.store.arrays`) that no retained snapshot
-   uses are deleted last, locally and on object storage (:func:`prune_model_files`,
+   and the query-array folders of the union and the numerical join (:mod:`discovery.store.arrays`) that no retained
+   snapshot uses are deleted last, locally and on object storage (:func:`prune_model_files`,
    :func:`~discovery.store.arrays.prune_folders`).
 
 Maintenance and a refresh must not interleave (compaction removes files a refresh may be about to replace), so
@@ -51,7 +51,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa

@@ -8,7 +8,7 @@ encoders, not of this step.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc

@@ -26,7 +26,7 @@ import math
 import numbers
 import os
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from .query import QueryError, QueryTable, from_arrow, is_data
 

@@ -12,7 +12,8 @@ below), any other column's quantity is read from its name first, then from its c
    (:data:`UNITS`: ``kg``, ``eur``, ``usd``, ``$``, ``%``, ``pct``, ``km``, ``nm``, ``celsius``, ``minutes``, ...);
    tokens that are units only at the end of a name (``min``, ``h``, ``s``, ``long``) count only there and only
    when no dimension word of another kind is in the name, so ``min_price`` and ``price_min`` are prices and
-   ``delay_min`` minutes; ``c`` / ``f`` are degrees at the end of a name with a temperature word (``temp_max_c``).  Without a unit, the first *dimension
+   ``delay_min`` minutes; ``c`` / ``f`` are degrees at the end of a name with a temperature word (``temp_max_c``).
+   Without a unit, the first *dimension
    word* in the order of :data:`WORDS` decides (``age`` before ``year``: ``age_years`` is an age; ``rank`` before
    ``population``).  Words that name different things in different tables (``length`` of a film or a road,
    ``amount`` of money or of goods, ``number``, ``volume``, ``rate``) name nothing.
@@ -89,7 +90,8 @@ for _tokens, _dim, _unit in (
         (("km2", "km²", "sqkm"), "area", "km2"), (("m2", "m²", "sqm"), "area", "m2"),
         (("sqft", "ft2"), "area", "ft2"), (("sqmi", "mi2"), "area", "mi2"),
         (("acre", "acres"), "area", "acre"), (("hectare", "hectares"), "area", "ha"),
-        (("second", "seconds", "sec", "secs"), "duration", "s"), (("ms", "millisecond", "milliseconds"), "duration", "ms"),
+        (("second", "seconds", "sec", "secs"), "duration", "s"),
+        (("ms", "millisecond", "milliseconds"), "duration", "ms"),
         (("minute", "minutes", "mins"), "duration", "min"), (("hour", "hours", "hr", "hrs"), "duration", "h"),
         (("day", "days"), "duration", "day"), (("week", "weeks"), "duration", "week"),
         (("month", "months"), "duration", "month"),

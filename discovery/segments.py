@@ -44,7 +44,8 @@ A value with no delimiter and no glued word has no segments: its one vector is i
 covers the shapes above (a name beside a place, a party, a role) while bounding the worst case to 4 vectors a value;
 on real lakes most values have no delimiter at all, so the growth is far smaller (``benchmarks/join.py`` reports it).
 
-Measured with one join encoder before glued words were split, the AutoFJ lake re-embedded with segments (``benchmarks/join.py --autofj``, tau 4 %,
+Measured with one join encoder before glued words were split, the AutoFJ lake re-embedded with segments
+(``benchmarks/join.py --autofj``, tau 4 %,
 on a loaded machine whose training budget had cut the encoder to 187 steps): 182,570 -> 217,396 vectors (+19 %,
 34,826 segments); best-match pair F1 0.558 -> 0.572 (precision 0.898 -> 0.824, recall 0.404 -> 0.438); own left
 table first 39 of 50 both ways (45 of 50 among left tables); every-pair F1 0.479 -> 0.340, as segments shared by

@@ -38,7 +38,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pyarrow as pa
 
@@ -236,7 +236,7 @@ class Served:
                                                                **params}]})
         q = spec.queries[0]
         ls = self.lakescout()
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         answer = self._answer(ls, q, uploads or {})
         rows, entry = answer_rows(ls.snapshot, q, batch_id, answer, now)
         if not (uploads and q.query in uploads):

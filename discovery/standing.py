@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -114,7 +114,7 @@ def run_standing(warehouse: Warehouse | str, name: str, snapshot_id: int | None 
     ids = {q.id for q in specs[name].queries}
     before = {k: v for k, v in before.items() if k[0] in ids}
     changes = []
-    stamp = datetime.now(timezone.utc)
+    stamp = datetime.now(UTC)
     for key in sorted(set(now_rows) | set(before), key=lambda k: (k[0], k[1] or 0, k[2] or "")):
         cur, old = now_rows.get(key), before.get(key)
         if cur is not None and old is not None and cur["score"] == old["score"]:

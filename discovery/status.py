@@ -22,8 +22,8 @@ def warehouse_status(warehouse: Warehouse, snapshot: Snapshot | None = None, las
     out: dict = {"warehouse": warehouse.root, "snapshots": len(snaps), "snapshot": None, "tables": {},
                  "errors": [], "warnings": [], "refreshes": []}
     if snap is not None:
-        out["snapshot"] = {"snapshot_id": snap.snapshot_id, "created_at": snap.created_at.isoformat(), "lake": snap.lake,
-                           "refresh_id": snap.refresh_id, "models": snap.models}
+        out["snapshot"] = {"snapshot_id": snap.snapshot_id, "created_at": snap.created_at.isoformat(),
+                           "lake": snap.lake, "refresh_id": snap.refresh_id, "models": snap.models}
         catalog = snap.read("catalog", columns=["table_id", "path", "format", "status", "error", "warnings"])
         for status in ("ok", "stale", "error", "deleted"):
             out["tables"][status] = int(pc.sum(pc.equal(catalog["status"], status)).as_py() or 0)

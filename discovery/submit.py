@@ -9,7 +9,8 @@ or ``{"refused": message}`` for input it would not act on.  The JVM's log goes t
 
 The driver JVM's options.  On a small lake the JVM costs more than the work: starting it and the first jobs'
 just-in-time compilation took 29 of the 80 CPU seconds of a 20-table refresh on a shared 2-core machine, and on a
-``local`` master that JVM is the whole of Spark (driver and executor).  Its work in a refresh is coordination (scheduling, moving small Arrow batches
+``local`` master that JVM is the whole of Spark (driver and executor).
+Its work in a refresh is coordination (scheduling, moving small Arrow batches
 between Python processes, collecting file metadata), never the per-row work, which runs in Python.  So:
 
 * ``-XX:TieredStopAtLevel=1``: compile with C1 only.  C2's optimising compiler threads pay off in long-running JVMs
@@ -34,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 RESULT = "LAKESCOUT_RESULT "
 #: The class-data-sharing archive of this environment's Spark (written by ``python -m spark_jobs.warmup``).

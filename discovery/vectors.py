@@ -81,7 +81,7 @@ class EncoderRefs:
                          "join_max_values": self.spec.join_max_values, "join_segments": self.spec.join_segments}}
 
     @classmethod
-    def from_params(cls, params: dict) -> "EncoderRefs":
+    def from_params(cls, params: dict) -> EncoderRefs:
         return cls(params["column"], params["table"], params["join"], EmbedSpec(**params["spec"]))  # no segments:
         # a spec stored before they existed
 

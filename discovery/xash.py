@@ -37,7 +37,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -163,7 +163,7 @@ class XashModel:
         return "xash-" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
     @classmethod
-    def from_counts(cls, char_counts: dict[str, int], n_unique_values: int, bits: int = 128) -> "XashModel":
+    def from_counts(cls, char_counts: dict[str, int], n_unique_values: int, bits: int = 128) -> XashModel:
         """Model from summed character counts and the corpus's unique-value count (alpha by Eq. 5)."""
         if n_unique_values < 0:
             raise ValueError("n_unique_values must be non-negative")
@@ -176,7 +176,7 @@ class XashModel:
                 "char_counts": dict(self.char_frequencies)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "XashModel":
+    def from_dict(cls, data: dict) -> XashModel:
         """Inverse of :meth:`to_dict`; rejects a payload whose version does not match its parameters."""
         return cls(bits=int(data["bits"]), alpha=int(data["alpha"]),
                    char_frequencies=tuple(data["char_counts"].items()), version=data.get("version", ""))

@@ -5,7 +5,8 @@ the benchmarks.
 
 It counts the requests it answers by S3 operation (LIST, GET, HEAD, PUT, DELETE, POST), so a benchmark can say how
 many requests a refresh made at the server: ``GET /_requests`` returns the counts as JSON (``"GET"`` for all
-buckets, ``"GET <bucket>"`` for one), ``DELETE /_requests`` sets them to zero.  Objects live in the server's memory and are gone when it stops.
+buckets, ``"GET <bucket>"`` for one), ``DELETE /_requests`` sets them to zero.
+Objects live in the server's memory and are gone when it stops.
 """
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def _operation(environ) -> str:
     method = environ["REQUEST_METHOD"]
     path = environ.get("PATH_INFO", "/").strip("/")
     query = environ.get("QUERY_STRING", "")
-    if method == "GET" and ("/" not in path or "list-type" in query or "prefix=" in query or query.startswith("delimiter")):
+    if method == "GET" and ("/" not in path or "list-type" in query or "prefix=" in query
+                            or query.startswith("delimiter")):
         return "LIST" if path else "LIST_BUCKETS"
     return method
 
@@ -84,7 +86,7 @@ class S3Server:
                     "AWS_SECRET_ACCESS_KEY": "lakescout", "AWS_REGION": "us-east-1"}
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 60.0) -> "S3Server":
+    def start(self, timeout: float = 60.0) -> S3Server:
         env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="0") if self.require_auth else None
         self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--port", str(self.port)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)

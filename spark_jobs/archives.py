@@ -5,8 +5,8 @@ entries, no Python in it), on the ``PYTHONPATH`` of the driver it starts and of 
 module imported from a zip gets no ``__pycache__``, so every such process compiled PySpark from source: 0.6 to 0.9 s of
 the driver's start (``from pyspark.sql import SparkSession`` 0.85 s against 0.23 from the installed package, idle
 2-core machine), paid by every stage task of the ``lake_refresh`` DAG, every CLI refresh and every other application
-``spark-submit`` runs; and the worker's ``importlib.invalidate_caches()`` before each task made the zip importer read each
-archive's directory again (:mod:`spark_jobs.worker`).
+``spark-submit`` runs; and the worker's ``importlib.invalidate_caches()`` before each task made the zip importer read
+each archive's directory again (:mod:`spark_jobs.worker`).
 
 Where the same ``pyspark`` and ``py4j`` are installed in the process's own environment (a ``pip install pyspark``, as
 this project's requirements pin it; the zips ship inside that very package), the zips are dropped and PySpark is

@@ -12,7 +12,7 @@ import sys
 import time
 import traceback
 from dataclasses import replace
-from typing import Callable
+from collections.abc import Callable
 
 from discovery.config import load_config
 from discovery.refresh import StageContext, StageReport, record_stage

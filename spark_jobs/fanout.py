@@ -13,7 +13,7 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pyarrow as pa

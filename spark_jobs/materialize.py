@@ -38,7 +38,8 @@ from discovery.config import Limits, load_config
 from discovery.lake import LakeFileError
 from discovery.lake.pinned import units
 from discovery.materialize.augment import ROW_BITS, FanOutError, combine, finish, unit_partial
-from discovery.materialize.output import check_target, finish_parts, read_part, remove_parts, staging, write_part, write_table
+from discovery.materialize.output import (check_target, finish_parts, read_part, remove_parts, staging, write_part,
+                                         write_table)
 from discovery.materialize.planfile import JoinPlan, UnionPlan, load_plan
 from discovery.materialize.service import METADATA_KEY, Materialized, describe
 from discovery.materialize.union import (plan_layout, query_rows, replan_observed, row_hashes, type_notes,

@@ -143,7 +143,7 @@ class StageProgress:
         self._ended: dict[int, tuple[int, int]] = {}
         self._meter: CpuMeter | None = None
 
-    def __enter__(self) -> "StageProgress":
+    def __enter__(self) -> StageProgress:
         self._sc.setJobGroup(self.group, f"Lakescout refresh {self._ctx.refresh_id}: {self.current.stage}")
         self._meter = CpuMeter(self._sc)
         self._report(self.current, force=True)

@@ -21,7 +21,7 @@ import pickle
 import sys
 import time
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pyarrow as pa
 
@@ -44,7 +44,7 @@ def run_batch_spark(spark, warehouse: str, spec: dict | list | str | BatchSpec, 
     batch = spec if isinstance(spec, BatchSpec) else parse_spec(spec)
     snap = batch_snapshot(wh, batch, snapshot_id)
     started = time.time()
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     share = plan_share(snap, batch, batch_id, now, config or load_config(), served, uploads)
     n = len(batch.queries)
     n_tasks = task_count(n, int(spark.sparkContext.defaultParallelism))

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from typing import Iterator
+from collections.abc import Iterator
 
 from airflow_env import airflow_env
 
@@ -56,7 +56,8 @@ def api_server(home: str, warehouse: str, users: dict[str, tuple[str, str]], lak
     subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)
     log_path = os.path.join(home, "api-server.log")
     with open(log_path, "w") as log:
-        proc = subprocess.Popen([airflow, "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)],
+        proc = subprocess.Popen([airflow, "api-server", "--host", "127.0.0.1", "--port", str(port),
+                                 "--workers", str(workers)],
                                 env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:

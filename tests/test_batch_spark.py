@@ -159,7 +159,7 @@ def test_a_numerical_join_on_spark_answers_with_the_drivers_configuration(batch_
     ``tau_metres``): the Spark batch answers as the driver does in process, not as the executors' files would."""
     wh = batch_env["warehouse"]
     query = next(q for q in batch_env["queries"] if q["id"] == "jn")
-    default = run_batch(wh, [query], batch_id="numeric-default")
+    run_batch(wh, [query], batch_id="numeric-default")
     driver = tmp_path / "driver.toml"
     driver.write_text(open(os.environ["LAKESCOUT_CONFIG"]).read() + "\n[numjoin]\ntau_metres = 1000.0\n")
     monkeypatch.setenv("LAKESCOUT_CONFIG", str(driver))     # the driver's; the running executors keep their files

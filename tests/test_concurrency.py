@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pyarrow as pa
 import pytest
@@ -24,7 +24,7 @@ from discovery.store import warehouse as store
 
 
 def _results(batch: str, n: int) -> pa.Table:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return pa.Table.from_pylist([{"batch_id": batch, "query_id": "q", "snapshot_id": 1, "kind": "nary", "rank": r + 1,
                                   "table_id": r, "path": f"t{r}.csv", "column": None, "score": 1.0 / (r + 1),
                                   "evidence": "{}", "created_at": now} for r in range(n)],

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import numpy as np
 import pyarrow as pa
@@ -262,7 +262,7 @@ def test_encoder_change_rebuilds_every_vector(spark, lake, tmp_path):
 
 def _row(requires: dict, lake_tables: int) -> ModelRow:
     return ModelRow("encoder.join", "join-x", {"requires": requires, "lake_tables": lake_tables},
-                    datetime.now(timezone.utc), 1)
+                    datetime.now(UTC), 1)
 
 
 def test_retrain_policy():

@@ -106,8 +106,8 @@ def test_deep_nbytes_counts_an_hnsw_graph_by_its_capacity():
 
 @pytest.mark.spark
 def test_searches_keep_their_snapshot_indexes_within_the_process_budget(indexed_lake, monkeypatch):
-    """Union, join and n-ary searches put their loaded indexes in the one cache; a budget too small for them keeps none and
-    answers the same, and a sufficient budget keeps both, counted in bytes."""
+    """Union, join and n-ary searches put their loaded indexes in the one cache; a budget too small for them keeps none
+    and answers the same, and a sufficient budget keeps both, counted in bytes."""
     import discovery
     from discovery.store.cache import INDEXES
 

@@ -99,7 +99,7 @@ def _pivots_message(wh: str, refresh_id: int) -> str:
 
 def test_partitions_are_balanced_by_size_on_a_skewed_lake(grown):
     """Stated factor: no partition above BALANCE x the mean, give or take one column (columns are not split)."""
-    for snap, model, pm in (grown["first"], grown["second"]):
+    for _snap, model, pm in (grown["first"], grown["second"]):
         loads = _loads(model, pm)
         keys = column_keys(pm.column("table_id").to_numpy(), pm.column("ordinal").to_numpy())
         bound = BALANCE * loads.mean() + np.unique(keys, return_counts=True)[1].max()

@@ -15,7 +15,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: Bottom to top.  Storage knows nothing of the index; the index tables and the lake readers know storage; the
 #: transforms (encoders, the lexicon of names, the two-table matcher, quantities, value segments) the data; the
-#: query side (query tables, vectors, parameter checks) the transforms; the refresh's stage kit (context, plans, per-table tasks) what stages share; the indexes
+#: query side (query tables, vectors, parameter checks) the transforms; the refresh's stage kit (context, plans,
+#: per-table tasks) what stages share; the indexes
 #: and searches everything below; the refresh's publishing, the search registry and the reports above them; the
 #: surfaces (API, batches, standing queries, acting on answers, maintenance, the CLI, the Spark launcher, Airflow
 #: connections) on top.

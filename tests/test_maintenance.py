@@ -17,6 +17,7 @@ from discovery.maintenance import compact_table, fragmented_files, retain_snapsh
 from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store import (INDEX_TABLES, SCHEMAS, Warehouse, WarehouseError, candidate_files, drop_table_ids,
                              list_snapshots, load_snapshot, write_data_file)
+from datetime import UTC
 
 
 def _column_rows(ids: np.ndarray, tag: str, rng: np.random.Generator, per_table: int = 30) -> pa.Table:
@@ -215,14 +216,14 @@ def test_checkpoint_after_compaction_lists_no_tombstone_and_vacuum_deleted_the_m
     query batches reads a checkpoint of the compacted files only; vacuum saw those removes first and deleted the
     merged files, also when compaction's commit lands on a checkpoint interval."""
     import pyarrow.parquet as pq
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from discovery.store import new_attempt_token
     from discovery.store.warehouse import CHECKPOINT_INTERVAL
 
     wh = Warehouse(str(tmp_path / "wh"))
     publish_snapshot(wh.root, begin_refresh(wh.root), "/lake")
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     version = wh.version("query_results")
     # end one commit short of a checkpoint interval, so compaction's own commit lands on it
     appends = (CHECKPOINT_INTERVAL - 1 - version) % CHECKPOINT_INTERVAL + CHECKPOINT_INTERVAL

@@ -206,7 +206,7 @@ def test_two_columns_decorated_each_its_own_way_join_on_the_entity_they_name():
                              "Martin Van Buren (Democratic)", "William Henry Harrison (Whig)"])
     m = match_values(query, lake)
     got = dict(zip(m.query, m.lake))
-    assert got == {q: l for q, l in zip(query[:6], lake[:6])}              # Ada Lovelace names none of them
+    assert got == {q: value for q, value in zip(query[:6], lake[:6])}              # Ada Lovelace names none of them
     assert m.describe()["views"] == {"query": "part before the first ';'", "lake": "part before the first '('"}
     assert all(r.endswith("on part before the first ';' ~ part before the first '('") for r in m.rule)
     assert m.precision >= 0.95

@@ -169,7 +169,7 @@ def test_build_postings_layout():
     assert got == [("a", 0, 0), ("1", 1, 0), ("2", 1, 1), ("bb", 2, 1), ("x", 0, 2), ("ccc", 2, 2)]
     assert set(postings.column("table_id").to_pylist()) == {7}
     keys = binary_to_superkeys(postings.column("superkey"), model.words)
-    for (value, col, row), sk in zip(zip(*(postings.column(c).to_pylist() for c in ("value", "column", "row"))),
+    for (_value, _col, row), sk in zip(zip(*(postings.column(c).to_pylist() for c in ("value", "column", "row"))),
                                      keys):
         row_values = [v for v, _, r in got if r == row]
         assert (sk == np.bitwise_or.reduce(model.hash_values(row_values), axis=0)).all()

@@ -204,7 +204,8 @@ def test_refusals_are_one_line(env):
     flags = os.path.join(env["lake"], "flags.csv")
     with pytest.raises(QueryError, match=r"is bool, neither text nor numbers: columns that can be joined: word$"):
         ls.join(flags, "flag")
-    with pytest.raises(ParameterError, match=r"tau must be a fraction in \(0, 1\) of the maximum distance for a text column.*got 3\.0 \(column 'word' is text\)$"):
+    with pytest.raises(ParameterError, match=r"tau must be a fraction in \(0, 1\) of the maximum distance for a text "
+                                             r"column.*got 3\.0 \(column 'word' is text\)$"):
         ls.join(flags, "word", tau=3.0)
     with pytest.raises(ParameterError, match="semantic-join method"):
         ls.join(os.path.join(env["lake"], "t1.csv"), "count", method="pexeso-h")

@@ -22,9 +22,9 @@ def _rows(seed: int) -> pa.Table:
                 kind, no, values = "none", -1, np.zeros((0, 0))
             else:
                 n = int(rng.integers(1, 9))
-                values = {"number": lambda: rng.integers(0, 50, (n, 1)).astype(float),
-                          "coordinates": lambda: rng.uniform(-60, 60, (n, 2)),
-                          "vector": lambda: rng.integers(-1, 2, (n, 3)).astype(float)}[kind]()
+                values = {"number": lambda n=n: rng.integers(0, 50, (n, 1)).astype(float),
+                          "coordinates": lambda n=n: rng.uniform(-60, 60, (n, 2)),
+                          "vector": lambda n=n: rng.integers(-1, 2, (n, 3)).astype(float)}[kind]()
                 if kind == "vector" and tid % 7 == 0:
                     values[:] = 0.0
             row = {"table_id": int(tid), "content_hash": f"h{tid}", "set_no": no, "kind": kind, "ordinals": [no],

@@ -11,7 +11,7 @@ from __future__ import annotations
 import glob
 import os
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +31,7 @@ DAY = 86400.0
 def _batch(i: int) -> pa.Table:
     return pa.Table.from_pylist([{"batch_id": f"b{i}", "name": "n", "standing": False, "snapshot_id": 1,
                                   "queries": 1, "results": 0, "seconds": 0.1, "spec": "{}", "summary": "{}",
-                                  "created_at": datetime.now(timezone.utc)}], schema=SCHEMAS["query_batches"])
+                                  "created_at": datetime.now(UTC)}], schema=SCHEMAS["query_batches"])
 
 
 def _age(paths, days: float) -> None:
@@ -127,8 +127,8 @@ def test_an_old_refresh_runs_table_without_the_takeover_column_reads_and_is_exte
     wh = Warehouse(str(tmp_path / "wh"))
     old = SCHEMAS["refresh_runs"].remove(SCHEMAS["refresh_runs"].get_field_index("took_over"))
     DeltaTable.create(wh.table_uri("refresh_runs"), schema=old, name="refresh_runs")
-    row = {"refresh_id": 1, "stage": "scan", "status": "ok", "started_at": datetime.now(timezone.utc),
-           "finished_at": datetime.now(timezone.utc), "seconds": 1.0, "tables_added": 1, "tables_changed": 0,
+    row = {"refresh_id": 1, "stage": "scan", "status": "ok", "started_at": datetime.now(UTC),
+           "finished_at": datetime.now(UTC), "seconds": 1.0, "tables_added": 1, "tables_changed": 0,
            "tables_deleted": 0, "tables_failed": 0, "tables_processed": 1, "rows_written": 1, "message": ""}
     data = write_data_file(wh.table_uri("refresh_runs"), pa.Table.from_pylist([row], schema=old), 1, "run_scan", "x")
     DeltaTable(wh.table_uri("refresh_runs")).create_write_transaction(

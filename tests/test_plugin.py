@@ -12,7 +12,7 @@ import html
 import os
 import re
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from types import SimpleNamespace
 
 import pyarrow as pa
@@ -32,7 +32,7 @@ def warehouse(tmp_path, monkeypatch):
     """A published snapshot whose catalog holds one good and one failed lake table."""
     wh = Warehouse(str(tmp_path / "wh"))
     refresh_id = begin_refresh(wh.root)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     base = {"format": "csv", "bytes": 10, "mtime_ns": 1, "content_hash": "h", "warnings": "[]", "encoding": "utf-8",
             "delimiter": ",", "refresh_id": refresh_id, "indexed_at": now}
     rows = [{**base, "table_id": 1, "path": "good/cities.csv", "rows": 3, "cols": 2, "status": "ok", "error": None},
@@ -315,7 +315,7 @@ def test_a_numerical_join_from_the_search_form(client, auth, tmp_path, monkeypat
     (lake / "a" / "sensors.csv").write_text("id,latitude,longitude\n1,48.85001,2.35\n2,48.86,2.36002\n3,40,3\n")
     wh = Warehouse(str(tmp_path / "wh"))
     refresh_id = begin_refresh(wh.root)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     rows = [{"table_id": i, "path": p, "format": "csv", "bytes": (lake / p).stat().st_size, "mtime_ns": 1,
              "content_hash": "h", "warnings": "[]", "encoding": "utf-8", "delimiter": ",", "refresh_id": refresh_id,
              "indexed_at": now, "rows": 3, "cols": 3, "status": "ok", "error": None}

@@ -1,7 +1,7 @@
 """A served query of a lake table reads it within the byte limit, whatever size the last scan recorded."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pyarrow as pa
 import pytest
@@ -22,7 +22,7 @@ def snapshot(tmp_path):
     refresh_id = begin_refresh(wh.root)
     row = {"table_id": 1, "path": "t.csv", "format": "csv", "bytes": 12, "mtime_ns": 1, "content_hash": "h",
            "rows": 2, "cols": 2, "status": "ok", "error": None, "warnings": "[]", "encoding": "utf-8",
-           "delimiter": ",", "refresh_id": refresh_id, "indexed_at": datetime.now(timezone.utc)}
+           "delimiter": ",", "refresh_id": refresh_id, "indexed_at": datetime.now(UTC)}
     wh.append_rows("catalog", pa.Table.from_pylist([row], schema=SCHEMAS["catalog"]), refresh_id=refresh_id,
                    stage="scan", attempt="t1")
     publish_snapshot(wh.root, refresh_id, str(lake))

@@ -81,4 +81,5 @@ def test_a_full_rebuild_checks_every_known_path_and_a_first_build_numbers_from_o
     assert legacy["old_row"]["fingerprint"] == "20:6"
     first = plan_scan(LISTING, SCHEMAS["catalog"].empty_table(), full=False)
     assert [(r["table_id"], r["action"]) for r in first.work.to_pylist()] == [(i, "new") for i in range(1, 9)]
-    assert plan_scan(LISTING_COLUMNS.empty_table(), CATALOG, full=False).work.column("action").to_pylist() == ["deleted"] * 6
+    assert (plan_scan(LISTING_COLUMNS.empty_table(), CATALOG, full=False).work.column("action").to_pylist()
+            == ["deleted"] * 6)

@@ -24,7 +24,8 @@ def test_workers_import_pyspark_installed_with_the_stage_helpers_preloaded(spark
 
         for batch in batches:
             yield pa.RecordBatch.from_pylist([{"payload": json.dumps({
-                "path": sys.path, "pyspark": pyspark.__file__, "preloaded": {"spark_jobs.common", "spark_jobs.fanout"} <= set(sys.modules),
+                "path": sys.path, "pyspark": pyspark.__file__,
+                "preloaded": {"spark_jobs.common", "spark_jobs.fanout"} <= set(sys.modules),
                 "frozen": gc.get_freeze_count() > 0, "collector": getattr(pyspark.daemon.gc, "__name__", "gc"),
             })} for _ in batch.column(0).to_pylist()])
 

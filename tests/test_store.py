@@ -16,6 +16,7 @@ from discovery.store import (SCHEMAS, DataFile, Warehouse, WarehouseError, candi
 from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store.files import data_file_name, parse_data_file_name
 from discovery.store.filters import among
+from datetime import UTC
 
 
 def _columns_rows(table_ids, n_per=3):
@@ -213,7 +214,7 @@ def test_candidate_files_and_read_rows_equal_brute_force(tmp_path):
         groups.append(ids)
     no_stats = written[7]
     written[7] = DataFile(no_stats.path, no_stats.size, no_stats.mtime_ms, no_stats.rows,
-                          '{"numRecords": %d}' % no_stats.rows)
+                          f'{{"numRecords": {no_stats.rows:d}}}')
     wh.commit("columns", written, [], refresh_id=1, stage="profile", attempt="a")
     files = wh.files("columns")
     for _ in range(30):
@@ -235,12 +236,12 @@ def test_candidate_files_and_read_rows_equal_brute_force(tmp_path):
 def test_a_filtered_read_finds_rows_of_long_string_values(tmp_path, value):
     """String statistics are cut to 32 characters but stay bounds: a filter on a long value (a DAG run's batch id)
     still finds its rows, and a value just past the bound none."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     wh = Warehouse(str(tmp_path / "wh"))
     wh.ensure()
     row = {"batch_id": value, "query_id": "q", "snapshot_id": 1, "kind": "union", "rank": 1, "table_id": 1,
-           "path": "p", "column": None, "score": 1.0, "evidence": "{}", "created_at": datetime.now(timezone.utc)}
+           "path": "p", "column": None, "score": 1.0, "evidence": "{}", "created_at": datetime.now(UTC)}
     for v in (value, value + "~"):
         wh.append_rows("query_results", pa.Table.from_pylist([{**row, "batch_id": v}], schema=SCHEMAS["query_results"]),
                        refresh_id=1, stage="query_batch", attempt=new_attempt_token(), once=False)

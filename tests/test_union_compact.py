@@ -287,7 +287,8 @@ def test_a_warehouse_written_again_at_its_uri_is_not_served_the_old_copy(s3_serv
         if fs.exists(path):
             fs.rm(path, recursive=True)
             time.sleep(1.1)                         # a new upload time (S3 reports seconds)
-        storage.backend(target).write_folder(target, lambda folder: shutil.copytree(src, folder, dirs_exist_ok=True))
+        storage.backend(target).write_folder(target,
+                                             lambda folder, src=src: shutil.copytree(src, folder, dirs_exist_ok=True))
         local = storage.backend(root).local_folder(root, target, "union-v1-cv1-cp1")
         seen.append(open(os.path.join(local, "codes.npy")).read())
     assert seen == ["first", "second"]

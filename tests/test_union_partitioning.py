@@ -75,7 +75,7 @@ def test_flatten_layout():
     rng = np.random.default_rng(0)
     centroids = unit(rng.standard_normal((4, 5)))
     tables = []
-    for t in range(3):
+    for _ in range(3):
         ids = rng.integers(4, size=4)
         tables.append(partition_table(unit(centroids[ids]), ids, centroids))
     flat = flatten_partitions([10, 11, 12], tables)

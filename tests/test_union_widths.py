@@ -103,8 +103,8 @@ def test_served_width_scores_re_rank_the_complete_definition_5_answer(served, sc
     own = ls.union(query, k=10, score=score)
     assert own["stats"]["score_kind"] == score
     q = widths[next(t["table_id"] for t in ls.tables() if t["path"] == query)]   # a lake table: its own vectors
-    rescored = sorted(((-r["score"] * factors(score, q, np.array([widths[r["table_id"]]]))[0], r["table_id"])
-                       for r in complete["results"]))[:10]
+    rescored = sorted((-r["score"] * factors(score, q, np.array([widths[r["table_id"]]]))[0], r["table_id"])
+                       for r in complete["results"])[:10]
     assert [r["table_id"] for r in own["results"]] == [t for _, t in rescored]
     np.testing.assert_allclose([r["score"] for r in own["results"]], [-s for s, _ in rescored], atol=1e-9)
     by_id = {r["table_id"]: r["alignment"] for r in complete["results"]}

@@ -5,7 +5,7 @@ import json
 import os
 import sys
 import threading
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.environ.get("LAKESCOUT_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
@@ -60,7 +60,7 @@ def write_result(name: str, payload: dict, *, stamp: bool = True, path: str | No
     path = str(path or result_path(name))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     if stamp:
-        payload = {"benchmark": name, "at": datetime.now(timezone.utc).isoformat(),
+        payload = {"benchmark": name, "at": datetime.now(UTC).isoformat(),
                    "machine": {"cpus": os.cpu_count()}, **payload}
     with open(path, "w") as fh:
         json.dump(payload, fh, indent=indent, default=default)

@@ -2,7 +2,7 @@
 Spark application through :mod:`discovery.submit`)."""
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 
 class UsageError(Exception):

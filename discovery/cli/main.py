@@ -5,7 +5,7 @@ import argparse
 import contextlib
 import os
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 from .. import __version__
 from ..allocator import use_query_pool

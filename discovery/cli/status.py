@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 from .common import add_common, add_warehouse
 from .output import table, wrapped
@@ -53,10 +53,10 @@ def freshness_text(fresh: dict) -> str:
     lake = fresh.get("lake")
     if lake is None:
         return "no lake watcher has checked this snapshot (lake_refresh's [refresh] watch_seconds)"
-    checked = datetime.fromtimestamp(lake["checked_at"], timezone.utc).isoformat(timespec="seconds")
+    checked = datetime.fromtimestamp(lake["checked_at"], UTC).isoformat(timespec="seconds")
     if not lake["tables"]:
         return f"the index holds the lake as the watcher saw it at {checked}"
-    changed = datetime.fromtimestamp(lake["lake_changed_at"], timezone.utc).isoformat(timespec="seconds") \
+    changed = datetime.fromtimestamp(lake["lake_changed_at"], UTC).isoformat(timespec="seconds") \
         if lake["lake_changed_at"] else "unknown"
     return (f"the lake is ahead: {lake['added']} added, {lake['changed']} changed, {lake['deleted']} deleted "
             f"tables since this snapshot (lake changed {changed}, checked {checked})")

@@ -48,7 +48,7 @@ class LakeBuilder:
                 return rel
         raise ValueError(f"no free file name for {folder}/{stem}")
 
-    def reseeded(self, rng: np.random.Generator) -> "LakeBuilder":
+    def reseeded(self, rng: np.random.Generator) -> LakeBuilder:
         """A builder of the same lake (manifest and used paths shared) drawing from ``rng``: a part of the lake added
         later keeps its own random stream, so adding it leaves the rest of the lake as it was."""
         return LakeBuilder(self.root, rng, self.manifest, self._paths)

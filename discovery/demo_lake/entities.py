@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

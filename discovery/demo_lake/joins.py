@@ -9,7 +9,7 @@ exactly one intended partner and the value-level ground truth is unambiguous.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

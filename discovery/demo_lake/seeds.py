@@ -7,7 +7,7 @@ teams and players share ``team``): those are the hard negatives a union search m
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -90,10 +90,11 @@ def _employees(rng, n):
 def _customers(rng, n):
     firsts, lasts = E.picks(rng, V.FIRST_NAMES, n), E.picks(rng, V.LAST_NAMES, n)
     places = _cities(rng, n)
-    emails = [f"{f.lower()}.{l.lower().replace(' ', '').replace(chr(39), '')}{int(k)}@{E.pick(rng, V.EMAIL_DOMAINS)}"
-              for f, l, k in zip(firsts, lasts, rng.integers(1, 99, size=n))]
+    emails = [f"{f.lower()}.{last.lower().replace(' ', '').replace(chr(39), '')}{int(k)}"
+              f"@{E.pick(rng, V.EMAIL_DOMAINS)}"
+              for f, last, k in zip(firsts, lasts, rng.integers(1, 99, size=n))]
     return {"customer_id": [str(100000 + int(i)) for i in rng.permutation(900000)[:n]],
-            "full_name": [f"{f} {l}" for f, l in zip(firsts, lasts)], "email": emails,
+            "full_name": [f"{f} {last}" for f, last in zip(firsts, lasts)], "email": emails,
             "birth_year": E.ints(rng, n, 1940, 2006), "city": [c for c, _ in places],
             "country": [k for _, k in places], "loyalty_tier": E.picks(rng, V.LOYALTY_TIERS, n)}
 

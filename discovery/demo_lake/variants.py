@@ -8,7 +8,7 @@ planted pair is explainable by the ``variation`` label written next to it.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

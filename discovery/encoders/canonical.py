@@ -12,7 +12,8 @@ ordered, so the output is a pure function of the input string.  Choices the pape
 * ``st`` expands to ``street`` (the paper's own example), also in "St Peter": both spellings of a name are mapped
   identically, which is all that matching needs.
 * Numeric dates with two small fields (``03/05/2021``) are read month first (the US convention of most open-data
-  portals), day first when the first field exceeds 12; ``yyyy-mm-dd`` is the canonical form and day/month are zero padded, so ``2021-3-5``, ``3/5/2021``,
+  portals), day first when the first field exceeds 12; ``yyyy-mm-dd`` is the canonical form and day/month are zero
+  padded, so ``2021-3-5``, ``3/5/2021``,
   ``march 5, 2021`` and ``5 mar 2021`` all become ``2021-03-05``.
 """
 from __future__ import annotations

@@ -90,7 +90,8 @@ def priority_sample_of(h: np.ndarray, counts: np.ndarray, max_values: int) -> np
 
 
 def parse_numbers(values: list[str]) -> np.ndarray:
-    """Numeric value of each normalised string (thousands separators, currency and percent signs ignored); NaN if none."""
+    """Numeric value of each normalised string (thousands separators, currency and percent signs ignored);
+    NaN if none."""
     arr = pa.array(values, type=pa.string())
     cleaned = pc.replace_substring_regex(arr, pattern=r"[,$€£%\s]", replacement="")
     is_number = pc.match_substring_regex(cleaned, pattern=_NUMBER)

@@ -63,7 +63,7 @@ class HashEncoder(Encoder):
         return {"hash": asdict(self.config)}, {}
 
     @classmethod
-    def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> "HashEncoder":
+    def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> HashEncoder:
         cfg = dict(config["hash"])
         cfg["ngram_sizes"] = tuple(cfg["ngram_sizes"])
         return cls(HashEncoderConfig(**cfg), ColumnConfig(**config["column"]))
@@ -83,7 +83,8 @@ class HashEncoder(Encoder):
         scale = 1.0 / np.sqrt(cfg.nnz)
         flat, weights = [], []
         for j in range(cfg.nnz):
-            r = splitmix64(bucket * np.uint64(cfg.nnz) + np.uint64(j) + np.uint64(cfg.seed) * np.uint64(cfg.buckets * cfg.nnz))
+            r = splitmix64(bucket * np.uint64(cfg.nnz) + np.uint64(j)
+                           + np.uint64(cfg.seed) * np.uint64(cfg.buckets * cfg.nnz))
             flat.append(feats.rows * self.dim + (r % np.uint64(self.dim)).astype(np.int64))
             weights.append(np.where(r >> np.uint64(63), -scale, scale) * feats.weights)
         acc = np.bincount(np.concatenate(flat), weights=np.concatenate(weights), minlength=len(strings) * self.dim)

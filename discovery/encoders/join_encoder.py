@@ -7,7 +7,8 @@ the lake's own values that an independent lexical scorer finds to be two spellin
 negatives are the other values of the batch (InfoNCE), among them near duplicates that share a column and so name
 different entities (:func:`.mined.mine_negatives`).  The result puts true matches within tau and unrelated
 values far away.  Dates, years and numeric spans written in cells get one canonical form first (:mod:`.spans`,
-``spans`` in the config).  Names written "last, first" are turned around before hashing (:func:`.canonical.reorder_names`),
+``spans`` in the config).  Names written "last, first" are turned around before hashing
+(:func:`.canonical.reorder_names`),
 so "Obama, Barack" and "Barack Obama" share every feature.
 
 Architecture: punctuation that spellings disagree on is dropped (:func:`strip_punctuation`), then hashed word tokens
@@ -80,7 +81,8 @@ class JoinEncoderConfig:
 
     Same-column hard negatives: ``hard_share`` of each batch are pairs of distinct values of one column that are
     lexically closest there, at word cosine at least ``hard_similarity`` (:func:`.mined.mine_negatives`: "1893 lsu
-    football team" / "1894 lsu football team"), both taken as anchors, and ``hard_weight`` times the mean squared hinge ``max(0, hard_margin - distance)`` over
+    football team" / "1894 lsu football team"), both taken as anchors, and ``hard_weight`` times the mean squared hinge
+    ``max(0, hard_margin - distance)`` over
     those pairs pushes them apart.  In-batch negatives drawn from the whole lake are almost never that close, yet
     they are what a nearest match must tell apart.  This needs the column of each training value
     (``train_join_encoder(..., columns=...)``); without columns none are mined.
@@ -171,7 +173,8 @@ class JoinEncoder(Encoder):
 
     kind = "join"
 
-    def __init__(self, config: JoinEncoderConfig, weights: dict[str, np.ndarray], column: ColumnConfig = ColumnConfig()):
+    def __init__(self, config: JoinEncoderConfig, weights: dict[str, np.ndarray],
+                 column: ColumnConfig = ColumnConfig()):
         super().__init__(config.dim, column)
         self.config = config
         self.weights = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in weights.items()}
@@ -181,7 +184,7 @@ class JoinEncoder(Encoder):
         return {"join": asdict(self.config)}, self.weights
 
     @classmethod
-    def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> "JoinEncoder":
+    def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> JoinEncoder:
         cfg = dict(config["join"])
         cfg["ngram_sizes"] = tuple(cfg["ngram_sizes"])
         cfg.setdefault("reorder_names", False)  # models stored before the rule existed encode without it
@@ -261,6 +264,7 @@ def featurize(strings: list[str], config: JoinEncoderConfig) -> tuple[np.ndarray
     """Bucket ids, weights and per-value offsets of prepared strings (shared by training and inference)."""
     if config.reorder_names and strings:
         strings = reorder_names("\n".join(strings)).split("\n")
-    feats = extract_features(strip_punctuation(strings), config.ngram_sizes, config.word_weight, config.seed, mark_qualifiers=True)
+    feats = extract_features(strip_punctuation(strings), config.ngram_sizes, config.word_weight, config.seed,
+                             mark_qualifiers=True)
     ids = (feats.hashes % np.uint64(config.buckets)).astype(np.int64)
     return ids, feats.weights, feats.offsets

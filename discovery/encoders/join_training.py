@@ -112,7 +112,7 @@ class HeldOut:
 def train_join_encoder(values: list[str], config: JoinEncoderConfig = JoinEncoderConfig(),
                        column: ColumnConfig = ColumnConfig(), stop: Callable[[int], bool] | None = None,
                        columns: list[list[str]] | None = None,
-                       on_check: Callable[[int, float, Callable[[], "JoinEncoder"]], None] | None = None
+                       on_check: Callable[[int, float, Callable[[], JoinEncoder]], None] | None = None
                        ) -> JoinEncoder:
     """Train on the lake's distinct values: (value or variation, variation) positives, in-batch negatives; loss =
     symmetric InfoNCE + alignment + negative margin + hard-negative margin (see :class:`JoinEncoderConfig`).

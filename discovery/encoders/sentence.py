@@ -28,7 +28,7 @@ class SentenceTransformerEncoder(Encoder):
         return {"sentence_transformers": {"model_dir": self.model_dir, "digest": self.digest}}, {}
 
     @classmethod
-    def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> "SentenceTransformerEncoder":
+    def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> SentenceTransformerEncoder:
         return cls(config["sentence_transformers"]["model_dir"], ColumnConfig(**config["column"]))
 
     def encode_values(self, values: list[str] | pa.Array) -> np.ndarray:

@@ -23,7 +23,7 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import numpy as np
 import pyarrow as pa
@@ -100,7 +100,7 @@ def latest_row(warehouse: Warehouse, name: str) -> ModelRow | None:
 
 def model_table(name: str, version: str, params: dict, payload: bytes, refresh_id: int) -> pa.Table:
     """One ``models`` row, ready to be written as a data file by a worker or the driver."""
-    row = {"name": name, "version": version, "created_at": datetime.now(timezone.utc), "refresh_id": refresh_id,
+    row = {"name": name, "version": version, "created_at": datetime.now(UTC), "refresh_id": refresh_id,
            "params": json.dumps(params, sort_keys=True, default=str), "payload": payload}
     return pa.Table.from_pylist([row], schema=SCHEMAS["models"])
 

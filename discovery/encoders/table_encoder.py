@@ -100,7 +100,7 @@ class TableEncoder(Encoder):
         return {"table": asdict(self.config)}, arrays
 
     @classmethod
-    def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> "TableEncoder":
+    def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> TableEncoder:
         cfg = dict(config["table"])
         cfg["row_fraction"] = tuple(cfg["row_fraction"])
         cfg["column_fraction"] = tuple(cfg["column_fraction"])
@@ -181,7 +181,7 @@ def prepare_tables(encoder: Encoder, tables: list[RawTable], kinds: list[list[st
     """Profile every column (first ``max_rows`` rows) and encode all distinct values of all tables in one batch;
     ``names`` (column names per table, for the header channel) default to none."""
     shapes, profiles = [], []
-    for i, table in enumerate(tables):
+    for table in tables:
         arrays = [col if isinstance(col, (pa.Array, pa.ChunkedArray)) else pa.array(
             [None if v is None else str(v) for v in col], type=pa.string()) for col in table]
         rows = min(max_rows, max((len(a) for a in arrays), default=0))

@@ -49,7 +49,7 @@ class LakeVocabulary:
     document_frequency: dict[str, int]
 
     @classmethod
-    def from_values(cls, values: list[str]) -> "LakeVocabulary":
+    def from_values(cls, values: list[str]) -> LakeVocabulary:
         """Count word document frequencies and trailing qualifiers over normalised distinct values."""
         df: Counter[str] = Counter()
         quals: Counter[str] = Counter()

@@ -49,13 +49,13 @@ class GridSpec:
         return int(self.lower.size)
 
     @classmethod
-    def fit(cls, mapped_sample: np.ndarray, levels: int) -> "GridSpec":
+    def fit(cls, mapped_sample: np.ndarray, levels: int) -> GridSpec:
         """Extent = the range of the mapped sample on every pivot axis."""
         m = np.asarray(mapped_sample, dtype=np.float64)
         return cls(m.min(axis=0), m.max(axis=0), levels)
 
     @classmethod
-    def full_range(cls, n_pivots: int, levels: int, metric: str = "euclidean") -> "GridSpec":
+    def full_range(cls, n_pivots: int, levels: int, metric: str = "euclidean") -> GridSpec:
         """Extent = ``[0, max distance]`` on every axis: needs no sample, wastes resolution on concentrated data."""
         return cls(np.zeros(n_pivots), np.full(n_pivots, max_distance(metric)), levels)
 

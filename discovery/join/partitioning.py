@@ -19,7 +19,7 @@ roughly (on a generated lake of 1M vectors the largest partition held twice the 
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 

@@ -120,7 +120,7 @@ class JoinIndex:
     # construction ---------------------------------------------------------------------------------------------
     @classmethod
     def build(cls, vectors, column_ids, pivots, levels: int = 4, metric: str = "euclidean",
-              grid: GridSpec | None = None) -> "JoinIndex":
+              grid: GridSpec | None = None) -> JoinIndex:
         """Map the vectors to the pivots, fit the grid extent to them (unless given) and index them."""
         mapped = map_to_pivots(vectors, pivots, metric)
         grid = grid if grid is not None else GridSpec.fit(mapped, levels)
@@ -128,7 +128,7 @@ class JoinIndex:
 
     @classmethod
     def from_mapped(cls, vectors, column_ids, mapped, pivots, grid: GridSpec, metric: str = "euclidean",
-                    cells=None, order=None) -> "JoinIndex":
+                    cells=None, order=None) -> JoinIndex:
         """Index precomputed pivot mappings (and leaf cells) as read from ``pivot_mappings``; with ``order``, rows
         already sorted by (leaf cell, column) (see ``__init__``).
 

@@ -56,7 +56,7 @@ class Histograms:
     entry_counts: np.ndarray
 
     @staticmethod
-    def merge(parts: list["Histograms"]) -> "Histograms":
+    def merge(parts: list[Histograms]) -> Histograms:
         columns, col = np.unique(np.concatenate([p.columns for p in parts]), return_inverse=True)
         sizes = np.zeros(len(columns), np.int64)
         np.add.at(sizes, col, np.concatenate([p.sizes for p in parts]))
@@ -99,7 +99,7 @@ class PivotModel:
         return buf.getvalue()
 
     @classmethod
-    def from_stored(cls, stored: StoredModel) -> "PivotModel":
+    def from_stored(cls, stored: StoredModel) -> PivotModel:
         z = np.load(io.BytesIO(stored.payload), allow_pickle=False)
         p = stored.params
         prices = z["prices"] if "prices" in z.files else np.zeros(len(z["centres"]))  # models before balancing
@@ -112,7 +112,7 @@ class PivotModel:
                          "pivot_id": np.arange(len(self.pivots), dtype=np.int32),
                          "vector": [v.tolist() for v in self.pivots]}, schema=SCHEMAS["pivots"])
 
-    def histograms(self, cells: np.ndarray, keys: np.ndarray) -> "Histograms":
+    def histograms(self, cells: np.ndarray, keys: np.ndarray) -> Histograms:
         """The columns' vector counts and cell histograms from the vectors' leaf cells: the histogram bin of a
         vector is its leaf cell's ancestor at ``hist_level`` (a Morton prefix, :mod:`.grid`), the cell
         :meth:`GridSpec.leaf_cells` gives at that level; a vector in a bin no centre covers counts in its column's
@@ -135,7 +135,7 @@ class PivotModel:
         (:meth:`Histograms.merge`)."""
         return self.divergences_of(self.histograms(cells, keys))
 
-    def divergences_of(self, hist: "Histograms") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def divergences_of(self, hist: Histograms) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         columns, sizes = hist.columns, hist.sizes
         if self.n_partitions == 1 or len(columns) == 0:
             return columns, sizes, np.zeros((len(columns), self.n_partitions))

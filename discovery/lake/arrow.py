@@ -114,7 +114,7 @@ def parsed_from_arrow(table: pa.Table | None, schema: pa.Schema, limits: Limits,
     names, notes = dedupe_names(table.column_names)
     warnings += notes
     cols, types = [], []
-    for i, name in enumerate(table.column_names):
+    for i, _name in enumerate(table.column_names):
         col = table.column(i)
         cols.append(check_cell_lengths(text_cells(_as_text(col)), limits, i + 1))
         types.append(schema_type(col.type))

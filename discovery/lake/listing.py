@@ -153,7 +153,8 @@ def _delta_version(tree: Tree, folder: str) -> int | None:
 
 def _iceberg_metadata(tree: Tree, folder: str) -> str | None:
     """Name of the newest metadata file (:func:`.formats.newest_iceberg_metadata`)."""
-    return newest_iceberg_metadata((name, entry.mtime_ns) for name, entry in tree.folder(sub(folder, "metadata")).rows())
+    return newest_iceberg_metadata((name, entry.mtime_ns)
+                                   for name, entry in tree.folder(sub(folder, "metadata")).rows())
 
 
 def _is_partitioned(node: Folder) -> bool:

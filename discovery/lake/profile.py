@@ -1,7 +1,8 @@
 """Column profiles: inferred type, distinct and null counts, key-candidate flag.
 
 A column's type is the one its format's schema declares (Parquet, ORC, Delta, Iceberg, JSON numbers and booleans);
-otherwise it is inferred from the string cells with vectorised regular expressions.  A type is chosen when at least ``type_agreement`` of the non-null cells match it, tolerating the odd
+otherwise it is inferred from the string cells with vectorised regular expressions.
+A type is chosen when at least ``type_agreement`` of the non-null cells match it, tolerating the odd
 stray cell that real CSVs carry; the most specific type wins (bool, int, float, date, datetime, string).
 """
 from __future__ import annotations

@@ -229,7 +229,7 @@ def _normalised(array: pa.Array) -> pa.Array:
         return pa.array([None if v is None else str(v) for v in array.to_pylist()], TEXT)
 
 
-def query_columns(query: "QueryTable") -> tuple[list[pa.Array], list[str]]:
+def query_columns(query: QueryTable) -> tuple[list[pa.Array], list[str]]:
     """The query's columns typed for writing, with the notes typing gave: a query given as data keeps its columns
     (in the written types, :func:`_normalised`), a file's columns are typed as a lake table's are."""
     if query.arrow is not None:

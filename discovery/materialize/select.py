@@ -5,7 +5,8 @@ until the answer's last score falls below it, so none at or above is left out), 
 (scored and aligned as a search reporting them would, :func:`discovery.union.service.union_scores`).
 
 A join is written from the result at ``rank`` of the search the parameters describe (no rank: the first, or for a
-category column the first that is a lookup of its values, :func:`partner`), or from a lake table the user names: through the lake column(s) given, else through its most joinable one (the column or column group with the
+category column the first that is a lookup of its values, :func:`partner`), or from a lake table the user names: through
+the lake column(s) given, else through its most joinable one (the column or column group with the
 most matched query values, ties by the search's order: fewer distinct values, then ordinal) for the semantic and
 numerical joins, and through the key mapping the n-ary search finds for it.
 """

@@ -57,7 +57,7 @@ class NaryIndex:
         self._lookup_id = order.astype(np.int64)
 
     @classmethod
-    def from_postings(cls, postings: pa.Table, model: XashModel) -> "NaryIndex":
+    def from_postings(cls, postings: pa.Table, model: XashModel) -> NaryIndex:
         """Build the structures from postings (schema :data:`~discovery.nary.postings.POSTINGS_SCHEMA`).
 
         ``model`` must be the XASH model the postings were hashed with: query super keys are hashed with it.
@@ -149,7 +149,7 @@ class NaryIndex:
             self._bloom = (n_hashes, value_keys, rows)
         return self._bloom
 
-    def resized(self, bits: int) -> "NaryIndex":
+    def resized(self, bits: int) -> NaryIndex:
         """The same index with super keys of another size, rebuilt in memory from the indexed cells.
 
         The character frequencies are the model's; alpha is Eq. 5 for ``bits`` over the exact number of distinct

@@ -42,7 +42,7 @@ class ColumnHits:
     columns: np.ndarray
 
 
-def column_hits(index: "NaryIndex", rows: np.ndarray, tuple_values: np.ndarray) -> ColumnHits:
+def column_hits(index: NaryIndex, rows: np.ndarray, tuple_values: np.ndarray) -> ColumnHits:
     """Per-pair column hits for pairs (``rows[p]``, tuple with value ids ``tuple_values[p]``)."""
     n_pairs, m = tuple_values.shape
     if n_pairs == 0:
@@ -126,7 +126,7 @@ def _row_keys(values: np.ndarray) -> np.ndarray:
     return values.view(np.dtype((np.void, 8 * values.shape[1]))).ravel()
 
 
-def matched_tuples(index: "NaryIndex", tuples: np.ndarray, table_id: int, columns: tuple[int, ...]) -> np.ndarray:
+def matched_tuples(index: NaryIndex, tuples: np.ndarray, table_id: int, columns: tuple[int, ...]) -> np.ndarray:
     """The distinct query ``tuples`` (value ids, in key order) that some row of ``table_id`` holds with key value
     ``i`` in lake column ``columns[i]``: the tuples J (Eq. 2) counts under that mapping, in ``tuples``' order."""
     lo, hi = np.searchsorted(index.row_table, [table_id, table_id + 1])     # a table's rows are contiguous

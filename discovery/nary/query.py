@@ -7,7 +7,8 @@ they count in ``n_tuples`` but are dropped from the search.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -58,7 +59,7 @@ def validate_key(columns: Mapping[str, object], key: list[str] | tuple[str, ...]
     return key
 
 
-def prepare_query(index: "NaryIndex", query_columns: QueryColumns, key: list[str],
+def prepare_query(index: NaryIndex, query_columns: QueryColumns, key: list[str],
                   initial_column: str | None = None) -> PreparedQuery:
     """Normalise the key columns, reduce them to distinct tuples and pick the initial column.
 

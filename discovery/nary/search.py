@@ -118,7 +118,7 @@ def _pairs(item_value: np.ndarray, tuple_start: np.ndarray, tuple_count: np.ndar
     return np.repeat(np.arange(item_value.size), counts), expand_ranges(tuple_start[item_value], counts)
 
 
-def search(index: "NaryIndex", query_columns: QueryColumns, key: list[str], k: int = 10, method: str = "mate",
+def search(index: NaryIndex, query_columns: QueryColumns, key: list[str], k: int = 10, method: str = "mate",
            initial_column: str | None = None, exclude: int | None = None) -> NarySearchResult:
     """Top-k lake tables by joinability J (Eq. 2) with the query on the multi-column ``key``.
 

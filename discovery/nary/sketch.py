@@ -16,7 +16,7 @@ estimate uses linear counting below ``2.5 m`` (no large-range correction is need
 from __future__ import annotations
 
 import zlib
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa

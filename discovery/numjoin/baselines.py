@@ -188,9 +188,9 @@ class KDTreeSearch(_Baseline):
             for a in range(0, nq, KD_CHUNK):
                 chunk = qv[a:a + KD_CHUNK]
                 lists = tree.query_ball_point(chunk, r=radius if np.isfinite(radius) else np.inf)
-                counts = np.fromiter((len(l) for l in lists), dtype=np.int64, count=len(lists))
+                counts = np.fromiter((len(near) for near in lists), dtype=np.int64, count=len(lists))
                 qi = np.repeat(np.arange(a, a + chunk.shape[0]), counts)
-                xi = np.fromiter((i for l in lists for i in l), dtype=np.int64, count=int(counts.sum()))
+                xi = np.fromiter((i for near in lists for i in near), dtype=np.int64, count=int(counts.sum()))
                 ch = chord_rows(qv[qi], x[xi])
                 stats["distances"]["object"] += int(qi.size)
                 ok = self.metric.matches(ch, tau)

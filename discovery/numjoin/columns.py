@@ -14,7 +14,8 @@ query table, so both sides are read by the same rules:
 A group's set is its **distinct** values (rows where every member column parses; a zero vector has no direction and
 is left out of the angular set), at most ``max_values`` of them and :data:`MAX_NUMBERS` numbers (a seeded sample
 beyond, reported through ``total``): joinability counts distinct query values, as the semantic join does.  Each
-group records its ``unit`` and ``spread`` -- the range of a number column, the great-circle diagonal of a coordinate group's bounding box, the
+group records its ``unit`` and ``spread`` -- the range of a number column, the great-circle diagonal of a coordinate
+group's bounding box, the
 diagonal of a vector group's bounding box (pi for angular) -- so a tau can be given in the data's units or as a
 fraction of the query's spread.  A number group also records its ``quantity`` (:mod:`discovery.quantities`): a
 number column joins only columns of a compatible quantity.

@@ -51,7 +51,7 @@ class InvertedIndex:
     set_of: np.ndarray   # (G,) set of group[i]
 
     @classmethod
-    def build(cls, groups: Groups, n_centers: int) -> "InvertedIndex":
+    def build(cls, groups: Groups, n_centers: int) -> InvertedIndex:
         order = np.lexsort((groups.set_of, groups.radius, groups.center))
         start = np.searchsorted(groups.center[order], np.arange(n_centers + 1)).astype(np.int64)
         return cls(start, order.astype(np.int64), groups.radius[order], groups.set_of[order])

@@ -55,7 +55,7 @@ class NumericIndex:
         self.max_norm = max_norm(groups.vectors, self.centers)
 
     @classmethod
-    def build(cls, sets: list, metric: str | Metric = "euclidean", **options) -> "NumericIndex":
+    def build(cls, sets: list, metric: str | Metric = "euclidean", **options) -> NumericIndex:
         """Index ``sets`` (arrays of values in the metric's input form: 1-d numbers, (lat, lon) rows, vectors).
 
         ``options``: :meth:`from_flat`'s index parameters.
@@ -73,7 +73,7 @@ class NumericIndex:
 
     @classmethod
     def from_flat(cls, values: np.ndarray, offsets: np.ndarray, metric: str | Metric = "euclidean",
-                  **options) -> "NumericIndex":
+                  **options) -> NumericIndex:
         """Index sets given as one array: set i is rows ``offsets[i]:offsets[i + 1]`` of ``values`` (one value a
         row, in the metric's input form).
 
@@ -89,7 +89,7 @@ class NumericIndex:
     @classmethod
     def _index(cls, metric: Metric, vectors: np.ndarray, raw: np.ndarray, offsets: np.ndarray,
                n_centers: int | None = None, n_pivots: int = 5, fanout: int = 3, leaf_size: int = 8,
-               seed: int = 0) -> "NumericIndex":
+               seed: int = 0) -> NumericIndex:
         """The index of prepared ``vectors`` (rows ``offsets[i]:offsets[i + 1]`` are set i), ``raw`` the same rows
         as given.
 
@@ -146,7 +146,7 @@ class NumericIndex:
         return out
 
     @classmethod
-    def from_arrays(cls, arrays: dict) -> "NumericIndex":
+    def from_arrays(cls, arrays: dict) -> NumericIndex:
         groups = Groups(**{f: np.asarray(arrays[f"group_{f}"]) for f in _GROUP_FIELDS})
         tree = MVPTree(**{f: np.asarray(arrays[f"tree_{f}"]) for f in _TREE_FIELDS})
         inverted = InvertedIndex(**{f: np.asarray(arrays[f"post_{f}"]) for f in _POST_FIELDS})

@@ -67,7 +67,7 @@ class MVPTree:
 
     @classmethod
     def build(cls, centers: np.ndarray, n_pivots: int = 5, fanout: int = 3, leaf_size: int = 8,
-              seed: int = 0) -> "MVPTree":
+              seed: int = 0) -> MVPTree:
         if fanout < 2 or leaf_size < 1:
             raise ValueError("an MVP-tree needs fanout >= 2 and leaf_size >= 1")
         pivots = np.ascontiguousarray(centers[hf_pivots(centers, n_pivots, seed)])

@@ -2,7 +2,8 @@
 
 ``lakescout join --column price`` / ``--column lat,lng`` / ``Lakescout.join`` reach :func:`numeric_join_search`
 when the query column is numbers, a latitude / longitude pair or a fixed-length numeric list
-(:func:`discovery.searches.join.route` decides, and checks the parameters of either join against the column).  The query's group is
+(:func:`discovery.searches.join.route` decides, and checks the parameters of either join against the column).
+The query's group is
 read by the rules the ``numeric`` stage used on the lake (:func:`.columns.query_group`), searched with
 :meth:`~.index.NumericIndex.search` in its family's index (mapped from the snapshot's query arrays, else built from
 ``numeric_sets``), and reported with joinability (matched distinct query values / distinct query values; f_all:

@@ -70,7 +70,7 @@ class RefreshDisplay:
         self._tasks: dict[str, int] = {}
         self._shown: dict[str, tuple[float, int, int]] = {}
 
-    def __enter__(self) -> "RefreshDisplay":
+    def __enter__(self) -> RefreshDisplay:
         if not self.quiet and self.console.is_terminal:
             self._bars = Bars(TextColumn("  {task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                               TextColumn("{task.fields[unit]}"), TaskProgressColumn(), TimeElapsedColumn(),

@@ -64,7 +64,7 @@ class Progress:
         return PREFIX + json.dumps(asdict(self), separators=(",", ":"))
 
     @classmethod
-    def parse(cls, line: str) -> "Progress | None":
+    def parse(cls, line: str) -> Progress | None:
         """The progress a stage's output line carries, also as a log line with text around it; None for any other."""
         at = line.find(PREFIX)
         if at < 0:

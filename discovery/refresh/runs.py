@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
-from typing import Callable
+from datetime import datetime, UTC
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,7 +25,8 @@ def begin_refresh(warehouse: str, run: str = "cli", config: Config | None = None
     another one running raises :class:`~discovery.store.LeaseHeld` naming it.  ``run`` names this one to others (the
     DAG run id, or ``cli``).  The lease of a killed run is taken over, and the takeover recorded in
     ``refresh_runs``.  ``scope``: ``process`` when this process runs the whole refresh (its death frees the lease
-    at once), ``run`` when later tasks join it (a DAG run).  Holding the lease, the refresh deletes the data files no retained version references
+    at once), ``run`` when later tasks join it (a DAG run).
+    Holding the lease, the refresh deletes the data files no retained version references
     (:mod:`discovery.store.orphans`, after their grace period).  The refresh id goes into the lease, so the later
     steps of this refresh (the DAG's stage tasks) renew it and :func:`publish_snapshot` releases it.
 
@@ -67,8 +68,8 @@ def record_stage(warehouse: str, refresh_id: int, report: StageReport, started: 
     finished = time.time()
     row = {
         "refresh_id": refresh_id, "stage": report.stage, "status": report.status,
-        "started_at": datetime.fromtimestamp(started, timezone.utc),
-        "finished_at": datetime.fromtimestamp(finished, timezone.utc), "seconds": finished - started,
+        "started_at": datetime.fromtimestamp(started, UTC),
+        "finished_at": datetime.fromtimestamp(finished, UTC), "seconds": finished - started,
         "tables_added": report.tables_added, "tables_changed": report.tables_changed,
         "tables_deleted": report.tables_deleted, "tables_failed": report.tables_failed,
         "tables_processed": report.tables_processed, "rows_written": report.rows_written,
@@ -135,7 +136,7 @@ def publish_snapshot(warehouse: str, refresh_id: int, lake: str) -> dict:
             folder.write(wh, versions)
     last_id = pc.max(existing["snapshot_id"]).as_py() if existing.num_rows else 0
     snapshot_id = (last_id or 0) + 1
-    row = {"snapshot_id": snapshot_id, "created_at": datetime.now(timezone.utc), "refresh_id": refresh_id,
+    row = {"snapshot_id": snapshot_id, "created_at": datetime.now(UTC), "refresh_id": refresh_id,
            "lake": lake,
            "versions": json_dumps(versions), "models": json_dumps(latest_models), "counts": json_dumps(counts)}
     wh.append_rows("snapshots", pa.Table.from_pylist([row], schema=SCHEMAS["snapshots"]), refresh_id=refresh_id,

@@ -6,7 +6,7 @@ plus counters.  They never raise for a bad lake file: the reason is recorded and
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pyarrow as pa
 
@@ -18,7 +18,7 @@ from .context import StageContext
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def scan_batch(work: pa.Table, ctx: StageContext) -> tuple[pa.Table, dict]:

@@ -11,7 +11,8 @@ the next one tries again.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator
+from typing import Any
+from collections.abc import AsyncIterator
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 

@@ -27,7 +27,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 import pyarrow.compute as pc
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable
+from collections.abc import Callable
 
 from ..config import Config, load_config
 from ..params import DEFAULT_K, Param, ParameterError

@@ -89,7 +89,8 @@ class Backend:
         for full, info in fs.find(base, detail=True, withdirs=False).items():
             rel = full[len(base):].lstrip("/")
             if rel and info.get("type") != "directory":
-                mtime = info.get("mtime") or info.get("LastModified") or info.get("last_modified") or info.get("updated")
+                mtime = (info.get("mtime") or info.get("LastModified") or info.get("last_modified")
+                         or info.get("updated"))
                 page.append((rel, int(info.get("size") or 0), mtime_ns_of(mtime)))
         yield page
 

@@ -15,7 +15,8 @@ import os
 import sys
 import threading
 from collections import OrderedDict
-from typing import Callable, Hashable, TypeVar
+from typing import TypeVar
+from collections.abc import Callable, Hashable
 
 import numpy as np
 import pyarrow as pa

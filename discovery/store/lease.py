@@ -34,8 +34,8 @@ import socket
 import threading
 import time
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime, timezone
-from typing import Callable
+from datetime import datetime, UTC
+from collections.abc import Callable
 
 from ..storage import backend, filesystem, join
 from .warehouse import WarehouseError
@@ -97,7 +97,7 @@ class LeaseRecord:
     def describe(self) -> str:
         what = f"refresh {self.refresh_id}" if self.purpose == "refresh" and self.refresh_id else self.purpose
         return (f"{what} ({self.run} on {self.host} pid {self.pid}, started "
-                f"{datetime.fromtimestamp(self.started, timezone.utc).isoformat(timespec='seconds')})")
+                f"{datetime.fromtimestamp(self.started, UTC).isoformat(timespec='seconds')})")
 
 
 @functools.lru_cache(maxsize=1)
@@ -203,7 +203,7 @@ class Lease:
     @classmethod
     def acquire(cls, root: str, purpose: str, run: str = "cli", *, ttl: float = LEASE_SECONDS,
                 clock: Callable[[], float] = time.time, host: str | None = None, pid: int | None = None,
-                scope: str = "process") -> "Lease":
+                scope: str = "process") -> Lease:
         """Take the lease for ``purpose`` or raise :class:`LeaseHeld` naming its living holder.
 
         A lease held by this very owner (purpose, run, host and process) is taken again, as a process that starts
@@ -235,7 +235,7 @@ class Lease:
             took_over = None
             if why is not None:
                 took_over = (f"{held.describe()}, last heartbeat "
-                             f"{datetime.fromtimestamp(held.heartbeat, timezone.utc).isoformat(timespec='seconds')}"
+                             f"{datetime.fromtimestamp(held.heartbeat, UTC).isoformat(timespec='seconds')}"
                              f" ({why})")
             record = LeaseRecord(generation=(gens[-1] if gens else 0) + 1, started=now, heartbeat=now, ttl=ttl,
                                  took_over=took_over, **me, **mine)
@@ -252,7 +252,7 @@ class Lease:
         raise LeaseHeld(f"could not take the lease of {root!r}: it changed hands on every attempt")
 
     @classmethod
-    def join(cls, root: str, refresh_id: int, clock: Callable[[], float] = time.time) -> "Lease":
+    def join(cls, root: str, refresh_id: int, clock: Callable[[], float] = time.time) -> Lease:
         """The lease of refresh ``refresh_id``, for a later step of it in another process (a DAG's stage task)."""
         held = current(root)
         if held is None or held.state != "held" or held.purpose != "refresh" or held.refresh_id != refresh_id:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,7 +37,8 @@ def _rows(table: pa.Table) -> list[StoredModel]:
 def latest_model(warehouse: Warehouse, name: str) -> StoredModel | None:
     """The most recently written version of ``name`` at the table's current version (what a refresh builds on).
 
-    The name is pushed down to the files (a stage writes each model row as a file of its own), so the encoders' payloads, about
+    The name is pushed down to the files (a stage writes each model row as a file of its own),
+    so the encoders' payloads, about
     100 MB per join-encoder version and one more version at every retraining, stay unread: reading the whole table
     cost every stage that looks up its model a read that grew with the warehouse's history."""
     t = warehouse.read("models", filter=pc.field("name") == name)
@@ -76,7 +77,7 @@ def save_model(warehouse: Warehouse, name: str, version: str, params: dict, payl
     t = warehouse.read("models", columns=["name", "version"])
     if pc.any(pc.and_(pc.equal(t["name"], name), pc.equal(t["version"], version))).as_py():
         return False
-    row = {"name": name, "version": version, "created_at": datetime.now(timezone.utc), "refresh_id": refresh_id,
+    row = {"name": name, "version": version, "created_at": datetime.now(UTC), "refresh_id": refresh_id,
            "params": json.dumps(params, sort_keys=True), "payload": payload}
     warehouse.append_rows("models", pa.Table.from_pylist([row], schema=SCHEMAS["models"]), refresh_id=refresh_id,
                           stage=f"model_{name.replace('.', '_')}", attempt=attempt, once=False)

@@ -21,7 +21,7 @@ import json
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable
+from collections.abc import Iterable
 from urllib.parse import unquote
 
 import pyarrow.fs as pafs

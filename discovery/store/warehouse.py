@@ -17,7 +17,7 @@ import json
 import random
 import time
 from dataclasses import dataclass
-from typing import Iterable
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -65,7 +65,7 @@ def app_id(stage: str) -> str:
 class Warehouse:
     """Root folder (or object-store URI) holding one Delta table per index table."""
 
-    def __init__(self, root):
+    def __init__(self, root: str | Warehouse) -> None:
         """``root``: the warehouse's location (a path or a URI), or another :class:`Warehouse` (the same one); an
         empty one is refused (:func:`~discovery.storage.uri.nonempty`), not read as the working folder."""
         self.root = root.root if isinstance(root, Warehouse) else normalize(nonempty(root, "warehouse"))

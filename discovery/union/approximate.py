@@ -12,7 +12,7 @@ Over its candidates each is exact: bounds, pruning and Definition 5 scores (:fun
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

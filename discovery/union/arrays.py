@@ -5,7 +5,8 @@ as the query-array folder :data:`UNION_ARRAYS` (:mod:`discovery.store.arrays`, t
 follows: written whole then renamed into place or uploaded, ``meta.json`` last; opened from a local copy on object
 storage; pruned by maintenance) named ``union-v<FORMAT>-cv<a>-cp<b>``, where a and b are the Delta versions of
 ``column_vectors`` and ``centroid_partitions`` the snapshot pins: everything in the files follows from those two
-versions.  A query process maps them (``np.load(mmap_mode="r")``, :func:`open_arrays`), except the table ids, the float32 vectors and
+versions.  A query process maps them (``np.load(mmap_mode="r")``, :func:`open_arrays`), except the table ids, the
+float32 vectors and
 the ordinals, whose rows it reads with positioned reads for the tables it scores or returns (:class:`StoredRows`),
 so what stays resident is the codes and the column offsets every query reads whole: a cold process
 reads only what a query touches, and processes serving the same warehouse share the files through the page cache

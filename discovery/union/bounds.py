@@ -56,7 +56,8 @@ def _top_sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def mwmto_bounds(sims: np.ndarray, tau: float, part_starts: np.ndarray, table_part_offsets: np.ndarray,
                  floor: float = -math.inf) -> tuple[np.ndarray, np.ndarray]:
-    """(lower, upper) bounds of U(V_Q, V_i, tau) for every candidate table i, and 0, 0 for tables with no admissible pair.
+    """(lower, upper) bounds of U(V_Q, V_i, tau) for every candidate table i, and 0, 0 for tables with no admissible
+    pair.
 
     ``sims`` (q, C) are the similarities of the query vectors with the candidates' columns, laid out so that every
     partition's members are contiguous: partition p owns columns ``part_starts[p]:part_starts[p + 1]`` (the last up

@@ -83,7 +83,7 @@ class CompactIndex:
 
     @classmethod
     def build(cls, column_vectors: np.ndarray, column_table_ids: np.ndarray, column_ordinals: np.ndarray,
-              column_quantities: np.ndarray | None = None) -> "CompactIndex":
+              column_quantities: np.ndarray | None = None) -> CompactIndex:
         """An in-memory index of columns given in any order (a table's columns keep their relative order)."""
         order = np.argsort(np.asarray(column_table_ids, dtype=np.int64), kind="stable")
         vectors = unit_rows(np.asarray(column_vectors)[order])

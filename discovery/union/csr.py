@@ -18,7 +18,8 @@ def offsets_from_owners(owners: np.ndarray, n: int) -> np.ndarray:
 
 
 def expand_ranges(offsets: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions ``offsets[key]:offsets[key + 1]`` of every key, concatenated, and the index of the key each came from."""
+    """Positions ``offsets[key]:offsets[key + 1]`` of every key, concatenated, and the index of the key each came
+    from."""
     keys = np.asarray(keys, dtype=np.int64)
     starts = offsets[keys]
     return expand_spans(starts, offsets[keys + 1] - starts)

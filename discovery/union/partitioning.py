@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -159,7 +159,8 @@ class PartitionArrays:
 
 
 def flatten_partitions(table_ids: Sequence[int], partitions: Sequence[Sequence[Partition]]) -> PartitionArrays:
-    """Flatten per-table partition lists (``partitions[i]`` belongs to ``table_ids[i]``) into :class:`PartitionArrays`."""
+    """Flatten per-table partition lists (``partitions[i]`` belongs to ``table_ids[i]``) into
+    :class:`PartitionArrays`."""
     flat = [(int(t), p) for t, parts in zip(table_ids, partitions) for p in parts]
 
     def cat(arrays, dtype):

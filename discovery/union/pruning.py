@@ -33,7 +33,8 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
-from typing import Callable, Generic, Sequence, TypeVar
+from typing import Generic, TypeVar
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -79,7 +79,7 @@ class UnionIndex:
     def build(cls, column_vectors: np.ndarray, column_table_ids: np.ndarray, column_ordinals: np.ndarray,
               centroids: np.ndarray, partitions: PartitionArrays, table_vectors: np.ndarray | None = None,
               table_vector_ids: np.ndarray | None = None, *, threads: int = 1,
-              column_quantities: np.ndarray | None = None) -> "UnionIndex":
+              column_quantities: np.ndarray | None = None) -> UnionIndex:
         """Index a snapshot.
 
         ``column_vectors`` (n, d) unit-normalised; ``column_table_ids`` (n,) int64; ``column_ordinals`` (n,);

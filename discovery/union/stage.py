@@ -1,7 +1,7 @@
 """Per-table work of the ``centroids`` stage: PGTUS Algorithm 1 over the current k-means model.
 
-The k-means model itself is fitted in the stage driver on a bounded sample (``spark_jobs/centroid_partitions.py``); it is
-stored as a versioned model (``centroids``) so that Spark tasks, later refreshes and queries all use the same
+The k-means model itself is fitted in the stage driver on a bounded sample (``spark_jobs/centroid_partitions.py``);
+it is stored as a versioned model (``centroids``) so that Spark tasks, later refreshes and queries all use the same
 centroids.  Tasks are handed the model and the ``column_vectors`` data files by the driver and read the column
 vectors of their own tables straight from those files (pruned by table id), so no vectors pass through the driver
 and no task replays the Delta log.
@@ -34,7 +34,7 @@ class CentroidModel:
 
     @classmethod
     def fit_result(cls, centroids: np.ndarray, encoder_version: str, mean_sq_error: float,
-                   n_columns: int) -> "CentroidModel":
+                   n_columns: int) -> CentroidModel:
         centroids = np.ascontiguousarray(centroids, dtype=np.float32)
         digest = hashlib.blake2b(centroids.tobytes() + encoder_version.encode(), digest_size=8).hexdigest()
         return cls(f"kmeans-{len(centroids)}-{digest}", centroids, encoder_version, mean_sq_error, n_columns)
@@ -49,7 +49,7 @@ class CentroidModel:
         return buf.getvalue()
 
     @classmethod
-    def from_stored(cls, stored: StoredModel) -> "CentroidModel":
+    def from_stored(cls, stored: StoredModel) -> CentroidModel:
         centroids = np.load(io.BytesIO(stored.payload), allow_pickle=False)
         p = stored.params
         return cls(stored.version, centroids, p["encoder_version"], float(p["mean_sq_error"]), int(p["n_columns"]))

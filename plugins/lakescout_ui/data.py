@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import psutil
 import pyarrow as pa
@@ -117,7 +117,7 @@ def refresh_progress(wh: Warehouse, now: float | None = None) -> dict | None:
             "done": p.done, "total": p.total, "unit": p.unit,
             "percent": round(100 * p.done / p.total) if p.total else None,
             "elapsed": clock(p.elapsed), "eta": clock(p.eta) if p.eta is not None else None,
-            "updated": datetime.fromtimestamp(p.updated, timezone.utc).isoformat(timespec="seconds"),
+            "updated": datetime.fromtimestamp(p.updated, UTC).isoformat(timespec="seconds"),
             "updated_ago": max(int(now - p.updated), 0)}
 
 

@@ -1,7 +1,8 @@
 """Writing answers: are the written tables right on real lakes, what does a large one cost, what is it worth.
 
 Run: ``python benchmarks/materialize.py [--sample] [--autofj] [--webtables] [--programs] [--scale] [--downstream]
-[--workdir DIR] [--master local[2]]`` (no flag: all six).  Prints tables and writes ``benchmarks/results/materialize.json``.  Every
+[--workdir DIR] [--master local[2]]`` (no flag: all six).
+Prints tables and writes ``benchmarks/results/materialize.json``.  Every
 figure goes through what a user calls: lakes built by the real refresh, tables written by ``discovery.open(...)``'s
 ``augment`` / ``stack`` (the large one by ``lakescout augment --master``).
 
@@ -17,8 +18,9 @@ figure goes through what a user calls: lakes built by the real refresh, tables w
   search's top 10, by default and with no column floor, planted unionable or not.
 * ``autofj``: the 50 AutoFJ datasets (``../shared/benchmarks/autofj``) as one lake; each right table augmented with
   its left table's ``title`` by each matcher: precision and recall of the added titles against ``gt.csv``, beside
-  skrub's ``fuzzy_join`` and the ``autofj`` package on the same pairs (``--skrub-python``, ``--autofj-python``:
-  interpreters of ``benchmarks/requirements-skrub.txt`` and ``requirements-autofj.txt``).
+  skrub's ``fuzzy_join``, the ``autofj`` package and splink on the same pairs (``--skrub-python``,
+  ``--autofj-python``, ``--splink-python``: interpreters of ``benchmarks/requirements-skrub.txt``,
+  ``requirements-autofj.txt`` and ``requirements-splink.txt``).
 * ``webtables``: the web-table shapes of ``benchmarks/webjoin.py`` (27 tables written from public-domain facts: a
   person, a state or a capital written plain, with dates or a party after it, as ``Last, First``, glued, with a
   comma qualifier), refreshed as one lake; every column of a kind augmented with every other table's column of the
@@ -263,6 +265,46 @@ for n in names:
     out[n] = [got.get(t) for t in right["title"]]
 print(json.dumps(out))
 """
+#: splink as its tutorials link two tables on one column: a comparison of Jaro-Winkler levels on the lower-cased
+#: title, predictions blocked on its first three letters, first word or last word, the prior from exact titles
+#: (recall 0.7), u by random sampling and, with ``em``, m by expectation maximisation blocked on the first and on
+#: the last word; each right title takes its most probable left title at or above the threshold.
+SPLINK = """
+import json, logging, sys, warnings
+import pandas as pd
+warnings.filterwarnings("ignore"); logging.disable(logging.WARNING)
+import splink.comparison_library as cl
+from splink import DuckDBAPI, Linker, SettingsCreator, block_on
+root, names, mode = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(":")
+threshold, em = float(mode[0]), "em" in mode
+out = {}
+for n in names:
+    right, left = pd.read_csv(f"{root}/{n}/right.csv"), pd.read_csv(f"{root}/{n}/left.csv")
+    frames = []
+    for df, side in ((left, "l"), (right, "r")):
+        t = df["title"].astype(str).str.lower()
+        frames.append(pd.DataFrame({"unique_id": [f"{side}{i}" for i in range(len(df))], "title": t,
+                                    "prefix": t.str[:3], "first_token": t.str.split().str[0],
+                                    "last_token": t.str.split().str[-1]}))
+    settings = SettingsCreator(link_type="link_only",
+                               comparisons=[cl.JaroWinklerAtThresholds("title", [0.95, 0.88, 0.7])],
+                               blocking_rules_to_generate_predictions=[block_on("prefix"), block_on("first_token"),
+                                                                       block_on("last_token")])
+    linker = Linker(frames, settings, db_api=DuckDBAPI())
+    linker.training.estimate_probability_two_random_records_match([block_on("title")], recall=0.7)
+    linker.training.estimate_u_using_random_sampling(max_pairs=1e6)
+    if em:
+        for rule in ("first_token", "last_token"):
+            linker.training.estimate_parameters_using_expectation_maximisation(block_on(rule))
+    pred = linker.inference.predict(threshold_match_probability=threshold).as_pandas_dataframe()
+    got = {}
+    for _, row in pred.sort_values("match_probability", ascending=False).iterrows():
+        a, b = row["unique_id_l"], row["unique_id_r"]
+        l, r = (a, b) if a.startswith("l") else (b, a)
+        got.setdefault(int(r[1:]), int(l[1:]))
+    out[n] = [None if i not in got else left["title"][got[i]] for i in range(len(right))]
+print(json.dumps(out))
+"""
 
 
 def _scored(predicted: dict[str, list], truths: dict[str, dict], rights: dict[str, list]) -> dict:
@@ -308,6 +350,9 @@ def autofj(args) -> dict | None:
     # skrub uncapped, and capped where its precision passes 0.8 and 0.9 (its rescaled distance, swept 0.3 to 0.8)
     baselines = [(f"skrub fuzzy_join, max_dist {cap}", args.skrub_python, SKRUB, cap) for cap in ("inf", "0.6", "0.4")]
     baselines.append(("autofj, precision 0.9", args.autofj_python, AUTOFJ, "0.9"))
+    baselines += [(f"splink, {label}", args.splink_python, SPLINK, mode) for label, mode in (
+        ("m untrained, probability >= 0.5", "0.5"), ("m untrained, best title", "0"),
+        ("m by EM, probability >= 0.5", "0.5:em"), ("m by EM, best title", "0:em"))]
     for label, python, program, arg in baselines:
         if not python:
             continue
@@ -546,6 +591,7 @@ def main(argv=None) -> int:
     ap.add_argument("--query-rows", type=int, default=100_000)
     ap.add_argument("--skrub-python", default=None, help="autofj: an interpreter with skrub (requirements-matchers)")
     ap.add_argument("--autofj-python", default=None, help="autofj: an interpreter with autofj and pandas 1.x")
+    ap.add_argument("--splink-python", default=None, help="autofj: an interpreter of requirements-splink.txt")
     args = ap.parse_args(argv)
     parts = [p for p in PARTS if getattr(args, p)] or list(PARTS)
     tmp = None

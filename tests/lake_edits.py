@@ -1,14 +1,25 @@
 """Lakes that change: a small lake of shared vocabularies edited cycle by cycle from a seeded RNG (the soak's), and
-rows appended to delimited tables (a changed lake for the next refresh).  Used by the tests and by the benchmarks
-(``benchmarks/refresh.py``, ``benchmarks/concurrency.py``, ``benchmarks/soak.py``)."""
+rows appended to delimited tables (a changed lake for the next refresh), and small CSV tables written by hand.
+Used by the tests and by the benchmarks (``benchmarks/refresh.py``, ``benchmarks/concurrency.py``,
+``benchmarks/soak.py``)."""
 from __future__ import annotations
 
+import csv
 import os
 import random
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
+
+
+def write_csv(path: str, header: list[str], rows: list[list]) -> None:
+    """A CSV table at ``path`` (folders made as needed): the header, then the rows."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        writer.writerows(rows)
 
 
 def append_last_rows(lake: str, n: int, rng: random.Random) -> list[str]:

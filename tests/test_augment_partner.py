@@ -4,7 +4,6 @@ written with its lookup table (one row per country), not with another staff tabl
 a union keeps the tables that fill the query, names what it leaves out, and gives the query's rows their table."""
 from __future__ import annotations
 
-import csv
 import json
 import os
 
@@ -14,6 +13,8 @@ import pytest
 
 import discovery
 from discovery.materialize import METADATA_KEY
+
+from lake_edits import write_csv
 
 pytestmark = pytest.mark.spark
 
@@ -26,14 +27,6 @@ US = ["Sven Berg", "Aiko Sato", "Marta Kowalsky", "Lena Novak", "Omar Hadad", "I
       "Anna Lindqvist", "Karl Meyer", "Sofia Rossi", "Jonas Weber", "Elena Petrova"]
 
 
-def _write(path: str, header: list[str], rows: list[list]) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(header)
-        writer.writerows(rows)
-
-
 @pytest.fixture(scope="module")
 def staff(spark, fast_config, tmp_path_factory):
     from spark_jobs.refresh import refresh
@@ -41,12 +34,12 @@ def staff(spark, fast_config, tmp_path_factory):
     root = str(tmp_path_factory.mktemp("staff"))
     lake = os.path.join(root, "lake")
     # level: whole numbers but for one cell of a name's second row; grade: whole numbers and a null token
-    _write(os.path.join(lake, "hr/staff_eu.csv"), ["name", "nation", "dept", "level", "grade"],
+    write_csv(os.path.join(lake, "hr/staff_eu.csv"), ["name", "nation", "dept", "level", "grade"],
            [[n, COUNTRIES[i % 12], f"d{i % 3}", "x" if i == 13 else str(i % 5 + 1), "N/A" if i == 2 else str(i)]
             for i, n in enumerate(EU * 2)])
-    _write(os.path.join(lake, "ref/country_codes.csv"), ["english_name", "iso2", "capital"],
+    write_csv(os.path.join(lake, "ref/country_codes.csv"), ["english_name", "iso2", "capital"],
            [[c, c[:3].upper(), f"{c} City"] for c in COUNTRIES + ["Chile", "Ghana", "Nepal", "Peru"]])
-    _write(os.path.join(lake, "hr/staff_us.csv"), ["name", "country", "salary"],
+    write_csv(os.path.join(lake, "hr/staff_us.csv"), ["name", "country", "salary"],
            [[n, COUNTRIES[(i + 5) % 12], 50_000 + i] for i, n in enumerate(US * 2)])
     wh = os.path.join(root, "warehouse")
     assert refresh(spark, wh, lake, config_path=fast_config).get("published")

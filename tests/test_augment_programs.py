@@ -3,7 +3,6 @@
 .programs`), joins every person it writes, and leaves two people it writes as one user name unjoined."""
 from __future__ import annotations
 
-import csv
 import json
 import os
 from collections import Counter
@@ -13,6 +12,8 @@ import pytest
 import discovery
 from discovery.materialize import METADATA_KEY
 from discovery.query import QueryError
+
+from lake_edits import write_csv
 
 pytestmark = pytest.mark.spark
 
@@ -33,14 +34,6 @@ def _user(first: str, last: str) -> str:
     return (first[0] + last.split()[-1]).lower()
 
 
-def _write(path: str, header: list[str], rows: list[list]) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(header)
-        writer.writerows(rows)
-
-
 @pytest.fixture(scope="module")
 def accounts(spark, fast_config, tmp_path_factory):
     from spark_jobs.refresh import refresh
@@ -48,9 +41,9 @@ def accounts(spark, fast_config, tmp_path_factory):
     root = str(tmp_path_factory.mktemp("accounts"))
     lake = os.path.join(root, "lake")
     users = list(dict.fromkeys(_user(f, s) for f, s in PEOPLE)) + OTHERS
-    _write(os.path.join(lake, "it/accounts.csv"), ["username", "shell"],
+    write_csv(os.path.join(lake, "it/accounts.csv"), ["username", "shell"],
            [[u, f"sh{i}"] for i, u in enumerate(users)])
-    _write(os.path.join(lake, "hr/people.csv"), ["first", "last", "dept"],
+    write_csv(os.path.join(lake, "hr/people.csv"), ["first", "last", "dept"],
            [[f, s, f"d{i % 4}"] for i, (f, s) in enumerate(PEOPLE)])
     wh = os.path.join(root, "warehouse")
     assert refresh(spark, wh, lake, config_path=fast_config).get("published")

@@ -62,6 +62,30 @@ def lake_key_counts(source: JoinSource, limits: Limits) -> pa.StructArray:
     return pc.value_counts(keys)
 
 
+def lake_cells(table: PinnedTable, column: str, values: set[str], limits: Limits) -> dict[str, dict[str, set[str]]]:
+    """Per other column of ``table``: each of ``values`` (join keys of ``column``, normalised as
+    :func:`lake_values` keys them) with the cells of that column (normalised, non-null) in the rows holding it.
+    Only the rows of those values are held."""
+    out: dict[str, dict[str, set[str]]] = {}
+    wanted = pa.array(sorted(values), pa.string())
+    for chunk in read_table(table, limits):
+        if column not in chunk.names:
+            continue
+        keys = normalize_array(chunk.columns[chunk.names.index(column)])
+        at = pc.indices_nonzero(pc.fill_null(pc.is_in(keys, value_set=wanted), False))
+        if not len(at):
+            continue
+        row_keys = keys.take(at).to_pylist()
+        for name, cells in zip(chunk.names, chunk.columns):
+            if name == column:
+                continue
+            by_key = out.setdefault(name, {})
+            for key, cell in zip(row_keys, normalize_array(cells.take(at)).to_pylist()):
+                if cell is not None:
+                    by_key.setdefault(key, set()).add(cell)
+    return out
+
+
 def lake_values(table: PinnedTable, column: str, limits: Limits) -> tuple[pa.Array, int]:
     """The distinct join keys of a text ``column`` of ``table`` (every row at the pinned version, normalised as
     :func:`.keys.cell_keys` keys text), in order of first appearance, and how many rows hold one: what the two-table

@@ -153,10 +153,48 @@ def _matched_source(snapshot: Snapshot, query: QueryTable, ordinals: list[int], 
         rows = _distinct_rows(query, ordinals, keys)
         found = match_rows([r for r, _ in rows], [k for _, k in rows], lake.to_pylist(),
                            [query.names[i] for i in ordinals], matching.precision, keys=both_keys)
-    mapping = pa.table({"query_key": pa.array(found.query, pa.string()), "lake_key": pa.array(found.lake, pa.string()),
-                        "distance": pa.array(found.distance, pa.float64()),
-                        "score": pa.array(found.score, pa.float64()), "rule": pa.array(found.rule, pa.string())})
-    return _source(snapshot, table_id, "text", [names[lake_ordinal]], added, mapping, evidence=found.describe())
+    keep, evidence = _row_evidence(snapshot, query, ordinals, keys, table_id, names[lake_ordinal], found, matching)
+    pick = [i for i, k in enumerate(keep) if k]
+    mapping = pa.table({"query_key": pa.array([found.query[i] for i in pick], pa.string()),
+                        "lake_key": pa.array([found.lake[i] for i in pick], pa.string()),
+                        "distance": pa.array(found.distance[pick], pa.float64()),
+                        "score": pa.array(found.score[pick], pa.float64()),
+                        "rule": pa.array([found.rule[i] for i in pick], pa.string())})
+    described = found.describe()
+    if evidence:
+        described["evidence"] = [e.describe() for e in evidence]
+        described["matched_values"] = len(pick)
+        if len(pick) < len(keep):
+            described["estimated_precision"] = round(float(found.score[pick].mean()), 4) if pick else None
+    return _source(snapshot, table_id, "text", [names[lake_ordinal]], added, mapping, evidence=described)
+
+
+def _row_evidence(snapshot: Snapshot, query: QueryTable, ordinals: list[int], keys: pa.Array, table_id: int,
+                  lake_column: str, found, matching: Matching) -> tuple[list[bool], list]:
+    """Which matched pairs stand once the other columns of both tables are read as evidence
+    (:mod:`discovery.match.evidence`), and the evidence columns.  Only the rows of matched values are read: the
+    query's other columns, and the lake table's other columns in the rows of the lake values matched."""
+    from ..match.evidence import judge
+    from ..normalize import normalize_array
+    from .local import lake_cells
+
+    others = [i for i in range(len(query.columns)) if i not in ordinals]
+    if not others or all(rule == "equal" for rule in found.rule):
+        return [True] * len(found.query), []
+    matched = set(found.query)
+    key_list = keys.to_pylist()
+    query_cells: dict[str, dict[str, set[str]]] = {}
+    for i in others:
+        cells = normalize_array(query.columns[i])
+        cells = (cells.combine_chunks() if isinstance(cells, pa.ChunkedArray) else cells).to_pylist()
+        by_key: dict[str, set[str]] = {}
+        for key, cell in zip(key_list, cells):
+            if key in matched and cell is not None:
+                by_key.setdefault(key, set()).add(cell)
+        query_cells[query.names[i]] = by_key
+    lake = lake_cells(pinned_table(snapshot, table_id), lake_column, set(found.lake), matching.limits)
+    keep, evidence = judge(list(zip(found.query, found.lake, found.rule)), query_cells, lake)
+    return keep, evidence
 
 
 def _distinct_rows(query: QueryTable, ordinals: list[int], keys: pa.Array) -> list[tuple[tuple[str, ...], str]]:

@@ -28,6 +28,7 @@ from pathlib import Path
 import discovery
 import discovery.numjoin.service as numjoin_service
 import discovery.union.service as union_service
+from discovery.config import load_config
 from discovery.quantities import compatible
 from discovery.query import QueryError, resolve_query
 from discovery.store import result_names
@@ -106,6 +107,7 @@ def planted_pairs(snap, unionable: dict[str, set[str]], attributes: dict) -> dic
 
 
 def numjoin_counts(snap, sets: list[dict], planted: list[dict]) -> dict:
+    numjoin = load_config().numjoin
     out = {"queries": 0, "results_off": 0, "results_on": 0, "removed": 0, "planted": len(planted),
            "planted_lost": []}
     for s in sets:
@@ -115,7 +117,7 @@ def numjoin_counts(snap, sets: list[dict], planted: list[dict]) -> dict:
         found = {}
         for on in (False, True):
             rule(on)
-            res = numjoin_service.numeric_join_search(snap, q, list(s["ordinals"]), top_k=10)["results"]
+            res = numjoin_service.numeric_join_search(snap, q, list(s["ordinals"]), top_k=10, config=numjoin)["results"]
             found[on] = {(r["path"], r["column"]) for r in res}
         out["queries"] += 1
         out["results_off"] += len(found[False])
@@ -124,7 +126,8 @@ def numjoin_counts(snap, sets: list[dict], planted: list[dict]) -> dict:
     for r in planted:
         q = resolve_query(snap, r["query_table"])
         ordinals = [q.names.index(c) for c in r["query_columns"].split("|")]
-        res = numjoin_service.numeric_join_search(snap, q, ordinals, tau=float(r["tau"]), top_k=20)["results"]
+        res = numjoin_service.numeric_join_search(snap, q, ordinals, tau=float(r["tau"]), top_k=20,
+                                                  config=numjoin)["results"]
         hit = [x["matched"] for x in res if x["path"] == r["lake_table"]]
         if hit != [int(r["matched_values"])]:
             out["planted_lost"].append([r["query_table"], r["lake_table"], hit])

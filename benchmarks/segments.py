@@ -251,9 +251,11 @@ def main(argv=None) -> int:
     os.environ["LAKESCOUT_CONFIG"] = query_config
     try:
         queries = query_columns(whs["segments"], args.queries + 1)
+        from discovery.config import load_config
         from discovery.join.warmup import warm
 
-        warm()  # the process's first join costs (kernels, imports) out of the first warehouse's first query
+        # the process's first join costs (kernels, imports) out of the first warehouse's first query
+        warm(load_config().join)
         runs = {n: run_queries(whs[n], queries) for n in ("segments", "segments 0")}
         exact = run_queries(whs["segments"], queries, "exact")
     finally:

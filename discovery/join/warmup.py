@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..config import load_config
+from ..config import JoinConfig, load_config
 from .partitioning import search_partitions
 from .search import METHODS
 from .stage import column_keys, fit_pivot_model, index_from_rows, mapping_rows
@@ -42,9 +42,9 @@ def _lake(rng: np.random.Generator) -> pa.Table:
     })
 
 
-def warm(seed: int = 0) -> int:
-    """Run every join search method on a random served-path index; returns the number of searches run."""
-    cfg = load_config().join
+def warm(cfg: JoinConfig, seed: int = 0) -> int:
+    """Run every join search method on a random served-path index with ``cfg``'s metric, tau and top-k (the
+    configuration's: those are the argument types a served query passes); returns the number of searches run."""
     rng = np.random.default_rng(seed)
     vv = _lake(rng)
     x = vv.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, _DIM)
@@ -62,4 +62,4 @@ def warm(seed: int = 0) -> int:
 
 
 if __name__ == "__main__":
-    print(f"compiled the join search kernels ({warm()} searches)")
+    print(f"compiled the join search kernels ({warm(load_config().join)} searches)")

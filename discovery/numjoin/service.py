@@ -23,7 +23,7 @@ import time
 import numpy as np
 import pyarrow.compute as pc
 
-from ..config import NumjoinConfig, load_config
+from ..config import NumjoinConfig
 from ..params import ParameterError
 from ..quantities import codes, pairs_compatible
 from ..query import QueryError, QueryTable
@@ -82,13 +82,13 @@ def allowed_sets(quantity: str, sets) -> np.ndarray | None:
 
 def numeric_join_search(snapshot: Snapshot, q: QueryTable, ordinals: list[int], tau: float | None = None,
                         tau_share: float | None = None, T: float | None = None, top_k: int | None = None,
-                        similarity: str = "hit", method: str = "pexeso", metric: str | None = None,
-                        config: NumjoinConfig | None = None) -> dict:
+                        similarity: str = "hit", method: str = "pexeso", metric: str | None = None, *,
+                        config: NumjoinConfig) -> dict:
     """Lake column groups joinable with the query's group at distance ``tau``, in ``lakescout join --json``'s shape
     (each result also names its ``kind``; distances are in ``stats["units"]``).  ``config``: where ``max_values``
     and the default tau come from; the search's plan passes the configuration it was planned with, so a Spark task
-    answers with the driver's, not with the files of the executor's machine (default: this process's)."""
-    cfg = config or load_config().numjoin
+    answers with the driver's, not with the files of the executor's machine."""
+    cfg = config
     if (top_k is None) == (T is None):
         raise ValueError("give either top_k or T, not " + ("both" if T is not None else "neither"))
     group = query_group(q.names, q.columns, ordinals, cfg.max_values)

@@ -90,3 +90,36 @@ def test_a_join_on_several_columns_needs_the_lake_column_and_the_matcher(account
     with pytest.raises(QueryError, match="matcher 'search' pairs one column"):
         ls.augment("hr/people.csv", "first,last", table="it/accounts.csv", lake_column="username",
                    matcher="search")
+
+
+def test_every_fan_out_and_the_spark_write_give_the_oracles_rows(accounts, tmp_path):
+    """The rows of a two-column join under each fan-out equal a pandas merge of the query with the accounts table
+    on the user name each person writes uniquely, and a Spark job writes the same rows as this process."""
+    from dataclasses import replace
+
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    ls, shells = accounts
+    written = Counter(_user(f, s) for f, s in PEOPLE)
+    query = pd.DataFrame({"first": [f for f, _ in PEOPLE], "last": [s for _, s in PEOPLE],
+                          "user": [_user(f, s) if written[_user(f, s)] == 1 else None for f, s in PEOPLE]})
+    lake = pd.DataFrame({"username": list(shells), "shell": list(shells.values())})
+    oracle = query.merge(lake, how="left", left_on="user", right_on="username")
+    kwargs = {"table": "it/accounts.csv", "lake_column": "username", "columns": ["shell"]}
+    for fan_out in ("nearest", "all"):
+        out = ls.augment("hr/people.csv", "first,last", fan_out=fan_out, **kwargs).to_pandas()
+        assert out[["first", "last"]].values.tolist() == oracle[["first", "last"]].values.tolist()
+        assert out["accounts.shell"].where(out["accounts.shell"].notna(), None).tolist() == \
+            oracle["shell"].where(oracle["shell"].notna(), None).tolist()
+    counts = ls.augment("hr/people.csv", "first,last", fan_out="aggregate", **kwargs).to_pandas()
+    assert counts["accounts.count"].tolist() == oracle["shell"].notna().astype(int).tolist()
+
+    config = ls.config
+    on_spark = discovery.open(ls.warehouse.root, config=replace(config, materialize=replace(
+        config.materialize, spark_min_bytes=0)))
+    here, there = str(tmp_path / "here.parquet"), str(tmp_path / "there.parquet")
+    assert ls.augment("hr/people.csv", "first,last", output=here, **kwargs)["engine"] == "local"
+    assert on_spark.augment("hr/people.csv", "first,last", output=there, master="local[2]",
+                            **kwargs)["engine"] == "spark"
+    assert pq.read_table(there).to_pylist() == pq.read_table(here).to_pylist()

@@ -96,9 +96,10 @@ def workers_that_ran(folder: str) -> list[str]:
 
 def result_rows(warehouse: str, batch_id: str) -> list[dict]:
     from discovery.batch import batch_results
+    from discovery.store import Warehouse
 
     return [{k: v for k, v in r.items() if k not in ("batch_id", "created_at")}
-            for r in batch_results(warehouse, batch_id).to_pylist()]
+            for r in batch_results(Warehouse(warehouse), batch_id).to_pylist()]
 
 
 def run_mode(mode: str, master: str | None, n: int, warehouse: str, spec: str, stamp: str, env: dict) -> dict:

@@ -32,7 +32,8 @@ import pyarrow as pa
 import harness
 from discovery.maintenance import run_maintenance
 from discovery.refresh import begin_refresh, publish_snapshot
-from discovery.store import SCHEMAS, Warehouse, new_attempt_token
+from discovery.config import Config
+from discovery.store import SCHEMAS, Session, Warehouse, new_attempt_token
 from harness import print_table, write_result
 
 COLD = """
@@ -61,8 +62,8 @@ def _results(batch: str, rows: int, now: datetime) -> pa.Table:
 def build(root: str, commits: int, rows: int) -> float:
     """A warehouse with one published snapshot and ``rows`` result rows appended to ``query_results`` in
     ``commits`` commits; commit seconds."""
-    publish_snapshot(root, begin_refresh(root), "/lake")
     wh = Warehouse(root)
+    publish_snapshot(wh, begin_refresh(Session.at(wh, Config())), "/lake")
     started = time.perf_counter()
     for i in range(commits):
         wh.append_rows("query_results", _results(f"b{i}", rows // commits, datetime.now(UTC)), refresh_id=1,
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                          "checkpoints": sum(f.endswith(".checkpoint.parquet") for f in log)})
         expected = args.rows // min(args.counts) * min(args.counts)
         before = cold(roots, args.repeats, expected)
-        reports = [run_maintenance(root)["status"] for root in roots]
+        reports = [run_maintenance(Warehouse(root))["status"] for root in roots]
         after = cold(roots, args.repeats, expected)
         for row, root, b, a, status in zip(rows, roots, before, after, reports):
             row.update({"maintenance": status, "files_after": Warehouse(root).files("query_results").num_rows,

@@ -225,9 +225,10 @@ def churn(work: dict, stop: threading.Event, log, maintain: bool, out: list) -> 
                     "snapshot_id": done.json().get("snapshot_id") if done.returncode == 0 else None})
         if maintain and not stop.is_set():
             from discovery.maintenance import run_maintenance
+            from discovery.store import Warehouse
 
             started = time.perf_counter()
-            run_maintenance(work["warehouse"], run="serving-benchmark")
+            run_maintenance(Warehouse(work["warehouse"]), run="serving-benchmark")
             out.append({"run": "maintenance", "seconds": round(time.perf_counter() - started, 1)})
 
 

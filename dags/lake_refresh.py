@@ -41,6 +41,13 @@ def refresh_schedule(cron: str, lake_asset):
     return AssetOrTimeSchedule(timetable=CronTriggerTimetable(cron, timezone="UTC"), assets=[lake_asset])
 
 
+def _lineage(out: dict) -> dict:
+    """What the finished run read and wrote, for the lineage backend (the store imported here, not at parse)."""
+    from discovery.store import Warehouse
+
+    return refresh_datasets(Warehouse(out["warehouse"]), out["refresh_id"])
+
+
 @dag(
     dag_id="lake_refresh",
     description="Incremental refresh of the Lakescout index (scan, profile, ...) and snapshot publication",
@@ -73,12 +80,11 @@ def lake_refresh():
         from discovery.refresh import begin_refresh
         from discovery.store import LeaseHeld
 
-        connections.use_airflow_connection(params)
+        work = connections.task_session(params, WAREHOUSE)
         storage.check(check_location("lake", params["lake"], LAKE), "lake")
-        warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
-        storage.check(warehouse, "warehouse")
+        storage.check(work.root, "warehouse")
         try:
-            return begin_refresh(warehouse, run=f"lake_refresh {run_id}", scope="run")  # the stage tasks join it
+            return begin_refresh(work, run=f"lake_refresh {run_id}", scope="run")  # the stage tasks join it
         except LeaseHeld as exc:
             raise AirflowFailException(str(exc)) from None
 
@@ -98,9 +104,9 @@ def lake_refresh():
         """Publish the snapshot only now that every stage succeeded."""
         from discovery.refresh import publish_snapshot
 
-        connections.use_airflow_connection(params)
-        out = publish_snapshot(params["warehouse"], refresh_id, params["lake"])
-        return {"snapshot_id": out["snapshot_id"], "refresh_id": refresh_id, "warehouse": params["warehouse"]}
+        work = connections.task_session(params, WAREHOUSE)
+        out = publish_snapshot(work.warehouse, refresh_id, params["lake"])
+        return {"snapshot_id": out["snapshot_id"], "refresh_id": refresh_id, "warehouse": work.root}
 
     @task
     def release(params=None, ti=None) -> bool:
@@ -113,7 +119,7 @@ def lake_refresh():
         return refresh_id is not None and release_refresh(params["warehouse"], int(refresh_id))
 
     done = publish(refresh_id)
-    report_lineage(done.operator, lambda out: refresh_datasets(out["warehouse"], out["refresh_id"]))
+    report_lineage(done.operator, _lineage)
     previous >> done
     done >> release().as_teardown(setups=refresh_id)
 

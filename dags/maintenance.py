@@ -22,8 +22,6 @@ from discovery.config import default_warehouse, load_config
 
 WAREHOUSE = default_warehouse()
 CONFIG = load_config().maintenance
-#: Lake tables per compacted file of a per-table index table: as many as a refresh writes per file.
-TABLES_PER_FILE = load_config().spark.tables_per_task
 log = logging.getLogger(__name__)
 
 
@@ -44,13 +42,13 @@ log = logging.getLogger(__name__)
 def lakescout_maintenance():
     @task
     def maintain(params=None, run_id=None) -> dict:
-        from discovery.locations import check_location
         from discovery.maintenance import run_maintenance
 
-        connections.use_airflow_connection(params)
-        warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
-        report = run_maintenance(warehouse, replace(CONFIG, keep_snapshots=params["keep_snapshots"]),
-                                 tables_per_file=TABLES_PER_FILE, run=f"lakescout_maintenance {run_id}")
+        work = connections.task_session(params, WAREHOUSE)
+        report = run_maintenance(work.warehouse,
+                                 replace(work.config.maintenance, keep_snapshots=params["keep_snapshots"]),
+                                 tables_per_file=work.config.spark.tables_per_task,
+                                 run=f"lakescout_maintenance {run_id}")
         log.info("maintenance: %s", json.dumps(report, default=str))
         if report["status"] == "skipped":
             raise AirflowSkipException(report["reason"])

@@ -20,7 +20,7 @@ from datetime import datetime
 from airflow.sdk import Asset, Param, dag, task
 
 from discovery import connections, storage
-from discovery.config import default_warehouse, load_config
+from discovery.config import default_warehouse
 
 WAREHOUSE = default_warehouse()
 OUTPUT_ROOT = os.environ.get("LAKESCOUT_OUTPUT_ROOT", os.path.abspath("outputs"))
@@ -28,14 +28,11 @@ OUTPUT_ASSET = Asset(name="lakescout_output", uri=storage.file_uri(OUTPUT_ROOT))
 log = logging.getLogger(__name__)
 
 
-def _plans(params: dict):
-    from discovery.locations import check_location
+def _plans(work, params: dict):
     from discovery.materialize.stored import stored_plans
 
-    connections.use_airflow_connection(params)
-    warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
-    return stored_plans(warehouse, params["batch_id"], params["query_id"], params["ranks"] or None,
-                        config=load_config(), fan_out=params["fan_out"], max_matches=params["max_matches"],
+    return stored_plans(work, params["batch_id"], params["query_id"], params["ranks"] or None,
+                        fan_out=params["fan_out"], max_matches=params["max_matches"],
                         columns=params["columns"] or None, query_rows=params["query_rows"], dedupe=params["dedupe"],
                         strict=params["strict"], matcher=params["matcher"] or None,
                         precision=params["precision"])[1]
@@ -88,7 +85,7 @@ def materialize():
         target = storage.under(OUTPUT_ROOT, name)
         target = check_location("output", target, OUTPUT_ROOT)
         check_target(target, params["format"], params["overwrite"])
-        plans = _plans(params)
+        plans = _plans(connections.task_session(params, WAREHOUSE), params)
         size = sum(s.table.bytes for p in plans for s in p.sources)
         log.info("writing %d plan(s) over %d lake table byte(s) to %s", len(plans), size, target)
         return {"output": target, "bytes": size, "plans": len(plans)}
@@ -99,20 +96,21 @@ def materialize():
         from discovery.materialize.output import write_table
         from discovery.materialize.service import run_plans
 
-        plans = _plans(params)
+        work = connections.task_session(params, WAREHOUSE)
+        plans = _plans(work, params)
         target, fmt = checked["output"], params["format"]
         master = None
         if params["spark_conn_id"] and len(plans) == 1 and \
-                checked["bytes"] >= load_config().materialize.spark_min_bytes:
+                checked["bytes"] >= work.config.materialize.spark_min_bytes:
             from discovery.submit import connection_master
 
             master = connection_master(params["spark_conn_id"])
         if master:
             from spark_jobs.materialize import run_plan_on_master
 
-            described = run_plan_on_master(master, plans[0], target, fmt, params["overwrite"])
+            described = run_plan_on_master(master, plans[0], target, fmt, work.config.limits, params["overwrite"])
         else:
-            m = run_plans(plans, load_config().limits)
+            m = run_plans(plans, work.config.limits)
             size = write_table(m.with_metadata(), target, fmt, params["overwrite"])
             described = {**m.description, "output": {"path": target, "format": fmt, "bytes": size}}
         outlet_events[OUTPUT_ASSET].extra = {"path": target, "format": fmt, "rows": described["rows"],

@@ -44,6 +44,13 @@ QUERY_SCHEMA = {
 }
 
 
+def _lineage(out: dict) -> dict:
+    """What the batch read and wrote, for the lineage backend (the store imported here, not at parse)."""
+    from discovery.store import Warehouse
+
+    return batch_datasets(Warehouse(out["warehouse"]), out)
+
+
 @dag(
     dag_id="query_batch",
     description="Run a batch of Lakescout searches on a snapshot; results to the query_results Delta table",
@@ -68,18 +75,15 @@ def query_batch():
         """Check every query against the snapshot (a Spark batch: the spec and the snapshot); a bad one fails the run
         before anything is written."""
         from discovery.batch import batch_snapshot, parse_spec, validate_batch
-        from discovery.config import load_config
-        from discovery.locations import check_location
 
-        connections.use_airflow_connection(params)
         spec = {"name": params["name"], "snapshot_id": params["snapshot_id"], "queries": params["queries"]}
-        warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
+        work = connections.task_session(params, WAREHOUSE)
         batch = parse_spec(spec)
-        spark = bool(params.get("spark_conn_id")) and len(batch.queries) >= load_config().batch.spark_min_queries
+        spark = bool(params.get("spark_conn_id")) and len(batch.queries) >= work.config.batch.spark_min_queries
         if spark:
-            snap = batch_snapshot(warehouse, batch)
+            snap = batch_snapshot(work.warehouse, batch)
         else:
-            batch, snap = validate_batch(warehouse, batch, served=True)
+            batch, snap = validate_batch(work, batch, served=True)
         log.info("batch %r: %d queries %s snapshot %d%s", batch.name, len(batch.queries),
                  "on" if spark else "valid against", snap.snapshot_id, ", to run on Spark" if spark else "")
         return {"spec": batch.to_dict(), "snapshot_id": snap.snapshot_id, "spark": spark}
@@ -89,10 +93,8 @@ def query_batch():
         """Answer every query (in this task, or on Spark) and record the batch in one commit; the summary (and the
         warehouse) is the XCom value."""
         from discovery.batch import run_batch
-        from discovery.locations import check_location
 
-        connections.use_airflow_connection(params)
-        warehouse = check_location("warehouse", params["warehouse"], WAREHOUSE)
+        work = connections.task_session(params, WAREHOUSE)
         kwargs = {"batch_id": f"dag-{run_id}", "snapshot_id": checked["snapshot_id"], "served": True}
         if checked.get("spark"):
             from spark_jobs.query_batch import run_batch_on_master
@@ -101,14 +103,14 @@ def query_batch():
 
             master = connection_master(params["spark_conn_id"])
             log.info("batch runs on Spark master %s", master)
-            summary = run_batch_on_master(master, warehouse, checked["spec"], **kwargs)
+            summary = run_batch_on_master(master, work, checked["spec"], **kwargs)
         else:
-            summary = run_batch(warehouse, checked["spec"], **kwargs)
+            summary = run_batch(work, checked["spec"], **kwargs)
         log.info("batch summary: %s", json.dumps(summary, default=str))
-        return {**summary, "warehouse": warehouse}
+        return {**summary, "warehouse": work.root}
 
     answered = run(validate())
-    report_lineage(answered.operator, lambda out: batch_datasets(out["warehouse"], out))
+    report_lineage(answered.operator, _lineage)
 
 
 query_batch()

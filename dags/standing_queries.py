@@ -38,10 +38,8 @@ def standing_queries():
     def saved(params=None) -> list[str]:
         """Names of the saved standing queries."""
         from discovery.standing import standing_queries as saved_queries
-        from discovery.locations import check_location
 
-        connections.use_airflow_connection(params)
-        names = sorted(saved_queries(check_location("warehouse", params["warehouse"], WAREHOUSE)))
+        names = sorted(saved_queries(connections.task_session(params, WAREHOUSE).warehouse))
         log.info("standing queries: %s", ", ".join(names) or "none")
         return names
 
@@ -49,10 +47,8 @@ def standing_queries():
     def rerun(name: str, params=None) -> dict:
         """Run one standing query on the newest snapshot and record its changes."""
         from discovery.standing import run_standing
-        from discovery.locations import check_location
 
-        connections.use_airflow_connection(params)
-        out = run_standing(check_location("warehouse", params["warehouse"], WAREHOUSE), name)
+        out = run_standing(connections.task_session(params, WAREHOUSE), name)
         log.info("standing query %s: %s", name, json.dumps(out, default=str))
         return out
 

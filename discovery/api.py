@@ -14,7 +14,7 @@ from .params import DEFAULT_K, check_id, check_query
 from .query import resolve_query
 from .searches import Plan, limits, search_kind
 from .status import warehouse_status
-from .store import Snapshot, Warehouse, load_snapshot
+from .store import Session, Snapshot, Warehouse, load_snapshot
 
 
 #: What a search takes as its query: a file path, a catalogued lake path, a lake table id, or a table in memory (a
@@ -28,14 +28,22 @@ ConfigLike = Config | str | os.PathLike[str] | None
 
 
 class Lakescout:
-    def __init__(self, warehouse: str, snapshot_id: int | None = None,
+    def __init__(self, warehouse: str | Session, snapshot_id: int | None = None,
                  config: ConfigLike = None):
-        """``config``: a :class:`~discovery.config.Config`, the path of a TOML file, or None for the file
-        :func:`~discovery.config.load_config` finds.  It is resolved here, once, and every search and write of this
-        object takes its defaults from it (``self.config``), so two objects in one process can answer with different
-        configurations and a search answers as the object was opened, whatever the environment says later."""
-        self.config: Config = config if isinstance(config, Config) else load_config(config)
-        self.warehouse = Warehouse(warehouse)
+        """``warehouse``: a location, or a :class:`~discovery.store.Session` (a server's, which carries its
+        configuration: then ``config`` stays None).  ``config``: a :class:`~discovery.config.Config`, the path of a
+        TOML file, or None for the file :func:`~discovery.config.load_config` finds.  It is resolved here, once, and
+        every search and write of this object takes its defaults from it (``self.config``), so two objects in one
+        process can answer with different configurations and a search answers as the object was opened, whatever the
+        environment says later."""
+        if isinstance(warehouse, Session):
+            if config is not None:
+                raise ValueError("config: a session carries its configuration; give a session or a configuration")
+            self.session = warehouse
+        else:
+            self.session = Session.at(warehouse, config if isinstance(config, Config) else load_config(config))
+        self.config: Config = self.session.config
+        self.warehouse: Warehouse = self.session.warehouse
         self.snapshot: Snapshot = load_snapshot(self.warehouse,
                                                 None if snapshot_id is None else check_id("snapshot_id", snapshot_id))
 

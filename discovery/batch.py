@@ -34,7 +34,7 @@ from .config import Config
 from .params import ParameterError, check_id, check_query
 from .query import QueryError, QueryTable, read_query_file, resolve_query
 from .searches import SEARCHES, limits
-from .store import SCHEMAS, Snapshot, Warehouse, WarehouseError, load_snapshot, new_attempt_token
+from .store import SCHEMAS, Session, Snapshot, Warehouse, WarehouseError, load_snapshot, new_attempt_token
 from .store.warehouse import json_dumps
 
 
@@ -142,12 +142,12 @@ def _parse_query(i: int, raw) -> BatchQuery:
 
 
 # -- validation against a snapshot -----------------------------------------------------------------------------------
-def _check_params(q: BatchQuery, table: QueryTable) -> None:
+def _check_params(q: BatchQuery, table: QueryTable, config: Config) -> None:
     """Names, types and ranges of ``q``'s parameters and the query columns they name: the checks of its search kind
     (:mod:`discovery.searches`), which the Python API and the CLI make too, so a batch refuses what they refuse."""
     kind = SEARCHES[q.kind]
     try:
-        kind.plan(kind.check(q.params), table)
+        kind.plan(kind.check(q.params), table, config)
     except ParameterError as exc:
         raise BatchError(f"{q.label()}: field {exc.param!r}: {exc}") from None
     except QueryError as exc:  # a column no join takes (neither text nor numbers)
@@ -162,26 +162,25 @@ def _resolve(snap: Snapshot, q: BatchQuery, served: bool, uploads: Mapping[str, 
     return resolve_query(snap, q.query, allow_files=not served)
 
 
-def validate_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSpec,
+def validate_batch(session: Session, spec: dict | list | str | BatchSpec,
                    snapshot_id: int | None = None, served: bool = False,
                    uploads: Mapping[str, str] | None = None) -> tuple[BatchSpec, Snapshot]:
-    """Parse ``spec`` and check every query against the snapshot it will run on; raise :class:`BatchError`.
+    """Parse ``spec`` and check every query against the snapshot it will run on, under the session's
+    configuration; raise :class:`BatchError`.
 
     ``served`` is the mode of the Lake discovery page and the DAGs: queries name lake tables (a table id or a
     catalogued lake path), never a file of the server; ``uploads`` maps query names to files the server saved itself.
     """
-    wh = Warehouse(warehouse)
     batch = spec if isinstance(spec, BatchSpec) else parse_spec(spec)
-    snap = batch_snapshot(wh, batch, snapshot_id)
+    snap = batch_snapshot(session.warehouse, batch, snapshot_id)
     for q in batch.queries:
-        check_query_table(snap, q, served, uploads or {})
+        check_query_table(snap, q, served, uploads or {}, session.config)
     return batch, snap
 
 
-def batch_snapshot(warehouse: Warehouse | str, batch: BatchSpec, snapshot_id: int | None = None) -> Snapshot:
+def batch_snapshot(wh: Warehouse, batch: BatchSpec, snapshot_id: int | None = None) -> Snapshot:
     """The snapshot a batch runs on: ``snapshot_id``, else the spec's, else the latest; :class:`BatchError` when
     there is no such snapshot."""
-    wh = Warehouse(warehouse)
     sid = snapshot_id if snapshot_id is not None else batch.snapshot_id
     try:
         return load_snapshot(wh, None if sid is None else check_id("snapshot_id", sid))
@@ -189,18 +188,18 @@ def batch_snapshot(warehouse: Warehouse | str, batch: BatchSpec, snapshot_id: in
         raise BatchError(f"field 'snapshot_id': {exc}") from None
 
 
-def check_query_table(snap: Snapshot, q: BatchQuery, served: bool, uploads: Mapping[str, str],
+def check_query_table(snap: Snapshot, q: BatchQuery, served: bool, uploads: Mapping[str, str], config: Config,
                       table: QueryTable | None = None) -> QueryTable:
     """The checks :func:`validate_batch` makes of one query (its table resolvable and not empty, its parameters and
-    the columns they name); returns the resolved table or raises :class:`BatchError`.  ``table`` is the query
-    already resolved elsewhere (a Spark batch resolves the driver's own files on the driver)."""
+    the columns they name, under ``config``); returns the resolved table or raises :class:`BatchError`.  ``table``
+    is the query already resolved elsewhere (a Spark batch resolves the driver's own files on the driver)."""
     try:
         table = table if table is not None else _resolve(snap, q, served, uploads)
     except QueryError as exc:
         raise BatchError(f"{q.label()}: field 'query': {exc}") from None
     if table.num_rows == 0:
         raise BatchError(f"{q.label()}: field 'query': the query table {q.query!r} has no rows")
-    _check_params(q, table)
+    _check_params(q, table, config)
     return table
 
 
@@ -244,27 +243,26 @@ def has_rows(wh: Warehouse, name: str, column: str, value) -> bool:
     return t.num_rows > 0
 
 
-def recorded_batch(warehouse: Warehouse | str, batch_id: str) -> dict | None:
+def recorded_batch(wh: Warehouse, batch_id: str) -> dict | None:
     """The summary of an already recorded batch, or None."""
-    wh = Warehouse(warehouse)
     t = first_run(wh.read("query_batches", filter=pc.field("batch_id") == batch_id), ["batch_id"])
     if t.num_rows == 0:
         return None
     return json.loads(t.column("summary")[0].as_py())
 
 
-def answer_query(snap: Snapshot, q: BatchQuery, batch_id: str, now: datetime, served: bool = False,
-                 uploads: Mapping[str, str] | None = None, table: QueryTable | None = None,
-                 config: Config | None = None) -> tuple[list[dict], dict]:
+def answer_query(snap: Snapshot, q: BatchQuery, batch_id: str, now: datetime, config: Config, served: bool = False,
+                 uploads: Mapping[str, str] | None = None,
+                 table: QueryTable | None = None) -> tuple[list[dict], dict]:
     """(``query_results`` rows, summary entry) of one checked query answered from ``snap``, its table resolved
-    again (or ``table``), its defaults from ``config`` (default: this process's); :class:`BatchError` when it can no
-    longer be read or the search refuses it."""
-    answer = search_answer(snap, q, served, uploads, table, config)
+    again (or ``table``), its defaults from ``config``; :class:`BatchError` when it can no longer be read or the
+    search refuses it."""
+    answer = search_answer(snap, q, config, served, uploads, table)
     return answer_rows(snap, q, batch_id, answer, now)
 
 
-def search_answer(snap: Snapshot, q: BatchQuery, served: bool = False, uploads: Mapping[str, str] | None = None,
-                  table: QueryTable | None = None, config: Config | None = None) -> dict:
+def search_answer(snap: Snapshot, q: BatchQuery, config: Config, served: bool = False,
+                  uploads: Mapping[str, str] | None = None, table: QueryTable | None = None) -> dict:
     """The answer of one checked query, as the Python API returns it (:func:`answer_query`'s arguments)."""
     kind = SEARCHES[q.kind]
     try:
@@ -288,34 +286,35 @@ def new_batch_id() -> str:
     return f"batch-{datetime.now(UTC):%Y%m%dT%H%M%S}-{new_attempt_token()[:6]}"
 
 
-def open_batch(warehouse: Warehouse | str, batch_id: str | None) -> tuple[Warehouse, str, dict | None]:
-    """(warehouse, batch id, the stored summary when that batch is already recorded, else None)."""
-    wh = Warehouse(warehouse)
+def open_batch(wh: Warehouse, batch_id: str | None) -> tuple[str, dict | None]:
+    """(batch id, the stored summary when that batch is already recorded, else None)."""
     wh.require()
     wh.ensure()
     batch_id = batch_id or new_batch_id()
-    return wh, batch_id, recorded_batch(wh, batch_id)
+    return batch_id, recorded_batch(wh, batch_id)
 
 
-def run_batch(warehouse: Warehouse | str, spec: dict | list | str | BatchSpec, batch_id: str | None = None,
+def run_batch(session: Session, spec: dict | list | str | BatchSpec, batch_id: str | None = None,
               snapshot_id: int | None = None, standing: bool = False, served: bool = False,
               uploads: Mapping[str, str] | None = None) -> dict:
-    """Validate, run every query in this process, record the results in one commit and return the summary.
+    """Validate, run every query in this process (its defaults the ``session``'s configuration), record the results
+    in one commit and return the summary.
 
     ``batch_id`` makes the run idempotent: a batch already recorded returns its stored summary, and a retry after the
     results were committed does not commit them twice.  ``served`` and ``uploads`` as in :func:`validate_batch`;
     each search gets the table resolved under those rules.  A large batch may run on Spark instead
     (``spark_jobs.query_batch``), with the same checks, answers and record.
     """
-    wh, batch_id, done = open_batch(warehouse, batch_id)
+    wh = session.warehouse
+    batch_id, done = open_batch(wh, batch_id)
     if done is not None:
         return done
-    batch, snap = validate_batch(wh, spec, snapshot_id, served, uploads)
+    batch, snap = validate_batch(session, spec, snapshot_id, served, uploads)
     started = time.time()
     now = datetime.now(UTC)
     rows, per_query = [], []
     for q in batch.queries:
-        mine, entry = answer_query(snap, q, batch_id, now, served, uploads)
+        mine, entry = answer_query(snap, q, batch_id, now, session.config, served, uploads)
         rows.extend(mine)
         per_query.append(entry)
     return record_batch(wh, batch, snap, batch_id, rows, per_query, started, now, standing)
@@ -352,9 +351,8 @@ def batch_record(batch: BatchSpec, snap: Snapshot, batch_id: str, rows: list[dic
     return summary, record
 
 
-def batch_results(warehouse: Warehouse | str, batch_id: str | list[str]) -> pa.Table:
+def batch_results(wh: Warehouse, batch_id: str | list[str]) -> pa.Table:
     """The recorded result rows of a batch (or of several, in one read), by batch, query and rank."""
-    wh = Warehouse(warehouse)
     ids = [batch_id] if isinstance(batch_id, str) else list(batch_id)
     if not ids:
         return SCHEMAS["query_results"].empty_table()
@@ -363,23 +361,23 @@ def batch_results(warehouse: Warehouse | str, batch_id: str | list[str]) -> pa.T
     return t.sort_by([("batch_id", "ascending"), ("query_id", "ascending"), ("rank", "ascending")])
 
 
-def _newest(warehouse: Warehouse | str, limit: int, columns: list[str] | None = None) -> pa.Table:
+def _newest(wh: Warehouse, limit: int, columns: list[str] | None = None) -> pa.Table:
     """The ``limit`` most recent recorded batches (their first runs), newest first."""
-    t = first_run(Warehouse(warehouse).read("query_batches", columns=columns), ["batch_id"])
+    t = first_run(wh.read("query_batches", columns=columns), ["batch_id"])
     return t.sort_by([("created_at", "descending")]).slice(0, limit)
 
 
-def recent_batches(warehouse: Warehouse | str, limit: int = 20) -> list[dict]:
+def recent_batches(wh: Warehouse, limit: int = 20) -> list[dict]:
     """The most recent recorded batches, newest first (the summary decoded)."""
     return [{**{k: v for k, v in r.items() if k not in ("spec", "summary")}, "summary": json.loads(r["summary"])}
-            for r in _newest(warehouse, limit).to_pylist()]
+            for r in _newest(wh, limit).to_pylist()]
 
 
-def recent_queries(warehouse: Warehouse | str, limit: int = 20) -> list[BatchQuery]:
+def recent_queries(wh: Warehouse, limit: int = 20) -> list[BatchQuery]:
     """The queries of the ``limit`` most recent recorded batches, newest batch first: what a server warms a snapshot
     with (a spec that no longer parses is skipped)."""
     out = []
-    for spec in _newest(warehouse, limit, ["batch_id", "spec", "created_at"]).column("spec").to_pylist():
+    for spec in _newest(wh, limit, ["batch_id", "spec", "created_at"]).column("spec").to_pylist():
         try:
             out.extend(parse_spec(spec).queries)
         except BatchError:

@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 from . import storage
 from .batch import BatchError, BatchQuery, BatchSpec, answer_query, check_query_table
 from .config import Config
-from .store import Snapshot, Warehouse, load_snapshot
+from .store import Session, Snapshot, load_snapshot
 from .store.cache import INDEXES
 from .store.snapshot import CATALOG_COLUMNS
 
@@ -128,21 +128,22 @@ def plan_share(snap: Snapshot, batch: BatchSpec, batch_id: str, now: datetime, c
     for q in batch.queries:
         if _driver_only(q, served, uploads, lake_paths):
             try:
-                resolved[q.index] = check_query_table(snap, q, served, uploads)
+                resolved[q.index] = check_query_table(snap, q, served, uploads, config)
             except BatchError as exc:
                 resolved[q.index] = str(exc)
     return BatchShare(snap.warehouse.root, snap.snapshot_id, batch_id, now, batch.queries, config, served, resolved)
 
 
-def opened(warehouse: str, snapshot_id: int) -> Snapshot:
-    """The snapshot opened once per process (the indexes it loads are cached by the same cache)."""
-    return INDEXES.get(("batch-snapshot", warehouse, snapshot_id),
-                       lambda: load_snapshot(Warehouse(warehouse), snapshot_id))
+def opened(share: BatchShare) -> Snapshot:
+    """The share's snapshot, opened once per process (the indexes it loads are cached by the same cache) in the
+    task's session: the driver's warehouse and configuration."""
+    return INDEXES.get(("batch-snapshot", share.warehouse, share.snapshot_id),
+                       lambda: load_snapshot(Session.at(share.warehouse, share.config).warehouse, share.snapshot_id))
 
 
 def answer_share(share: BatchShare, indexes: range) -> list[Outcome]:
     """Check and answer the queries ``indexes`` of ``share``."""
-    snap = opened(share.warehouse, share.snapshot_id)
+    snap = opened(share)
     out = []
     for i in indexes:
         q = share.queries[i]
@@ -151,13 +152,13 @@ def answer_share(share: BatchShare, indexes: range) -> list[Outcome]:
             out.append(Outcome(i, error=given, checked=False))
             continue
         try:
-            table = check_query_table(snap, q, share.served, {}, table=given)
+            table = check_query_table(snap, q, share.served, {}, share.config, table=given)
         except BatchError as exc:
             out.append(Outcome(i, error=str(exc), checked=False))
             continue
         try:
-            rows, entry = answer_query(snap, q, share.batch_id, share.now, share.served, table=table,
-                                       config=share.config)
+            rows, entry = answer_query(snap, q, share.batch_id, share.now, share.config, share.served,
+                                       table=table)
         except BatchError as exc:
             out.append(Outcome(i, error=str(exc), checked=True))
             continue

@@ -1,4 +1,4 @@
-"""What the DAGs share with Airflow: connections as object-storage settings, and the snapshot asset.
+"""What the DAGs share with Airflow: a task's session, connections as object-storage settings, the snapshot asset.
 
 A DAG task takes the id of an Airflow AWS connection (its ``aws_conn_id`` param) and puts its keys, endpoint and
 region into its environment as the ``AWS_*`` variables the storage wing reads (:mod:`discovery.storage.credentials`).
@@ -39,6 +39,19 @@ def airflow_connection_env(conn_id: str) -> dict[str, str]:
 def use_airflow_connection(params: dict) -> None:
     """Put a DAG run's object-storage credentials (its ``aws_conn_id`` param) into this task's environment."""
     os.environ.update(airflow_connection_env(params.get("aws_conn_id") or ""))
+
+
+def task_session(params: dict, default: str):
+    """A DAG task's :class:`~discovery.store.Session`, built once as the task starts: its run's object-storage
+    credentials in its environment (:func:`use_airflow_connection`), the warehouse its ``warehouse`` param names
+    (checked against the allowed roots, :func:`discovery.locations.check_location`; ``default`` the DAG's) and the
+    worker's configuration, resolved here and handed to every service the task calls."""
+    from .config import load_config
+    from .locations import check_location
+    from .store import Session
+
+    use_airflow_connection(params)
+    return Session.at(check_location("warehouse", params["warehouse"], default), load_config())
 
 
 def warehouse_params(warehouse: str, spark: str = "") -> dict:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from collections.abc import Callable
 
 if TYPE_CHECKING:
-    from .store import Snapshot
+    from .store import Snapshot, Warehouse
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +50,13 @@ def _lake_tables(snapshot: Snapshot, table_ids: list[int]) -> list[dict]:
     return [{"location": join_lake_path(snapshot.lake, path), "columns": fields.get(t, [])} for path, t in rows]
 
 
-def refresh_datasets(warehouse: str, refresh_id: int) -> dict:
+def refresh_datasets(wh: Warehouse, refresh_id: int) -> dict:
     """Inputs and outputs of the refresh ``refresh_id`` (see the module docstring); empty when it published
     nothing."""
     import pyarrow.compute as pc
 
-    from .store import Warehouse, list_snapshots
+    from .store import list_snapshots
 
-    wh = Warehouse(warehouse)
     snaps = list_snapshots(wh)
     mine = [i for i, s in enumerate(snaps) if s.refresh_id == refresh_id]
     if not mine:
@@ -71,14 +70,13 @@ def refresh_datasets(warehouse: str, refresh_id: int) -> dict:
             "outputs": [{"location": wh.table_uri(name)} for name in written + ["snapshots"]]}
 
 
-def batch_datasets(warehouse: str, summary: dict) -> dict:
+def batch_datasets(wh: Warehouse, summary: dict) -> dict:
     """Inputs and outputs of a recorded query batch given its summary (see the module docstring)."""
     import pyarrow.compute as pc
 
     from .query import catalog_entry
-    from .store import Warehouse, load_snapshot
+    from .store import load_snapshot
 
-    wh = Warehouse(warehouse)
     snap = load_snapshot(wh, summary["snapshot_id"])
     ids = []
     for q in summary.get("queries", []):

@@ -211,7 +211,7 @@ def model_versions_in_use(retained: list) -> set[str]:
         version = snap.models.get(SET_MODEL)
         if version is None:
             continue
-        _, params = payload(snap.warehouse.root, SET_MODEL, version, snap.version("models"))
+        _, params = payload(snap.warehouse, SET_MODEL, version, snap.version("models"))
         used |= encoder_versions(params)
     return used
 
@@ -285,14 +285,13 @@ def prune_model_files(wh: Warehouse, retained: list) -> list[str]:
     return removed
 
 
-def run_maintenance(warehouse: Warehouse | str, config: MaintenanceConfig | None = None,
+def run_maintenance(wh: Warehouse, config: MaintenanceConfig | None = None,
                     tables_per_file: int = SparkConfig.tables_per_task, run: str = "cli",
                     clock: Callable[[], float] = time.time) -> dict:
     """Snapshot retention, then compaction, vacuum and orphan cleanup of every table, holding the warehouse lease;
     returns a report, or why it skipped (another run holds the lease).  ``tables_per_file``: lake tables per
     compacted file of a per-table index table (the refresh's ``[spark] tables_per_task``); ``run`` names this run
     to others (a DAG run id, or ``cli``)."""
-    wh = Warehouse(warehouse)
     cfg = config or MaintenanceConfig()
     wh.require()
     started = clock()
@@ -304,7 +303,7 @@ def run_maintenance(warehouse: Warehouse | str, config: MaintenanceConfig | None
         with lease.kept_alive():
             report = _maintain(wh, cfg, tables_per_file, clock())
             if lease.took_over:
-                record_takeover(wh.root, (lease.previous.refresh_id if lease.previous else None) or 0,
+                record_takeover(wh, (lease.previous.refresh_id if lease.previous else None) or 0,
                                 "maintenance", lease.took_over, started)
                 report["took_over"] = lease.took_over
     finally:

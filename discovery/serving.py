@@ -46,7 +46,8 @@ from .api import Lakescout
 from .batch import BatchError, BatchQuery, answer_rows, batch_record, check_query_table, parse_spec, search_answer
 from .find import name_index
 from .searches import SEARCHES
-from .store import SCHEMAS, Warehouse, load_snapshot, new_attempt_token
+from .config import Config
+from .store import SCHEMAS, Session, Warehouse, load_snapshot, new_attempt_token
 from .store.cache import INDEXES
 
 log = logging.getLogger(__name__)
@@ -132,8 +133,10 @@ class _Memo:
 class Served:
     """One warehouse as a long-running server answers from it; see the module docstring.  Thread-safe."""
 
-    def __init__(self, root: str, poll_seconds: float = POLL_SECONDS):
-        self.warehouse = Warehouse(root)
+    def __init__(self, session: Session, poll_seconds: float = POLL_SECONDS):
+        """``session``: the warehouse served and the configuration every search answers with."""
+        self.session = session
+        self.warehouse = session.warehouse
         self.poll_seconds = poll_seconds
         self.recorder = Recorder(self.warehouse)
         self.swaps = 0
@@ -157,7 +160,7 @@ class Served:
         if current is None:
             with self._lock:
                 if self._current is None:
-                    self._current = Lakescout(self.warehouse.root)
+                    self._current = Lakescout(self.session)
                     self.swaps += 1
                     self.warming = threading.Thread(target=self._warm_first, args=(self._current,), daemon=True,
                                                     name="lakescout-warm")
@@ -201,7 +204,7 @@ class Served:
     def _swap_in(self, snapshot_id: int) -> None:
         """Open ``snapshot_id``, warm it with the recent searches, then answer from it and forget the old one."""
         try:
-            fresh = Lakescout(self.warehouse.root, snapshot_id)
+            fresh = Lakescout(self.session, snapshot_id)
             name_index(fresh.snapshot)
             for recent in self._recent.values():
                 for q in list(recent):
@@ -250,8 +253,8 @@ class Served:
 
     @staticmethod
     def _answer(ls: Lakescout, q: BatchQuery, uploads: Mapping[str, str]) -> dict:
-        table = check_query_table(ls.snapshot, q, True, uploads)
-        return search_answer(ls.snapshot, q, True, uploads, table=table)
+        table = check_query_table(ls.snapshot, q, True, uploads, ls.config)
+        return search_answer(ls.snapshot, q, ls.config, True, uploads, table=table)
 
     # -- memoised reads -----------------------------------------------------------------------------------------
     def memo(self, name: str, build: Callable[[], object], seconds: float, records: bool = False) -> object:
@@ -308,9 +311,10 @@ _SERVED: dict[str, Served] = {}
 _SERVED_LOCK = threading.Lock()
 
 
-def served(root: str) -> Served:
-    """The process's :class:`Served` of the warehouse at ``root`` (one per warehouse, shared by every request)."""
+def served(root: str, configure: Callable[[], Config]) -> Served:
+    """The process's :class:`Served` of the warehouse at ``root`` (one per warehouse, shared by every request); the
+    first request builds its session, with the configuration the surface resolves (``configure()``, called once)."""
     with _SERVED_LOCK:
         if root not in _SERVED:
-            _SERVED[root] = Served(root)
+            _SERVED[root] = Served(Session.at(root, configure()))
         return _SERVED[root]

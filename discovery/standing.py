@@ -20,7 +20,7 @@ import pyarrow.fs as pafs
 
 from .batch import (BatchError, BatchSpec, batch_results, first_run, has_rows, parse_spec, recorded_batch, run_batch,
                     validate_batch)
-from .store import SCHEMAS, Warehouse, load_snapshot, new_attempt_token
+from .store import SCHEMAS, Session, Warehouse, load_snapshot, new_attempt_token
 from .store.files import resolve
 
 _STANDING_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -31,21 +31,21 @@ def _standing_dir(wh: Warehouse) -> tuple[pafs.FileSystem, str]:
     return fs, f"{root.rstrip('/')}/standing"
 
 
-def save_standing(warehouse: Warehouse | str, name: str, spec: dict | list | str) -> BatchSpec:
+def save_standing(session: Session, name: str, spec: dict | list | str) -> BatchSpec:
     """Save a standing query (a batch re-run on every new snapshot) as ``<warehouse>/standing/<name>.json``.
 
     The spec is validated against the latest snapshot first, so a standing query that could never run is refused
     when it is saved rather than on the next refresh.  A ``snapshot_id`` in it is refused: a standing query always
     follows the newest snapshot.  Standing queries run in the ``standing_queries`` DAG, so they are served batches:
-    their queries name lake tables.
+    their queries name lake tables.  Validated under the ``session``'s configuration.
     """
-    wh = Warehouse(warehouse)
+    wh = session.warehouse
     if not _STANDING_NAME.match(name):
         raise BatchError(f"standing query name {name!r} must be lower-case letters, digits, '-' or '_'")
     batch = parse_spec(spec, name)
     if batch.snapshot_id is not None:
         raise BatchError("field 'snapshot_id': a standing query follows the newest snapshot; leave it out")
-    validate_batch(wh, batch, served=True)
+    validate_batch(session, batch, served=True)
     batch = BatchSpec(name, batch.queries)
     fs, folder = _standing_dir(wh)
     fs.create_dir(folder, recursive=True)
@@ -54,9 +54,8 @@ def save_standing(warehouse: Warehouse | str, name: str, spec: dict | list | str
     return batch
 
 
-def standing_queries(warehouse: Warehouse | str) -> dict[str, BatchSpec]:
+def standing_queries(wh: Warehouse) -> dict[str, BatchSpec]:
     """Every saved standing query by name."""
-    wh = Warehouse(warehouse)
     fs, folder = _standing_dir(wh)
     if fs.get_file_info(folder).type == pafs.FileType.NotFound:
         return {}
@@ -73,9 +72,8 @@ def standing_batch_id(name: str, snapshot_id: int) -> str:
     return f"standing-{name}-s{snapshot_id}"
 
 
-def standing_runs(warehouse: Warehouse | str, name: str | None = None) -> pa.Table:
+def standing_runs(wh: Warehouse, name: str | None = None) -> pa.Table:
     """Recorded runs of standing queries (``query_batches`` rows): name, batch id, snapshot id."""
-    wh = Warehouse(warehouse)
     # the boolean is filtered in Arrow: delta-rs' dataset prunes every file on a predicate over a column that has
     # no file statistics (booleans get none), which would hide every run
     t = wh.read("query_batches", columns=["name", "batch_id", "snapshot_id", "standing", "created_at"],
@@ -88,14 +86,15 @@ def _keyed(results: pa.Table) -> dict[tuple, dict]:
     return {(r["query_id"], r["table_id"], r["column"]): r for r in results.to_pylist()}
 
 
-def run_standing(warehouse: Warehouse | str, name: str, snapshot_id: int | None = None) -> dict:
+def run_standing(session: Session, name: str, snapshot_id: int | None = None) -> dict:
     """Re-run standing query ``name`` on a snapshot (default the latest) and record what changed since its last run.
 
     Results are compared per query id and result (lake table, column): ``new`` results, ``dropped`` ones, and
     ``rescored`` ones whose score moved.  The first run has no previous snapshot, so all its results are new.  The
-    changes go to ``standing_changes`` in one commit; running again on the same snapshot changes nothing.
+    changes go to ``standing_changes`` in one commit; running again on the same snapshot changes nothing.  The
+    queries answer with the ``session``'s configuration.
     """
-    wh = Warehouse(warehouse)
+    wh = session.warehouse
     specs = standing_queries(wh)
     if name not in specs:
         raise BatchError(f"no standing query {name!r} (saved: {', '.join(specs) or 'none'})")
@@ -108,7 +107,8 @@ def run_standing(warehouse: Warehouse | str, name: str, snapshot_id: int | None 
     if earlier.num_rows:
         last = earlier.sort_by([("snapshot_id", "descending")]).slice(0, 1).to_pylist()[0]
         previous = (last["batch_id"], last["snapshot_id"])
-    summary = run_batch(wh, specs[name], batch_id=batch_id, snapshot_id=snap.snapshot_id, standing=True, served=True)
+    summary = run_batch(session, specs[name], batch_id=batch_id, snapshot_id=snap.snapshot_id, standing=True,
+                        served=True)
     now_rows = _keyed(batch_results(wh, batch_id))
     before = _keyed(batch_results(wh, previous[0])) if previous else {}
     ids = {q.id for q in specs[name].queries}
@@ -136,17 +136,15 @@ def run_standing(warehouse: Warehouse | str, name: str, snapshot_id: int | None 
             "changes": counts, "rerun": already}
 
 
-def standing_changes(warehouse: Warehouse | str, name: str | None = None) -> pa.Table:
+def standing_changes(wh: Warehouse, name: str | None = None) -> pa.Table:
     """Recorded changes of standing queries, newest snapshot first."""
-    wh = Warehouse(warehouse)
     t = wh.read("standing_changes", filter=None if name is None else pc.field("name") == name)
     t = first_run(t, ["batch_id", "query_id", "change", "table_id", "column"])
     return t.sort_by([("snapshot_id", "descending"), ("query_id", "ascending"), ("change", "ascending")])
 
 
-def pinned_snapshots(warehouse: Warehouse | str) -> set[int]:
+def pinned_snapshots(wh: Warehouse) -> set[int]:
     """Snapshots a standing query still compares against: the last one each saved standing query ran on."""
-    wh = Warehouse(warehouse)
     names = set(standing_queries(wh))
     runs = standing_runs(wh)
     last: dict[str, int] = {}

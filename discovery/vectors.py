@@ -35,7 +35,7 @@ from .lake import LakeFileError, infer_type, read_lake_table
 from .quantities import quantity
 from .query import QueryError, QueryTable
 from .segments import RULE, glued_spellings, value_segments
-from .store import SCHEMAS, Snapshot, WarehouseError
+from .store import SCHEMAS, Snapshot, Warehouse, WarehouseError
 from .store.cache import INDEXES
 
 OUTPUTS = ("column_vectors", "table_vectors", "value_vectors")
@@ -90,25 +90,25 @@ class EncoderRefs:
 class LakeEncoders:
     refs: EncoderRefs
     column: Encoder
-    warehouse_root: str
+    warehouse: Warehouse
 
     @property
     def table(self) -> Encoder:
         """The trained table encoder, loaded on first use (a join query never needs it), or without one the column
         encoder, whose ``encode_table`` is the mean of the column vectors."""
-        return stored_encoder(self.warehouse_root, TABLE_MODEL, self.refs.table) if self.refs.table else self.column
+        return stored_encoder(self.warehouse, TABLE_MODEL, self.refs.table) if self.refs.table else self.column
 
     @property
     def join(self) -> Encoder | None:
         """The join encoder, loaded on first use: its weights are most of the models' bytes (about 100 MB with the
         default 2^18 buckets), and union queries and column vectors never need them.  Not kept on this object: the
         index cache holds it, within its byte budget."""
-        return stored_encoder(self.warehouse_root, JOIN_MODEL, self.refs.join) if self.refs.join else None
+        return stored_encoder(self.warehouse, JOIN_MODEL, self.refs.join) if self.refs.join else None
 
 
-def load_encoders(warehouse_root: str, refs: EncoderRefs) -> LakeEncoders:
+def load_encoders(wh: Warehouse, refs: EncoderRefs) -> LakeEncoders:
     """The encoders ``refs`` names, each loaded once per process (the table and join encoders when first used)."""
-    return LakeEncoders(refs, stored_encoder(warehouse_root, COLUMN_MODEL, refs.column), warehouse_root)
+    return LakeEncoders(refs, stored_encoder(wh, COLUMN_MODEL, refs.column), wh)
 
 
 @dataclass
@@ -210,7 +210,7 @@ def embed_batch(work: pa.Table, ctx, refs: EncoderRefs) -> tuple[dict[str, pa.Ta
     """Rows of the three vector tables for catalog rows of ok tables, as the flags ``do_column_vectors``,
     ``do_table_vectors`` and ``do_value_vectors`` of each work row ask; also counters and the join-candidate
     columns that hit the value cap.  A table that cannot be read or encoded is counted as failed, never raised."""
-    encoders = load_encoders(ctx.warehouse, refs)
+    encoders = load_encoders(ctx.store, refs)
     cols = {n: {k: [] for k in SCHEMAS[n].names if k != "vector"} for n in OUTPUTS}
     vecs: dict[str, list[np.ndarray]] = {n: [] for n in OUTPUTS}
     counts = {"tables_processed": 0, "tables_failed": 0, "capped_columns": 0}
@@ -267,7 +267,7 @@ def snapshot_refs(snapshot: Snapshot) -> EncoderRefs:
     version = snapshot.models.get(SET_MODEL)
     if version is None:
         raise WarehouseError(f"snapshot {snapshot.snapshot_id} has no vectors (no embed stage ran before it)")
-    _, params = payload(snapshot.warehouse.root, SET_MODEL, version, snapshot.version("models"))
+    _, params = payload(snapshot.warehouse, SET_MODEL, version, snapshot.version("models"))
     return EncoderRefs.from_params(params)
 
 
@@ -275,8 +275,8 @@ def snapshot_encoders(snapshot: Snapshot) -> LakeEncoders:
     """The encoders the snapshot's vectors were built with.  The versions a snapshot pins are read once per process
     and kept, like the encoders themselves, in the byte-bounded index cache, so a long-running process that serves
     snapshot after snapshot does not hold every snapshot's encoders."""
-    root = snapshot.warehouse.root
-    return INDEXES.get(("encoders", root, snapshot.snapshot_id), lambda: load_encoders(root, snapshot_refs(snapshot)))
+    return INDEXES.get(("encoders", snapshot.warehouse.root, snapshot.snapshot_id),
+                       lambda: load_encoders(snapshot.warehouse, snapshot_refs(snapshot)))
 
 
 def embed_query(snapshot: Snapshot, query: QueryTable, with_values: bool = False) -> TableEmbedding:

@@ -195,10 +195,10 @@ def execute(spark, stage: str, body: Callable[[object, StageContext], StageRepor
             report = body(spark, ctx)
     except Exception as exc:
         traceback.print_exc()
-        record_stage(ctx.warehouse, ctx.refresh_id, StageReport(stage, status="failed", message=str(exc)[:2000]),
+        record_stage(ctx.store, ctx.refresh_id, StageReport(stage, status="failed", message=str(exc)[:2000]),
                      started, ctx.attempt)
         return 1
-    record_stage(ctx.warehouse, ctx.refresh_id, report, started, ctx.attempt)
+    record_stage(ctx.store, ctx.refresh_id, report, started, ctx.attempt)
     if usage is not None:
         usage.append({"stage": stage, **watch.usage()})
     print(json.dumps({"stage": stage, "refresh_id": ctx.refresh_id, **report.__dict__, **watch.usage()}))

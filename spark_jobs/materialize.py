@@ -34,13 +34,13 @@ import numpy as np
 import pyarrow as pa
 
 from discovery import storage
-from discovery.config import Limits, load_config
+from discovery.config import Limits
 from discovery.lake import LakeFileError
 from discovery.lake.pinned import units
 from discovery.materialize.augment import ROW_BITS, FanOutError, combine, finish, unit_partial
 from discovery.materialize.output import (check_target, finish_parts, read_part, remove_parts, staging, write_part,
                                          write_table)
-from discovery.materialize.planfile import JoinPlan, UnionPlan, load_plan
+from discovery.materialize.planfile import JoinPlan, UnionPlan, load_plan, plan_limits
 from discovery.materialize.service import METADATA_KEY, Materialized, describe
 from discovery.materialize.union import (plan_layout, query_rows, replan_observed, row_hashes, type_notes,
                                          unit_rows)
@@ -223,17 +223,16 @@ def _join_spark(spark, plan: JoinPlan, output: str, fmt: str, overwrite: bool, l
     return m.description
 
 
-def run_plan_spark(spark, plan: UnionPlan | JoinPlan, output: str, fmt: str, overwrite: bool = False,
-                   limits: Limits | None = None) -> dict:
-    """Materialise ``plan`` on ``spark`` into ``output``; returns the description of what was written."""
-    limits = limits or load_config().limits
+def run_plan_spark(spark, plan: UnionPlan | JoinPlan, output: str, fmt: str, limits: Limits,
+                   overwrite: bool = False) -> dict:
+    """Materialise ``plan`` on ``spark`` into ``output``, its lake tables read under ``limits`` (the planning
+    session's); returns the description of what was written."""
     if isinstance(plan, UnionPlan):
         return _union_spark(spark, plan, output, fmt, overwrite, limits)
     return _join_spark(spark, plan, output, fmt, overwrite, limits)
 
 
-def run_plan_on_master(master: str, plan, output: str, fmt: str, overwrite: bool = False,
-                       limits: Limits | None = None) -> dict:
+def run_plan_on_master(master: str, plan, output: str, fmt: str, limits: Limits, overwrite: bool = False) -> dict:
     """:func:`run_plan_spark` in a session on ``master`` started for it (and stopped after), unless this process
     already runs one."""
     from pyspark.sql import SparkSession
@@ -241,7 +240,7 @@ def run_plan_on_master(master: str, plan, output: str, fmt: str, overwrite: bool
     had = SparkSession.getActiveSession() is not None
     spark = spark_session("lakescout-materialize", master=master)
     try:
-        return run_plan_spark(spark, plan, output, fmt, overwrite, limits)
+        return run_plan_spark(spark, plan, output, fmt, limits, overwrite)
     finally:
         if not had:
             spark.stop()
@@ -253,13 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--output", required=True)
     p.add_argument("--format", required=True, choices=("parquet", "csv", "delta"))
     p.add_argument("--overwrite", action="store_true")
-    p.add_argument("--config", default=None, help="TOML configuration file")
     args = p.parse_args(argv)
     try:
         spark = spark_session("lakescout-materialize")
         spark.sparkContext.setLogLevel("ERROR")
-        out = run_plan_spark(spark, load_plan(args.plan), args.output, args.format, args.overwrite,
-                             load_config(args.config).limits)
+        out = run_plan_spark(spark, load_plan(args.plan), args.output, args.format, plan_limits(args.plan),
+                             args.overwrite)
     except (LakeFileError, ValueError) as exc:
         print("LAKESCOUT_RESULT " + json.dumps({"refused": str(exc).splitlines()[0]}))
         return 2

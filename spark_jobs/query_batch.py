@@ -27,25 +27,27 @@ import pyarrow as pa
 
 from discovery.batch import (BatchError, BatchSpec, batch_snapshot, open_batch, parse_spec, record_batch)
 from discovery.batch_share import answer_share, merge_outcomes, plan_share, task_count, task_range
-from discovery.config import Config, load_config
+from discovery.config import load_config
 from discovery.query import QueryError
-from discovery.store import WarehouseError
+from discovery.store import Session, WarehouseError
 from spark_jobs.common import spark_session
 
 
-def run_batch_spark(spark, warehouse: str, spec: dict | list | str | BatchSpec, batch_id: str | None = None,
+def run_batch_spark(spark, session: Session, spec: dict | list | str | BatchSpec, batch_id: str | None = None,
                     snapshot_id: int | None = None, standing: bool = False, served: bool = False,
-                    uploads: Mapping[str, str] | None = None, config: Config | None = None) -> dict:
+                    uploads: Mapping[str, str] | None = None) -> dict:
     """:func:`discovery.batch.run_batch` with the queries answered in Spark tasks: the same checks, result rows,
-    commit and summary (``seconds`` apart, and ``spark_tasks``: how many tasks answered)."""
-    wh, batch_id, done = open_batch(warehouse, batch_id)
+    commit and summary (``seconds`` apart, and ``spark_tasks``: how many tasks answered); every task answers with
+    the driver's ``session`` (its warehouse and configuration), whatever configuration files the executors have."""
+    wh = session.warehouse
+    batch_id, done = open_batch(wh, batch_id)
     if done is not None:
         return done
     batch = spec if isinstance(spec, BatchSpec) else parse_spec(spec)
     snap = batch_snapshot(wh, batch, snapshot_id)
     started = time.time()
     now = datetime.now(UTC)
-    share = plan_share(snap, batch, batch_id, now, config or load_config(), served, uploads)
+    share = plan_share(snap, batch, batch_id, now, session.config, served, uploads)
     n = len(batch.queries)
     n_tasks = task_count(n, int(spark.sparkContext.defaultParallelism))
     shared = spark.sparkContext.broadcast(share)
@@ -70,7 +72,7 @@ def run_batch_spark(spark, warehouse: str, spec: dict | list | str | BatchSpec, 
     return record_batch(wh, batch, snap, batch_id, rows, per_query, started, now, standing, n_tasks)
 
 
-def run_batch_on_master(master: str, warehouse: str, spec, **kwargs) -> dict:
+def run_batch_on_master(master: str, session: Session, spec, **kwargs) -> dict:
     """:func:`run_batch_spark` in a session on ``master`` started for it (and stopped after), unless this process
     already runs one."""
     from pyspark.sql import SparkSession
@@ -78,7 +80,7 @@ def run_batch_on_master(master: str, warehouse: str, spec, **kwargs) -> dict:
     had = SparkSession.getActiveSession() is not None
     spark = spark_session("lakescout-query-batch", master=master)
     try:
-        return run_batch_spark(spark, warehouse, spec, **kwargs)
+        return run_batch_spark(spark, session, spec, **kwargs)
     finally:
         if not had:
             spark.stop()
@@ -97,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             spec = fh.read()
         spark = spark_session("lakescout-query-batch")
         spark.sparkContext.setLogLevel("ERROR")
-        out = run_batch_spark(spark, args.warehouse, spec, batch_id=args.batch_id, snapshot_id=args.snapshot,
-                              config=load_config(args.config))
+        out = run_batch_spark(spark, Session.at(args.warehouse, load_config(args.config)), spec,
+                              batch_id=args.batch_id, snapshot_id=args.snapshot)
     except (BatchError, QueryError, WarehouseError) as exc:
         print("LAKESCOUT_RESULT " + json.dumps({"refused": str(exc)}))
         return 2

@@ -9,7 +9,7 @@ import sys
 from discovery.config import load_config
 from discovery.refresh import StageContext, begin_refresh, failed_tables, publish_snapshot
 from discovery.refresh.progress import note
-from discovery.store import Lease, LeaseHeld, new_attempt_token, release_refresh
+from discovery.store import Lease, LeaseHeld, Session, new_attempt_token, release_refresh
 from spark_jobs.common import add_pattern_args, execute, flat_patterns, spark_session
 from spark_jobs.stages import STAGES
 
@@ -25,23 +25,23 @@ def refresh(spark, warehouse: str, lake: str, full: bool = False, config_path: s
 
     The refresh holds the warehouse lease throughout, renewed from a background thread, and releases it when it
     publishes or fails; :class:`~discovery.store.LeaseHeld` is raised when another run holds it."""
-    config = load_config(config_path)
+    session = Session.at(warehouse, load_config(config_path))
     note("taking the warehouse lease, checking the index tables")
-    refresh_id = begin_refresh(warehouse, run, config)
+    refresh_id = begin_refresh(session, run)
     usage: list[dict] = []
     try:
         with Lease.join(warehouse, refresh_id).kept_alive() as lease:
             for module in (importlib.import_module(f"spark_jobs.{m}") for m in STAGES.values()):
-                ctx = StageContext(warehouse, lake, refresh_id, new_attempt_token(), full, config, tuple(include),
-                                   tuple(exclude))
+                ctx = StageContext(session.root, lake, refresh_id, new_attempt_token(), full, session.config,
+                                   tuple(include), tuple(exclude))
                 lease.check()
                 if execute(spark, module.STAGE, module.run, ctx, usage) != 0:
                     return {"refresh_id": refresh_id, "published": False, "failed_stage": module.STAGE,
                             "stages": usage}
             lease.check()
             # the lake as the stages resolved it (absolute)
-            return {**publish_snapshot(warehouse, refresh_id, ctx.lake), "stages": usage,
-                    "failed_tables": failed_tables(warehouse, refresh_id)}
+            return {**publish_snapshot(session.warehouse, refresh_id, ctx.lake), "stages": usage,
+                    "failed_tables": failed_tables(session.warehouse, refresh_id)}
     finally:
         release_refresh(warehouse, refresh_id)
 

@@ -330,6 +330,7 @@ def soak(spark, work: str, cycles: int, seed: int = 0, kill_share: float = 0.35,
     early still reports the cycles it ran)."""
     from discovery.config import load_config
     from discovery.maintenance import run_maintenance
+    from discovery.store import Warehouse
     from spark_jobs.refresh import refresh
 
     rng = random.Random(seed)
@@ -380,7 +381,7 @@ def soak(spark, work: str, cycles: int, seed: int = 0, kill_share: float = 0.35,
         report["searches"] += len(answers)
         problems += diff(answers, queries.all(twin), "answers vs twin")
         if cycle % maintain_every == 0:
-            m = run_maintenance(faulted, mcfg)
+            m = run_maintenance(Warehouse(faulted), mcfg)
             report["maintenance_runs"] += m["status"] == "ok"
             report["log_files_expired"] += expire_logs(faulted, mcfg.log_retention_days * 86400,
                                                          mcfg.window_seconds)

@@ -76,6 +76,7 @@ def test_reading_routes_answer_as_the_python_api(server):
 def test_searches_by_id_path_and_upload_are_recorded_and_exact(server):
     import discovery
     from discovery.batch import batch_results
+    from discovery.store import Warehouse
 
     ls = discovery.open(server["warehouse"])
     truth = load_ground_truth(server["lake"])
@@ -106,7 +107,7 @@ def test_searches_by_id_path_and_upload_are_recorded_and_exact(server):
         assert [r["score"] for r in got["results"]] == pytest.approx(
             [r.get("score", r.get("joinability")) for r in direct["results"]])
         assert recorded(server) == before + 1
-        rows = same(batch_results(server["warehouse"], got["batch_id"]).to_pylist())
+        rows = same(batch_results(Warehouse(server["warehouse"]), got["batch_id"]).to_pylist())
         assert [r["table_id"] for r in rows] == [r["table_id"] for r in got["results"]]
         again = call(server, "GET", f"/api/batches/{got['batch_id']}")
         assert again.status_code == 200 and again.json()["results"] == got["results"]

@@ -27,6 +27,7 @@ from discovery.query import read_query_file
 from discovery.refresh import StageContext, begin_refresh, publish_snapshot
 from discovery.standing import pinned_snapshots, run_standing, save_standing, standing_changes, standing_queries
 from discovery.store import Warehouse, new_attempt_token
+from sessions import session
 
 pytestmark = [pytest.mark.spark]
 
@@ -40,13 +41,13 @@ def refresh_for_nary(spark, warehouse: str, lake: str) -> int:
     from spark_jobs.common import execute
     from spark_jobs.stages import STAGES
 
-    refresh_id = begin_refresh(warehouse)
+    refresh_id = begin_refresh(session(warehouse))
     config = load_config(None)
     for stage in NARY_STAGES:
         module = importlib.import_module(f"spark_jobs.{STAGES[stage]}")
         ctx = StageContext(warehouse, lake, refresh_id, new_attempt_token(), False, config)
         assert execute(spark, module.STAGE, module.run, ctx) == 0, stage
-    return publish_snapshot(warehouse, refresh_id, lake)["snapshot_id"]
+    return publish_snapshot(Warehouse(warehouse), refresh_id, lake)["snapshot_id"]
 
 
 def nary_lake(demo_lake: str, dest: str) -> dict:
@@ -93,7 +94,7 @@ def test_a_bad_query_is_refused_naming_query_and_field(nary_env, query_patch, fi
     bad = {"id": "bad", "kind": "nary", "query": nary_env["query"], "key": nary_env["key"], **query_patch}
     before = _count(nary_env["warehouse"], "query_results")
     with pytest.raises(BatchError) as err:
-        run_batch(nary_env["warehouse"], {"queries": [good, bad]})
+        run_batch(session(nary_env["warehouse"]), {"queries": [good, bad]})
     message = str(err.value)
     assert "query 1 (id 'bad')" in message and repr(field) in message, message
     assert _count(nary_env["warehouse"], "query_results") == before  # nothing of the good query was written
@@ -115,9 +116,9 @@ def test_malformed_specs_are_refused(spec, text):
 
 def test_missing_required_parameter_and_unknown_snapshot(nary_env):
     with pytest.raises(BatchError, match="field 'key'.*required"):
-        validate_batch(nary_env["warehouse"], [{"kind": "nary", "query": nary_env["query"]}])
+        validate_batch(session(nary_env["warehouse"]), [{"kind": "nary", "query": nary_env["query"]}])
     with pytest.raises(BatchError, match="snapshot_id"):
-        validate_batch(nary_env["warehouse"], {"snapshot_id": 4242, "queries": [
+        validate_batch(session(nary_env["warehouse"]), {"snapshot_id": 4242, "queries": [
             {"kind": "nary", "query": nary_env["query"], "key": nary_env["key"]}]})
 
 
@@ -130,10 +131,10 @@ def test_batch_results_equal_the_search_and_are_committed_once(nary_env):
          "params": {"key": ",".join(nary_env["key"]), "k": 3, "method": "exhaustive"}},
     ]}
     version = Warehouse(wh).version("query_results")
-    summary = run_batch(wh, spec, batch_id="b-equal")
+    summary = run_batch(session(wh), spec, batch_id="b-equal")
     assert Warehouse(wh).version("query_results") == version + 1      # one commit for the whole batch
     ls = discovery.open(wh)
-    rows = batch_results(wh, "b-equal")
+    rows = batch_results(Warehouse(wh), "b-equal")
     for qid, k, method in (("by-path", 5, "mate"), ("exhaustive", 3, "exhaustive")):
         direct = ls.nary(nary_env["query"], nary_env["key"], k=k, method=method)["results"]
         mine = rows.filter(pc.equal(rows["query_id"], qid)).to_pylist()
@@ -144,7 +145,7 @@ def test_batch_results_equal_the_search_and_are_committed_once(nary_env):
     assert summary["results"] == rows.num_rows > 0
     assert [q["id"] for q in summary["queries"]] == ["by-path", "exhaustive"]
     # the same batch id again: the recorded summary, no second commit
-    assert run_batch(wh, spec, batch_id="b-equal") == summary
+    assert run_batch(session(wh), spec, batch_id="b-equal") == summary
     assert Warehouse(wh).version("query_results") == version + 1
 
 
@@ -153,8 +154,8 @@ def test_a_batch_recorded_twice_by_runs_that_raced_is_read_once(nary_env):
     second appended here as it would, a second later), and every reader keeps the first run's."""
     wh = nary_env["warehouse"]
     spec = [{"id": "q", "kind": "nary", "query": nary_env["query"], "key": nary_env["key"], "k": 4}]
-    summary = run_batch(wh, spec, batch_id="b-race")
-    first = batch_results(wh, "b-race")
+    summary = run_batch(session(wh), spec, batch_id="b-race")
+    first = batch_results(Warehouse(wh), "b-race")
     store = Warehouse(wh)
     for name in ("query_results", "query_batches"):
         rows = store.read(name, filter=pc.field("batch_id") == "b-race")
@@ -164,9 +165,9 @@ def test_a_batch_recorded_twice_by_runs_that_raced_is_read_once(nary_env):
             rows = rows.set_column(rows.schema.get_field_index("summary"), "summary", pa.array(['{"second": 1}']))
         store.append_rows(name, rows, refresh_id=1, stage="query_batch", attempt=new_attempt_token(), once=False)
     assert store.read("query_results", filter=pc.field("batch_id") == "b-race").num_rows == 2 * first.num_rows
-    assert batch_results(wh, "b-race").equals(first)
-    assert recorded_batch(wh, "b-race") == summary
-    assert [b["batch_id"] for b in recent_batches(wh, 100)].count("b-race") == 1
+    assert batch_results(Warehouse(wh), "b-race").equals(first)
+    assert recorded_batch(Warehouse(wh), "b-race") == summary
+    assert [b["batch_id"] for b in recent_batches(Warehouse(wh), 100)].count("b-race") == 1
 
 
 def test_first_run_keeps_the_earliest_row_of_every_key():
@@ -184,8 +185,8 @@ def test_a_lake_table_id_query_leaves_itself_out(nary_env):
     wh = nary_env["warehouse"]
     cat = Warehouse(wh).read("catalog")
     tid = cat.filter(pc.equal(cat["path"], nary_env["query"]))["table_id"][0].as_py()
-    run_batch(wh, [{"kind": "nary", "query": tid, "key": nary_env["key"], "k": 10}], batch_id="b-self")
-    rows = batch_results(wh, "b-self")
+    run_batch(session(wh), [{"kind": "nary", "query": tid, "key": nary_env["key"], "k": 10}], batch_id="b-self")
+    rows = batch_results(Warehouse(wh), "b-self")
     assert rows.num_rows > 0 and tid not in rows.column("table_id").to_pylist()
 
 
@@ -232,11 +233,11 @@ def test_a_served_batch_refuses_every_path_but_a_lake_table(nary_env, escaping, 
     if reason.startswith("link"):
         # a lake table that became a link out of the lake is read by no path, the CLI and Python API included
         with pytest.raises(BatchError, match="leads out of the lake"):
-            validate_batch(nary_env["warehouse"], spec)
+            validate_batch(session(nary_env["warehouse"]), spec)
     else:
-        validate_batch(nary_env["warehouse"], spec)               # unserved (CLI, Python API): the file is read
+        validate_batch(session(nary_env["warehouse"]), spec)     # unserved (CLI, Python API): the file is read
     with pytest.raises(BatchError) as err:
-        run_batch(nary_env["warehouse"], spec, served=True)
+        run_batch(session(nary_env["warehouse"]), spec, served=True)
     message = str(err.value)
     assert f"query 0 (id 'q1'): field 'query': query {query!r} is refused" in message and reason in message, message
     assert "SECRET" not in message
@@ -250,10 +251,10 @@ def test_a_served_batch_answers_lake_tables_by_path_id_and_absolute_lake_path(na
     names = {"path": nary_env["query"], "id": tid, "absolute": os.path.join(lake, nary_env["query"])}
     spec = {"name": "served", "queries": [{"id": n, "kind": "nary", "query": q, "key": nary_env["key"], "k": 5}
                                           for n, q in names.items()]}
-    summary = run_batch(wh, spec, batch_id="b-served", served=True)
+    summary = run_batch(session(wh), spec, batch_id="b-served", served=True)
     direct = [(r["table_id"], float(r["joinability"]))
               for r in discovery.open(wh).nary(tid, nary_env["key"], k=5)["results"]]
-    rows = batch_results(wh, "b-served")
+    rows = batch_results(Warehouse(wh), "b-served")
     assert direct and summary["results"] == 3 * len(direct)
     for qid in names:
         mine = rows.filter(pc.equal(rows["query_id"], qid))
@@ -263,16 +264,17 @@ def test_a_served_batch_answers_lake_tables_by_path_id_and_absolute_lake_path(na
 def test_uploads_of_a_served_batch_are_read_under_their_name(nary_env, escaping):
     wh = nary_env["warehouse"]
     spec = [{"kind": "nary", "query": "upload:copy.csv", "key": nary_env["key"], "k": 5}]
-    summary = run_batch(wh, spec, batch_id="b-upload", served=True, uploads={"upload:copy.csv": escaping["outside"]})
+    summary = run_batch(session(wh), spec, batch_id="b-upload", served=True,
+                        uploads={"upload:copy.csv": escaping["outside"]})
     direct = discovery.open(wh).nary(escaping["outside"], nary_env["key"], k=5)["results"]
-    rows = batch_results(wh, "b-upload")
+    rows = batch_results(Warehouse(wh), "b-upload")
     assert summary["queries"][0]["query"] == "upload:copy.csv" and rows.num_rows == len(direct) > 0
     assert rows["table_id"].to_pylist() == [r["table_id"] for r in direct]
     broken = os.path.join(escaping["root"], "broken.csv")
     with open(broken, "w") as fh:
         fh.write('a,b\n1,"SECRET-CELL opens a quote\n2,3\n')
     with pytest.raises(BatchError) as err:
-        run_batch(wh, [{"kind": "nary", "query": "upload:broken.csv", "key": ["a"]}], served=True,
+        run_batch(session(wh), [{"kind": "nary", "query": "upload:broken.csv", "key": ["a"]}], served=True,
                   uploads={"upload:broken.csv": broken})
     assert "query file 'upload:broken.csv' cannot be read" in str(err.value) and "SECRET" not in str(err.value)
 
@@ -291,9 +293,9 @@ def test_query_batch_dag_and_standing_queries_are_served(nary_env, escaping, mon
     ok = validate(params={**params, "queries": [{"kind": "nary", "query": nary_env["query"], "key": nary_env["key"]}]})
     assert ok["snapshot_id"] == nary_env["snapshot"]
     with pytest.raises(BatchError, match="outside the lake"):
-        save_standing(nary_env["warehouse"], "outside", [{"kind": "nary", "query": escaping["outside"],
+        save_standing(session(nary_env["warehouse"]), "outside", [{"kind": "nary", "query": escaping["outside"],
                                                           "key": nary_env["key"]}])
-    assert "outside" not in standing_queries(nary_env["warehouse"])
+    assert "outside" not in standing_queries(Warehouse(nary_env["warehouse"]))
 
 
 # -- standing queries -------------------------------------------------------------------------------------------------
@@ -301,15 +303,15 @@ def test_standing_query_records_changes_between_snapshots(nary_env, spark):
     wh, lake = nary_env["warehouse"], nary_env["lake"]
     spec = [{"id": "stores", "kind": "nary", "query": nary_env["query"], "key": nary_env["key"], "k": 20}]
     with pytest.raises(BatchError, match="snapshot_id"):
-        save_standing(wh, "stores", {"snapshot_id": 1, "queries": spec})
+        save_standing(session(wh), "stores", {"snapshot_id": 1, "queries": spec})
     with pytest.raises(BatchError, match="name"):
-        save_standing(wh, "Bad Name!", spec)
-    save_standing(wh, "stores", spec)
-    assert list(standing_queries(wh)) == ["stores"]
+        save_standing(session(wh), "Bad Name!", spec)
+    save_standing(session(wh), "stores", spec)
+    assert list(standing_queries(Warehouse(wh))) == ["stores"]
 
-    first = run_standing(wh, "stores")
+    first = run_standing(session(wh), "stores")
     assert first["previous_snapshot_id"] is None and first["changes"]["new"] == first["results"] > 0
-    before = {r["table_id"]: r for r in batch_results(wh, first["batch_id"]).to_pylist()}
+    before = {r["table_id"]: r for r in batch_results(Warehouse(wh), first["batch_id"]).to_pylist()}
 
     # the lake changes: one result table disappears, one joinable table is added under a new name
     dropped_path = nary_env["tables"][0]
@@ -319,21 +321,21 @@ def test_standing_query_records_changes_between_snapshots(nary_env, spark):
     shutil.copy2(os.path.join(lake, nary_env["tables"][1]), os.path.join(lake, added))
     second_snapshot = refresh_for_nary(spark, wh, lake)
 
-    second = run_standing(wh, "stores")
+    second = run_standing(session(wh), "stores")
     assert second["snapshot_id"] == second_snapshot and second["previous_snapshot_id"] == first["snapshot_id"]
-    changes = standing_changes(wh, "stores")
+    changes = standing_changes(Warehouse(wh), "stores")
     latest = changes.filter(pc.equal(changes["snapshot_id"], second_snapshot)).to_pylist()
     by_change = collections.defaultdict(set)
     for c in latest:
         by_change[c["change"]].add(c["path"])
-    after = {r["table_id"]: r for r in batch_results(wh, second["batch_id"]).to_pylist()}
+    after = {r["table_id"]: r for r in batch_results(Warehouse(wh), second["batch_id"]).to_pylist()}
     expect_new = {r["path"] for t, r in after.items() if t not in before}
     expect_dropped = {r["path"] for t, r in before.items() if t not in after}
     assert added in expect_new and dropped_path in expect_dropped
     assert by_change["new"] == expect_new and by_change["dropped"] == expect_dropped
     assert second["changes"]["new"] == len(expect_new) and second["changes"]["dropped"] == len(expect_dropped)
     # a re-run on the same snapshot records nothing more, and that snapshot is the one pinned for retention
-    n = standing_changes(wh).num_rows
-    assert run_standing(wh, "stores")["rerun"] is True
-    assert standing_changes(wh).num_rows == n
-    assert pinned_snapshots(wh) == {second_snapshot}
+    n = standing_changes(Warehouse(wh)).num_rows
+    assert run_standing(session(wh), "stores")["rerun"] is True
+    assert standing_changes(Warehouse(wh)).num_rows == n
+    assert pinned_snapshots(Warehouse(wh)) == {second_snapshot}

@@ -12,6 +12,7 @@ from airflow_env import airflow_env, datasets, lineage_events, openlineage_env
 from discovery.api import Lakescout
 from discovery.standing import save_standing, standing_changes
 from discovery.store import Warehouse, list_snapshots
+from sessions import session
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
@@ -90,11 +91,11 @@ def test_query_batch_dag_runs_a_large_batch_on_spark(env, tmp_path):
     assert wh.version("query_results") == version + 1
     mine = [b for b in wh.read("query_batches").to_pylist() if b["name"] == "dag-spark"]
     assert len(mine) == 1 and json.loads(mine[0]["summary"])["spark_tasks"] >= 1
-    run_batch(env["warehouse"], queries, batch_id="dag-spark-reference", served=True)
+    run_batch(session(env["warehouse"]), queries, batch_id="dag-spark-reference", served=True)
     strip = lambda t: [{k: v for k, v in r.items() if k not in ("batch_id", "created_at")}  # noqa: E731
                        for r in t.to_pylist()]
-    assert strip(batch_results(env["warehouse"], mine[0]["batch_id"])) == \
-        strip(batch_results(env["warehouse"], "dag-spark-reference"))
+    assert strip(batch_results(Warehouse(env["warehouse"]), mine[0]["batch_id"])) == \
+        strip(batch_results(Warehouse(env["warehouse"]), "dag-spark-reference"))
 
     before = (wh.version("query_results"), wh.version("query_batches"))
     bad = [*queries[:3], {"id": "bad", "kind": "nary", "query": env["query"], "key": ["country", "no_such_column"]}]
@@ -106,10 +107,11 @@ def test_query_batch_dag_runs_a_large_batch_on_spark(env, tmp_path):
 
 
 def test_standing_queries_dag_records_the_diff_then_maintenance_keeps_it_queryable(env):
-    save_standing(env["warehouse"], "stores", [{"kind": "nary", "query": env["query"], "key": env["key"], "k": 6}])
+    save_standing(session(env["warehouse"]), "stores",
+                  [{"kind": "nary", "query": env["query"], "key": env["key"], "k": 6}])
     proc = _dags_test(env, "standing_queries")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    changes = standing_changes(env["warehouse"], "stores").to_pylist()
+    changes = standing_changes(Warehouse(env["warehouse"]), "stores").to_pylist()
     assert len(changes) == 6 and {c["change"] for c in changes} == {"new"}
 
     snapshots = [s.snapshot_id for s in list_snapshots(Warehouse(env["warehouse"]))]

@@ -23,6 +23,7 @@ from discovery.config import Config
 from discovery.demo_lake import load_ground_truth
 from discovery.store import Warehouse
 from spark_jobs.query_batch import run_batch_spark
+from sessions import session
 
 pytestmark = [pytest.mark.spark]
 
@@ -56,25 +57,25 @@ def batch_env(indexed_lake, tmp_path_factory):
 
 def _rows(wh: str, batch_id: str) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in ("batch_id", "created_at")}
-            for r in batch_results(wh, batch_id).to_pylist()]
+            for r in batch_results(Warehouse(wh), batch_id).to_pylist()]
 
 
 def test_a_batch_on_spark_records_the_rows_of_the_in_process_run(batch_env, spark):
     wh, spec = batch_env["warehouse"], {"name": "mixed", "queries": batch_env["queries"]}
-    mine = run_batch(wh, spec, batch_id="in-process")
+    mine = run_batch(session(wh), spec, batch_id="in-process")
     version = Warehouse(wh).version("query_results")
-    theirs = run_batch_spark(spark, wh, spec, batch_id="on-spark")
+    theirs = run_batch_spark(spark, session(wh), spec, batch_id="on-spark")
     assert Warehouse(wh).version("query_results") == version + 1       # one commit for the whole batch
     assert theirs["spark_tasks"] >= 2 and "spark_tasks" not in mine
     expected = _rows(wh, "in-process")
     assert {r["query_id"] for r in expected} == {q["id"] for q in batch_env["queries"]}
     assert _rows(wh, "on-spark") == expected
-    results = batch_results(wh, "on-spark")
+    results = batch_results(Warehouse(wh), "on-spark")
     assert len(set(results.column("created_at").to_pylist())) == 1
     strip = lambda s: [{k: v for k, v in q.items() if k != "stats"} for q in s["queries"]]  # noqa: E731
     assert strip(theirs) == strip(mine) and theirs["results"] == mine["results"]
     # the same batch id again: the recorded summary, nothing run or committed
-    assert run_batch_spark(spark, wh, spec, batch_id="on-spark") == recorded_batch(wh, "on-spark")
+    assert run_batch_spark(spark, session(wh), spec, batch_id="on-spark") == recorded_batch(Warehouse(wh), "on-spark")
     assert Warehouse(wh).version("query_results") == version + 1
 
 
@@ -92,9 +93,9 @@ def test_a_failing_query_fails_both_paths_alike_and_records_nothing(batch_env, s
     queries.insert(2, bad)
     before = (Warehouse(wh).version("query_results"), Warehouse(wh).version("query_batches"))
     with pytest.raises(BatchError) as here:
-        run_batch(wh, queries, batch_id="fails-here")
+        run_batch(session(wh), queries, batch_id="fails-here")
     with pytest.raises(BatchError) as there:
-        run_batch_spark(spark, wh, queries, batch_id="fails-there")
+        run_batch_spark(spark, session(wh), queries, batch_id="fails-there")
     assert str(there.value) == str(here.value)
     assert str(here.value).startswith("query 2 (id 'bad')") and reason in str(here.value)
     assert (Warehouse(wh).version("query_results"), Warehouse(wh).version("query_batches")) == before
@@ -132,7 +133,7 @@ def test_batch_command_with_a_master_runs_large_batches_on_spark(batch_env, tmp_
     env = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), PYSPARK_PYTHON=sys.executable,
                LAKESCOUT_CONFIG=str(config))
     queries = [q for q in batch_env["queries"] if q["kind"] == "union"][:4]
-    run_batch(wh, queries, batch_id="cli-reference")
+    run_batch(session(wh), queries, batch_id="cli-reference")
     for name, qs in (("cli-spark", queries), ("cli-small", queries[:2])):
         spec = tmp_path / f"{name}.json"
         spec.write_text(json.dumps({"queries": qs}))
@@ -154,19 +155,21 @@ def test_batch_command_with_a_master_runs_large_batches_on_spark(batch_env, tmp_
     assert pc.sum(pc.starts_with(results["batch_id"], "batch-")).as_py() in (None, 0)
 
 
-def test_a_numerical_join_on_spark_answers_with_the_drivers_configuration(batch_env, spark, tmp_path, monkeypatch):
-    """The executors' files say the defaults; the driver's configuration a wider tau (the query joins coordinates:
-    ``tau_metres``): the Spark batch answers as the driver does in process, not as the executors' files would."""
+def test_a_numerical_join_on_spark_answers_with_the_drivers_configuration(batch_env, spark, tmp_path):
+    """The executors' files (``$LAKESCOUT_CONFIG``) say the defaults; the driver's session a wider tau (the query
+    joins coordinates: ``tau_metres``): the Spark batch answers as the driver does in process, not as the executors'
+    files would."""
+    from discovery.config import load_config
+    from discovery.store import Session
+
     wh = batch_env["warehouse"]
     query = next(q for q in batch_env["queries"] if q["id"] == "jn")
-    run_batch(wh, [query], batch_id="numeric-default")
+    run_batch(session(wh), [query], batch_id="numeric-default")
     driver = tmp_path / "driver.toml"
     driver.write_text(open(os.environ["LAKESCOUT_CONFIG"]).read() + "\n[numjoin]\ntau_metres = 1000.0\n")
-    monkeypatch.setenv("LAKESCOUT_CONFIG", str(driver))     # the driver's; the running executors keep their files
-    here = run_batch(wh, [query], batch_id="numeric-here")
-    from discovery.config import load_config
-
-    there = run_batch_spark(spark, wh, [query], batch_id="numeric-there", config=load_config())
+    drivers = Session.at(wh, load_config(str(driver)))
+    here = run_batch(drivers, [query], batch_id="numeric-here")
+    there = run_batch_spark(spark, drivers, [query], batch_id="numeric-there")
     assert _rows(wh, "numeric-there") == _rows(wh, "numeric-here")
     assert _rows(wh, "numeric-here") != _rows(wh, "numeric-default")  # the configuration changes the answer
     assert there["results"] == here["results"]

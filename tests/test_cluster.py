@@ -25,6 +25,7 @@ import discovery
 from discovery.refresh.progress import PREFIX, Progress, read_progress
 from discovery.store import INDEX_TABLES, Warehouse, load_snapshot
 from spark_jobs.stages import STAGES
+from sessions import session
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -154,13 +155,13 @@ def test_cli_batch_on_the_cluster_records_the_in_process_rows(cluster, indexed_l
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert json.loads(proc.stdout)["spark_tasks"] >= 2
     assert _workers_that_ran(cluster, "lakescout-query-batch") == {"worker-1", "worker-2"}
-    run_batch(warehouse, queries, batch_id="in-process")
+    run_batch(session(warehouse), queries, batch_id="in-process")
     strip = lambda t: [{k: v for k, v in r.items() if k not in ("batch_id", "created_at")}  # noqa: E731
                        for r in t.to_pylist()]
-    rows = strip(batch_results(warehouse, "on-cluster"))
+    rows = strip(batch_results(Warehouse(warehouse), "on-cluster"))
     answered = {r["query_id"] for r in rows}          # a lake table with no unionable table has no result rows
     assert {"union", "join", "nary"} <= answered and len(answered) > len(queries) // 2
-    assert rows == strip(batch_results(warehouse, "in-process"))
+    assert rows == strip(batch_results(Warehouse(warehouse), "in-process"))
 
 
 def test_cli_refresh_on_the_cluster_equals_the_local_build(cluster, indexed_lake, tmp_path):

@@ -21,6 +21,7 @@ from discovery.config import MaintenanceConfig
 from discovery.refresh import begin_refresh
 from discovery.store import SCHEMAS, Warehouse, list_snapshots, write_data_file
 from discovery.store import warehouse as store
+from sessions import session
 
 
 def _results(batch: str, n: int) -> pa.Table:
@@ -119,7 +120,7 @@ def test_a_refresh_starting_spares_the_file_of_a_search_still_committing(wh):
     index_orphan = write_data_file(wh.table_uri("catalog"), pa.Table.from_pylist([], schema=SCHEMAS["catalog"]), 1,
                                    "scan", "killed")
     os.utime(os.path.join(wh.table_uri("catalog"), index_orphan.path), (long_ago, long_ago))
-    begin_refresh(wh.root)                                          # cleans orphans of every table
+    begin_refresh(session(wh.root))                                          # cleans orphans of every table
     assert os.path.exists(os.path.join(uri, in_flight.path))        # a writer may still commit it
     assert not os.path.exists(os.path.join(uri, stale.path))        # an old crash's file goes
     assert not os.path.exists(os.path.join(wh.table_uri("catalog"), index_orphan.path))  # so does a killed stage's

@@ -28,6 +28,7 @@ from discovery.store import Warehouse, load_snapshot, new_attempt_token
 from discovery.vectors import OUTPUTS, embed_batch, embed_query, query_value_vectors, snapshot_encoders
 from spark_jobs import embed_vectors, profile_columns, scan_lake
 from spark_jobs.common import execute
+from sessions import session
 
 TINY = """
 [embed]
@@ -65,11 +66,11 @@ def lake(tmp_path, demo_lake):
 
 def _refresh(spark, root: str, lake: str, config, full: bool = False) -> int:
     """scan, profile, embed and publish (the stages these vectors depend on)."""
-    rid = begin_refresh(root)
+    rid = begin_refresh(session(root))
     for module in (scan_lake, profile_columns, embed_vectors):
         ctx = StageContext(root, lake, rid, new_attempt_token(), full, config)
         assert execute(spark, module.STAGE, module.run, ctx) == 0
-    publish_snapshot(root, rid, lake)
+    publish_snapshot(Warehouse(root), rid, lake)
     return rid
 
 

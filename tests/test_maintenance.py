@@ -18,6 +18,7 @@ from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store import (INDEX_TABLES, SCHEMAS, Warehouse, WarehouseError, candidate_files, drop_table_ids,
                              list_snapshots, load_snapshot, write_data_file)
 from datetime import UTC
+from sessions import session
 
 
 def _column_rows(ids: np.ndarray, tag: str, rng: np.random.Generator, per_table: int = 30) -> pa.Table:
@@ -36,7 +37,7 @@ def _column_rows(ids: np.ndarray, tag: str, rng: np.random.Generator, per_table:
 def _refresh(wh: Warehouse, rng: np.random.Generator, changed: np.ndarray, tag: str, publish: bool = True,
              per_table: int = 30) -> int:
     """One refresh of the ``columns`` table: replace the rows of ``changed`` lake tables, as a stage does."""
-    refresh_id = begin_refresh(wh.root)
+    refresh_id = begin_refresh(session(wh.root))
     uri = wh.table_uri("columns")
     adds, removes = [], []
     for path in candidate_files(wh.files("columns"), changed):
@@ -49,7 +50,7 @@ def _refresh(wh: Warehouse, rng: np.random.Generator, changed: np.ndarray, tag: 
         adds.append(write_data_file(uri, _column_rows(chunk, tag, rng, per_table), refresh_id, "profile", "t1"))
     wh.commit("columns", adds, removes, refresh_id=refresh_id, stage="profile", attempt="t1")
     if publish:
-        return publish_snapshot(wh.root, refresh_id, "/lake")["snapshot_id"]
+        return publish_snapshot(Warehouse(wh.root), refresh_id, "/lake")["snapshot_id"]
     return refresh_id
 
 
@@ -83,7 +84,7 @@ def test_maintenance_keeps_time_travel_to_retained_snapshots(warehouse):
     ids = sorted(before)
     files_before = _data_files(wh, "columns")
     cfg = MaintenanceConfig(keep_snapshots=3, target_file_bytes=64 * 1024, min_small_files=4)
-    report = run_maintenance(wh, cfg)
+    report = run_maintenance(Warehouse(wh), cfg)
     assert report["status"] == "ok"
     assert report["snapshots_kept"] == ids[-3:] and report["snapshots_removed"] == ids[:-3]
     for sid in ids[-3:]:
@@ -105,7 +106,7 @@ def test_maintenance_keeps_time_travel_to_retained_snapshots(warehouse):
 def test_compaction_leaves_files_sorted_and_narrow_by_table_id(warehouse):
     wh = warehouse
     cfg = MaintenanceConfig(keep_snapshots=2, target_file_bytes=48 * 1024, min_small_files=4)
-    run_maintenance(wh, cfg)
+    run_maintenance(Warehouse(wh), cfg)
     files = wh.files("columns").sort_by("min.table_id").to_pylist()
     assert len(files) > 1
     for a, b in zip(files, files[1:]):
@@ -169,11 +170,11 @@ def test_snapshot_retention_keeps_pinned_snapshots(warehouse):
 def test_maintenance_skips_while_a_refresh_is_committing(warehouse):
     rng = np.random.default_rng(3)
     running = _refresh(warehouse, rng, np.array([1, 2]), "running", publish=False)   # holds the warehouse lease
-    report = run_maintenance(warehouse, MaintenanceConfig())
+    report = run_maintenance(Warehouse(warehouse), MaintenanceConfig())
     assert report["status"] == "skipped" and f"another refresh is running on this warehouse: refresh {running}" \
         in report["reason"]
-    publish_snapshot(warehouse.root, running, "/lake")
-    assert run_maintenance(warehouse, MaintenanceConfig())["status"] == "ok"
+    publish_snapshot(Warehouse(warehouse.root), running, "/lake")
+    assert run_maintenance(Warehouse(warehouse), MaintenanceConfig())["status"] == "ok"
 
 
 def test_snapshots_older_than_the_retention_leave_but_the_latest_stays(warehouse):
@@ -191,23 +192,23 @@ def test_maintenance_deletes_the_model_files_no_retained_snapshot_uses(warehouse
 
     spec = {"type_agreement": 0.8, "join_min_distinct": 2, "join_max_values": 100}
     for tag in ("a", "b"):
-        refresh_id = begin_refresh(warehouse.root)
+        refresh_id = begin_refresh(session(warehouse.root))
         save_model(warehouse, SET_MODEL, f"set-{tag}",
                    {"column": "col-1", "table": f"table-{tag}", "join": f"join-{tag}", "spec": spec}, b"",
                    refresh_id=refresh_id, attempt="t1")
-        publish_snapshot(warehouse.root, refresh_id, "/lake")
+        publish_snapshot(Warehouse(warehouse.root), refresh_id, "/lake")
     folder = os.path.join(warehouse.root, MODEL_FILES)
     os.makedirs(folder)
     names = ["col-1.bin", "table-a.bin", "join-a.bin", "table-b.bin", "join-b.bin", ".join-c.tmp123"]
     for name in names:
         with open(os.path.join(folder, name), "wb") as fh:
             fh.write(b"x")
-    report = run_maintenance(warehouse, MaintenanceConfig(keep_snapshots=1))
+    report = run_maintenance(Warehouse(warehouse), MaintenanceConfig(keep_snapshots=1))
     assert report["status"] == "ok"
     assert report["model_files_removed"] == ["join-a.bin", "table-a.bin"]
     assert sorted(os.listdir(folder)) == sorted(set(names) - {"join-a.bin", "table-a.bin"})
     # The retained snapshot still uses the rest: a second run deletes nothing.
-    assert run_maintenance(warehouse, MaintenanceConfig(keep_snapshots=1))[
+    assert run_maintenance(Warehouse(warehouse), MaintenanceConfig(keep_snapshots=1))[
         "model_files_removed"] == []
 
 
@@ -222,7 +223,7 @@ def test_checkpoint_after_compaction_lists_no_tombstone_and_vacuum_deleted_the_m
     from discovery.store.warehouse import CHECKPOINT_INTERVAL
 
     wh = Warehouse(str(tmp_path / "wh"))
-    publish_snapshot(wh.root, begin_refresh(wh.root), "/lake")
+    publish_snapshot(Warehouse(wh.root), begin_refresh(session(wh.root)), "/lake")
     now = datetime.now(UTC)
     version = wh.version("query_results")
     # end one commit short of a checkpoint interval, so compaction's own commit lands on it
@@ -234,7 +235,7 @@ def test_checkpoint_after_compaction_lists_no_tombstone_and_vacuum_deleted_the_m
         wh.append_rows("query_results", rows, refresh_id=1, stage="query_batch", attempt=new_attempt_token(),
                        once=False)
     assert (wh.version("query_results") + 1) % CHECKPOINT_INTERVAL == 0
-    report = run_maintenance(wh, MaintenanceConfig(min_small_files=4))
+    report = run_maintenance(Warehouse(wh), MaintenanceConfig(min_small_files=4))
     entry = next(t for t in report["tables"] if t["table"] == "query_results")
     assert entry["action"] != "none" and entry["vacuumed_files"] == entry["files_removed"] == appends
     assert _data_files(wh, "query_results") == set(wh.files("query_results").column("path").to_pylist())
@@ -258,17 +259,17 @@ def test_compaction_merges_small_model_rows_and_leaves_an_encoder_payload_alone(
     spec = {"type_agreement": 0.8, "join_min_distinct": 2, "join_max_values": 100}
     payload = np.random.default_rng(4).bytes(400 << 10)  # incompressible: a file above half the 512 KB target
     for i in range(6):
-        refresh_id = begin_refresh(warehouse.root)
+        refresh_id = begin_refresh(session(warehouse.root))
         if i == 0:
             save_model(warehouse, JOIN_MODEL, "join-1", {}, payload, refresh_id=refresh_id, attempt="t1")
         for name in (SET_MODEL, "centroids", "pivots"):
             save_model(warehouse, name, f"{name}-{i}", {"column": "col-1", "table": "table-1", "join": "join-1",
                                                        "spec": spec}, b"x", refresh_id=refresh_id, attempt="t1")
-        publish_snapshot(warehouse.root, refresh_id, "/lake")
+        publish_snapshot(Warehouse(warehouse.root), refresh_id, "/lake")
     big = max(warehouse.files("models").to_pylist(), key=lambda f: f["size_bytes"])
     assert big["size_bytes"] > 256 << 10
     cfg = MaintenanceConfig(keep_snapshots=3, target_file_bytes=512 << 10, min_small_files=4)
-    report = run_maintenance(warehouse, cfg)
+    report = run_maintenance(Warehouse(warehouse), cfg)
     # the rows of the three dropped snapshots go first; the payload every snapshot uses stays
     assert len(report["model_rows_removed"]) == 9
     entry = next(t for t in report["tables"] if t["table"] == "models")
@@ -282,11 +283,11 @@ def test_compaction_merges_small_model_rows_and_leaves_an_encoder_payload_alone(
     assert warehouse.count_rows("models") == 10
     # one more refresh: the next run drops the oldest rows from the merged file, which is rewritten with the others
     merged = set(warehouse.files("models").column("path").to_pylist()) - {big["path"]}
-    refresh_id = begin_refresh(warehouse.root)
+    refresh_id = begin_refresh(session(warehouse.root))
     for name in (SET_MODEL, "centroids", "pivots"):
         save_model(warehouse, name, f"{name}-6", {"column": "col-1", "table": "table-1", "join": "join-1",
                                                  "spec": spec}, b"x", refresh_id=refresh_id, attempt="t1")
-    publish_snapshot(warehouse.root, refresh_id, "/lake")
+    publish_snapshot(Warehouse(warehouse.root), refresh_id, "/lake")
     report = run_maintenance(warehouse, MaintenanceConfig(keep_snapshots=3, min_small_files=100))  # no compaction
     assert sorted(report["model_rows_removed"]) == sorted([f"{SET_MODEL}/{SET_MODEL}-3", "centroids/centroids-3",
                                                            "pivots/pivots-3"])
@@ -311,14 +312,14 @@ def test_maintenance_deletes_the_model_rows_no_retained_snapshot_uses(warehouse)
     rng = np.random.default_rng(5)
 
     def refresh(tag: str, join: str, extra: tuple = ()) -> None:
-        refresh_id = begin_refresh(warehouse.root)
+        refresh_id = begin_refresh(session(warehouse.root))
         if join not in warehouse.read("models", columns=["version"]).column("version").to_pylist():
             save_model(warehouse, JOIN_MODEL, join, {}, rng.bytes(64 << 10), refresh_id=refresh_id, attempt="t1")
         save_model(warehouse, SET_MODEL, f"set-{tag}", {"column": "col-1", "table": None, "join": join,
                                                        "spec": spec}, b"", refresh_id=refresh_id, attempt="t1")
         for name in extra:
             save_model(warehouse, name, f"{name}-{tag}", {}, b"", refresh_id=refresh_id, attempt="t1")
-        publish_snapshot(warehouse.root, refresh_id, "/lake")
+        publish_snapshot(Warehouse(warehouse.root), refresh_id, "/lake")
 
     def payload_files() -> set[str]:
         files = warehouse.files("models").to_pylist()
@@ -329,7 +330,7 @@ def test_maintenance_deletes_the_model_rows_no_retained_snapshot_uses(warehouse)
     refresh("b", "join-b")  # retrained
     refresh("c", "join-b")
     cfg = MaintenanceConfig(keep_snapshots=2)
-    report = run_maintenance(warehouse, cfg)
+    report = run_maintenance(Warehouse(warehouse), cfg)
     # centroids-a is the newest centroids row: the next refresh compares with it, so it stays
     assert report["model_rows_removed"] == ["embed.encoders/set-a", "encoder.join/join-a"]
     assert sorted(warehouse.read("models", columns=["version"]).column("version").to_pylist()) == [
@@ -337,16 +338,16 @@ def test_maintenance_deletes_the_model_rows_no_retained_snapshot_uses(warehouse)
     # the retained snapshots pin versions that still list join-a's file: it stays on disk for them
     assert first <= _data_files(warehouse, "models")
     for snap in list_snapshots(warehouse):
-        assert len(payload(warehouse.root, JOIN_MODEL, "join-b", snap.version("models"))[0]) == 64 << 10
+        assert len(payload(Warehouse(warehouse.root), JOIN_MODEL, "join-b", snap.version("models"))[0]) == 64 << 10
     assert [s.read("models").num_rows for s in list_snapshots(warehouse)] == [5, 6]
     refresh("d", "join-b")
     # an hour later: every snapshot but the latest is past the retention, every other version past the window, and
     # join-a's file past the orphan grace
     later = MaintenanceConfig(keep_snapshots=2, snapshot_retention_days=0.01, orphan_grace_hours=0.1)
-    report = run_maintenance(warehouse, later, clock=lambda: time.time() + 3600)
+    report = run_maintenance(Warehouse(warehouse), later, clock=lambda: time.time() + 3600)
     assert report["model_rows_removed"] == ["embed.encoders/set-b", "embed.encoders/set-c"]
     assert first and not first & _data_files(warehouse, "models")
     assert payload_files() <= _data_files(warehouse, "models")
     (snap,) = list_snapshots(warehouse)
-    assert len(payload(warehouse.root, JOIN_MODEL, "join-b", snap.version("models"))[0]) == 64 << 10
-    assert run_maintenance(warehouse, cfg)["model_rows_removed"] == []
+    assert len(payload(Warehouse(warehouse.root), JOIN_MODEL, "join-b", snap.version("models"))[0]) == 64 << 10
+    assert run_maintenance(Warehouse(warehouse), cfg)["model_rows_removed"] == []

@@ -21,6 +21,7 @@ from discovery.numjoin.metric import get_metric
 from discovery.query import resolve_query
 from discovery.vectors import query_value_vectors
 from materialize_data import lake_frame, merge_oracle, text_keys, write_lake
+from sessions import session
 
 pytestmark = pytest.mark.spark
 
@@ -410,7 +411,7 @@ def test_a_union_written_on_spark_equals_the_one_written_here(ls, built, spark, 
     here, there = str(tmp_path / f"here.{fmt}"), str(tmp_path / f"there.{fmt}")
     local = run_plan(plan)
     write_table(local.with_metadata(), here, fmt)
-    described = run_plan_spark(spark, plan, there, fmt)
+    described = run_plan_spark(spark, plan, there, fmt, ls.config.limits)
     assert described["engine"] == "spark" and described["rows"] == local.table.num_rows
     assert _plain(_read(there, fmt)).equals(_plain(_read(here, fmt)))
     if fmt == "csv":
@@ -425,22 +426,28 @@ def test_a_join_written_on_spark_equals_the_one_written_here(ls, built, spark, t
     from spark_jobs.materialize import run_plan_spark
 
     plan = augment_plan(ls, built["query"], "vendor", tau=0.15, fan_out=mode, max_matches=1000)
-    described = run_plan_spark(spark, plan, str(tmp_path / "there.parquet"), "parquet")
+    described = run_plan_spark(spark, plan, str(tmp_path / "there.parquet"), "parquet", ls.config.limits)
     assert described["matched_rows"] > 0
     assert _plain(_read(str(tmp_path / "there.parquet"), "parquet")).equals(_plain(run_plan(plan).table))
 
 
 def test_a_plan_read_back_from_its_folder_writes_the_same_table(ls, built, tmp_path):
+    """A plan folder carries the plan and the planning session's limits, so a Spark job reads the lake tables as
+    the session that planned it, whatever configuration the job's machine has."""
+    from dataclasses import replace
+
     from discovery.materialize.actions import augment_plan, stack_plan
-    from discovery.materialize.planfile import load_plan, save_plan
+    from discovery.materialize.planfile import load_plan, plan_limits, save_plan
     from discovery.materialize.service import run_plan
 
+    limits = replace(ls.config.limits, max_rows=1234, max_cell_chars=99)
     for i, plan in enumerate([stack_plan(ls, built["query"], k=3),
                               augment_plan(ls, built["query"], key="country,city", fan_out="aggregate")]):
         folder = tmp_path / f"plan{i}"
         folder.mkdir()
-        save_plan(plan, str(folder))
+        save_plan(plan, str(folder), limits)
         assert run_plan(load_plan(str(folder))).table.equals(run_plan(plan).table)
+        assert plan_limits(str(folder)) == limits
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv", "delta"])
@@ -482,7 +489,7 @@ def test_a_table_unreadable_since_indexing_is_refused_and_nothing_is_written(ls,
         with pytest.raises(PlanError, match="shipments_1.parquet.*cannot be read now"):
             ls.stack(built["query"], tables=[table_id], output=str(tmp_path / "out.parquet"))
         with pytest.raises(ValueError, match="shipments_1.parquet"):
-            run_plan_spark(spark, plan, str(tmp_path / "out2.parquet"), "parquet")
+            run_plan_spark(spark, plan, str(tmp_path / "out2.parquet"), "parquet", ls.config.limits)
     finally:
         shutil.move(saved, full)
     assert sorted(os.listdir(tmp_path)) == []
@@ -555,15 +562,17 @@ def test_a_recorded_answer_is_written_with_the_configuration_its_surface_passes(
     from discovery.batch import run_batch
     from discovery.materialize.service import run_plans
     from discovery.materialize.stored import stored_plans
+    from discovery.store import Session
 
-    batch = run_batch(built["warehouse"], [{"id": "v", "kind": "join", "query": built["query"], "column": "vendor"}])
+    batch = run_batch(session(built["warehouse"]),
+                      [{"id": "v", "kind": "join", "query": built["query"], "column": "vendor"}])
     base = ls.config
     for materialize, join, want in [(replace(base.materialize, precision=0.8), base.join,
                                      {"matcher": "auto", "precision_target": 0.8}),
                                     (replace(base.materialize, matcher="search"), replace(base.join, tau=0.15),
                                      {"matcher": "search", "tau": 0.15})]:
         config = replace(base, materialize=materialize, join=join)
-        _, plans = stored_plans(built["warehouse"], batch["batch_id"], "v", config=config, served=False)
+        _, plans = stored_plans(Session.at(built["warehouse"], config), batch["batch_id"], "v", served=False)
         source = run_plans(plans, config.limits).description["sources"][0]
         assert {k: source.get(k) for k in want} == want
 

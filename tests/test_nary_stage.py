@@ -21,6 +21,7 @@ from discovery.refresh import StageContext, begin_refresh, publish_snapshot
 from discovery.store import Warehouse, latest_model, load_snapshot, new_attempt_token
 from discovery.xash import char_counts, XashModel
 from spark_jobs.common import execute
+from sessions import session
 
 STAGE_MODULES = ("scan_lake", "profile_columns", "xash_postings")
 POSTING_COLUMNS = ["table_id", "column", "row", "value", "superkey", "content_hash", "model_version"]
@@ -28,12 +29,12 @@ POSTING_COLUMNS = ["table_id", "column", "row", "value", "superkey", "content_ha
 
 def run_refresh(spark, warehouse: str, lake: str, config: Config, full: bool = False) -> dict:
     """Scan, profile and the XASH stage, then publish (the stages the n-ary index depends on)."""
-    refresh_id = begin_refresh(warehouse)
+    refresh_id = begin_refresh(session(warehouse))
     for name in STAGE_MODULES:
         module = importlib.import_module(f"spark_jobs.{name}")
         ctx = StageContext(warehouse, lake, refresh_id, new_attempt_token(), full, config)
         assert execute(spark, module.STAGE, module.run, ctx) == 0
-    return publish_snapshot(warehouse, refresh_id, lake)
+    return publish_snapshot(Warehouse(warehouse), refresh_id, lake)
 
 
 def xash_run(warehouse: str) -> dict:

@@ -30,6 +30,7 @@ from discovery.refresh import StageContext, begin_refresh, publish_snapshot
 from discovery.numjoin.service import allowed_sets, loaded_numeric, set_values
 from discovery.numjoin.stage import family_name
 from discovery.store import Warehouse, load_snapshot, new_attempt_token
+from sessions import session
 
 pytestmark = [pytest.mark.spark]
 
@@ -41,12 +42,12 @@ def refresh_numeric(spark, warehouse: str, lake: str) -> int:
     from spark_jobs.common import execute
     from spark_jobs.stages import STAGES as ALL
 
-    refresh_id = begin_refresh(warehouse)
+    refresh_id = begin_refresh(session(warehouse))
     for stage in STAGES:
         module = importlib.import_module(f"spark_jobs.{ALL[stage]}")
         ctx = StageContext(warehouse, lake, refresh_id, new_attempt_token(), False, load_config(None))
         assert execute(spark, module.STAGE, module.run, ctx) == 0, stage
-    return publish_snapshot(warehouse, refresh_id, lake)["snapshot_id"]
+    return publish_snapshot(Warehouse(warehouse), refresh_id, lake)["snapshot_id"]
 
 
 def make_lake(lake: str, seed: int = 3) -> None:
@@ -270,21 +271,21 @@ def test_batch_and_standing_queries(env, tmp_path):
         {"id": "coords", "kind": "join", "query": "t0.csv", "params": {"column": "Latitude,Longitude", "tau": 30.0,
                                                                        "T": 0.0}},
         {"id": "counts", "kind": "join", "query": "t1.csv", "params": {"column": "count", "tau_share": 0.02}}]}
-    summary = run_batch(wh, spec, served=True)
-    rows = batch_results(wh, summary["batch_id"]).to_pylist()
+    summary = run_batch(session(wh), spec, served=True)
+    rows = batch_results(Warehouse(wh), summary["batch_id"]).to_pylist()
     ls = discovery.open(wh)
     direct = ls.join(os.path.join(env["lake"], "t0.csv"), "Latitude,Longitude", tau=30.0, T=0.0)
     got = {(r["path"], r["column"]): r["score"] for r in rows if r["query_id"] == "coords"}
     assert got == {(r["path"], r["column"]): r["joinability"] for r in direct["results"]} and got
     assert answer(direct) == reference(env["sets"], ("t0.csv", "Latitude,Longitude", "haversine"), 30.0)
     with pytest.raises(BatchError, match="field 'column'.*neither text nor numbers"):
-        run_batch(wh, {"queries": [{"kind": "join", "query": "flags.csv", "params": {"column": "flag"}}]},
+        run_batch(session(wh), {"queries": [{"kind": "join", "query": "flags.csv", "params": {"column": "flag"}}]},
                   served=True)
     with pytest.raises(BatchError, match="field 'tau'"):
-        run_batch(wh, {"queries": [{"kind": "join", "query": "flags.csv", "params": {"column": "word",
+        run_batch(session(wh), {"queries": [{"kind": "join", "query": "flags.csv", "params": {"column": "word",
                                                                                     "tau": 5}}]}, served=True)
-    save_standing(wh, "places", {"queries": [spec["queries"][0]]})
-    first = run_standing(wh, "places")
+    save_standing(session(wh), "places", {"queries": [spec["queries"][0]]})
+    first = run_standing(session(wh), "places")
     assert first["changes"]["new"] == len(direct["results"])
 
 

@@ -19,6 +19,7 @@ from discovery.demo_lake import layouts
 from discovery.lake import read_lake_table
 from discovery.store import Warehouse, load_snapshot
 from spark_jobs.refresh import refresh
+from sessions import session
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -146,8 +147,8 @@ def test_served_batch_reads_the_s3_lake(lakes):
 
     _, local_wh, _, wh_uri = lakes
     spec = {"queries": [{"kind": "nary", "query": NARY_QUERY, "key": NARY_KEY, "k": 3}]}
-    summary = run_batch(wh_uri, spec, batch_id="s3-served", served=True)
-    local = run_batch(local_wh, spec, batch_id="local-served", served=True)
+    summary = run_batch(session(wh_uri), spec, batch_id="s3-served", served=True)
+    local = run_batch(session(local_wh), spec, batch_id="local-served", served=True)
     assert summary["queries"][0]["results"] > 0
     assert summary["queries"][0]["top"] == local["queries"][0]["top"]
 
@@ -163,12 +164,12 @@ def test_a_spark_batch_on_the_s3_warehouse_records_the_in_process_rows(lakes, sp
     spec = {"queries": [{"id": "u", "kind": "union", "query": UNION_QUERY, "k": 4},
                         {"id": "j", "kind": "join", "query": JOIN_QUERY, "column": JOIN_COLUMN, "top_k": 4},
                         {"id": "n", "kind": "nary", "query": NARY_QUERY, "key": NARY_KEY, "k": 3}]}
-    summary = run_batch_spark(spark, wh_uri, spec, batch_id="s3-spark", served=True)
-    run_batch(wh_uri, spec, batch_id="s3-here", served=True)
+    summary = run_batch_spark(spark, session(wh_uri), spec, batch_id="s3-spark", served=True)
+    run_batch(session(wh_uri), spec, batch_id="s3-here", served=True)
     strip = lambda t: [{k: v for k, v in r.items() if k not in ("batch_id", "created_at")}  # noqa: E731
                        for r in t.to_pylist()]
     assert summary["spark_tasks"] >= 1 and summary["results"] > 0
-    assert strip(batch_results(wh_uri, "s3-spark")) == strip(batch_results(wh_uri, "s3-here"))
+    assert strip(batch_results(Warehouse(wh_uri), "s3-spark")) == strip(batch_results(Warehouse(wh_uri), "s3-here"))
 
 
 def test_answers_on_the_s3_lake_are_written_to_s3_as_the_local_ones(lakes, spark, s3_server):
@@ -198,7 +199,7 @@ def test_answers_on_the_s3_lake_are_written_to_s3_as_the_local_ones(lakes, spark
     assert described["rows"] == union.num_rows
     with fs.open("out-bucket/union.parquet", "rb") as fh:
         assert plain(pq.read_table(fh)).equals(plain(union))
-    run_plan_spark(spark, stack_plan(s3, UNION_QUERY, k=5), f"{out}/union_delta", "delta")
+    run_plan_spark(spark, stack_plan(s3, UNION_QUERY, k=5), f"{out}/union_delta", "delta", s3.config.limits)
     written = DeltaTable(f"{out}/union_delta", storage_options=storage.delta_options(out)).to_pyarrow_table()
     assert plain(written).equals(plain(union))
     assert not [p for p in fs.ls("out-bucket", detail=False) if ".staging-" in p]

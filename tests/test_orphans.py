@@ -24,6 +24,7 @@ from discovery.config import Config, MaintenanceConfig, load_config
 from discovery.maintenance import retain_snapshots
 from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store import SCHEMAS, Warehouse, candidate_files, drop_table_ids, load_snapshot, write_data_file
+from sessions import session
 
 DAY = 86400.0
 
@@ -56,7 +57,7 @@ def test_cleanup_after_log_expiry_deletes_no_live_file(tmp_path):
     live = set(wh.files("query_batches").column("path").to_pylist())
     assert len(live) == 100
 
-    begin_refresh(wh.root)                                                        # cleans every table
+    begin_refresh(session(wh.root))                                                        # cleans every table
 
     left = {os.path.basename(p) for p in glob.glob(f"{uri}/*.parquet")}
     assert live <= left
@@ -82,11 +83,11 @@ def test_files_a_retained_snapshot_pins_are_kept_until_it_is_dropped(tmp_path):
     from discovery.store import cleanup_warehouse
 
     wh = Warehouse(str(tmp_path / "wh"))
-    r1 = begin_refresh(wh.root)
+    r1 = begin_refresh(session(wh.root))
     first = write_data_file(wh.table_uri("columns"), _columns([1, 2], "h1"), r1, "profile", "t1")
     wh.commit("columns", [first], [], refresh_id=r1, stage="profile", attempt="t1")
-    s1 = publish_snapshot(wh.root, r1, "/lake")["snapshot_id"]
-    r2 = begin_refresh(wh.root)
+    s1 = publish_snapshot(Warehouse(wh.root), r1, "/lake")["snapshot_id"]
+    r2 = begin_refresh(session(wh.root))
     adds, removes = [], []
     for path in candidate_files(wh.files("columns"), np.array([1])):
         touched, replacement = drop_table_ids(wh.table_uri("columns"), path, np.array([1]), r2, "profile", "t2")
@@ -94,7 +95,7 @@ def test_files_a_retained_snapshot_pins_are_kept_until_it_is_dropped(tmp_path):
         adds += [replacement] if replacement is not None else []
     adds.append(write_data_file(wh.table_uri("columns"), _columns([1], "h2"), r2, "profile", "t2"))
     wh.commit("columns", adds, removes, refresh_id=r2, stage="profile", attempt="t2")
-    publish_snapshot(wh.root, r2, "/lake")
+    publish_snapshot(Warehouse(wh.root), r2, "/lake")
     folder = wh.table_uri("columns")
     _age(glob.glob(f"{folder}/*.parquet") + glob.glob(f"{folder}/_delta_log/*"), 40)   # out of the window
 
@@ -134,7 +135,7 @@ def test_an_old_refresh_runs_table_without_the_takeover_column_reads_and_is_exte
     DeltaTable(wh.table_uri("refresh_runs")).create_write_transaction(
         [AddAction(data.path, data.size, {}, data.mtime_ms, True, data.stats)], "append", old)
     assert wh.read("refresh_runs").column("took_over").to_pylist() == [None]
-    begin_refresh(wh.root)                                                    # adds the column
+    begin_refresh(session(wh.root))                                                    # adds the column
     assert "took_over" in DeltaTable(wh.table_uri("refresh_runs")).schema().to_arrow().names
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store import SCHEMAS, Warehouse
+from sessions import session
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "plugins"))
@@ -31,7 +32,7 @@ ROUTES = [("get", "/"), ("get", "/api/status"), ("get", "/static/chart.umd.min.j
 def warehouse(tmp_path, monkeypatch):
     """A published snapshot whose catalog holds one good and one failed lake table."""
     wh = Warehouse(str(tmp_path / "wh"))
-    refresh_id = begin_refresh(wh.root)
+    refresh_id = begin_refresh(session(wh.root))
     now = datetime.now(UTC)
     base = {"format": "csv", "bytes": 10, "mtime_ns": 1, "content_hash": "h", "warnings": "[]", "encoding": "utf-8",
             "delimiter": ",", "refresh_id": refresh_id, "indexed_at": now}
@@ -40,7 +41,7 @@ def warehouse(tmp_path, monkeypatch):
              "error": "malformed quoting on line 3"}]
     wh.append_rows("catalog", pa.Table.from_pylist(rows, schema=SCHEMAS["catalog"]), refresh_id=refresh_id,
                    stage="scan", attempt="t1")
-    publish_snapshot(wh.root, refresh_id, str(tmp_path / "lake"))
+    publish_snapshot(Warehouse(wh.root), refresh_id, str(tmp_path / "lake"))
     monkeypatch.setenv("LAKESCOUT_WAREHOUSE", wh.root)
     return wh
 
@@ -314,7 +315,7 @@ def test_a_numerical_join_from_the_search_form(client, auth, tmp_path, monkeypat
     (lake / "a" / "stations.csv").write_text("name,lat,lng\nx,48.85,2.35\ny,48.86,2.36\nz,48.87,2.37\n")
     (lake / "a" / "sensors.csv").write_text("id,latitude,longitude\n1,48.85001,2.35\n2,48.86,2.36002\n3,40,3\n")
     wh = Warehouse(str(tmp_path / "wh"))
-    refresh_id = begin_refresh(wh.root)
+    refresh_id = begin_refresh(session(wh.root))
     now = datetime.now(UTC)
     rows = [{"table_id": i, "path": p, "format": "csv", "bytes": (lake / p).stat().st_size, "mtime_ns": 1,
              "content_hash": "h", "warnings": "[]", "encoding": "utf-8", "delimiter": ",", "refresh_id": refresh_id,
@@ -324,7 +325,7 @@ def test_a_numerical_join_from_the_search_form(client, auth, tmp_path, monkeypat
     wh.append_rows("catalog", catalog, refresh_id=refresh_id, stage="scan", attempt="t1")
     sets, _ = numeric_batch(catalog, StageContext(wh.root, str(lake), refresh_id, "t1"))
     wh.append_rows("numeric_sets", sets, refresh_id=refresh_id, stage="numeric", attempt="t1")
-    publish_snapshot(wh.root, refresh_id, str(lake))
+    publish_snapshot(Warehouse(wh.root), refresh_id, str(lake))
     monkeypatch.setenv("LAKESCOUT_WAREHOUSE", wh.root)
     page = client.post("/search", data={"kind": "join", "table": "1", "column": "lat,lng", "tau": "5"},
                        cookies={"_token": auth["admin"]})

@@ -21,6 +21,8 @@ from discovery.refresh.progress import STALE_SECONDS, Progress, read_progress, w
 from discovery.store import new_attempt_token
 from spark_jobs.common import execute
 from spark_jobs.stages import STAGES
+from sessions import session
+from discovery.store import Warehouse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "plugins"))
@@ -32,7 +34,7 @@ GIVE_UP_SECONDS = 600
 
 def _ctx(tmp_path) -> StageContext:
     warehouse = str(tmp_path / "wh")
-    return StageContext(warehouse, str(tmp_path / "lake"), begin_refresh(warehouse), new_attempt_token())
+    return StageContext(warehouse, str(tmp_path / "lake"), begin_refresh(session(warehouse)), new_attempt_token())
 
 
 @pytest.mark.spark
@@ -92,7 +94,7 @@ def test_a_failed_stage_says_so_and_publish_ends_the_refresh(spark, tmp_path):
     assert execute(spark, "embed", fails, ctx) == 1
     p = read_progress(ctx.warehouse)
     assert (p.stage, p.state, p.done, p.total) == ("embed", "failed", 2, 2)
-    publish_snapshot(ctx.warehouse, ctx.refresh_id, ctx.lake)
+    publish_snapshot(Warehouse(ctx.warehouse), ctx.refresh_id, ctx.lake)
     p = read_progress(ctx.warehouse)
     assert (p.refresh_id, p.stage, p.state, p.step, p.steps) == (ctx.refresh_id, "publish", "published", STEPS, STEPS)
 
@@ -144,7 +146,7 @@ def page(tmp_path, monkeypatch, cookies):
     from lakescout_ui.app import create_app
 
     warehouse = str(tmp_path / "wh")
-    publish_snapshot(warehouse, begin_refresh(warehouse), str(tmp_path / "lake"))
+    publish_snapshot(Warehouse(warehouse), begin_refresh(session(warehouse)), str(tmp_path / "lake"))
     monkeypatch.setenv("LAKESCOUT_WAREHOUSE", warehouse)
     client = TestClient(create_app())
     return warehouse, lambda path="/": client.get(path, cookies=cookies)
@@ -179,7 +181,7 @@ def test_page_shows_the_first_refresh_before_any_snapshot(tmp_path, monkeypatch,
     from lakescout_ui.app import create_app
 
     warehouse = str(tmp_path / "fresh")
-    begin_refresh(warehouse)
+    begin_refresh(session(warehouse))
     write_progress(warehouse, _progress(stage="scan", done=0, total=0))
     monkeypatch.setenv("LAKESCOUT_WAREHOUSE", warehouse)
     text = TestClient(create_app()).get("/", cookies=cookies).text

@@ -19,6 +19,8 @@ from discovery.refresh import StageContext, StageReport, begin_refresh, publish_
 from discovery.refresh.progress import read_progress
 from discovery.store import new_attempt_token
 from spark_jobs.common import execute
+from sessions import session
+from discovery.store import Warehouse
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.browser, pytest.mark.slow]
 
@@ -34,8 +36,8 @@ def test_page_shows_a_running_refresh_then_its_end(spark, tmp_path):
     from playwright.sync_api import sync_playwright
 
     warehouse = str(tmp_path / "wh")
-    publish_snapshot(warehouse, begin_refresh(warehouse), str(tmp_path / "lake"))       # the snapshot answering
-    ctx = StageContext(warehouse, str(tmp_path / "lake"), begin_refresh(warehouse), new_attempt_token())
+    publish_snapshot(Warehouse(warehouse), begin_refresh(session(warehouse)), str(tmp_path / "lake"))  # answering
+    ctx = StageContext(warehouse, str(tmp_path / "lake"), begin_refresh(session(warehouse)), new_attempt_token())
     gate, outcome = tmp_path / "gate", {}
 
     def held(i: int) -> int:
@@ -74,7 +76,7 @@ def test_page_shows_a_running_refresh_then_its_end(spark, tmp_path):
 
                     gate.touch()
                     stage.join()
-                    publish_snapshot(warehouse, ctx.refresh_id, ctx.lake)
+                    publish_snapshot(Warehouse(warehouse), ctx.refresh_id, ctx.lake)
                     page.wait_for_selector("#progress-finished", timeout=60000)   # the page's 5-second polling
                 finally:
                     browser.close()

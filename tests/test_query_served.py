@@ -10,6 +10,7 @@ from discovery.config import Limits
 from discovery.query import QueryError, resolve_query
 from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store import SCHEMAS, Warehouse, load_snapshot
+from sessions import session
 
 
 @pytest.fixture
@@ -19,13 +20,13 @@ def snapshot(tmp_path):
     lake.mkdir()
     (lake / "t.csv").write_text("a,b\n1,2\n3,4\n")
     wh = Warehouse(str(tmp_path / "wh"))
-    refresh_id = begin_refresh(wh.root)
+    refresh_id = begin_refresh(session(wh.root))
     row = {"table_id": 1, "path": "t.csv", "format": "csv", "bytes": 12, "mtime_ns": 1, "content_hash": "h",
            "rows": 2, "cols": 2, "status": "ok", "error": None, "warnings": "[]", "encoding": "utf-8",
            "delimiter": ",", "refresh_id": refresh_id, "indexed_at": datetime.now(UTC)}
     wh.append_rows("catalog", pa.Table.from_pylist([row], schema=SCHEMAS["catalog"]), refresh_id=refresh_id,
                    stage="scan", attempt="t1")
-    publish_snapshot(wh.root, refresh_id, str(lake))
+    publish_snapshot(Warehouse(wh.root), refresh_id, str(lake))
     return load_snapshot(wh), lake / "t.csv"
 
 

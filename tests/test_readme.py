@@ -21,6 +21,7 @@ import tomllib
 from dataclasses import dataclass
 
 import pytest
+from discovery.store import Warehouse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
@@ -139,7 +140,7 @@ def check_batches_recorded(pairs: list[tuple[Block, Block | None]], folder: str)
     for m in runs:
         with open(os.path.join(folder, m[1]), encoding="utf-8") as fh:
             queries = json.load(fh)["queries"]
-        rows = batch_results(os.path.join(folder, "warehouse"), m[2]).to_pylist()
+        rows = batch_results(Warehouse(os.path.join(folder, "warehouse")), m[2]).to_pylist()
         assert {(r["query_id"], r["kind"]) for r in rows} == {(q["id"], q["kind"]) for q in queries}, m[0]
 
 

@@ -17,6 +17,7 @@ from spark_jobs import profile_columns, scan_lake
 from spark_jobs.common import execute
 from spark_jobs.fanout import fan_out
 from spark_jobs.refresh import refresh
+from sessions import session
 
 pytestmark = pytest.mark.spark
 
@@ -129,7 +130,7 @@ def test_killed_refresh_keeps_last_snapshot_and_retry_does_not_duplicate(spark, 
     _mutate(small_lake, demo_lake)
 
     # Refresh 2: scan commits, then profile dies after its tasks wrote files but before the commit.
-    rid = begin_refresh(root)
+    rid = begin_refresh(session(root))
     assert execute(spark, "scan", scan_lake.run, StageContext(root, small_lake, rid, new_attempt_token())) == 0
 
     def dies_before_commit(spark_, ctx):
@@ -152,7 +153,7 @@ def test_killed_refresh_keeps_last_snapshot_and_retry_does_not_duplicate(spark, 
     assert execute(spark, "profile", profile_columns.run, StageContext(root, small_lake, rid,
                                                                         new_attempt_token())) == 0
     assert wh.read("columns").num_rows == after_commit
-    publish_snapshot(root, rid, small_lake)
+    publish_snapshot(Warehouse(root), rid, small_lake)
     assert load_snapshot(wh).read("columns").num_rows == after_commit
     runs = wh.read("refresh_runs").to_pylist()
     assert any(r["refresh_id"] == rid and r["stage"] == "profile" and r["status"] == "failed"

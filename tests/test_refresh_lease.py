@@ -18,6 +18,7 @@ import pytest
 from discovery import cli
 from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store import SCHEMAS, Warehouse, WarehouseError, write_data_file
+from sessions import session
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -50,13 +51,14 @@ class Clock:
 # -- the reproduction ------------------------------------------------------------------------------------------------
 def _begin_elsewhere(root: str) -> subprocess.CompletedProcess:
     """``begin_refresh`` in another process, as a second ``lakescout refresh`` or DAG run would call it."""
-    code = "import sys; from discovery.refresh import begin_refresh; print(begin_refresh(sys.argv[1]))"
+    code = ("import sys; from discovery.config import load_config; from discovery.refresh import begin_refresh; "
+            "from discovery.store import Session; print(begin_refresh(Session.at(sys.argv[1], load_config())))")
     return subprocess.run([sys.executable, "-c", code, root], capture_output=True, text=True, timeout=300)
 
 
 def test_a_second_refresh_is_refused_and_deletes_nothing_of_the_running_one(tmp_path):
     wh = Warehouse(str(tmp_path / "wh"))
-    a = begin_refresh(wh.root)
+    a = begin_refresh(session(wh.root))
     written = write_data_file(wh.table_uri("catalog"), _catalog_rows(a), a, "scan", "attempta")   # not committed
     b = _begin_elsewhere(wh.root)
     assert os.path.exists(os.path.join(wh.table_uri("catalog"), written.path))
@@ -65,7 +67,7 @@ def test_a_second_refresh_is_refused_and_deletes_nothing_of_the_running_one(tmp_
     assert f"another refresh is running on this warehouse: refresh {a} (cli on " in refusal
     assert f"pid {os.getpid()}" in refusal
     wh.commit("catalog", [written], [], refresh_id=a, stage="scan", attempt="attempta")      # A goes on
-    publish_snapshot(wh.root, a, str(tmp_path / "lake"))                                    # ... and releases
+    publish_snapshot(wh, a, str(tmp_path / "lake"))                                    # ... and releases
     assert wh.read("catalog").num_rows == 1
     b = _begin_elsewhere(wh.root)
     assert b.returncode == 0 and int(b.stdout) > a
@@ -82,7 +84,7 @@ def test_a_killed_refresh_is_taken_over_recorded_and_shown_on_the_page(tmp_path)
     wh.ensure()
     clock = Clock(1_800_000_000.0)
     _stale_lease(wh.root, heartbeat=clock.now - LEASE_SECONDS - 5)          # SIGKILLed: the file stays behind
-    rid = begin_refresh(wh.root, run="cli", clock=clock)
+    rid = begin_refresh(session(wh.root), run="cli", clock=clock)
     rows = [r for r in wh.read("refresh_runs").to_pylist() if r["took_over"]]
     assert len(rows) == 1 and rows[0]["refresh_id"] == rid and rows[0]["stage"] == "lease"
     assert "refresh 17" in rows[0]["took_over"] and "worker-7 pid 4242" in rows[0]["took_over"]
@@ -98,20 +100,20 @@ def test_maintenance_takes_the_same_lease(tmp_path):
     from discovery.store.lease import LEASE_SECONDS, Lease, current
 
     wh = Warehouse(str(tmp_path / "wh"))
-    publish_snapshot(wh.root, begin_refresh(wh.root), "/lake")
-    running = begin_refresh(wh.root, run="lake_refresh manual__9")
-    report = run_maintenance(wh)
+    publish_snapshot(Warehouse(wh.root), begin_refresh(session(wh.root)), "/lake")
+    running = begin_refresh(session(wh.root), run="lake_refresh manual__9")
+    report = run_maintenance(Warehouse(wh))
     assert report["status"] == "skipped" and f"refresh {running}" in report["reason"]
-    publish_snapshot(wh.root, running, "/lake")
-    assert run_maintenance(wh)["status"] == "ok"
+    publish_snapshot(Warehouse(wh.root), running, "/lake")
+    assert run_maintenance(Warehouse(wh))["status"] == "ok"
     maintenance = Lease.acquire(wh.root, "maintenance", "lakescout_maintenance manual__3", pid=1)
     with pytest.raises(WarehouseError, match="another maintenance is running.*lakescout_maintenance manual__3"):
-        begin_refresh(wh.root, run="cli")
+        begin_refresh(session(wh.root), run="cli")
     maintenance.release()
     clock = Clock(current(wh.root).heartbeat + 10)
-    killed = begin_refresh(wh.root, run="cli", clock=clock)                 # ... and then killed
+    killed = begin_refresh(session(wh.root), run="cli", clock=clock)                 # ... and then killed
     clock.now += LEASE_SECONDS + 1
-    report = run_maintenance(wh, clock=clock)
+    report = run_maintenance(Warehouse(wh), clock=clock)
     assert report["status"] == "ok" and f"refresh {killed}" in report["took_over"]
     recorded = [r for r in wh.read("refresh_runs").to_pylist() if r["took_over"]]
     assert [r["refresh_id"] for r in recorded] == [killed] and "maintenance took over" in recorded[0]["message"]
@@ -144,7 +146,7 @@ def test_dag_begin_fails_without_retry_while_another_run_holds_the_lease(tmp_pat
     assert not bag.import_errors, bag.import_errors
     dag = bag.dags["lake_refresh"]
     assert dag.max_active_runs == 1
-    held = begin_refresh(wh, run="cli")
+    held = begin_refresh(session(wh), run="cli")
     begin = dag.get_task("begin")
     with pytest.raises(AirflowFailException, match=f"refresh {held}"):
         begin.python_callable(params={"lake": str(lake), "warehouse": wh}, run_id="manual__2")

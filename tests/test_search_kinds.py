@@ -17,6 +17,8 @@ from discovery.demo_lake import load_ground_truth
 from discovery.params import DEFAULT_K, Param, ParameterError, check_ordinals, column_name, count
 from discovery.searches import SEARCHES, Plan, SearchKind, search_kind
 from discovery.searches import join as join_kind
+from sessions import session
+from discovery.store import Warehouse
 
 pytestmark = [pytest.mark.spark]
 
@@ -88,8 +90,8 @@ def test_a_new_kind_runs_in_batches_and_the_batch_command(env, registered):
     name, ids = _expected(ls, env["query"])
     spec = {"name": "names", "queries": [{"id": "s", "kind": "same_name", "query": env["query"], "column": name,
                                           "k": 3}]}
-    summary = run_batch(env["warehouse"], spec, batch_id="same-name")
-    assert batch_results(env["warehouse"], "same-name").column("table_id").to_pylist() == ids[:3]
+    summary = run_batch(session(env["warehouse"]), spec, batch_id="same-name")
+    assert batch_results(Warehouse(env["warehouse"]), "same-name").column("table_id").to_pylist() == ids[:3]
     assert summary["queries"][0]["kind"] == "same_name"
     path = f"{env['warehouse']}-spec.json"
     with open(path, "w") as fh:

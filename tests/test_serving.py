@@ -18,6 +18,7 @@ from discovery.serving import Served
 from discovery.store import Warehouse
 from discovery.store.cache import INDEXES
 from test_readme import linked_copy
+from sessions import session
 
 pytestmark = [pytest.mark.spark]
 
@@ -47,7 +48,7 @@ def test_a_served_search_answers_as_the_python_api_and_records_only_when_asked(i
     lake = indexed_lake[0]
     truth = load_ground_truth(lake)
     join_q, join_col = truth["join"][0]["query_table"], truth["join"][0]["query_column"]
-    served, ls = Served(warehouse), discovery.open(warehouse)
+    served, ls = Served(session(warehouse)), discovery.open(warehouse)
     before = _recorded(warehouse)            # the session's warehouse may hold batches of other tests
     answer = served.search("join", join_q, {"column": join_col, "top_k": 5}, user="ada", record=False)
     direct = ls.join(join_q, join_col, top_k=5)
@@ -57,17 +58,17 @@ def test_a_served_search_answers_as_the_python_api_and_records_only_when_asked(i
     assert kept["recorded"] and _recorded(warehouse) == before + 1
     direct = ls.union(_union_query(lake), k=4)["results"]
     assert [r["table_id"] for r in kept["rows"]] == [r["table_id"] for r in direct]
-    stored = batch_results(warehouse, kept["batch_id"]).to_pylist()
+    stored = batch_results(Warehouse(warehouse), kept["batch_id"]).to_pylist()
     assert [(r["rank"], r["table_id"], r["evidence"]) for r in stored] == [
         (r["rank"], r["table_id"], r["evidence"]) for r in kept["rows"]]
-    assert recent_batches(warehouse, 1)[0]["name"] == "ui:ada"
+    assert recent_batches(Warehouse(warehouse), 1)[0]["name"] == "ui:ada"
     with pytest.raises(BatchError, match="outside the lake"):
         served.search("union", "/etc/passwd", {}, user="ada", record=True)
     assert _recorded(warehouse) == before + 1
 
 
 def test_searches_queued_behind_a_commit_share_the_next_one_and_land_once(indexed_lake, warehouse):
-    served = Served(warehouse)
+    served = Served(session(warehouse))
     query = _union_query(indexed_lake[0])
     before = _batches(warehouse)
     recorder, commit = served.recorder, served.recorder._commit
@@ -95,11 +96,11 @@ def test_searches_queued_behind_a_commit_share_the_next_one_and_land_once(indexe
     assert recorder.commits == 2 and len(answers) == 6
     assert sorted(_batches(warehouse)) == sorted(before + [a["batch_id"] for a in answers])
     for a in answers:
-        assert batch_results(warehouse, a["batch_id"]).num_rows == len(a["rows"]) == 3
+        assert batch_results(Warehouse(warehouse), a["batch_id"]).num_rows == len(a["rows"]) == 3
 
 
 def test_a_failed_commit_fails_every_search_it_held(indexed_lake, warehouse, monkeypatch):
-    served = Served(warehouse)
+    served = Served(session(warehouse))
     before = _recorded(warehouse)
 
     def refuse(*args, **kwargs):
@@ -116,14 +117,14 @@ def test_a_failed_commit_fails_every_search_it_held(indexed_lake, warehouse, mon
 
 def test_a_new_snapshot_is_warmed_then_swapped_in_and_the_old_indexes_dropped(indexed_lake, warehouse):
     lake = indexed_lake[0]
-    served = Served(warehouse, poll_seconds=0)
+    served = Served(session(warehouse), poll_seconds=0)
     before = served.search("union", _union_query(lake), {"k": 3}, user="ada", record=False)
     old = before["snapshot_id"]
     def held(sid: int) -> set[str]:
         return {k[0] for k in INDEXES.keys() if isinstance(k, tuple) and k[1:3] == (warehouse, sid)}
 
     assert "union" in held(old)
-    new = publish_snapshot(warehouse, begin_refresh(warehouse), lake)["snapshot_id"]
+    new = publish_snapshot(Warehouse(warehouse), begin_refresh(session(warehouse)), lake)["snapshot_id"]
     assert served.lakescout().snapshot_id == old          # answers from the old one while the new one warms
     served._loading.join(300)
     assert served.lakescout().snapshot_id == new
@@ -136,11 +137,11 @@ def test_a_new_snapshot_is_warmed_then_swapped_in_and_the_old_indexes_dropped(in
 def test_the_first_snapshot_served_is_warmed_with_the_newest_recorded_searches(indexed_lake, warehouse):
     truth = load_ground_truth(indexed_lake[0])
     join_q, join_col = truth["join"][0]["query_table"], truth["join"][0]["query_column"]
-    first = Served(warehouse)
+    first = Served(session(warehouse))
     first.search("join", join_q, {"column": join_col, "top_k": 5}, user="ada", record=True)
     first.warming.join(300)
     INDEXES.drop(lambda k: isinstance(k, tuple) and len(k) > 2 and k[1] == warehouse)   # a new server process
-    served = Served(warehouse)
+    served = Served(session(warehouse))
     sid = served.lakescout().snapshot_id
     served.warming.join(300)
     held = {k[0] for k in INDEXES.keys() if isinstance(k, tuple) and k[1:3] == (warehouse, sid)}
@@ -152,7 +153,7 @@ def test_the_first_snapshot_served_is_warmed_with_the_newest_recorded_searches(i
 
 
 def test_a_memo_of_recorded_searches_is_rebuilt_when_this_process_records(indexed_lake, warehouse):
-    served = Served(warehouse)
+    served = Served(session(warehouse))
     served.lakescout()                                  # the snapshot it serves: memos follow it
     builds = []
     build = lambda: builds.append(1) or len(builds)   # noqa: E731

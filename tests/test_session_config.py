@@ -119,3 +119,32 @@ def test_open_reads_a_configuration_file_once(indexed_lake, tmp_path, monkeypatc
     assert before.join(VENDORS, VENDOR)["top_k"] == 10
     with pytest.raises(FileNotFoundError, match="missing.toml"):
         discovery.open(warehouse, config=str(tmp_path / "missing.toml"))
+
+
+def test_a_batch_and_a_served_search_answer_with_their_sessions_configuration(sessions):
+    """What the CLI's ``batch``, the DAGs and the server hand down: the :class:`~discovery.store.Session` their
+    surface built.  A batch without ``tau`` / ``top_k`` answers with the session's, and so does a served search,
+    whatever this process's configuration file says."""
+    from discovery.batch import run_batch
+    from discovery.serving import Served
+    from discovery.store import Session
+
+    default, own = sessions
+    query = [{"id": "v", "kind": "join", "query": VENDORS, "column": VENDOR}]
+    mine = run_batch(Session.at(own.warehouse, own.config), query, "session-own", served=True)["queries"][0]
+    theirs = run_batch(Session.at(default.warehouse, default.config), query, "session-default",
+                       served=True)["queries"][0]
+    assert mine["results"] == 3 and theirs["results"] > 3
+    answer = Served(Session.at(own.warehouse, own.config)).search("join", VENDORS, {"column": VENDOR}, user="ada",
+                                                                  record=False)["answer"]
+    assert (answer["tau"], answer["top_k"]) == (0.05, 3)
+    assert answer["results"] == own.join(VENDORS, VENDOR)["results"]
+
+
+def test_a_session_and_a_configuration_are_not_both_given(sessions):
+    from discovery.api import Lakescout
+
+    own = sessions[1]
+    with pytest.raises(ValueError, match="session carries its configuration"):
+        Lakescout(own.session, config=load_config())
+    assert Lakescout(own.session).config is own.config

@@ -17,6 +17,7 @@ from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store.files import data_file_name, parse_data_file_name
 from discovery.store.filters import among
 from datetime import UTC
+from sessions import session
 
 
 def _columns_rows(table_ids, n_per=3):
@@ -274,13 +275,13 @@ def test_a_read_of_many_tables_opens_only_their_files(tmp_path, n):
 
 def test_snapshots_pin_versions(tmp_path):
     root = str(tmp_path / "wh")
-    rid = begin_refresh(root)
+    rid = begin_refresh(session(root))
     wh = Warehouse(root)
     f = write_data_file(wh.table_uri("columns"), _columns_rows([1]), rid, "profile", "a")
     wh.commit("columns", [f], [], refresh_id=rid, stage="profile", attempt="a")
-    snap1 = publish_snapshot(root, rid, "/lake")
-    assert publish_snapshot(root, rid, "/lake")["published"] is False  # idempotent
-    rid2 = begin_refresh(root)
+    snap1 = publish_snapshot(Warehouse(root), rid, "/lake")
+    assert publish_snapshot(Warehouse(root), rid, "/lake")["published"] is False  # idempotent
+    rid2 = begin_refresh(session(root))
     assert rid2 > rid
     f2 = write_data_file(wh.table_uri("columns"), _columns_rows([2]), rid2, "profile", "b")
     wh.commit("columns", [f2], [], refresh_id=rid2, stage="profile", attempt="b")
@@ -288,7 +289,7 @@ def test_snapshots_pin_versions(tmp_path):
     latest = load_snapshot(wh)
     assert latest.snapshot_id == snap1["snapshot_id"]
     assert latest.read("columns").num_rows == 3
-    publish_snapshot(root, rid2, "/lake")
+    publish_snapshot(Warehouse(root), rid2, "/lake")
     assert load_snapshot(wh).read("columns").num_rows == 6
     assert load_snapshot(wh, snap1["snapshot_id"]).read("columns").num_rows == 3
 

@@ -52,9 +52,10 @@ def _search(server: dict, user: str, data: dict, files: dict | None = None) -> h
 def _recorded(server: dict, response: httpx.Response) -> list[tuple]:
     """(rank, table id, score) of the batch a successful search recorded, read back from ``query_results``."""
     from discovery.batch import batch_results
+    from discovery.store import Warehouse
 
     batch_id = re.search(r"\(batch <code>(ui-[0-9a-f]+)</code>\)", response.text).group(1)
-    rows = batch_results(server["warehouse"], batch_id).to_pylist()
+    rows = batch_results(Warehouse(server["warehouse"]), batch_id).to_pylist()
     return [(r["rank"], r["table_id"], r["score"]) for r in rows]
 
 

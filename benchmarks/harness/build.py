@@ -136,19 +136,20 @@ def refresh_stages(lake: str, warehouse: str, stages: list[str], *, config=None,
 
     from discovery.config import Config
     from discovery.refresh import StageContext, begin_refresh, publish_snapshot
-    from discovery.store import new_attempt_token
+    from discovery.store import Session, new_attempt_token
     from spark_jobs.common import execute
     from spark_jobs.stages import STAGES
 
     spark = spark or spark_session()
     t0 = time.perf_counter()
-    refresh_id = begin_refresh(str(warehouse))
+    session = Session.at(str(warehouse), config or Config())
+    refresh_id = begin_refresh(session)
     for name in stages:
         driver = importlib.import_module(f"spark_jobs.{STAGES[name]}")  # as spark_jobs.refresh finds its stages
-        ctx = StageContext(str(warehouse), str(lake), refresh_id, new_attempt_token(), False, config or Config())
+        ctx = StageContext(session.root, str(lake), refresh_id, new_attempt_token(), False, session.config)
         if execute(spark, driver.STAGE, driver.run, ctx) != 0:
             raise RuntimeError(f"stage {name} failed on {lake}")
-    published_ = publish_snapshot(str(warehouse), refresh_id, str(lake))
+    published_ = publish_snapshot(session.warehouse, refresh_id, str(lake))
     return Build(str(warehouse), time.perf_counter() - t0, published_)
 
 

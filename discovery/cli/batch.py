@@ -4,9 +4,8 @@ from __future__ import annotations
 import json
 import os
 
-from ..config import load_config
 from ..submit import run_job
-from .common import UsageError, add_common, add_warehouse
+from .common import UsageError, add_common, add_warehouse, session
 from .output import table
 
 
@@ -21,10 +20,11 @@ def cmd_batch(args) -> int:
     except UnicodeDecodeError as exc:
         raise UsageError(f"batch spec {args.spec!r} is not UTF-8 text (byte {exc.start})") from None
     summary = None
+    work = session(args)
     if args.master:
-        summary = _batch_on_spark(args, spec)   # a failed application: JobFailed, exit code 1
+        summary = _batch_on_spark(args, work, spec)   # a failed application: JobFailed, exit code 1
     if summary is None:
-        summary = run_batch(args.warehouse, spec, batch_id=args.batch_id, snapshot_id=args.snapshot)
+        summary = run_batch(work, spec, batch_id=args.batch_id, snapshot_id=args.snapshot)
     if args.json:
         print(json.dumps(summary, default=str))
     else:
@@ -51,21 +51,23 @@ def print_summary(summary: dict) -> None:
     print(table(rows, ["id", "kind", "query", "results", "score", "best"], flexible=("query", "best")))
 
 
-def _batch_on_spark(args, spec: str) -> dict | None:
+def _batch_on_spark(args, work, spec: str) -> dict | None:
     """The summary of a batch answered by a ``spark-submit`` application on ``--master`` (``spark_jobs.query_batch``),
     or None when the batch is smaller than ``[batch] spark_min_queries`` and runs in this process instead."""
     from ..batch import batch_snapshot, open_batch, parse_spec
 
     batch = parse_spec(spec)
-    if len(batch.queries) < load_config().batch.spark_min_queries:
+    if len(batch.queries) < work.config.batch.spark_min_queries:
         return None
-    wh, batch_id, done = open_batch(args.warehouse, args.batch_id)
+    batch_id, done = open_batch(work.warehouse, args.batch_id)
     if done is not None:
         return done
-    batch_snapshot(wh, batch, args.snapshot)  # a missing snapshot is refused before Spark starts
+    batch_snapshot(work.warehouse, batch, args.snapshot)  # a missing snapshot is refused before Spark starts
     args_ = ["--warehouse", args.warehouse, "--spec", os.path.abspath(args.spec), "--batch-id", batch_id]
     if args.snapshot is not None:
         args_ += ["--snapshot", str(args.snapshot)]
+    if args.config is not None:
+        args_ += ["--config", os.path.abspath(args.config)]
     return run_job("query_batch", args.master, args_, f"batch {batch_id}", "nothing was recorded")
 
 

@@ -48,6 +48,15 @@ def add_warehouse(p) -> None:
                         "configuration)")
 
 
+def session(args):
+    """The command's :class:`~discovery.store.Session`: its ``--warehouse`` and the configuration ``--config`` (or
+    the environment) names, resolved once and handed to what the command runs."""
+    from ..config import load_config
+    from ..store import Session
+
+    return Session.at(args.warehouse, load_config(args.config))
+
+
 def add_snapshot(p) -> None:
     p.add_argument("--snapshot", type=int, default=None, metavar="ID", help="snapshot id (default: the latest)")
 

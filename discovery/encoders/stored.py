@@ -105,13 +105,12 @@ def model_table(name: str, version: str, params: dict, payload: bytes, refresh_i
     return pa.Table.from_pylist([row], schema=SCHEMAS["models"])
 
 
-def payload(warehouse_root: str, name: str, version: str, table_version: int | None = None) -> tuple[bytes, dict]:
+def payload(wh: Warehouse, name: str, version: str, table_version: int | None = None) -> tuple[bytes, dict]:
     """Payload and params of one stored model version (filter pushed down to the file statistics)."""
-    wh = Warehouse(warehouse_root)
     t = wh.read("models", table_version, columns=["payload", "params"],
                 filter=(pads.field("name") == name) & (pads.field("version") == version))
     if t.num_rows == 0:
-        raise WarehouseError(f"model {name!r} version {version} is missing from {warehouse_root!r}")
+        raise WarehouseError(f"model {name!r} version {version} is missing from {wh.root!r}")
     return t.column("payload")[0].as_py(), json.loads(t.column("params")[0].as_py() or "{}")
 
 
@@ -120,15 +119,15 @@ MODEL_FILES = "model_files"
 _SAFE_VERSION = re.compile(r"[A-Za-z0-9._-]+")
 
 
-def stored_encoder(warehouse_root: str, name: str, version: str) -> Encoder:
+def stored_encoder(wh: Warehouse, name: str, version: str) -> Encoder:
     """The encoder stored as (name, version), loaded once per process while it fits the process's index cache
     (``discovery.store.INDEXES``, bounded in bytes with the indexes it serves).  Versions are immutable content
     hashes, so the cache never goes stale.  Its bytes come from :func:`mapped_payload`."""
-    return INDEXES.get(("encoder", warehouse_root, name, version),
-                       lambda: encoder_from_bytes(mapped_payload(warehouse_root, name, version)))
+    return INDEXES.get(("encoder", wh.root, name, version),
+                       lambda: encoder_from_bytes(mapped_payload(wh, name, version)))
 
 
-def mapped_payload(warehouse_root: str, name: str, version: str):
+def mapped_payload(wh: Warehouse, name: str, version: str):
     """A model version's payload, memory-mapped from ``<warehouse>/model_files/<version>.bin`` when that file exists.
 
     A join encoder's payload is about 100 MB (2^18 hashed buckets x 96 dimensions); reading it from the ``models``
@@ -139,14 +138,14 @@ def mapped_payload(warehouse_root: str, name: str, version: str):
     cannot go stale.  A warehouse on an object store, or a folder this process may not write (a read-only
     installation), is simply read from the table every time.
     """
-    root = storage.on_disk(warehouse_root)
+    root = storage.on_disk(wh.root)
     if root is None or not _SAFE_VERSION.fullmatch(version):
-        return payload(warehouse_root, name, version)[0]
+        return payload(wh, name, version)[0]
     folder = os.path.join(root, MODEL_FILES)
     path = os.path.join(folder, f"{version}.bin")
     with contextlib.suppress(OSError, ValueError):  # missing, empty or not readable by this user: read the table
         return np.memmap(path, dtype=np.uint8, mode="r")
-    data, _ = payload(warehouse_root, name, version)
+    data, _ = payload(wh, name, version)
     try:
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{version}.")

@@ -257,7 +257,7 @@ def mapping_batch(work: pa.Table, ctx, model: PivotModel, files: pa.Table,
     :func:`mapping_rows`); ``files``: the ``value_vectors`` data files the driver planned from.  Tasks are handed both
     rather than each reading the ``models`` table and the Delta log, whose sizes grow with the lake (which made the
     stage's cost grow with tasks x files)."""
-    vv = read_rows(Warehouse(ctx.warehouse).table_uri("value_vectors"), SCHEMAS["value_vectors"], files,
+    vv = read_rows(ctx.store.table_uri("value_vectors"), SCHEMAS["value_vectors"], files,
                    work.column("table_id").to_pylist(),
                    ["table_id", "content_hash", "ordinal", "value", "segment", "vector"])
     return mapping_rows(vv, model, placed), {"tables_processed": work.num_rows, "vectors": vv.num_rows}

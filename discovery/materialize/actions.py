@@ -14,7 +14,7 @@ import time
 
 import pyarrow as pa
 
-from ..config import Config
+from ..config import Config, Limits
 from ..params import ParameterError, check_query, choice, count, interval, key_columns, optional
 from ..query import QueryTable, resolve_query
 from .augment import MODES, FanOut
@@ -65,12 +65,11 @@ def _run(plan, cfg: Config, output: str | None, fmt: str | None, overwrite: bool
     spark_min_bytes`` (of ``cfg``, the session's configuration), as a Spark job (which writes ``output`` itself)."""
     size = sum(s.table.bytes for s in plan.sources)
     if master and output is not None and size >= cfg.materialize.spark_min_bytes:
-        return _on_spark(plan, output, output_format(output, fmt), overwrite, master)
+        return _on_spark(plan, cfg.limits, output, output_format(output, fmt), overwrite, master)
     return _deliver(run_plan(plan, cfg.limits), output, fmt, overwrite)
 
 
-def _on_spark(plan, output: str, fmt: str, overwrite: bool, master: str) -> dict:
-    import os
+def _on_spark(plan, limits: Limits, output: str, fmt: str, overwrite: bool, master: str) -> dict:
     import tempfile
 
     from ..submit import run_job
@@ -79,10 +78,8 @@ def _on_spark(plan, output: str, fmt: str, overwrite: bool, master: str) -> dict
 
     check_target(output, fmt, overwrite)
     with tempfile.TemporaryDirectory(prefix="lakescout-plan-") as folder:
-        save_plan(plan, folder)
+        save_plan(plan, folder, limits)
         args = ["--plan", folder, "--output", output, "--format", fmt] + (["--overwrite"] if overwrite else [])
-        if os.environ.get("LAKESCOUT_CONFIG"):
-            args += ["--config", os.environ["LAKESCOUT_CONFIG"]]
         return run_job("materialize", master, args, f"writing {output!r}", "nothing was written")
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import pyarrow as pa
 
+from ..config import Limits
 from ..lake.pinned import PinnedTable
 from .augment import FanOut, JoinSource
 from .union import UnionSource
@@ -62,10 +63,12 @@ def _read_arrow(folder: str, name: str) -> pa.Table:
         return pa.ipc.open_file(source).read_all()
 
 
-def save_plan(plan: UnionPlan | JoinPlan, folder: str) -> None:
-    """Write ``plan`` into the (existing, empty) local ``folder``."""
+def save_plan(plan: UnionPlan | JoinPlan, folder: str, limits: Limits) -> None:
+    """Write ``plan`` into the (existing, empty) local ``folder``, with the ``limits`` its lake tables are read
+    under: the planning session's, so the Spark job reads as the session that planned it, whatever configuration
+    its own machine has (:func:`plan_limits`)."""
     head = {"kind": plan.kind, "snapshot_id": plan.snapshot_id, "query_label": plan.query_label,
-            "notes": plan.notes}
+            "notes": plan.notes, "limits": asdict(limits)}
     if isinstance(plan, UnionPlan):
         head.update(include_query=plan.include_query, dedupe=plan.dedupe, query_id=plan.query_id,
                     query_version=plan.query_version,
@@ -86,10 +89,19 @@ def save_plan(plan: UnionPlan | JoinPlan, folder: str) -> None:
         json.dump(head, fh, default=str)
 
 
+def _head(folder: str) -> dict:
+    with open(os.path.join(folder, "plan.json"), encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def plan_limits(folder: str) -> Limits:
+    """The limits :func:`save_plan` wrote with the plan in ``folder``."""
+    return Limits(**_head(folder)["limits"])
+
+
 def load_plan(folder: str) -> UnionPlan | JoinPlan:
     """The plan :func:`save_plan` wrote into ``folder``."""
-    with open(os.path.join(folder, "plan.json"), encoding="utf-8") as fh:
-        head = json.load(fh)
+    head = _head(folder)
     if head["kind"] == "union":
         sources = [UnionSource(PinnedTable(**s["table"]), tuple(tuple(a) for a in s["aligned"]), tuple(s["kinds"]),
                                s["rank"], s["score"], tuple(s["left_out"])) for s in head["sources"]]

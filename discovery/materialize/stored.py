@@ -16,9 +16,8 @@ import json
 import pyarrow.compute as pc
 
 from ..batch import batch_results
-from ..config import Config
 from ..query import QueryTable, read_query_file, resolve_query
-from ..store import Warehouse, load_snapshot
+from ..store import Session, Warehouse, load_snapshot
 from .augment import FanOut
 from .plans import Matching, PlanError
 from .service import join_plan, join_source, union_plan
@@ -36,9 +35,8 @@ def _spec(wh: Warehouse, batch_id: str, query_id: str) -> dict:
     return found[0]
 
 
-def stored_answer(warehouse: Warehouse | str, batch_id: str, query_id: str) -> tuple[dict, list[dict]]:
+def stored_answer(wh: Warehouse, batch_id: str, query_id: str) -> tuple[dict, list[dict]]:
     """The recorded query (its spec: kind, query, parameters) and its result rows, by rank (evidence decoded)."""
-    wh = Warehouse(warehouse)
     query = _spec(wh, batch_id, query_id)
     rows = batch_results(wh, batch_id)
     rows = rows.filter(pc.equal(rows["query_id"], query_id)).to_pylist()
@@ -59,17 +57,17 @@ def _query(snapshot, spec: dict, served: bool, uploads: dict | None) -> QueryTab
     return resolve_query(snapshot, label, allow_files=not served)
 
 
-def stored_plans(warehouse: Warehouse | str, batch_id: str, query_id: str, ranks: list[int] | None = None, *,
-                 config: Config, fan_out: str = "nearest", max_matches: int | None = None,
+def stored_plans(session: Session, batch_id: str, query_id: str, ranks: list[int] | None = None, *,
+                 fan_out: str = "nearest", max_matches: int | None = None,
                  columns: list[str] | None = None, query_rows: bool = True, dedupe: bool = False, strict: bool = False,
                  served: bool = True, uploads: dict | None = None, matcher: str | None = None,
                  precision: float | None = None) -> tuple[object, list]:
     """``(snapshot, plans)`` writing the recorded answer: a union of the results at ``ranks`` (default all) in one
     plan; for a join, one plan per rank (default the first), to run in that order, each on the previous one's rows
-    (:func:`.service.compose`: augmentations compose).  ``config``: the surface's configuration (the DAG's, the
-    page's), whose ``[materialize]``, ``[join] tau`` and ``[numjoin]`` fill what the parameters and the recorded
-    spec leave out."""
-    wh = Warehouse(warehouse)
+    (:func:`.service.compose`: augmentations compose).  The ``session``'s configuration (the DAG's, the page's)
+    fills, from ``[materialize]``, ``[join] tau`` and ``[numjoin]``, what the parameters and the recorded spec leave
+    out."""
+    wh, config = session.warehouse, session.config
     spec, rows = stored_answer(wh, batch_id, query_id)
     if not rows:
         raise PlanError(f"query {query_id!r} of batch {batch_id!r} has no results to write")

@@ -1,8 +1,14 @@
-"""What every stage of a refresh knows: where the lake and the warehouse are, which refresh and attempt it is."""
+"""What every stage of a refresh knows: where the lake and the warehouse are, which refresh and attempt it is.
+
+:class:`StageContext` is a refresh's session object: built once by the stage's driver (the CLI's application, a DAG
+task's ``spark-submit``) from its arguments and configuration, handed to the stage body and shipped to its Spark
+tasks, which open the warehouse through it (:attr:`StageContext.store`, built once per process that holds it).
+"""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .. import storage
 from ..config import Config
@@ -27,6 +33,10 @@ class StageContext:
         object.__setattr__(self, "lake", storage.normalize(self.lake))
         object.__setattr__(self, "warehouse", storage.normalize(self.warehouse))
 
+    def __getstate__(self) -> dict:
+        """The fields, not the opened warehouse: a task opens its own once the driver's settings are in place."""
+        return {k: v for k, v in self.__dict__.items() if k != "store"}
+
     def __setstate__(self, state: dict) -> None:
         """Unpickled in a Spark task: the driver's object-storage settings (``AWS_*``, ``PYICEBERG_*``) become the
         task's environment, so executors reach the lake and the warehouse as the driver does whatever environment
@@ -39,8 +49,9 @@ class StageContext:
         """(include, exclude) patterns of the lake tables this refresh indexes: the run's, else the config's."""
         return (tuple(self.include or self.config.lake.include), tuple(self.exclude or self.config.lake.exclude))
 
-    @property
+    @cached_property
     def store(self) -> Warehouse:
+        """The warehouse, opened once per process that holds this context."""
         return Warehouse(self.warehouse)
 
 

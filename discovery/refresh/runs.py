@@ -8,8 +8,7 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..config import Config, load_config
-from ..store import INDEX_TABLES, SCHEMAS, Warehouse, new_attempt_token
+from ..store import INDEX_TABLES, SCHEMAS, Session, Warehouse, new_attempt_token
 from ..store.lease import Lease, release_refresh
 from ..store.orphans import cleanup_warehouse
 from ..store.warehouse import json_dumps
@@ -17,9 +16,10 @@ from .context import StageReport
 from .progress import mark_published
 
 
-def begin_refresh(warehouse: str, run: str = "cli", config: Config | None = None,
-                  clock: Callable[[], float] = time.time, scope: str = "process") -> int:
-    """Take the warehouse lease, create missing index tables, delete orphaned files, and allocate a refresh id.
+def begin_refresh(session: Session, run: str = "cli", clock: Callable[[], float] = time.time,
+                  scope: str = "process") -> int:
+    """Take the warehouse lease of the ``session``'s warehouse, create missing index tables, delete orphaned files
+    (under the session's ``[maintenance]`` windows), and allocate a refresh id.
 
     The lease (:mod:`discovery.store.lease`) makes this the only refresh or maintenance run writing to the warehouse:
     another one running raises :class:`~discovery.store.LeaseHeld` naming it.  ``run`` names this one to others (the
@@ -33,8 +33,7 @@ def begin_refresh(warehouse: str, run: str = "cli", config: Config | None = None
     Refresh ids are increasing integers (milliseconds since the epoch, bumped past the last id) so that the
     application transaction of a stage, whose version is the refresh id, only ever grows.
     """
-    wh = Warehouse(warehouse)
-    cfg = (config or load_config()).maintenance
+    wh, cfg = session.warehouse, session.config.maintenance
     started = clock()
     lease = Lease.acquire(wh.root, "refresh", run, clock=clock, scope=scope)
     try:
@@ -47,22 +46,22 @@ def begin_refresh(warehouse: str, run: str = "cli", config: Config | None = None
         refresh_id = max(int(clock() * 1000), last + 1)
         lease.update(refresh_id=refresh_id)
         if lease.took_over:
-            record_takeover(warehouse, refresh_id, "this refresh", lease.took_over, started)
+            record_takeover(wh, refresh_id, "this refresh", lease.took_over, started)
     except BaseException:
         lease.release()
         raise
     return refresh_id
 
 
-def record_takeover(warehouse: str, refresh_id: int, taker: str, took_over: str, started: float) -> None:
+def record_takeover(wh: Warehouse, refresh_id: int, taker: str, took_over: str, started: float) -> None:
     """A ``lease`` row in ``refresh_runs``: ``taker`` took over the lease of a killed run (``took_over`` describes
     it and why it was vacant), filed under ``refresh_id`` (the taking refresh's, or for maintenance the killed
     one's)."""
     report = StageReport("lease", message=f"{taker} took over the lease of {took_over}")
-    record_stage(warehouse, refresh_id, report, started, new_attempt_token(), took_over=took_over)
+    record_stage(wh, refresh_id, report, started, new_attempt_token(), took_over=took_over)
 
 
-def record_stage(warehouse: str, refresh_id: int, report: StageReport, started: float, attempt: str,
+def record_stage(wh: Warehouse, refresh_id: int, report: StageReport, started: float, attempt: str,
                  took_over: str | None = None) -> None:
     """Append the run record of a stage (a failed attempt is recorded too, and a later success alongside it)."""
     finished = time.time()
@@ -75,15 +74,15 @@ def record_stage(warehouse: str, refresh_id: int, report: StageReport, started: 
         "tables_processed": report.tables_processed, "rows_written": report.rows_written,
         "message": report.message, "took_over": took_over,
     }
-    Warehouse(warehouse).append_rows("refresh_runs", pa.Table.from_pylist([row], schema=SCHEMAS["refresh_runs"]),
-                                     refresh_id=refresh_id, stage="run_" + report.stage, attempt=attempt,
-                                     once=report.status == "ok" and took_over is None)
+    wh.append_rows("refresh_runs", pa.Table.from_pylist([row], schema=SCHEMAS["refresh_runs"]),
+                   refresh_id=refresh_id, stage="run_" + report.stage, attempt=attempt,
+                   once=report.status == "ok" and took_over is None)
 
 
-def stage_done(warehouse: str, refresh_id: int, stage: str) -> bool:
+def stage_done(wh: Warehouse, refresh_id: int, stage: str) -> bool:
     """Whether ``stage`` of refresh ``refresh_id`` is recorded as done: by its own task's application, or by the scan
     task's when the plan was small (``spark_jobs.common.rest_in_this_application``)."""
-    runs = Warehouse(warehouse).read("refresh_runs", columns=["refresh_id", "stage", "status"])
+    runs = wh.read("refresh_runs", columns=["refresh_id", "stage", "status"])
     done = pc.and_(pc.and_(pc.equal(runs["refresh_id"], refresh_id), pc.equal(runs["stage"], stage)),
                    pc.equal(runs["status"], "ok"))
     return bool(pc.any(done).as_py())
@@ -99,19 +98,18 @@ def query_array_folders() -> tuple:
     return UNION_ARRAYS, NUMERIC_ARRAYS
 
 
-def failed_tables(warehouse: str, refresh_id: int, limit: int = 20) -> dict:
+def failed_tables(wh: Warehouse, refresh_id: int, limit: int = 20) -> dict:
     """The lake tables ``refresh_id`` read and could not index (catalog rows it wrote with status ``error`` or
     ``stale``): their count and the first ``limit`` paths."""
-    catalog = Warehouse(warehouse).read("catalog", columns=["path", "status", "refresh_id"])
+    catalog = wh.read("catalog", columns=["path", "status", "refresh_id"])
     bad = catalog.filter(pc.and_(pc.is_in(catalog["status"], pa.array(["error", "stale"])),
                                  pc.equal(catalog["refresh_id"], refresh_id)))
     return {"count": bad.num_rows, "paths": bad.sort_by("path").column("path").slice(0, limit).to_pylist()}
 
 
-def publish_snapshot(warehouse: str, refresh_id: int, lake: str) -> dict:
+def publish_snapshot(wh: Warehouse, refresh_id: int, lake: str) -> dict:
     """Publish the current version of every index table as a snapshot (once per refresh), release the refresh's
     lease, and return the snapshot."""
-    wh = Warehouse(warehouse)
     started = time.time()
     attempt = new_attempt_token()
     existing = wh.read("snapshots")
@@ -142,8 +140,8 @@ def publish_snapshot(warehouse: str, refresh_id: int, lake: str) -> dict:
     wh.append_rows("snapshots", pa.Table.from_pylist([row], schema=SCHEMAS["snapshots"]), refresh_id=refresh_id,
                    stage="publish", attempt=attempt)
     report = StageReport("publish", rows_written=1, message=f"snapshot {snapshot_id}")
-    record_stage(warehouse, refresh_id, report, started, attempt)
-    mark_published(warehouse, refresh_id, started)
+    record_stage(wh, refresh_id, report, started, attempt)
+    mark_published(wh.root, refresh_id, started)
     release_refresh(wh.root, refresh_id)
     return {"snapshot_id": snapshot_id, "refresh_id": refresh_id, "published": True, "versions": versions,
             "counts": counts, "models": latest_models}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from ..store import Warehouse
 from .runs import stage_done
 
 
@@ -25,7 +26,7 @@ class StageOperator(SparkSubmitOperator):
         # environment: a warehouse in a bucket only the run's connection opens is read here
         args = [str(a) for a in self.application_args or []]
         warehouse, refresh_id = _arg(args, "--warehouse"), int(_arg(args, "--refresh-id"))
-        if stage_done(warehouse, refresh_id, self.task_id):
+        if stage_done(Warehouse(warehouse), refresh_id, self.task_id):
             self.log.info("stage %s of refresh %s is done already (a small plan runs it in the scan task's "
                           "application): no Spark application started", self.task_id, refresh_id)
             return None

@@ -27,6 +27,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from collections.abc import Callable
 
 import pyarrow.compute as pc
@@ -129,8 +130,13 @@ class Watch:
     #: The last check saw a change it may fire for once it holds still: check again after SETTLE_SECONDS.
     settling: bool = field(default=False, repr=False)
 
+    @cached_property
+    def store(self) -> Warehouse:
+        """The warehouse, opened once for the watcher's life."""
+        return Warehouse(self.warehouse)
+
     def _latest(self):
-        wh = Warehouse(self.warehouse)
+        wh = self.store
         if not wh.exists() or wh.read("snapshots", columns=["snapshot_id"]).num_rows == 0:
             return None, SCHEMAS["catalog"].empty_table()
         snap = load_snapshot(wh)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from collections.abc import Callable
 
-from ..config import Config, load_config
+from ..config import Config
 from ..params import DEFAULT_K, Param, ParameterError
 from ..query import QueryTable
 
@@ -83,12 +83,12 @@ class SearchKind:
                 out[name] = min(value, max(int(limits[unit]), 1))
         return out
 
-    def plan(self, checked: dict, table: QueryTable, config: Config | None = None) -> Plan:
+    def plan(self, checked: dict, table: QueryTable, config: Config) -> Plan:
         """The search of checked parameters on the resolved ``table``: :class:`ParameterError` (or
         :class:`~discovery.query.QueryError` for a column no search of this kind takes) when they do not fit it.
-        ``config``: where the defaults come from (default: :func:`~discovery.config.load_config`; a Spark batch
-        passes the driver's, so every executor answers as the driver would)."""
-        return self.make_plan(checked, table, config or load_config())
+        ``config``: where the defaults come from, the caller's session's (a Spark batch passes the driver's, so
+        every executor answers as the driver would)."""
+        return self.make_plan(checked, table, config)
 
 
 def at_least_k(checked: dict, names: tuple[str, ...] = ("phi_ref", "phi_r")) -> None:

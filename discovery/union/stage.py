@@ -67,7 +67,7 @@ def current_model(warehouse: Warehouse) -> CentroidModel | None:
 
 
 def _column_vectors(ctx, files: pa.Table, table_ids: list[int]) -> pa.Table:
-    return read_rows(Warehouse(ctx.warehouse).table_uri("column_vectors"), SCHEMAS["column_vectors"], files, table_ids,
+    return read_rows(ctx.store.table_uri("column_vectors"), SCHEMAS["column_vectors"], files, table_ids,
                      ["table_id", "content_hash", "ordinal", "vector"])
 
 

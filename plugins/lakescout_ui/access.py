@@ -1,4 +1,4 @@
-"""What every route of the app shares: the warehouse it serves and whether a user may record a search.
+"""What every route of the app shares: the session it serves and whether a user may record a search.
 
 The warehouse is served by one :class:`~discovery.serving.Served` per process (its pinned snapshot, group commit and
 memoised page shared by every request).  Reading, searches that record nothing included, needs only a login (the
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from airflow.api_fastapi.app import get_auth_manager
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
-from discovery.config import default_warehouse
+from discovery.config import Config, default_warehouse, load_config
 from discovery.serving import Served, served
 from discovery.store import Warehouse
 
@@ -19,11 +19,18 @@ BATCH_DAG = "query_batch"
 
 
 def serving() -> Served:
-    return served(default_warehouse())
+    """The process's :class:`Served` of the page's warehouse, its session built by the first request with the
+    api-server's configuration."""
+    return served(default_warehouse(), load_config)
 
 
 def warehouse() -> Warehouse:
     return serving().warehouse
+
+
+def config() -> Config:
+    """The configuration the page answers and writes with: its session's, resolved once per process."""
+    return serving().session.config
 
 
 def may_search(user) -> bool:

@@ -18,12 +18,11 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from airflow.api_fastapi.core_api.security import get_user
-from discovery.config import load_config
 from discovery.materialize.output import writable
 from discovery.materialize.service import run_plans
 from discovery.materialize.stored import stored_plans
 from discovery.store import WarehouseError
-from lakescout_ui.access import BATCH_DAG, may_search, warehouse
+from lakescout_ui.access import BATCH_DAG, config, may_search, serving
 from lakescout_ui.kept import kept
 from lakescout_ui.rendering import render
 
@@ -32,9 +31,9 @@ router = APIRouter(include_in_schema=False)  # page routes: HTML and a CSV file,
 
 def _rows(batch_id: str, query_id: str, rank: int):
     """The materialised rows of one recorded result, or HTTPException (400 bad request, 413 too large)."""
-    cfg = load_config()
+    cfg = config()
     try:
-        _, plans = stored_plans(warehouse(), batch_id, query_id, [rank], config=cfg, uploads=kept(batch_id))
+        _, plans = stored_plans(serving().session, batch_id, query_id, [rank], uploads=kept(batch_id))
         size = sum(s.table.bytes for p in plans for s in p.sources)
         if size > cfg.materialize.spark_min_bytes:
             raise HTTPException(413, f"the lake tables of this result hold {size:,} bytes, more than the page writes "
@@ -54,7 +53,7 @@ def _allowed(user) -> None:
 async def preview(request: Request, batch_id: str, query_id: str, rank: int, user=Depends(get_user)):
     _allowed(user)
     m = await run_in_threadpool(_rows, batch_id, query_id, rank)
-    shown = m.table.slice(0, load_config().materialize.preview_rows)
+    shown = m.table.slice(0, config().materialize.preview_rows)
     return render(request, "preview.html", description=m.description, columns=shown.column_names,
                   rows=[list(r.values()) for r in shown.to_pylist()],
                   download=f"{request.scope.get('root_path', '')}/results/{batch_id}/{query_id}/{rank}/rows.csv")

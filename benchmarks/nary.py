@@ -35,7 +35,7 @@ import harness
 from discovery.demo_lake import load_ground_truth, read_demo_table
 from discovery.nary import NaryIndex, build_postings
 from discovery.normalize import normalize_array
-from discovery.xash import XashModel, char_counts, merge_char_counts
+from discovery.xash import XashModel, char_counts
 
 MATE_QUERIES = Path(harness.SHARED) / "benchmarks" / "mate_queries"
 FILTERED = ("mate", "bloom", "scr")
@@ -105,7 +105,8 @@ def pick_queries(tables: dict, n_two: int, rng: random.Random) -> list[tuple[str
 
 def build(lake: dict, bits: int) -> tuple[NaryIndex, dict]:
     t0 = time.perf_counter()
-    counts = merge_char_counts(char_counts(pa.array(c, pa.string())) for _, cols in lake.values() for c in cols)
+    counts = char_counts(pa.chunked_array([pa.array(c, pa.string()) for _, cols in lake.values() for c in cols],
+                                          type=pa.string()))
     distinct = pa.chunked_array([normalize_array(pa.array(c, pa.string())) for _, cols in lake.values()
                                  for c in cols], type=pa.string())
     model = XashModel.from_counts(counts, len(distinct.unique().drop_null()), bits=bits)

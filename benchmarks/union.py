@@ -74,7 +74,7 @@ from discovery.query import QueryError, resolve_query  # noqa: E402
 from discovery.union import UnionIndex  # noqa: E402
 from discovery.union.scoring import exhaustive_scores  # noqa: E402
 from discovery.union.search import APPROXIMATE, DEFAULT_PHI_C, DEFAULT_PHI_REF_PER_K, DEFAULT_TAU  # noqa: E402
-from discovery.union.synthetic import (build_index_inputs, draw_tables, generate_lake, lake_model,  # noqa: E402
+from synthetic_lake import (build_index_inputs, draw_tables, generate_lake, lake_model,  # noqa: E402
                                        table_vectors_of)
 from discovery.union.service import loaded_index  # noqa: E402
 from discovery.vectors import LakeEncoders, embed_query, embed_table, snapshot_encoders  # noqa: E402

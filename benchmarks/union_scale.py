@@ -1,6 +1,6 @@
 """The compact union index at scale: memory, query time, recall and cold start against float32 ``exact``.
 
-A generated lake (``discovery.union.synthetic``: clustered column vectors, as ``benchmarks/union.py``'s scale part
+A generated lake (``tests/synthetic_lake.py``: clustered column vectors, as ``benchmarks/union.py``'s scale part
 draws them, at the dimension of the union column vectors with the name channel, d = 384) is written as the query
 arrays the refresh writes (``discovery.union.arrays``: float32 vectors, int8 codes, offsets) into ``--workdir``
 (reused when it holds the same lake), and 50 queries drawn from the same model are answered by
@@ -134,7 +134,7 @@ def prepare(workdir: str, n_tables: int, n_queries: int, dim: int) -> tuple[str,
     from discovery.union.csr import offsets_from_counts
     from discovery.union.matching import unit_rows
     from discovery.union.quantised import encode, fit_steps
-    from discovery.union.synthetic import draw_tables, lake_model
+    from synthetic_lake import draw_tables, lake_model
 
     folder = os.path.join(workdir, f"union-{n_tables}-d{dim}")
     queries = os.path.join(workdir, f"queries-{n_tables}-d{dim}-{n_queries}.npz")

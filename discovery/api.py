@@ -7,6 +7,7 @@ CLI's ``lakescout refresh`` or the ``lake_refresh`` DAG; nothing here writes the
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, TypeAlias
 
 from .config import Config, load_config
@@ -57,9 +58,14 @@ class Lakescout:
         self.snapshot = load_snapshot(self.warehouse)
         return self.snapshot
 
-    #: The former name of :meth:`latest`, kept so existing code runs: it moves to the latest snapshot and builds
-    #: nothing (unlike ``lakescout refresh``, which builds one).
-    refresh = latest
+    def refresh(self) -> Snapshot:
+        """Deprecated: the former name of :meth:`latest`, kept so existing code runs, with a warning.  It moves to
+        the latest snapshot and builds nothing; "refresh" means building a snapshot (``lakescout refresh``, the
+        ``lake_refresh`` DAG)."""
+        warnings.warn("Lakescout.refresh() is deprecated and builds nothing: call latest() to move to the newest "
+                      "snapshot (lakescout refresh or the lake_refresh DAG builds one)", DeprecationWarning,
+                      stacklevel=2)
+        return self.latest()
 
     def status(self) -> dict[str, Any]:
         """What ``lakescout status --json`` prints, for this object's snapshot: the snapshot, table counts by status

@@ -362,9 +362,21 @@ def batch_results(wh: Warehouse, batch_id: str | list[str]) -> pa.Table:
 
 
 def _newest(wh: Warehouse, limit: int, columns: list[str] | None = None) -> pa.Table:
-    """The ``limit`` most recent recorded batches (their first runs), newest first."""
-    t = first_run(wh.read("query_batches", columns=columns), ["batch_id"])
-    return t.sort_by([("created_at", "descending")]).slice(0, limit)
+    """The ``limit`` most recent recorded batches (their first runs), newest first.
+
+    Two reads, so that the wide columns (the spec, the summary) are read for the newest batches only however many a
+    warehouse holds: the ids and times of every batch, then the rows at or after the ``limit``-th newest first run,
+    which the files' statistics of ``created_at`` prune to the newest files (batches are appended, a file's times
+    are close together)."""
+    keys = first_run(wh.read("query_batches", columns=["batch_id", "created_at"]), ["batch_id"])
+    newest = keys.sort_by([("created_at", "descending")]).slice(0, limit)
+    if newest.num_rows == 0:
+        return SCHEMAS["query_batches"].empty_table().select(columns or SCHEMAS["query_batches"].names)
+    wanted = None if columns is None else list(dict.fromkeys([*columns, "batch_id", "created_at"]))
+    rows = wh.read_since("query_batches", "created_at", pc.min(newest["created_at"]), wanted)
+    rows = first_run(rows.filter(pc.is_in(rows["batch_id"], value_set=newest["batch_id"])), ["batch_id"])
+    rows = rows.sort_by([("created_at", "descending")])
+    return rows if columns is None else rows.select(columns)
 
 
 def recent_batches(wh: Warehouse, limit: int = 20) -> list[dict]:

@@ -29,7 +29,6 @@ time.  Below a few hundred queries, one process answers first.
 """
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -43,13 +42,6 @@ from .config import Config
 from .store import Session, Snapshot, load_snapshot
 from .store.cache import INDEXES
 from .store.snapshot import CATALOG_COLUMNS
-
-#: Fewest queries a task answers: a Spark task costs about 0.1 CPU s of scheduling and Python round trip, a few
-#: union queries' worth.
-MIN_QUERIES_PER_TASK = 8
-#: Tasks per core, so that every core has work and the last tasks even out (as the refresh stages cut theirs).
-TASKS_PER_CORE = 4
-
 
 @dataclass(frozen=True)
 class BatchShare:
@@ -85,17 +77,6 @@ class Outcome:
     entry: dict | None = None
     error: str | None = None
     checked: bool = True
-
-
-def task_count(n_queries: int, cores: int) -> int:
-    """Tasks a batch of ``n_queries`` is cut into: at most :data:`TASKS_PER_CORE` per core, each of at least
-    :data:`MIN_QUERIES_PER_TASK` queries."""
-    return max(1, min(math.ceil(n_queries / MIN_QUERIES_PER_TASK), max(cores, 1) * TASKS_PER_CORE))
-
-
-def task_range(task: int, n_tasks: int, n_queries: int) -> range:
-    """The query indexes of task ``task``: contiguous, sizes differing by at most one."""
-    return range(task * n_queries // n_tasks, (task + 1) * n_queries // n_tasks)
 
 
 def _lake_paths(snap: Snapshot, batch: BatchSpec) -> set[str]:

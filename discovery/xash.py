@@ -105,7 +105,8 @@ def code_points(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def char_counts(values: pa.Array | pa.ChunkedArray | Iterable[str | None]) -> dict[str, int]:
-    """Character occurrence counts over the normalised non-null values (the per-task part of the model statistics)."""
+    """Character occurrence counts over the normalised non-null values: the statistics :meth:`XashModel.from_counts`
+    takes (the refresh's ``xash`` stage sums the same counts per table, from its one normalisation pass)."""
     normalised = normalize_array(as_string_array(values if isinstance(values, (pa.Array, pa.ChunkedArray))
                                                  else list(values)))
     cps, _ = code_points(as_string_array(normalised))
@@ -113,15 +114,6 @@ def char_counts(values: pa.Array | pa.ChunkedArray | Iterable[str | None]) -> di
         return {}
     uniq, counts = np.unique(cps, return_counts=True)
     return {chr(int(c)): int(n) for c, n in zip(uniq, counts)}
-
-
-def merge_char_counts(parts: Iterable[dict[str, int]]) -> dict[str, int]:
-    """Sum per-task character counts (what the driver does before :meth:`XashModel.from_counts`)."""
-    total: dict[str, int] = {}
-    for part in parts:
-        for ch, n in part.items():
-            total[ch] = total.get(ch, 0) + int(n)
-    return total
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,33 @@
-"""Fan-out of a stage's per-table work over Spark tasks, and its one commit.
+"""The one Spark fan-out: work cut into tasks by one rule, run as Python tasks, small results collected.
 
-The driver plans (small metadata), Spark tasks do the per-table work through ``mapInArrow`` and write their output
-files straight into the Delta table folder, and only file metadata comes back to the driver, which commits the new
-files and the removal of replaced ones in one transaction carrying the stage's application transaction.  Every stage
-driver builds its tasks from the same pieces (:func:`work_tasks`, :func:`rewrite_tasks`), runs them as one job
-(:func:`run_tasks`) and sums what came back (:func:`collect`), so what a task may send back and how a stage commits it
-is written once.
+Every Spark job Lakescout runs is a fan-out of Python work over tasks: a refresh stage's per-table work and its
+copy-on-write removals, a materialised answer's lake units, a query batch's queries, a sample of an index table.
+They all go through this module, so how work is cut into tasks, what a task may send back and how it travels is
+written once:
+
+* :func:`task_count` is the one task rule: at most :data:`TASKS_PER_CORE` tasks per core of the application, each
+  of at least ``least`` items (a task costs about 0.1 CPU s of scheduling and Python round trip whatever it does);
+  :func:`item_range` gives task ``t`` a contiguous range of items, sizes differing by at most one.
+* :func:`map_items` runs ``body(i)`` for every item in Spark tasks (``mapInArrow`` over a range of task ids, so no
+  shuffle) and returns what the bodies yield, in item order: any picklable value (counters, file metadata, Arrow
+  IPC bytes of small tables), never the rows a task wrote.  :func:`items_frame` is the same fan-out as a DataFrame
+  for a Spark aggregation to follow (a union's row hashes); :func:`map_groups` hands a DataFrame's rows grouped by
+  a key column to Python tasks (a union's kept rows, part by part).
+* :func:`run_tasks` runs a stage's fan-outs (:data:`Tasks`: a count and a body per task) as one job.
+
+The driver plans (small metadata), Spark tasks do the per-table work and write their output files straight into the
+Delta table folder, and only file metadata comes back to the driver, which commits the new files and the removal of
+replaced ones in one transaction carrying the stage's application transaction.  Every stage driver builds its tasks
+from the same pieces (:func:`work_tasks`, :func:`rewrite_tasks`), runs them as one job (:func:`run_tasks`) and sums
+what came back (:func:`collect`).
 """
 from __future__ import annotations
 
-import json
 import math
+import pickle
 from collections import defaultdict
 from dataclasses import dataclass, field
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -23,25 +37,95 @@ from discovery.refresh import StageContext
 from discovery.store import SCHEMAS, DataFile, candidate_files, drop_table_ids, write_data_file
 from discovery.store.files import resolve
 
+#: Tasks per core of the application that a fan-out is cut into at most, so that every core has work and the last
+#: tasks even out.
+TASKS_PER_CORE = 4
 
-#: A fan-out: how many Spark tasks, and the body Spark task ``i`` runs, yielding small metadata records.  Every
-#: stage's per-table work, copy-on-write removal and training is one of these, so one Spark job can run several side
-#: by side (:func:`run_tasks`) and one reader sums what comes back (:func:`collect`).
+
+def cores(spark) -> int:
+    return max(int(spark.sparkContext.defaultParallelism), 1)
+
+
+def task_count(items: int, n_cores: int, least: int = 1) -> int:
+    """The one task rule: how many tasks ``items`` pieces of work are cut into on ``n_cores`` cores (module
+    docstring); 0 for no work."""
+    if items <= 0:
+        return 0
+    return max(1, min(math.ceil(items / max(least, 1)), max(n_cores, 1) * TASKS_PER_CORE))
+
+
+def item_range(task: int, n_tasks: int, items: int) -> range:
+    """The items of task ``task`` of ``n_tasks``: contiguous, in order, sizes differing by at most one."""
+    return range(task * items // n_tasks, (task + 1) * items // n_tasks)
+
+
+def _payloads(n_tasks: int, items: int, body: Callable[[int], Iterable[object]]):
+    def run(batches):
+        for batch in batches:
+            for t in batch.column(0).to_pylist():
+                out = [pickle.dumps(r) for i in item_range(t, n_tasks, items) for r in body(i)]
+                if out:
+                    yield pa.RecordBatch.from_pydict({"payload": out}, schema=_PAYLOAD)
+    return run
+
+
+_PAYLOAD = pa.schema([("payload", pa.binary())])
+
+
+def map_items(spark, items: int, body: Callable[[int], Iterable[object]], least: int = 1,
+              tasks: int | None = None) -> list:
+    """Run ``body(i)`` for ``i`` in ``range(items)`` in ``tasks`` Spark tasks (default :func:`task_count`) and
+    return everything the bodies yield, in item order (module docstring).  A body runs in a Python worker: what it
+    needs from the driver comes in its closure or a broadcast."""
+    n_tasks = task_count(items, cores(spark), least) if tasks is None else tasks
+    if n_tasks == 0:
+        return []
+    rows = spark.range(0, n_tasks, numPartitions=n_tasks).mapInArrow(_payloads(n_tasks, items, body),
+                                                                     "payload binary").collect()
+    return [pickle.loads(r["payload"]) for r in rows]
+
+
+def items_frame(spark, items: int, body: Callable[[int], Iterable[pa.RecordBatch]], schema: str, least: int = 1):
+    """The record batches ``body(i)`` yields for every item, as a DataFrame of ``schema`` (a Spark DDL string),
+    computed in :func:`task_count` tasks when the frame is used: for results too large for the driver that a Spark
+    aggregation reduces first."""
+    n_tasks = task_count(items, cores(spark), least)
+
+    def run(batches):
+        for batch in batches:
+            for t in batch.column(0).to_pylist():
+                for i in item_range(t, n_tasks, items):
+                    yield from body(i)
+
+    return spark.range(0, max(n_tasks, 1), numPartitions=max(n_tasks, 1)).mapInArrow(run, schema)
+
+
+def map_groups(frame, key: str, tasks: int, body: Callable[[Iterator[pa.RecordBatch]], Iterable[object]]) -> list:
+    """``frame``'s rows hashed by ``key`` into ``tasks`` Spark tasks, each task's rows handed to ``body`` as record
+    batches (every row of one key in one task); returns what the bodies yield (any picklable value)."""
+    def run(batches):
+        for r in body(batches):
+            yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(r)]}, schema=_PAYLOAD)
+
+    rows = frame.repartition(max(tasks, 1), key).mapInArrow(run, "payload binary").collect()
+    return [pickle.loads(r["payload"]) for r in rows]
+
+
+#: A stage's fan-out: how many Spark tasks, and the body Spark task ``i`` runs, yielding small metadata records.
+#: Every stage's per-table work, copy-on-write removal and training is one of these, so one Spark job can run several
+#: side by side (:func:`run_tasks`) and one reader sums what comes back (:func:`collect`).
 Tasks = tuple[int, Callable[[int], Iterable[dict]]]
 #: The fan-out of no work.
 NO_TASKS: Tasks = (0, lambda i: iter(()))
 
 
 def run_tasks(spark, *fan_outs: Tasks) -> list[dict]:
-    """Run the tasks of every fan-out in ``fan_outs`` as one Spark job (``mapInArrow`` over a range, so no shuffle)
-    and collect the small metadata records they yield, in task order.
+    """Run the tasks of every fan-out in ``fan_outs`` as one Spark job (:func:`map_items`, one item a task) and
+    collect the small metadata records they yield, in task order.
 
     One job for all of them, not one each: a job's tasks are scheduled together, so a stage's removals of replaced
     rows run beside its new work instead of before it, and the stage pays one job's start and straggler wait."""
     sizes = [n for n, _ in fan_outs]
-    n_tasks = sum(sizes)
-    if n_tasks == 0:
-        return []
     bodies = [task for _, task in fan_outs]
 
     def task(i: int) -> Iterable[dict]:
@@ -51,15 +135,7 @@ def run_tasks(spark, *fan_outs: Tasks) -> list[dict]:
             i -= size
         raise IndexError(i)
 
-    def run(batches):
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                records = list(task(i))
-                if records:
-                    yield pa.RecordBatch.from_pylist([{"payload": json.dumps(r)} for r in records])
-
-    rows = spark.range(0, n_tasks, numPartitions=n_tasks).mapInArrow(run, "payload string").collect()
-    return [json.loads(r["payload"]) for r in rows]
+    return map_items(spark, sum(sizes), task, tasks=sum(sizes))
 
 
 def _sample_mask(table_ids: np.ndarray, ordinals: np.ndarray, seed: int, rate: float) -> np.ndarray:
@@ -86,33 +162,25 @@ def sample_index_rows(spark, ctx: StageContext, name: str, columns: list[str], r
     paths = [f"{root.rstrip('/')}/{p}" for p in wh.files(name).column("path").to_pylist()]
     if not paths:
         return SCHEMAS[name].empty_table().select(columns)
-    cores = max(int(spark.sparkContext.defaultParallelism), 1)
-    per_task = max(1, math.ceil(len(paths) / (cores * TASKS_PER_CORE)))
     wanted = list(dict.fromkeys(["table_id", "ordinal", *columns]))
+    uri, opened = wh.table_uri(name), {}
 
-    def run(batches):
-        task_fs = resolve(wh.table_uri(name))[0]
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                for f in range(i * per_task, min((i + 1) * per_task, len(paths))):
-                    t = pq.read_table(paths[f], columns=wanted, filesystem=task_fs)
-                    if rate < 1:
-                        second = (np.int64(f) << np.int64(32)) + np.arange(t.num_rows, dtype=np.int64) if per_row \
-                            else t.column("ordinal").to_numpy()
-                        t = t.filter(pa.array(_sample_mask(t.column("table_id").to_numpy(), second, seed, rate)))
-                    if t.num_rows:
-                        yield pa.RecordBatch.from_pylist([{"payload": to_ipc(t)}])
+    def sample(f: int):
+        if "fs" not in opened:  # once per task: the closure travels with each task
+            opened["fs"] = resolve(uri)[0]
+        t = pq.read_table(paths[f], columns=wanted, filesystem=opened["fs"])
+        if rate < 1:
+            second = (np.int64(f) << np.int64(32)) + np.arange(t.num_rows, dtype=np.int64) if per_row \
+                else t.column("ordinal").to_numpy()
+            t = t.filter(pa.array(_sample_mask(t.column("table_id").to_numpy(), second, seed, rate)))
+        if t.num_rows:
+            yield to_ipc(t)
 
-    n_tasks = math.ceil(len(paths) / per_task)
-    rows = spark.range(0, n_tasks, numPartitions=n_tasks).mapInArrow(run, "payload binary").collect()
-    parts = [from_ipc(r["payload"]) for r in rows]
+    parts = [from_ipc(p) for p in map_items(spark, len(paths), sample)]
     out = pa.concat_tables(parts) if parts else SCHEMAS[name].empty_table().select(wanted)
     return out.sort_by([("table_id", "ascending"), ("ordinal", "ascending")]).select(columns)
 
 
-#: Tasks per core of the application that a stage's per-table work is cut into, so that every core has work and the
-#: last tasks even out.
-TASKS_PER_CORE = 4
 #: Output files, of ``[spark] tables_per_task`` tables each, that one task writes at most.
 MAX_FILES_PER_TASK = 4
 
@@ -127,8 +195,7 @@ def work_chunks(spark, ctx: StageContext, n_tables: int) -> tuple[int, int]:
     ``xash``, for UGEN-V1's 1,000 tables).  So a task writes up to :data:`MAX_FILES_PER_TASK` files, one after the
     other, as long as that leaves about :data:`TASKS_PER_CORE` tasks per core."""
     per_file = max(ctx.config.spark.tables_per_task, 1)
-    cores = max(int(spark.sparkContext.defaultParallelism), 1)
-    files = min(MAX_FILES_PER_TASK, max(1, math.ceil(n_tables / (cores * TASKS_PER_CORE * per_file))))
+    files = min(MAX_FILES_PER_TASK, max(1, math.ceil(n_tables / (cores(spark) * TASKS_PER_CORE * per_file))))
     return per_file * files, per_file
 
 
@@ -197,16 +264,15 @@ def rewrite_tasks(spark, name: str, table_ids: np.ndarray, ctx: StageContext, st
     paths = candidate_files(wh.files(name), table_ids)
     ids = np.asarray(table_ids, dtype=np.int64)
     table_uri = wh.table_uri(name)
-    cores = max(int(spark.sparkContext.defaultParallelism), 1)
-    per_task = max(REWRITE_FILES_PER_TASK, math.ceil(len(paths) / (cores * TASKS_PER_CORE)))
+    n_tasks = task_count(len(paths), cores(spark), REWRITE_FILES_PER_TASK)
 
-    def task(i: int):
-        for path in paths[i * per_task:(i + 1) * per_task]:
-            touched, repl = drop_table_ids(table_uri, path, ids, ctx.refresh_id, stage, ctx.attempt)
+    def task(t: int):
+        for f in item_range(t, n_tasks, len(paths)):
+            touched, repl = drop_table_ids(table_uri, paths[f], ids, ctx.refresh_id, stage, ctx.attempt)
             if touched:
-                yield {"output": name, "removed": path, "file": repl.to_dict() if repl else None}
+                yield {"output": name, "removed": paths[f], "file": repl.to_dict() if repl else None}
 
-    return math.ceil(len(paths) / per_task), task
+    return n_tasks, task
 
 
 def to_ipc(table: pa.Table) -> bytes:

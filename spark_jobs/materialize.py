@@ -3,16 +3,17 @@ one.
 
 The plan comes whole from :mod:`discovery.materialize.planfile` (lake tables pinned to their indexed versions, the
 value mapping, the query's rows); the steps are :mod:`discovery.materialize`'s, the same the in-process engine
-runs, so both write the same table:
+runs, so both write the same table; the units are spread over Spark tasks by the one fan-out
+(:mod:`spark_jobs.fanout`):
 
-* **union**: one task per unit of a lake table (:func:`discovery.lake.pinned.units`: a Delta version's or a
+* **union**: each unit of a lake table (:func:`discovery.lake.pinned.units`: a Delta version's or a
   dataset's data files, else the table) reads it, places its columns (:func:`~discovery.materialize.union.unit_rows`)
   and writes them as one part into the staging folder (:func:`~discovery.materialize.output.staging`); a column
   whose cells are not of their planned kind is reported instead, and the driver plans again and reruns.  With
   ``dedupe`` a second pass hashes every row (:func:`~discovery.materialize.union.row_hashes`), Spark keeps the least
   position per hash, and each part is rewritten with its kept rows.  The driver then commits the parts to Delta in
   one commit, or streams them, in order, into the one output file (:func:`~discovery.materialize.output.finish_parts`).
-* **join**: one task per unit returns its reduced matches (:func:`~discovery.materialize.augment.unit_partial`: per
+* **join**: each unit returns its reduced matches (:func:`~discovery.materialize.augment.unit_partial`: per
   lake value the first row, or the counts and aggregates, or the rows of ``all``); the driver combines them and
   adds them to the query's rows, which are the size of the query, not of the lake table.
 
@@ -45,13 +46,9 @@ from discovery.materialize.service import METADATA_KEY, Materialized, describe
 from discovery.materialize.union import (plan_layout, query_rows, replan_observed, row_hashes, type_notes,
                                          unit_rows)
 from spark_jobs.common import spark_session
-from spark_jobs.fanout import from_ipc, to_ipc
+from spark_jobs.fanout import cores, from_ipc, items_frame, map_groups, map_items, task_count, to_ipc
 
 ORDER = "__order"
-
-
-def _tasks(spark, n: int) -> int:
-    return max(1, min(n, 4 * int(spark.sparkContext.defaultParallelism)))
 
 
 def _shared(broadcast) -> dict:
@@ -74,30 +71,26 @@ def _union_parts(spark, plan: UnionPlan, work: list, layout, planned, limits: Li
                                            "folder": folder, "token": token, "order": plan.dedupe,
                                            "env": storage.client_env()})
 
-    def run(batches):
+    def unit(i: int):
         s = _shared(shared)
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                si, ui, unit = s["work"][i]
-                try:
-                    tables, seen = unit_rows(s["sources"][si], unit, s["layout"], s["limits"])
-                except ValueError as exc:  # a lake table unreadable now: the driver refuses, naming it
-                    yield pa.RecordBatch.from_pylist([{"payload": json.dumps({"i": i, "error": str(exc)})}])
-                    continue
-                info = {"i": i, "observed": {k: sorted(v) for k, v in seen.items()}}
-                if not seen:
-                    table = pa.concat_tables(tables) if tables else s["layout"].schema.empty_table()
-                    if s["order"]:
-                        table = _with_order(table, i + 1)
-                    info.update(write_part(table, s["folder"], f"part-materialize-{s['token']}-{i + 1:06d}.parquet"))
-                yield pa.RecordBatch.from_pylist([{"payload": json.dumps(info)}])
+        si, ui, piece = s["work"][i]
+        try:
+            tables, seen = unit_rows(s["sources"][si], piece, s["layout"], s["limits"])
+        except ValueError as exc:  # a lake table unreadable now: the driver refuses, naming it
+            yield {"i": i, "error": str(exc)}
+            return
+        info = {"i": i, "observed": {k: sorted(v) for k, v in seen.items()}}
+        if not seen:
+            table = pa.concat_tables(tables) if tables else s["layout"].schema.empty_table()
+            if s["order"]:
+                table = _with_order(table, i + 1)
+            info.update(write_part(table, s["folder"], f"part-materialize-{s['token']}-{i + 1:06d}.parquet"))
+        yield info
 
     try:
-        rows = spark.range(0, len(work), numPartitions=_tasks(spark, len(work))).mapInArrow(
-            run, "payload string").collect()
+        infos = map_items(spark, len(work), unit)
     finally:
         shared.unpersist()
-    infos = sorted((json.loads(r["payload"]) for r in rows), key=lambda x: x["i"])
     failed = [x for x in infos if "error" in x]
     if failed:
         remove_parts(folder, [x["name"] for x in infos if "name" in x])
@@ -117,17 +110,14 @@ def _dedupe_parts(spark, folder: str, parts: list[dict], columns: list[str], tok
     names = [p["name"] for p in parts]
     env = storage.client_env()
 
-    def hashes(batches):
+    def hashes(i: int):
         os.environ.update(env)
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                table = read_part(folder, names[i])
-                h = row_hashes(table, columns).view(np.int64)
-                yield pa.RecordBatch.from_arrays([pa.array(h[:, 0]), pa.array(h[:, 1]), table.column(ORDER)
-                                                  .combine_chunks()], names=["h1", "h2", "o"])
+        table = read_part(folder, names[i])
+        h = row_hashes(table, columns).view(np.int64)
+        yield pa.RecordBatch.from_arrays([pa.array(h[:, 0]), pa.array(h[:, 1]), table.column(ORDER).combine_chunks()],
+                                         names=["h1", "h2", "o"])
 
-    found = spark.range(0, len(names), numPartitions=_tasks(spark, len(names))).mapInArrow(
-        hashes, "h1 long, h2 long, o long")
+    found = items_frame(spark, len(names), hashes, "h1 long, h2 long, o long")
     kept = found.groupBy("h1", "h2").agg(F.min("o").alias("o")).withColumn("part", F.shiftright("o", ROW_BITS))
     by_part = {int(n.split("-")[-1].split(".")[0]): n for n in names}
 
@@ -143,12 +133,11 @@ def _dedupe_parts(spark, folder: str, parts: list[dict], columns: list[str], tok
             keep = np.isin(table.column(ORDER).to_numpy(), np.concatenate(kept_orders))
             table = table.filter(pa.array(keep)).drop_columns([ORDER])
             info = write_part(table, folder, f"part-materialize-{token}-d{p:06d}.parquet")
-            yield pa.RecordBatch.from_pylist([{"payload": json.dumps({"p": p, **info})}])
+            yield {"p": p, **info}
 
-    rows = kept.select("o", "part").repartition(_tasks(spark, len(names)), "part").mapInArrow(
-        rewrite, "payload string").collect()
+    rewritten = map_groups(kept.select("o", "part"), "part", task_count(len(names), cores(spark)), rewrite)
     remove_parts(folder, names)
-    return sorted((json.loads(r["payload"]) for r in rows), key=lambda x: x["p"])
+    return sorted(rewritten, key=lambda x: x["p"])
 
 
 def _union_spark(spark, plan: UnionPlan, output: str, fmt: str, overwrite: bool, limits: Limits) -> dict:
@@ -194,21 +183,17 @@ def _join_spark(spark, plan: JoinPlan, output: str, fmt: str, overwrite: bool, l
     shared = spark.sparkContext.broadcast({"source": plan.source, "fan_out": plan.fan_out, "work": work,
                                            "limits": limits, "env": storage.client_env()})
 
-    def run(batches):
+    def unit(i: int):
         s = _shared(shared)
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                try:
-                    part = to_ipc(unit_partial(s["source"], i, s["work"][i], s["fan_out"], s["limits"]))
-                except ValueError as exc:  # unreadable now, or a fan-out over its bound: the driver refuses
-                    yield pa.RecordBatch.from_pylist([{"payload": None, "error": str(exc),
-                                                       "fan_out": isinstance(exc, FanOutError)}])
-                    continue
-                yield pa.RecordBatch.from_pylist([{"payload": part, "error": None, "fan_out": False}])
+        try:
+            part = to_ipc(unit_partial(s["source"], i, s["work"][i], s["fan_out"], s["limits"]))
+        except ValueError as exc:  # unreadable now, or a fan-out over its bound: the driver refuses
+            yield {"payload": None, "error": str(exc), "fan_out": isinstance(exc, FanOutError)}
+            return
+        yield {"payload": part, "error": None, "fan_out": False}
 
     try:
-        rows = spark.range(0, len(work), numPartitions=_tasks(spark, len(work))).mapInArrow(
-            run, "payload binary, error string, fan_out boolean").collect()
+        rows = map_items(spark, len(work), unit)
     finally:
         shared.unpersist()
     failed = [r for r in rows if r["error"]]

@@ -1,13 +1,14 @@
 """A query batch on Spark: the queries cut into tasks, each answered on an executor, the batch committed here.
 
 The driver checks the spec's structure and pins the snapshot (:func:`discovery.batch.batch_snapshot`), plans one
-:class:`~discovery.batch_share.BatchShare` (broadcast once) and runs one task per contiguous slice of queries
-(``mapInArrow`` over a range, as the refresh stages fan out).  Each task checks and answers its queries from the
-snapshot its Python worker opened once (:mod:`discovery.batch_share`) and sends back their result rows: a query's
-``k`` rows and its summary entry, small next to the indexes that stay on the executors.  The driver then records
-the batch exactly as the in-process run does (:func:`discovery.batch.record_batch`): one ``query_results`` commit
-through the warehouse's one write path, skipped when a run of the same batch id already committed, so a retried
-batch (or a task Spark re-ran) never records twice and nothing is written when any query fails.
+:class:`~discovery.batch_share.BatchShare` (broadcast once) and spreads the queries over Spark tasks by the one
+fan-out (:func:`spark_jobs.fanout.map_items`: contiguous slices, at least :data:`MIN_QUERIES_PER_TASK` a task). Each
+task checks and answers its queries from the snapshot its Python worker opened once (:mod:`discovery.batch_share`)
+and sends back their result rows: a query's ``k`` rows and its summary entry, small next to the indexes that stay on
+the executors. The driver then records the batch exactly as the in-process run does
+(:func:`discovery.batch.record_batch`): one ``query_results`` commit through the warehouse's one write path, skipped
+when a run of the same batch id already committed, so a retried batch (or a task Spark re-ran) never records twice
+and nothing is written when any query fails.
 
 Entry points: :func:`run_batch_spark` (a session in hand: tests, benchmarks), :func:`run_batch_on_master` (the
 ``query_batch`` DAG, master from its Spark connection) and ``spark-submit spark_jobs/query_batch.py`` (what
@@ -17,20 +18,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import pickle
 import sys
 import time
 from collections.abc import Mapping
 from datetime import datetime, UTC
 
-import pyarrow as pa
 
 from discovery.batch import (BatchError, BatchSpec, batch_snapshot, open_batch, parse_spec, record_batch)
-from discovery.batch_share import answer_share, merge_outcomes, plan_share, task_count, task_range
+from discovery.batch_share import answer_share, merge_outcomes, plan_share
 from discovery.config import load_config
 from discovery.query import QueryError
 from discovery.store import Session, WarehouseError
 from spark_jobs.common import spark_session
+from spark_jobs.fanout import cores, map_items, task_count
+
+#: Fewest queries a Spark task answers: a task costs about 0.1 CPU s of scheduling and Python round trip, a few union
+#: queries' worth.
+MIN_QUERIES_PER_TASK = 8
 
 
 def run_batch_spark(spark, session: Session, spec: dict | list | str | BatchSpec, batch_id: str | None = None,
@@ -49,25 +53,21 @@ def run_batch_spark(spark, session: Session, spec: dict | list | str | BatchSpec
     now = datetime.now(UTC)
     share = plan_share(snap, batch, batch_id, now, session.config, served, uploads)
     n = len(batch.queries)
-    n_tasks = task_count(n, int(spark.sparkContext.defaultParallelism))
+    n_tasks = task_count(n, cores(spark), MIN_QUERIES_PER_TASK)
     shared = spark.sparkContext.broadcast(share)
 
-    def run(batches):
+    def answer(i: int):
         from pyspark import TaskContext
 
         from discovery.threads import set_query_threads
 
         set_query_threads(TaskContext.get().cpus())  # the task's cores, not the machine's: tasks run side by side
-        for chunk in batches:
-            for task in chunk.column(0).to_pylist():
-                outcomes = answer_share(shared.value, task_range(task, n_tasks, n))
-                yield pa.RecordBatch.from_pylist([{"payload": pickle.dumps(outcomes)}])
+        yield from answer_share(shared.value, range(i, i + 1))
 
     try:
-        collected = spark.range(0, n_tasks, numPartitions=n_tasks).mapInArrow(run, "payload binary").collect()
+        outcomes = map_items(spark, n, answer, tasks=n_tasks)
     finally:
         shared.unpersist()
-    outcomes = [o for r in collected for o in pickle.loads(r["payload"])]
     rows, per_query = merge_outcomes(batch, outcomes)
     return record_batch(wh, batch, snap, batch_id, rows, per_query, started, now, standing, n_tasks)
 

@@ -1,24 +1,20 @@
 """Write the class-data-sharing archive of this environment's Spark (``discovery.submit.ARCHIVE``).
 
 Run once per environment (``make venv`` does): ``python -m spark_jobs.warmup``.  A local Spark application runs the
-kinds of job a refresh runs (Python tasks over ``mapInArrow``, a broadcast, results collected, the status tracker
-polled) in a JVM started with ``-XX:ArchiveClassesAtExit``, which writes every class it loaded to the archive when
-it exits.  Later driver JVMs map that archive (:func:`discovery.submit.driver_java_options`).
+kinds of job a refresh runs (Python tasks of the one fan-out, :func:`spark_jobs.fanout.map_items`, a broadcast,
+results collected, the status tracker polled) in a JVM started with ``-XX:ArchiveClassesAtExit``, which writes
+every class it loaded to the archive when it exits.  Later driver JVMs map that archive
+(:func:`discovery.submit.driver_java_options`).
 """
 from __future__ import annotations
 
 import os
 import sys
 
-import pyarrow as pa
 
 from discovery.submit import ARCHIVE, COMPILER
 from spark_jobs.common import spark_session
-
-
-def _echo(batches):
-    for batch in batches:
-        yield pa.RecordBatch.from_pylist([{"payload": str(i)} for i in batch.column(0).to_pylist()])
+from spark_jobs.fanout import map_items
 
 
 def main() -> int:
@@ -32,7 +28,7 @@ def main() -> int:
     spark.sparkContext.setJobGroup("lakescout-warmup", "class archive")
     shared = spark.sparkContext.broadcast(b"warmup")
     for n in (2, 4):
-        spark.range(0, n, numPartitions=n).mapInArrow(_echo, "payload string").collect()
+        map_items(spark, n, lambda i: [str(i)])
     tracker = spark.sparkContext.statusTracker()
     for job in tracker.getJobIdsForGroup("lakescout-warmup"):
         info = tracker.getJobInfo(job)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import csv
 import importlib
+import json
 import os
 import shutil
 
@@ -168,6 +169,26 @@ def test_a_batch_recorded_twice_by_runs_that_raced_is_read_once(nary_env):
     assert batch_results(Warehouse(wh), "b-race").equals(first)
     assert recorded_batch(Warehouse(wh), "b-race") == summary
     assert [b["batch_id"] for b in recent_batches(Warehouse(wh), 100)].count("b-race") == 1
+
+
+def test_the_newest_batches_are_the_newest_first_runs_of_every_batch(nary_env):
+    """``recent_batches`` reads the wide columns of the newest batches only; what it lists is the plain definition's:
+    every batch's first run, newest first, the first ``limit`` (a batch recorded twice, above, counts once, at its
+    first run's time)."""
+    from discovery.batch import recent_queries
+
+    wh = Warehouse(nary_env["warehouse"])
+    spec = [{"id": "q", "kind": "nary", "query": nary_env["query"], "key": nary_env["key"], "k": 2}]
+    for i in range(3):
+        run_batch(session(wh), spec, batch_id=f"b-newest-{i}")
+    every = first_run(wh.read("query_batches"), ["batch_id"]).sort_by([("created_at", "descending")])
+    for limit in (1, 2, 3, every.num_rows, every.num_rows + 5):
+        want = every.slice(0, limit).to_pylist()
+        got = recent_batches(wh, limit)
+        assert [b["batch_id"] for b in got] == [r["batch_id"] for r in want]
+        assert [b["summary"] for b in got] == [json.loads(r["summary"]) for r in want]
+        assert [q.id for q in recent_queries(wh, limit)] == [q["id"] for r in want
+                                                             for q in json.loads(r["spec"])["queries"]]
 
 
 def test_first_run_keeps_the_earliest_row_of_every_key():

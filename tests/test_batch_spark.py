@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pytest
 
 from discovery.batch import BatchError, batch_results, parse_spec, recorded_batch, run_batch
-from discovery.batch_share import BatchShare, task_count, task_range
+from discovery.batch_share import BatchShare
 from discovery.config import Config
 from discovery.demo_lake import load_ground_truth
 from discovery.store import Warehouse
@@ -99,15 +99,6 @@ def test_a_failing_query_fails_both_paths_alike_and_records_nothing(batch_env, s
     assert str(there.value) == str(here.value)
     assert str(here.value).startswith("query 2 (id 'bad')") and reason in str(here.value)
     assert (Warehouse(wh).version("query_results"), Warehouse(wh).version("query_batches")) == before
-
-
-def test_tasks_cover_every_query_once_in_order():
-    for n in (1, 7, 8, 9, 100, 1001):
-        for cores in (1, 2, 8):
-            k = task_count(n, cores)
-            assert 1 <= k <= max(1, min(n, cores * 4))
-            covered = [i for t in range(k) for i in task_range(t, k, n)]
-            assert covered == list(range(n))
 
 
 def test_a_share_brings_the_drivers_storage_settings_to_the_task(monkeypatch):

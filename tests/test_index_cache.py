@@ -155,7 +155,7 @@ def test_union_graphs_built_on_first_use_are_counted_once_remeasured_and_leave_w
     import gc
 
     from discovery.union import UnionIndex
-    from discovery.union.synthetic import build_index_inputs, draw_tables, generate_lake, lake_model
+    from synthetic_lake import build_index_inputs, draw_tables, generate_lake, lake_model
 
     model = lake_model(16, 30, 6, 5, max_columns=6, seed=3)
     lake = generate_lake(model, 300, seed=4)

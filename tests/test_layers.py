@@ -1,4 +1,5 @@
-"""The house's shape, read off the source: ``discovery`` imports in one direction, storage at the bottom.
+"""The house's shape, read off the source: ``discovery`` imports in one direction, storage at the bottom, and the
+folders around it (the Spark drivers, the DAGs, the page) import only downward (:data:`FOLDERS`).
 
 Every import of every module counts, at the top of a file or inside a function (what runs when it runs); imports
 under ``if TYPE_CHECKING:`` do not run and do not count.  Importing ``a.b.c`` runs the packages ``a`` and ``a.b``
@@ -8,6 +9,7 @@ names it; a module may import its own layer and those below, never above):
 from __future__ import annotations
 
 import ast
+import glob
 import os
 from collections import defaultdict
 
@@ -196,3 +198,61 @@ def test_the_checks_see_a_circle_and_an_upward_import():
     graph = imports(mods)
     assert "discovery.storage" in graph["discovery.store.warehouse"]          # from ..storage import ...
     assert "discovery.encoders.base" in graph["discovery.encoders.registry"]    # from .base import ...
+
+
+#: The folders around ``discovery``, bottom to top: the Spark drivers; the DAGs and the page (side by side: neither
+#: imports the other); the scripts, benchmarks and tests.  A module may import ``discovery``, its own folder and the
+#: folders below its own, never one beside or above.
+FOLDERS = [("spark_jobs",), ("dags", "plugins"), ("scripts", "benchmarks", "tests")]
+
+
+def _folder_of_name() -> dict[str, str]:
+    """Top-level import name -> the folder it comes from (``dags`` and ``plugins`` are on Airflow's path, so their
+    files and packages import by their own names; ``benchmarks``, ``tests`` and ``scripts`` on the scripts' path)."""
+    out = {"spark_jobs": "spark_jobs"}
+    for folder in ("dags", "plugins", "scripts", "benchmarks", "tests"):
+        for entry in os.listdir(os.path.join(ROOT, folder)):
+            name = entry[:-3] if entry.endswith(".py") else entry
+            if entry.endswith(".py") or os.path.isfile(os.path.join(ROOT, folder, entry, "__init__.py")):
+                out.setdefault(name, folder)
+    return out
+
+
+def _folder_level(folder: str) -> int:
+    return next(i for i, group in enumerate(FOLDERS) if folder in group)
+
+
+def outer_upward(folder: str, source: str, names: dict[str, str]) -> list[str]:
+    """The imports in ``source`` (a module of ``folder``) of a folder beside or above it."""
+    found = []
+    for node in _imports(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            continue
+        for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]):
+            other = names.get(name.split(".")[0])
+            if other is None or other == folder:
+                continue
+            if _folder_level(other) >= _folder_level(folder):
+                found.append(f"imports {name} ({other})")
+    return found
+
+
+def test_the_drivers_the_dags_and_the_page_import_only_downward():
+    names = _folder_of_name()
+    found = []
+    for folder in ("spark_jobs", "dags", "plugins"):
+        for path in sorted(glob.glob(os.path.join(ROOT, folder, "**", "*.py"), recursive=True)):
+            with open(path, encoding="utf-8") as fh:
+                found += [f"{os.path.relpath(path, ROOT)} {f}" for f in outer_upward(folder, fh.read(), names)]
+    assert found == []
+
+
+def test_the_outer_check_sees_a_made_up_upward_import():
+    names = _folder_of_name()
+    assert outer_upward("spark_jobs", "from lakescout_ui.access import serving\n", names) == \
+        ["imports lakescout_ui.access (plugins)"]
+    assert outer_upward("spark_jobs", "import harness\n", names) == ["imports harness (benchmarks)"]
+    assert outer_upward("plugins", "def f():\n    from query_batch import WAREHOUSE\n", names) == \
+        ["imports query_batch (dags)"]
+    assert outer_upward("plugins", "from spark_jobs.fanout import map_items\nimport discovery\n", names) == []
+    assert outer_upward("dags", "from spark_jobs.query_batch import run_batch_on_master\n", names) == []

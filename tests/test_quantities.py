@@ -15,7 +15,7 @@ from discovery.quantities import (COMPATIBLE, QUANTITIES, cells_quantity, codes,
                                   pair_mask)
 from discovery.union import UnionIndex, unionability
 from discovery.union.compact import CompactIndex
-from discovery.union.synthetic import SyntheticLake, build_index_inputs, draw_tables, lake_model
+from synthetic_lake import SyntheticLake, build_index_inputs, draw_tables, lake_model
 
 from numjoin_data import integer_lake
 

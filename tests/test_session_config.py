@@ -148,3 +148,11 @@ def test_a_session_and_a_configuration_are_not_both_given(sessions):
     with pytest.raises(ValueError, match="session carries its configuration"):
         Lakescout(own.session, config=load_config())
     assert Lakescout(own.session).config is own.config
+
+
+def test_the_former_name_of_latest_warns_and_moves_to_the_newest_snapshot(sessions):
+    own = sessions[1]
+    before = own.snapshot_id
+    with pytest.warns(DeprecationWarning, match="call latest"):
+        snap = own.refresh()
+    assert snap.snapshot_id == own.snapshot_id >= before and own.config == _own(load_config())

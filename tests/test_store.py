@@ -337,3 +337,27 @@ def test_a_read_of_the_latest_version_whose_files_were_vacuumed_reads_the_new_la
     assert sorted(got.column("table_id").to_pylist()) == ([2] * 3 if filtered else [1] * 3 + [2] * 3)
     with pytest.raises(FileNotFoundError):
         wh.read("columns", version=1, filter=flt)
+
+
+def test_a_read_since_a_time_reads_the_newest_files_and_equals_the_filter(tmp_path):
+    """Rows microseconds apart in files of a few rows each: every cut, including ones inside the millisecond a
+    file's (millisecond) statistics end in, returns exactly the rows a plain filter returns."""
+    from datetime import datetime, timedelta
+
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.ensure()
+    t0 = datetime(2026, 11, 29, 12, 0, 0, 123000, tzinfo=UTC)
+    times = [t0 + timedelta(microseconds=250 * i) for i in range(24)]          # four rows a millisecond
+    for f in range(6):
+        rows = [{"batch_id": f"b{f}-{i}", "name": "x", "standing": False, "snapshot_id": 1, "queries": 1,
+                 "results": 0, "seconds": 0.0, "spec": "{}", "summary": "{}", "created_at": times[4 * f + i]}
+                for i in range(4)]
+        wh.append_rows("query_batches", pa.Table.from_pylist(rows, schema=SCHEMAS["query_batches"]), refresh_id=1,
+                       stage="query_batch", attempt=new_attempt_token(), once=False)
+    every = wh.read("query_batches")
+    for cut in [times[0] - timedelta(seconds=1), *times, times[-1] + timedelta(microseconds=1)]:
+        got = wh.read_since("query_batches", "created_at", cut, ["batch_id", "created_at"])
+        want = every.filter(pc.greater_equal(every["created_at"], pa.scalar(cut)))
+        assert sorted(got.column("batch_id").to_pylist()) == sorted(want.column("batch_id").to_pylist()), cut
+    assert wh.read_since("query_batches", "created_at", times[-1], ["batch_id"]).column("batch_id").to_pylist() \
+        == ["b5-3"]

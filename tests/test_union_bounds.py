@@ -8,7 +8,7 @@ from discovery.union.bounds import SUM_SLACK, mwmto_bounds
 from discovery.union.matching import similarity_matrix, unionability, unit_rows
 from discovery.union.csr import offsets_from_counts
 from discovery.union.partitioning import partition_lake
-from discovery.union.synthetic import build_index_inputs, draw_tables, generate_lake, lake_model
+from synthetic_lake import build_index_inputs, draw_tables, generate_lake, lake_model
 
 
 @pytest.fixture(scope="module")

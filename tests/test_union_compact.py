@@ -14,7 +14,7 @@ from discovery.union.compact import CompactIndex
 from discovery.union.matching import pair_similarities, unit_rows
 from discovery.union.quantised import encode, fit_steps, table_upper_bounds
 from discovery.union.scoring import exhaustive_scores
-from discovery.union.synthetic import build_index_inputs, draw_tables, generate_lake, lake_model
+from synthetic_lake import build_index_inputs, draw_tables, generate_lake, lake_model
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +39,7 @@ def _lake(seed: int, dim: int = 24, tables: int = 300, duplicates: int = 40):
 
 def _indexes(vectors, owner, ordinal) -> tuple[UnionIndex, CompactIndex]:
     """The full index and a compact one over the same columns in the same storage order."""
-    from discovery.union.synthetic import SyntheticLake
+    from synthetic_lake import SyntheticLake
 
     lake = SyntheticLake(vectors, owner, ordinal, np.zeros((0, vectors.shape[1])))
     centroids, parts = build_index_inputs(lake, seed=0)

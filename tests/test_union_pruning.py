@@ -4,7 +4,7 @@ import pytest
 
 from discovery.union import UnionIndex
 from discovery.union.pruning import BasePruner, EnhancedPruner, base_prune, enhanced_prune, stream_prune
-from discovery.union.synthetic import build_index_inputs, draw_tables, generate_lake, lake_model
+from synthetic_lake import build_index_inputs, draw_tables, generate_lake, lake_model
 
 
 def exhaustive(scores, ties, keep):

@@ -5,7 +5,7 @@ import pytest
 from discovery.union import UnionIndex, pgtus, unionability
 from discovery.union.partitioning import partition_lake
 from discovery.union.search import DEFAULT_TAU
-from discovery.union.synthetic import (build_index_inputs, draw_tables, generate_lake, lake_model,
+from synthetic_lake import (build_index_inputs, draw_tables, generate_lake, lake_model,
                                        table_vectors_of)
 from discovery.union.tactus import adaptive_cut
 

@@ -14,7 +14,7 @@ from discovery.cli import main
 from discovery.params import ParameterError
 from discovery.union import UnionIndex, compact, unionability
 from discovery.union.compact import COMPACT_METHODS, CompactIndex
-from discovery.union.synthetic import SyntheticLake, build_index_inputs, draw_tables, generate_lake, lake_model
+from synthetic_lake import SyntheticLake, build_index_inputs, draw_tables, generate_lake, lake_model
 from discovery.union.widths import SCORES, factors
 
 TAU = 0.4

@@ -14,8 +14,8 @@ import pytest
 
 from discovery.nary.postings import binary_to_superkeys, build_postings
 from discovery.normalize import normalize_values
-from discovery.xash import (ALPHABET, XashModel, alpha_for, char_counts, length_segment_width, merge_char_counts,
-                            segment_width, superkey_covers)
+from discovery.xash import (ALPHABET, XashModel, alpha_for, char_counts, length_segment_width, segment_width,
+                            superkey_covers)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "mate_queries"
 CHARS = "abcdefghijklmnopqrstuvwxyz0123456789 äöüßé-./,"
@@ -202,10 +202,11 @@ def test_model_round_trip_and_version():
         XashModel.from_counts({}, 1, bits=64)
 
 
-def test_char_counts_normalise_and_merge():
+def test_char_counts_normalise_and_sum_over_chunks():
     counts = char_counts(pa.array(["  AB  a", None, "N/A", "ß"]))
     assert counts == {"a": 2, "b": 1, " ": 1, "ß": 1}
-    assert merge_char_counts([counts, {"a": 3, "z": 1}]) == {"a": 5, "b": 1, " ": 1, "ß": 1, "z": 1}
+    both = char_counts(pa.chunked_array([pa.array(["  AB  a", None, "N/A", "ß"]), pa.array(["aaa", "z"])]))
+    assert both == {"a": 5, "b": 1, " ": 1, "ß": 1, "z": 1}
 
 
 def test_drift():

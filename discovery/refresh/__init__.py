@@ -1,8 +1,9 @@
 """Refresh orchestration shared by the Spark drivers, the CLI and the DAG: planning, per-table tasks, bookkeeping.
 
 The names below are imported from their modules when first used (PEP 562): what needs only a light module of this
-package (the DAG file's :mod:`.launch`, read in every Airflow task process; the CLI's :mod:`.progress` and
-:mod:`.display`, before its first line) does not load the index store, the lake readers and pandas with it.
+package (the stage task's operator, :mod:`.stage_task`, and the lake watcher's trigger, :mod:`.trigger`, loaded by
+Airflow's processes; the CLI's :mod:`.progress` and :mod:`.display`, before its first line) does not load the lake
+readers and pandas with it.
 """
 from importlib import import_module
 

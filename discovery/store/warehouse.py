@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from datetime import timedelta
 from dataclasses import dataclass
 from collections.abc import Iterable
 
@@ -160,6 +161,28 @@ class Warehouse:
                 return self.dataset(name, version).to_table(columns=columns, filter=filter)
             except FileNotFoundError:
                 if attempt == attempts:
+                    raise
+
+    def read_since(self, name: str, column: str, least, columns: list[str] | None = None) -> pa.Table:
+        """Rows of the latest version whose timestamp ``column`` is at least ``least``, reading only the data files
+        whose statistics may hold one: in a table written by appends (recorded batches) the newest rows are in the
+        newest files, so this reads a few files however many the table has.  Delta keeps timestamp statistics to the
+        millisecond, so a file is kept when its maximum is within a millisecond of ``least``; a file without
+        statistics is read.  Retried as :meth:`read` when maintenance vacuumed a listed file meanwhile."""
+        for attempt in range(1, LATEST_READ_ATTEMPTS + 1):
+            try:
+                actions = pa.table(self.table(name).get_add_actions(flatten=True))
+                paths = actions["path"]
+                top = f"max.{column}"
+                if top in actions.column_names:
+                    near = pc.subtract(pa.scalar(least), pa.scalar(timedelta(milliseconds=1)))
+                    paths = paths.filter(pc.fill_null(pc.greater_equal(actions[top], near), True))
+                wanted = None if columns is None else list(dict.fromkeys([*columns, column]))
+                rows = self.parquet_files(name, paths.to_pylist()).to_table(columns=wanted)
+                rows = rows.filter(pc.greater_equal(rows[column], pa.scalar(least)))
+                return rows if columns is None else rows.select(columns)
+            except FileNotFoundError:
+                if attempt == LATEST_READ_ATTEMPTS:
                     raise
 
     def pairs(self, name: str, version: int | None = None) -> pa.Table:

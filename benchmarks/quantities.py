@@ -14,9 +14,13 @@ allowed sets), so the difference is the rule's alone, on the same vectors.  Coun
   found with its planted count of matched values.
 * coordinate pairs: every ``coordinates`` group of ``numeric_sets``, with its names, for judging true and false.
 
-Prints the counts and writes benchmarks/results/quantities_<name>.json.
+With ``--off scale`` the variant compared is the rule without the scale of money (step 4 of the rule: two money
+columns of any scales compatible) instead of no rule at all, so the counts are what the scale alone removes; the
+aligned pairs it removes are listed (``pairs_gone``).
+
+Prints the counts and writes benchmarks/results/quantities_<name>.json (``quantities_<name>_scale.json``).
 Usage: python benchmarks/quantities.py WAREHOUSE NAME [--truth SAMPLE_GROUND_TRUTH_DIR | --ugen GROUNDTRUTH_CSV |
---fivethirtyeight LAKE] [--parts union,numjoin]
+--fivethirtyeight LAKE] [--parts union,numjoin] [--off rule|scale]
 """
 from __future__ import annotations
 
@@ -25,8 +29,11 @@ import csv
 import os
 from pathlib import Path
 
+import numpy as np
+
 import discovery
 import discovery.numjoin.service as numjoin_service
+import discovery.quantities as quantities
 import discovery.union.service as union_service
 from discovery.config import load_config
 from discovery.quantities import compatible
@@ -35,10 +42,19 @@ from discovery.store import result_names
 from harness import fivethirtyeight_truth, write_result
 
 RULE_ON = (union_service.quantity_codes, numjoin_service.allowed_sets)
+WITH_SCALE = quantities.COMPATIBLE.copy()
+#: The rule's compatibility with every money scale ignored (what ``--off scale`` compares against).
+SCALE_FREE = np.array([[quantities._compatible(a.partition("@")[0], b.partition("@")[0]) for b in quantities.QUANTITIES]
+                       for a in quantities.QUANTITIES], dtype=bool)
+OFF = {"variant": "rule"}
 
 
 def rule(on: bool) -> None:
-    """Switch the rule on (the product's functions) or off (no quantities on the query side)."""
+    """Switch the rule on (the product's functions) or off: no quantities on the query side, or (``--off scale``)
+    the compatibility table without the money scales, changed in place where every search reads it."""
+    if OFF["variant"] == "scale":
+        quantities.COMPATIBLE[...] = WITH_SCALE if on else SCALE_FREE
+        return
     union_service.quantity_codes, numjoin_service.allowed_sets = RULE_ON if on else (
         lambda quantities: None, lambda quantity, sets: None)
 
@@ -66,7 +82,7 @@ def truth_of(args) -> tuple[dict[str, set[str]], list[dict], dict]:
 
 
 def union_counts(snap, unionable: dict[str, set[str]], k: int) -> dict:
-    out = {"queries": 0, "pairs_off": 0, "pairs_on": 0, "tables_left": 0, "truth_tables_left": []}
+    out = {"queries": 0, "pairs_off": 0, "pairs_on": 0, "tables_left": 0, "truth_tables_left": [], "pairs_gone": []}
     for query in sorted(unionable):
         try:
             rule(False)
@@ -78,6 +94,9 @@ def union_counts(snap, unionable: dict[str, set[str]], k: int) -> dict:
         out["queries"] += 1
         out["pairs_off"] += sum(len(r["alignment"]) for r in off)
         out["pairs_on"] += sum(len(r["alignment"]) for r in on)
+        kept = {(r["path"], a[0], a[1]) for r in on for a in r["alignment"]}
+        out["pairs_gone"] += [[query, r["path"], a[0], a[1]] for r in off for a in r["alignment"]
+                              if (r["path"], a[0], a[1]) not in kept]
         left = {r["path"] for r in off} - {r["path"] for r in on}
         out["tables_left"] += len(left)
         truth = unionable[query]
@@ -144,7 +163,10 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=20)
     ap.add_argument("--parts", default="union,numjoin", help="what to count (a lake of thousands of number "
                     "columns takes long for numjoin: each group is a query, twice)")
+    ap.add_argument("--off", choices=("rule", "scale"), default="rule",
+                    help="compare with no rule (rule) or with the rule without money scales (scale)")
     args = ap.parse_args()
+    OFF["variant"] = args.off
     parts = set(args.parts.split(","))
     snap = discovery.open(args.warehouse).snapshot
     unionable, planted, attributes = truth_of(args)
@@ -163,7 +185,8 @@ def main() -> None:
         if part in out:
             print(part, {key: (len(v) if isinstance(v, list) else v) for key, v in out[part].items()})
     print("coordinate pairs", len(out["coordinate_pairs"]), sorted({" / ".join(n) for _, n in out["coordinate_pairs"]}))
-    write_result(f"quantities_{args.name}", out)
+    out["off"] = args.off
+    write_result(f"quantities_{args.name}" + ("_scale" if args.off == "scale" else ""), out)
 
 
 if __name__ == "__main__":

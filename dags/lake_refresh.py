@@ -76,7 +76,7 @@ def lake_refresh():
         run on another machine) fails the task without retries: retrying would only be refused again."""
         from airflow.exceptions import AirflowFailException
 
-        from discovery.locations import check_location
+        from discovery.allowed_roots import check_location
         from discovery.refresh import begin_refresh
         from discovery.store import LeaseHeld
 

@@ -78,7 +78,7 @@ def materialize():
     @task
     def check(params=None) -> dict:
         """The output location and the plan, checked before anything is read or written."""
-        from discovery.locations import check_location
+        from discovery.allowed_roots import check_location
         from discovery.materialize.output import check_target
 
         name = params["output"]
@@ -94,7 +94,7 @@ def materialize():
     def write(checked: dict, params=None, outlet_events=None) -> dict:
         """Read the lake tables (on Spark when large) and write the output in one atomic step."""
         from discovery.materialize.output import write_table
-        from discovery.materialize.service import run_plans
+        from discovery.materialize.execute import run_plans
 
         work = connections.task_session(params, WAREHOUSE)
         plans = _plans(work, params)

@@ -44,10 +44,10 @@ def use_airflow_connection(params: dict) -> None:
 def task_session(params: dict, default: str):
     """A DAG task's :class:`~discovery.store.Session`, built once as the task starts: its run's object-storage
     credentials in its environment (:func:`use_airflow_connection`), the warehouse its ``warehouse`` param names
-    (checked against the allowed roots, :func:`discovery.locations.check_location`; ``default`` the DAG's) and the
+    (checked against the allowed roots, :func:`discovery.allowed_roots.check_location`; ``default`` the DAG's) and the
     worker's configuration, resolved here and handed to every service the task calls."""
     from .config import load_config
-    from .locations import check_location
+    from .allowed_roots import check_location
     from .store import Session
 
     use_airflow_connection(params)

@@ -33,8 +33,25 @@ weigh against it, and a ``rank`` over every row is such a permutation, an identi
 at 0 is accepted because a data frame's written index starts there.  Only one or two rows are too few: any small
 count is 1..n there.
 
+4. **Scale of money.**  Money is the dimension where one word spans the widest range: a salary, a price and a
+   nation's GDP are all money, and a salary column aligns with a GDP column as readily as with another salary
+   column (both are numbers of similar spread in their own tables).  What tells a per-person amount from an
+   aggregate is how large it is, so a money column also carries its *scale* (``money:usd@4``): the decade of the
+   median of its non-zero cells' absolute values (``floor(log10)``, every cell counted), clipped to :data:`SCALES`.
+   Two money columns are compatible only when their scales differ by at most :data:`SCALE_DECADES` decades (medians
+   within a factor of 1,000): a salary (about 10^4 to 10^5) pairs with salaries, monthly pay and bonuses, not with
+   budgets or GDPs written in dollars (10^9 and up).  The scale is the values' as written, not corrected by a
+   multiplier the name states (``gdp_bn``, ``box_office_musd``): tables state their multipliers inconsistently
+   (the sample lake's box office columns, all in millions, are ``box_office_musd``, ``box_office_$m`` and
+   ``gross``; reading ``musd`` as 10^6 split them and lost 14 of its planted pairs), so a GDP written in billions
+   (10^3) stays compatible with a salary.  Names do not decide either: ``income``, ``cost`` and ``revenue`` are a
+   person's or a nation's alike, while the values say which.  Other dimensions keep no scale: a city's and a
+   country's population are both counts of people, and unioning them is a question of the tables, not of the
+   numbers.
+
 Two quantities are compatible (:func:`compatible`) when either is unknown, or their dimensions are equal and their
-units, where both are known, too: a year is not a count, an id is not a rate, kilograms are not pounds.  Text
+units, where both are known, too, and for money their scales (where both are known) are close: a year is not a
+count, an id is not a rate, kilograms are not pounds, a salary is not a GDP.  Text
 columns have no quantity and stay compatible with everything; the rule never adds a pair, it only removes pairs
 between number columns that measure different things, so every bound the searches prune with stays a bound.
 
@@ -52,7 +69,7 @@ import numpy as np
 from .encoders.columns import parse_numbers, profile_column
 
 #: Version of the rule; part of what column vectors and numeric sets are built from.
-RULE = "q2"
+RULE = "q3"
 #: Share of a column's distinct values that must carry a currency or percent sign for the sign to be its unit.
 SYMBOL_SHARE = 0.5
 #: Share of the distinct numbers that must be years for a column to be a year.
@@ -63,6 +80,10 @@ YEAR_RANGE = (1700, 2100)
 ROW_NUMBER_MIN = 10
 #: Fewest rows of a table whose column of exactly its row numbers is an identifier whatever its name.
 ROW_COUNTER_MIN = 3
+#: Scales a money column may have (decades of its median value, name multipliers included), and the most two
+#: compatible money columns may differ by.
+SCALES = range(-2, 16)
+SCALE_DECADES = 2
 
 #: unit token -> (dimension, unit).  Currency codes, SI and imperial units, percent forms.
 UNITS: dict[str, tuple[str, str]] = {}
@@ -139,20 +160,24 @@ _SYMBOLS = {"$": ("money", "usd"), "€": ("money", "eur"), "£": ("money", "gbp
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _TOKEN = re.compile(r"[$€£¥%]|°[cf]|[^\W_]+", re.UNICODE)
 
+_BASES = ({f"{d}:{u}" if u else d for d, u in [*UNITS.values(), *TAIL_UNITS.values(), *TEMPERATURE_TAILS.values(),
+                                                *_SPEED_PAIRS.values(), *_SYMBOLS.values()]}
+          | {d for d, _ in WORDS})
 #: Every quantity the rule can give, in a fixed order: its code is its position (0: none).
 QUANTITIES: tuple[str, ...] = ("",) + tuple(sorted(
-    {f"{d}:{u}" if u else d for d, u in [*UNITS.values(), *TAIL_UNITS.values(), *TEMPERATURE_TAILS.values(),
-                                          *_SPEED_PAIRS.values(), *_SYMBOLS.values()]}
-    | {d for d, _ in WORDS}))
+    _BASES | {f"{q}@{k}" for q in _BASES if q.partition(":")[0] == "money" for k in SCALES}))
 _CODE = {q: i for i, q in enumerate(QUANTITIES)}
 
 
 def _compatible(a: str, b: str) -> bool:
     if not a or not b:
         return True
+    a, _, sa = a.partition("@")
+    b, _, sb = b.partition("@")
     da, _, ua = a.partition(":")
     db, _, ub = b.partition(":")
-    return da == db and (not ua or not ub or ua == ub)
+    return (da == db and (not ua or not ub or ua == ub)
+            and (not sa or not sb or abs(int(sa) - int(sb)) <= SCALE_DECADES))
 
 
 #: ``COMPATIBLE[i, j]``: quantities of codes i and j may be paired.
@@ -229,7 +254,23 @@ def quantity(name: str | None, values: list[str], counts: np.ndarray, numbers: n
     if found is None:
         return ""
     dim, unit = found
-    return f"{dim}:{unit}" if unit else dim
+    text = f"{dim}:{unit}" if unit else dim
+    scale = _scale(numbers, counts) if dim == "money" else None
+    return text if scale is None else f"{text}@{scale}"
+
+
+def _scale(numbers: np.ndarray, counts: np.ndarray) -> int | None:
+    """The scale of a money column (module docstring, step 4): the decade of the median non-zero absolute value,
+    every cell counted; None when no cell is a non-zero number."""
+    x = np.abs(np.asarray(numbers, dtype=np.float64))
+    ok = np.isfinite(x) & (x > 0)
+    if not ok.any():
+        return None
+    x, w = x[ok], np.asarray(counts, dtype=np.int64)[ok]
+    order = np.argsort(x, kind="stable")
+    x, w = x[order], w[order]
+    median = x[np.searchsorted(np.cumsum(w), (w.sum() + 1) // 2)]
+    return min(max(int(np.floor(np.log10(median))), SCALES.start), SCALES.stop - 1)
 
 
 def cells_quantity(name: str | None, cells) -> str:

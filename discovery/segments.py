@@ -16,7 +16,7 @@ The rule, applied to one normalised value:
 3. A part with a comma gives its head, the words before the first ``, ``: what follows qualifies it as a
    parenthesis does (``manor ground, plumstead``, ``maine, usa``).  A "Last, First" name is kept whole instead
    (:func:`.encoders.canonical.reorder_names` turns it into "First Last", so it meets that spelling), unless the
-   words after the comma name a region (:data:`discovery.places.REGIONS`): ``augusta, maine`` is a place and gives
+   words after the comma name a region (:data:`discovery.regions.REGIONS`): ``augusta, maine`` is a place and gives
    ``augusta``, ``washington, george`` stays whole.
 4. Keep a part only if it holds at least :data:`MIN_LETTERS` letters besides month names: years, dates,
    coordinates and spans are shared by unrelated rows (the term of one office holder is the term of many), so a
@@ -65,7 +65,7 @@ import pyarrow.compute as pc
 
 from .encoders.canonical import LAST_FIRST, MONTHS
 from .normalize import normalize_values
-from .places import REGIONS
+from .regions import REGIONS
 
 #: Segments kept per value (besides the whole value), the first in cell order.
 MAX_SEGMENTS = 3

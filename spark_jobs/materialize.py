@@ -1,7 +1,7 @@
 """Materialising an answer on Spark: large lake tables read on the executors, unit by unit; the driver never holds
 one.
 
-The plan comes whole from :mod:`discovery.materialize.planfile` (lake tables pinned to their indexed versions, the
+The plan comes whole from :mod:`discovery.materialize.plan` (lake tables pinned to their indexed versions, the
 value mapping, the query's rows); the steps are :mod:`discovery.materialize`'s, the same the in-process engine
 runs, so both write the same table; the units are spread over Spark tasks by the one fan-out
 (:mod:`spark_jobs.fanout`):
@@ -41,8 +41,8 @@ from discovery.lake.pinned import units
 from discovery.materialize.augment import ROW_BITS, FanOutError, combine, finish, unit_partial
 from discovery.materialize.output import (check_target, finish_parts, read_part, remove_parts, staging, write_part,
                                          write_table)
-from discovery.materialize.planfile import JoinPlan, UnionPlan, load_plan, plan_limits
-from discovery.materialize.service import METADATA_KEY, Materialized, describe
+from discovery.materialize.plan import JoinPlan, UnionPlan, load_plan, plan_limits
+from discovery.materialize.execute import METADATA_KEY, Materialized, describe
 from discovery.materialize.union import (plan_layout, query_rows, replan_observed, row_hashes, type_notes,
                                          unit_rows)
 from spark_jobs.common import spark_session
@@ -233,7 +233,7 @@ def run_plan_on_master(master: str, plan, output: str, fmt: str, limits: Limits,
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="spark_jobs.materialize", description="Write a Lakescout answer on Spark")
-    p.add_argument("--plan", required=True, help="folder of the plan (discovery.materialize.planfile)")
+    p.add_argument("--plan", required=True, help="folder of the plan (discovery.materialize.plan)")
     p.add_argument("--output", required=True)
     p.add_argument("--format", required=True, choices=("parquet", "csv", "delta"))
     p.add_argument("--overwrite", action="store_true")

@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAYERS = [
     ("storage", ("discovery.storage",)),
     ("ground", ("discovery.allocator", "discovery.config", "discovery.normalize", "discovery.threads",
-                "discovery.places", "discovery.xash")),
+                "discovery.regions", "discovery.xash")),
     ("data", ("discovery.lake", "discovery.store")),
     ("transforms", ("discovery.encoders", "discovery.lexicon", "discovery.match", "discovery.quantities",
                     "discovery.segments")),
@@ -35,7 +35,7 @@ LAYERS = [
     ("indexes", ("discovery.union", "discovery.join", "discovery.numjoin", "discovery.nary", "discovery.find",
                  "discovery.browse")),
     ("registry", ("discovery.refresh", "discovery.searches", "discovery.status", "discovery.lineage",
-                  "discovery.locations", "discovery.demo_lake")),
+                  "discovery.allowed_roots", "discovery.demo_lake")),
     ("surfaces", ("discovery", "discovery.api", "discovery.batch", "discovery.batch_share",
                   "discovery.materialize", "discovery.maintenance", "discovery.cli", "discovery.submit",
                   "discovery.connections", "discovery.standing")),

@@ -404,7 +404,7 @@ def _plain(table: pa.Table) -> pa.Table:
 def test_a_union_written_on_spark_equals_the_one_written_here(ls, built, spark, tmp_path, fmt, dedupe):
     from discovery.materialize.actions import stack_plan
     from discovery.materialize.output import write_table
-    from discovery.materialize.service import run_plan
+    from discovery.materialize.execute import run_plan
     from spark_jobs.materialize import run_plan_spark
 
     plan = stack_plan(ls, built["query"], k=4, dedupe=dedupe)
@@ -422,7 +422,7 @@ def test_a_union_written_on_spark_equals_the_one_written_here(ls, built, spark, 
 @pytest.mark.parametrize("mode", ["nearest", "all", "aggregate"])
 def test_a_join_written_on_spark_equals_the_one_written_here(ls, built, spark, tmp_path, mode):
     from discovery.materialize.actions import augment_plan
-    from discovery.materialize.service import run_plan
+    from discovery.materialize.execute import run_plan
     from spark_jobs.materialize import run_plan_spark
 
     plan = augment_plan(ls, built["query"], "vendor", tau=0.15, fan_out=mode, max_matches=1000)
@@ -437,8 +437,8 @@ def test_a_plan_read_back_from_its_folder_writes_the_same_table(ls, built, tmp_p
     from dataclasses import replace
 
     from discovery.materialize.actions import augment_plan, stack_plan
-    from discovery.materialize.planfile import load_plan, plan_limits, save_plan
-    from discovery.materialize.service import run_plan
+    from discovery.materialize.plan import load_plan, plan_limits, save_plan
+    from discovery.materialize.execute import run_plan
 
     limits = replace(ls.config.limits, max_rows=1234, max_cell_chars=99)
     for i, plan in enumerate([stack_plan(ls, built["query"], k=3),
@@ -560,7 +560,7 @@ def test_a_recorded_answer_is_written_with_the_configuration_its_surface_passes(
     from dataclasses import replace
 
     from discovery.batch import run_batch
-    from discovery.materialize.service import run_plans
+    from discovery.materialize.execute import run_plans
     from discovery.materialize.stored import stored_plans
     from discovery.store import Session
 

@@ -51,13 +51,13 @@ def test_cells_and_values_speak_where_names_do_not():
     assert cells_quantity("released", years) == "year"          # no word: the values are years
     assert cells_quantity("founded", ["3", "12", "40"]) == ""  # a year word, values that are no years
     assert cells_quantity("years", ["2", "7"]) == ""
-    assert cells_quantity("cost", ["€12.50", "€7", "€1,200"]) == "money:eur"
+    assert cells_quantity("cost", ["€12.50", "€7", "€1,200"]) == "money:eur@1"
     assert cells_quantity("change", ["12%", "-3.5%", "40%"]) == "fraction"
     assert cells_quantity("p", ["0.1", "0.25", "0.9"]) == "fraction"
     assert cells_quantity("flag", ["0", "1", "1"]) == ""                  # 0 / 1 is no fraction
     assert cells_quantity("", [str(i) for i in range(25)]) == "identifier"  # a row number
     assert cells_quantity("wins", [str(i % 12) for i in range(25)]) == ""   # repeated: not a row number
-    assert cells_quantity("rate_eur", ["30", "45.5"]) == "money:eur"
+    assert cells_quantity("rate_eur", ["30", "45.5"]) == "money:eur@1"
 
 
 def test_a_row_counter_is_an_identifier_whatever_its_name():
@@ -71,6 +71,28 @@ def test_a_row_counter_is_an_identifier_whatever_its_name():
     assert cells_quantity("Age", shuffled[:-1] + [shuffled[0]]) == "duration"   # a value twice
     assert cells_quantity("Age", ["3", "1", "2"]) == "identifier"               # UGEN-V1's counters have 7 rows
     assert cells_quantity("Age", ["2", "1"]) == "duration"                      # two rows: too few to outrank the name
+
+
+def test_money_carries_its_scale_and_a_salary_is_no_gdp():
+    """A money column's scale is the decade of its median non-zero cell (every cell counted), as written; two money
+    columns pair when their scales differ by at most two decades."""
+    salaries = ["52,000", "61,000", "48,500", "75,000", "52,000"]
+    assert cells_quantity("salary", salaries) == "money@4"
+    assert cells_quantity("monthly pay", ["4,100", "3,900", "5,200"]) == "money@3"
+    assert cells_quantity("gdp", ["1.2e12", "3.4e11", "2.1e13"]) == "money@12"
+    # a multiplier the name states is not applied: tables state theirs inconsistently (``box_office_musd``,
+    # ``box_office_$m`` and ``gross`` all in millions)
+    assert cells_quantity("box_office_musd", ["120", "48", "310"]) == "money:usd@2"
+    assert cells_quantity("gross", ["95", "210", "140"]) == "money@2"
+    assert cells_quantity("price", ["0", "0", "0"]) == "money"                   # no non-zero cell: no scale
+    assert cells_quantity("price", ["-20", "0", "35", "35"]) == "money@1"         # magnitudes; zeros left out
+    # the median counts cells, not distinct values: one large value among many small ones moves nothing
+    assert cells_quantity("fee", ["5"] * 9 + ["5000"]) == "money@0"
+    assert compatible("money@4", "money@3") and compatible("money@4", "money:usd@6")
+    assert not compatible("money@4", "money:usd@12") and not compatible("money:eur@4", "money:usd@4")
+    assert compatible("money@4", "money") and compatible("money@4", "") and not compatible("money@4", "count")
+    assert all(q in QUANTITIES for q in ("money@-2", "money:eur@15", "money:usd@12"))
+    assert cells_quantity("revenue", ["9e30"]) == "money@15"                        # clipped to the scales kept
 
 
 def test_compatibility_is_by_dimension_then_unit():
@@ -87,7 +109,8 @@ def _lake(seed: int):
     model = lake_model(12, 30, 6, 8, max_columns=8, noise=(0.1, 0.8), stray=0.2, seed=seed)
     vectors, owner, ordinal = draw_tables(model, 80, seed=seed + 1)
     rng = np.random.default_rng(seed)
-    pick = np.array([0] + [codes([q])[0] for q in ("year", "count", "money:eur", "money:usd", "money", "mass:kg")])
+    pick = np.array([0] + [codes([q])[0] for q in ("year", "count", "money:eur", "money:usd", "money", "mass:kg",
+                                                  "money@4", "money@5", "money:usd@12", "money:eur@3")])
     return model, vectors, owner, ordinal, pick[rng.integers(0, len(pick), len(owner))], pick, rng
 
 
@@ -205,6 +228,6 @@ def test_no_search_pairs_a_population_with_a_weight_or_an_id_with_a_rate(spark, 
             os.path.join(lake, paths[row["table_id"]]))[name].dtype.kind in "if" else ""
         assert row["quantity"] == want, (paths[row["table_id"]], name)
         indexed[(paths[row["table_id"]], name)] = row["quantity"]
-    assert {r["quantity"] for r in cv} >= {"identifier", "money:eur", "count", "year", "mass:kg", "money"}
+    assert {r["quantity"] for r in cv} >= {"identifier", "money:eur@1", "count", "year", "mass:kg", "money@1"}
     assert indexed[("register.csv", "Age")] == "identifier"
     assert pair_mask(codes(["count"]), codes(["mass:kg", "year", "count"])).tolist() == [[False, False, True]]

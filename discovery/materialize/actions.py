@@ -4,7 +4,7 @@
 Each checks its parameters here (one-line :class:`~discovery.params.ParameterError` naming the parameter, as every
 search does), resolves the query once (a file, a lake table, or a table given as data), runs the search the
 parameters describe through the same :class:`~discovery.api.Lakescout` methods users call, picks the results
-(:mod:`.select`), and materialises them (:mod:`.service`).  With ``output`` the table is written (:mod:`.output`)
+(:mod:`.select`), and materialises them (:mod:`.execute`).  With ``output`` the table is written (:mod:`.output`)
 and the description returned; without, the table is returned with the description in its schema metadata.
 """
 from __future__ import annotations
@@ -19,11 +19,11 @@ from ..params import ParameterError, check_query, choice, count, interval, key_c
 from ..query import QueryTable, resolve_query
 from .augment import MODES, FanOut
 from .output import output_format, write_table
-from .planfile import JoinPlan, UnionPlan
-from .plans import PlanError
+from .plan import JoinPlan, UnionPlan
+from .sources import PlanError
 from .select import join_result, nary_result, union_results
-from .plans import Matching
-from .service import Materialized, join_plan, join_source, run_plan, union_plan
+from .sources import Matching
+from .execute import Materialized, join_plan, join_source, run_plan, union_plan
 
 
 def _query(ls, query) -> QueryTable:
@@ -74,7 +74,7 @@ def _on_spark(plan, limits: Limits, output: str, fmt: str, overwrite: bool, mast
 
     from ..submit import run_job
     from .output import check_target
-    from .planfile import save_plan
+    from .plan import save_plan
 
     check_target(output, fmt, overwrite)
     with tempfile.TemporaryDirectory(prefix="lakescout-plan-") as folder:

@@ -14,7 +14,7 @@ from ..config import Limits
 from ..lake.pinned import PinnedTable, read_table, units
 from ..normalize import normalize_array
 from .augment import FanOut, JoinSource, combine, finish, unit_partial
-from .planfile import JoinPlan, UnionPlan
+from .plan import JoinPlan, UnionPlan
 from .union import UnionSource, first_rows, plan_layout, query_rows, replan_observed, type_notes, unit_rows
 
 

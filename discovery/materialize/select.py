@@ -15,7 +15,7 @@ from __future__ import annotations
 import pyarrow.compute as pc
 
 from ..query import QueryTable
-from .plans import PlanError, lake_columns, table_id_of
+from .sources import PlanError, lake_columns, table_id_of
 
 
 def union_results(ls, query: QueryTable, tables: list | None, k: int, min_score: float | None, method: str,
@@ -76,7 +76,7 @@ def join_result(ls, query: QueryTable, column: str, rank: int | None, table, lak
     """``(kind, query column ordinals, result, search parameters)`` of the join to write (``rank`` None: the
     :func:`partner`); kind is text or numeric.  Several text columns join a named table's named column only: the
     search finds partners of one column."""
-    from ..searches.join import route
+    from ..searches.join import route, text_tau
 
     several = _text_columns(column, query)
     if several is not None and (table is None or lake_column is None):
@@ -109,7 +109,7 @@ def join_result(ls, query: QueryTable, column: str, rank: int | None, table, lak
         if missing:
             raise PlanError(f"lake table {table_id} has no column {missing[0]!r} (columns: {', '.join(names)})")
         if kind == "text":
-            search = {"tau": ls.config.join.tau, **{k: v for k, v in search.items() if v is not None}}
+            search = {**{k: v for k, v in search.items() if v is not None}, "tau": text_tau(search, ls.config)}
         return kind, target_ordinals, {"table_id": table_id, "column": lake_column}, _used(search)
     answer = ls.join(query, column, T=0.0, **search)
     mine = [r for r in answer["results"] if r["table_id"] == table_id]

@@ -3,7 +3,7 @@
 A query batch records each result with its evidence (a union's alignment, a join's lake column, an n-ary join's key
 mapping) and the batch's validated spec (the query and the search's parameters) in ``query_batches``.  That is all a
 plan needs: the snapshot is the one the batch answered from, the results are the recorded ones, and the value
-mapping is computed again from that snapshot by the functions that gave the evidence (:mod:`.plans`), so what is
+mapping is computed again from that snapshot by the functions that gave the evidence (:mod:`.sources`), so what is
 written is what the batch showed, whenever it is written.
 
 Served: the ``materialize`` DAG and the page act for users who do not own the worker, so the query must be a lake
@@ -19,8 +19,8 @@ from ..batch import batch_results
 from ..query import QueryTable, read_query_file, resolve_query
 from ..store import Session, Warehouse, load_snapshot
 from .augment import FanOut
-from .plans import Matching, PlanError
-from .service import join_plan, join_source, union_plan
+from .sources import Matching, PlanError
+from .execute import join_plan, join_source, union_plan
 
 
 def _spec(wh: Warehouse, batch_id: str, query_id: str) -> dict:
@@ -64,7 +64,7 @@ def stored_plans(session: Session, batch_id: str, query_id: str, ranks: list[int
                  precision: float | None = None) -> tuple[object, list]:
     """``(snapshot, plans)`` writing the recorded answer: a union of the results at ``ranks`` (default all) in one
     plan; for a join, one plan per rank (default the first), to run in that order, each on the previous one's rows
-    (:func:`.service.compose`: augmentations compose).  The ``session``'s configuration (the DAG's, the page's)
+    (:func:`.execute.compose`: augmentations compose).  The ``session``'s configuration (the DAG's, the page's)
     fills, from ``[materialize]``, ``[join] tau`` and ``[numjoin]``, what the parameters and the recorded spec leave
     out."""
     wh, config = session.warehouse, session.config
@@ -93,13 +93,13 @@ def stored_plans(session: Session, batch_id: str, query_id: str, ranks: list[int
             key = params["key"] if isinstance(params["key"], list) else [k.strip() for k in params["key"].split(",")]
             ordinals, kind, used = [query.ordinal(c) for c in key], "nary", {}
         else:
-            from ..searches.join import route
+            from ..searches.join import route, text_tau
 
             target = route(params, query)
             ordinals, kind = target.ordinals, "numeric" if target.numeric else "text"
             used = {k: params.get(k) for k in ("tau", "tau_share", "metric") if params.get(k) is not None}
-            if kind == "text" and "tau" not in used:
-                used["tau"] = config.join.tau
+            if kind == "text":
+                used["tau"] = text_tau(used, config)
         source = join_source(snapshot, query, kind, ordinals, result, used, columns, matching, config.numjoin)
         plans.append(join_plan(snapshot, query, source, ordinals, fan_out=fan, strict=strict, result=result))
     return snapshot, plans

@@ -130,6 +130,15 @@ def route(params: dict, table: QueryTable) -> Route:
     return Route(numeric, ordinals)
 
 
+def text_tau(params: dict, cfg: Config) -> float:
+    """The semantic join's tau: the one ``params`` give, else ``[join] tau`` of ``cfg``.  The one place its default
+    is filled in, for a search and for the writes that pair a join's values (:mod:`discovery.materialize`); its range
+    is checked where it is given (:func:`discovery.params.join_tau`, and :func:`route` once the column is known to
+    be text)."""
+    tau = params.get("tau")
+    return cfg.join.tau if tau is None else float(tau)
+
+
 def _numeric_answer(snapshot, table, *, ordinals, **params) -> dict:
     from ..numjoin.service import numeric_join_search
 
@@ -153,7 +162,7 @@ def _plan(checked: dict, table: QueryTable, cfg: Config) -> Plan:
         params.pop("column")
         return Plan("join", table, {"ordinals": where.ordinals, **params}, _numeric_answer, where.ordinals,
                     "numeric")
-    params.setdefault("tau", cfg.join.tau)
+    params["tau"] = text_tau(params, cfg)
     params.setdefault("method", _text_methods()[0])
     params["context_margin"] = cfg.join.context_margin
     params["category_margin"] = cfg.join.category_margin

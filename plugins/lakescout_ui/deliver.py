@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from airflow.api_fastapi.core_api.security import get_user
 from discovery.materialize.output import writable
-from discovery.materialize.service import run_plans
+from discovery.materialize.execute import run_plans
 from discovery.materialize.stored import stored_plans
 from discovery.store import WarehouseError
 from lakescout_ui.access import BATCH_DAG, config, may_search, serving

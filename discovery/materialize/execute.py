@@ -27,8 +27,8 @@ from .augment import FanOut, JoinSource, query_keys
 from .coerce import query_columns
 from .local import run_augment, run_union
 from .union import left_out_note
-from .planfile import JoinPlan, UnionPlan
-from .plans import Matching, PlanError, key_source, numeric_source, pinned_table, text_source, union_sources
+from .plan import JoinPlan, UnionPlan
+from .sources import Matching, PlanError, key_source, numeric_source, pinned_table, text_source, union_sources
 
 #: Schema metadata key of the description.
 METADATA_KEY = b"lakescout"
@@ -123,7 +123,7 @@ def join_source(snapshot: Snapshot, query: QueryTable, kind: str, join_columns: 
     n-ary, the ``mapping``; ``params`` carries the search's ``tau`` (and ``tau_share``, ``metric``); ``matching``
     how a text join's values are paired; ``numjoin`` the caller's ``[numjoin]`` section, whose ``max_values`` and
     default tau a numerical join's pairs are found with, as its search found them."""
-    from .plans import lake_columns
+    from .sources import lake_columns
 
     names, _ = lake_columns(snapshot, result["table_id"])
     if kind == "nary":

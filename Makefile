@@ -110,6 +110,7 @@ $(TOOLS)/.installed: requirements-tools.txt
 lint: venv client-generator
 	$(TOOLS)/bin/ruff check .
 	$(TOOLS)/bin/mypy --python-executable $(BIN)/python
+	$(TOOLS)/bin/mypy --config-file mypy-basic.ini --python-executable $(BIN)/python
 
 test: venv pretrained test-tools client-generator
 	$(BIN)/pytest -q -rs $(PYTEST_ARGS)

@@ -204,7 +204,7 @@ def check_query_table(snap: Snapshot, q: BatchQuery, served: bool, uploads: Mapp
 
 
 # -- running and recording -------------------------------------------------------------------------------------------
-def result_rows(batch_id: str, q: BatchQuery, snapshot_id: int, answer: dict, now: datetime) -> list[dict]:
+def result_rows(batch_id: str | None, q: BatchQuery, snapshot_id: int, answer: dict, now: datetime) -> list[dict]:
     """``query_results`` rows of one search answer: the score is the result's ``score`` or ``joinability``, the
     evidence everything else it carries (alignment, matches, mapping)."""
     rows = []
@@ -388,7 +388,7 @@ def recent_batches(wh: Warehouse, limit: int = 20) -> list[dict]:
 def recent_queries(wh: Warehouse, limit: int = 20) -> list[BatchQuery]:
     """The queries of the ``limit`` most recent recorded batches, newest batch first: what a server warms a snapshot
     with (a spec that no longer parses is skipped)."""
-    out = []
+    out: list[BatchQuery] = []
     for spec in _newest(wh, limit, ["batch_id", "spec", "created_at"]).column("spec").to_pylist():
         try:
             out.extend(parse_spec(spec).queries)

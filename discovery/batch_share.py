@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 from . import storage
 from .batch import BatchError, BatchQuery, BatchSpec, answer_query, check_query_table
 from .config import Config
+from .query import QueryTable
 from .store import Session, Snapshot, load_snapshot
 from .store.cache import INDEXES
 from .store.snapshot import CATALOG_COLUMNS
@@ -105,7 +106,7 @@ def plan_share(snap: Snapshot, batch: BatchSpec, batch_id: str, now: datetime, c
     """The :class:`BatchShare` of a batch, built on the driver."""
     uploads = dict(uploads or {})
     lake_paths = set() if served else _lake_paths(snap, batch)
-    resolved = {}
+    resolved: dict[int, QueryTable | str] = {}
     for q in batch.queries:
         if _driver_only(q, served, uploads, lake_paths):
             try:
@@ -161,4 +162,4 @@ def merge_outcomes(batch: BatchSpec, outcomes: list[Outcome]) -> tuple[list[dict
         if failed is not None:
             raise BatchError(failed.error)
     rows = [r for o in ordered for r in o.rows]
-    return rows, [o.entry for o in ordered]
+    return rows, [o.entry for o in ordered if o.entry is not None]

@@ -51,7 +51,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from collections.abc import Callable
+from collections.abc import Callable, Set
 
 import numpy as np
 import pyarrow as pa
@@ -76,7 +76,7 @@ class Retention:
     pinned: list[int]
 
 
-def retain_snapshots(wh: Warehouse, keep_last: int, pinned: set[int] = frozenset(),
+def retain_snapshots(wh: Warehouse, keep_last: int, pinned: Set[int] = frozenset(),
                      max_age_seconds: float | None = None, now: float | None = None) -> Retention:
     """Drop the ``snapshots`` rows of every snapshot but the last ``keep_last`` and the ``pinned`` ones, and of those
     older than ``max_age_seconds``; the latest snapshot is always kept."""

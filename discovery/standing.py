@@ -120,7 +120,8 @@ def run_standing(session: Session, name: str, snapshot_id: int | None = None) ->
         if cur is not None and old is not None and cur["score"] == old["score"]:
             continue
         change = "new" if old is None else "dropped" if cur is None else "rescored"
-        ref = cur or old
+        ref = cur if cur is not None else old
+        assert ref is not None  # the key came from one of the two
         changes.append({"name": name, "batch_id": batch_id, "query_id": key[0], "snapshot_id": snap.snapshot_id,
                         "previous_snapshot_id": previous[1] if previous else None, "change": change,
                         "table_id": ref["table_id"], "path": ref["path"], "column": ref["column"],

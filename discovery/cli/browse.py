@@ -7,7 +7,7 @@ from .common import Choices, add_common, add_snapshot, add_warehouse
 from .output import table
 
 
-def _size(n: int | None) -> str:
+def _size(n: float | None) -> str:
     if n is None:
         return ""
     for unit in ("B", "KiB", "MiB", "GiB"):

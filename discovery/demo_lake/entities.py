@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 
 import numpy as np
 
@@ -21,7 +21,7 @@ def picks(rng: np.random.Generator, seq: Sequence, n: int) -> list:
     return [seq[i] for i in rng.integers(len(seq), size=n)]
 
 
-def unique(rng: np.random.Generator, n: int, maker: Maker, exclude: set[str] = frozenset()) -> list[str]:
+def unique(rng: np.random.Generator, n: int, maker: Maker, exclude: Set[str] = frozenset()) -> list[str]:
     """``n`` distinct names from ``maker``, none of them (compared case-insensitively) in ``exclude``.
 
     Raises if the name space of ``maker`` is too small, instead of looping forever.

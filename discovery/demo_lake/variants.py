@@ -124,7 +124,7 @@ def vary(value: str, kind: str, rng: np.random.Generator) -> tuple[str, str] | N
     names = list(VARIATIONS)
     order = rng.permutation(len(names))
     steps = 1 if rng.random() < 0.55 else 2
-    out, used = value, []
+    out, used = value, list[str]()
     for i in order:
         if len(used) == steps:
             break

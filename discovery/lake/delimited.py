@@ -91,7 +91,7 @@ def _cell_too_long(text: str, delimiter: str, line: int, limits: Limits) -> Lake
     """The error for a cell the tokenizer refused; re-reads the start of its row to name the column."""
     limit = csv.field_size_limit()
     start = _offset_of_line(text, line)
-    fields = next(_reader(text[start:start + limit - 1], delimiter), [])
+    fields: list[str] = next(_reader(text[start:start + limit - 1], delimiter), [])
     return LakeFileError(f"cell on line {line}, column {max(len(fields), 1)} has more than {limit - 1} characters; "
                          f"the limit is {limits.max_cell_chars} (broken quoting, or a document stored in a cell)")
 

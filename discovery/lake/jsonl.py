@@ -46,7 +46,9 @@ def _records(text: str, limits: Limits) -> tuple[list, list[str], int]:
         except json.JSONDecodeError as exc:
             raise LakeFileError(f"not valid JSON: {exc.msg} at line {exc.lineno}") from None
         raise LakeFileError("a single JSON object, not records; not a table") from None
-    records, bad, total = [], [], 0
+    records: list[dict] = []
+    bad: list[int] = []
+    total = 0
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue

@@ -23,7 +23,7 @@ written join's estimate is the mean of the pairs that remain.
 """
 from __future__ import annotations
 
-from collections import Counter
+from collections import defaultdict
 from dataclasses import dataclass
 
 MIN_PAIRS = 10
@@ -58,7 +58,7 @@ def _agree(a: set[str], b: set[str]) -> bool:
 def _chance(both: list[tuple[set[str], set[str]]]) -> float:
     """How often a value drawn from the pairs' query cells equals one drawn from their lake cells (each pair's cells
     weighing one pair): the agreement of two entities that are not one."""
-    shares: list[Counter[str]] = [Counter(), Counter()]
+    shares: list[dict[str, float]] = [defaultdict(float), defaultdict(float)]
     for side, counts in enumerate(shares):
         for cells in both:
             for v in cells[side]:

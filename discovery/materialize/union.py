@@ -131,7 +131,8 @@ def union_chunk(chunk: ParsedTable, source: UnionSource, layout: UnionLayout) ->
 def unit_rows(source: UnionSource, unit: dict, layout: UnionLayout, limits) -> tuple[list[pa.Table], dict]:
     """The rows of one unit of ``source``'s table in the union's layout (:func:`union_chunk` per chunk), and the
     kinds its columns turned out to be where they are not the planned ones (``{lake column: kinds}``)."""
-    tables, observed = [], {}
+    tables: list[pa.Table] = []
+    observed: dict[str, set[str]] = {}
     for chunk in read_unit(source.table, unit, limits):
         rows, seen = union_chunk(chunk, source, layout)
         tables.append(rows)

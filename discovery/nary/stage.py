@@ -64,7 +64,8 @@ def xash_batch(work: pa.Table, ctx, model: XashModel | None, model_version: str 
     never raises.
     """
     max_rows = ctx.config.xash.max_rows_per_table
-    parts, stats = [], {name: [] for name in STATS.names}
+    parts: list[pa.Table] = []
+    stats: dict[str, list] = {name: [] for name in STATS.names}
     counts = {"tables_processed": 0, "tables_failed": 0, "tables_truncated": 0}
     for item, parsed in read_work_tables(work.select(["table_id", "path", "format", "bytes", "content_hash"]), ctx,
                                          counts):

@@ -31,7 +31,7 @@ def numeric_batch(work: pa.Table, ctx, max_values: int = MAX_VALUES) -> tuple[pa
     """``numeric_sets`` rows of the tables of ``work`` (catalog rows with status ok)."""
     from ..refresh.tasks import read_work_tables  # the refresh imports this package to publish
 
-    out = {k: [] for k in SCHEMAS["numeric_sets"].names}
+    out: dict[str, list] = {k: [] for k in SCHEMAS["numeric_sets"].names}
     counts: dict = {"numeric_groups": 0}
 
     def add(item, set_no, kind, ordinals, names, values, total, spread, quantity):

@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 from collections import OrderedDict
-from typing import TypeVar
+from typing import TypeVar, cast
 from collections.abc import Callable, Hashable
 
 import numpy as np
@@ -100,7 +100,7 @@ class IndexCache:
             with self._lock:
                 if key in self._entries:
                     self._entries.move_to_end(key)
-                    return self._entries[key][0]
+                    return cast(T, self._entries[key][0])
                 pending = self._building.get(key)
                 if pending is None:
                     pending = self._building[key] = threading.Event()

@@ -69,7 +69,7 @@ class Warehouse:
     def __init__(self, root: str | Warehouse) -> None:
         """``root``: the warehouse's location (a path or a URI), or another :class:`Warehouse` (the same one); an
         empty one is refused (:func:`~discovery.storage.uri.nonempty`), not read as the working folder."""
-        self.root = root.root if isinstance(root, Warehouse) else normalize(nonempty(root, "warehouse"))
+        self.root: str = root.root if isinstance(root, Warehouse) else normalize(nonempty(root, "warehouse"))
         self.backend = backend(self.root)
 
     # -- layout -------------------------------------------------------------------------------------------------

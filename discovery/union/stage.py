@@ -104,7 +104,7 @@ def partition_batch(work: pa.Table, ctx, model: CentroidModel, files: pa.Table) 
     """``centroid_partitions`` rows (Algorithm 1) for the work tables under ``model``; ``files`` as for
     :func:`quantisation_batch`."""
     cfg = ctx.config.union
-    out = {k: [] for k in SCHEMAS["centroid_partitions"].names}
+    out: dict[str, list] = {k: [] for k in SCHEMAS["centroid_partitions"].names}
     processed = 0
     for table_id, content_hash, ordinals, vecs in _grouped(_column_vectors(ctx, files,
                                                                            work.column("table_id").to_pylist())):

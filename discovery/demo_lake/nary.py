@@ -35,7 +35,7 @@ class NaryKind:
     extras: Callable[[np.random.Generator, int], list[tuple[str, list[str], str]]]
 
 
-_HOMONYMS = {}
+_HOMONYMS: dict[str, list[str]] = {}
 for _city, _country in V.CITIES:
     _HOMONYMS.setdefault(_city, []).append(_country)
 
@@ -119,7 +119,7 @@ NARY_KINDS = (
 
 
 def _unique_keys(rng, n, make, exclude) -> list[Key]:
-    seen, out = set(exclude), []
+    seen, out = set(exclude), list[Key]()
     for _ in range(50 * n + 100):
         if len(out) == n:
             break

@@ -157,7 +157,9 @@ def learn(rows: list[tuple[str, ...]], lake: list[str]) -> list[Program]:
     for i, j in zip(qi.tolist(), li.tolist()):
         for program in programs_writing(fields[i], lake[j]):
             writes.setdefault(i, {}).setdefault(program, set()).add(lake[j])
-    lake_set, chosen, left, claimed = set(lake), [], set(writes), set()
+    lake_set, left = set(lake), set(writes)
+    chosen: list[Program] = []
+    claimed: set[str] = set()
     least = max(MIN_SUPPORT, len(sample) // 10)
     while left and len(chosen) < MAX_PROGRAMS:
         # a lake value a chosen program writes for one row is that row's: no support for writing it for another

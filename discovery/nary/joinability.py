@@ -60,7 +60,7 @@ def column_hits(index: NaryIndex, rows: np.ndarray, tuple_values: np.ndarray) ->
     kept_parts, hit_parts = [], []
     for lo in range(0, n_pairs, chunk):
         alive = np.arange(lo, min(lo + chunk, n_pairs))
-        hit = []
+        hit: list[np.ndarray] = []
         for i in range(m):
             h = dense[row_of_pair[alive]] == tuple_values[alive, i, None]
             ok = h.any(axis=1)

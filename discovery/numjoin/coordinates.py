@@ -53,7 +53,7 @@ _TRAILING_DIGITS = re.compile(r"^(\D+?)(\d+)$")
 
 
 def _split_digits(toks: list[str]) -> list[str]:
-    out = []
+    out: list[str] = []
     for t in toks:
         m = _TRAILING_DIGITS.match(t)
         out += [m.group(1), m.group(2)] if m else [t]

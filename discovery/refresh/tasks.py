@@ -23,7 +23,7 @@ def _now() -> datetime:
 
 def scan_batch(work: pa.Table, ctx: StageContext) -> tuple[pa.Table, dict]:
     """Catalog rows for scan work items: hash, and parse when the content is new or changed."""
-    out = {k: [] for k in SCHEMAS["catalog"].names}
+    out: dict[str, list] = {k: [] for k in SCHEMAS["catalog"].names}
     counts = {"tables_added": 0, "tables_changed": 0, "tables_deleted": 0, "tables_failed": 0,
               "tables_processed": 0}
     now = _now()
@@ -97,7 +97,7 @@ def read_work_tables(work: pa.Table, ctx: StageContext, counts: dict, limits: Li
 
 def profile_batch(work: pa.Table, ctx: StageContext) -> tuple[pa.Table, dict]:
     """``columns`` rows for catalog rows (status ok) that need profiling."""
-    out = {k: [] for k in SCHEMAS["columns"].names}
+    out: dict[str, list] = {k: [] for k in SCHEMAS["columns"].names}
     counts: dict = {}
     limits = profile_limits(ctx.config.limits, ctx.config.profile)
     for item, parsed in read_work_tables(work, ctx, counts, limits):

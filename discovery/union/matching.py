@@ -99,7 +99,8 @@ def match_entries(rows: np.ndarray, cols: np.ndarray, sims: np.ndarray) -> Match
     if n == 1:
         return Matching(sims[0], ((rows[0], cols[0], sims[0]),))
     row_deg, col_deg = Counter(rows), Counter(cols)
-    taken, rest = [], []
+    taken: list[tuple] = []
+    rest: list[tuple] = []
     for pair in zip(rows, cols, sims):
         (taken if row_deg[pair[0]] == 1 and col_deg[pair[1]] == 1 else rest).append(pair)
     solved = bool(rest)

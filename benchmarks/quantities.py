@@ -44,7 +44,7 @@ from harness import fivethirtyeight_truth, write_result
 RULE_ON = (union_service.quantity_codes, numjoin_service.allowed_sets)
 WITH_SCALE = quantities.COMPATIBLE.copy()
 #: The rule's compatibility with every money scale ignored (what ``--off scale`` compares against).
-SCALE_FREE = np.array([[quantities._compatible(a.partition("@")[0], b.partition("@")[0]) for b in quantities.QUANTITIES]
+SCALE_FREE = np.array([[quantities.compatible(a.partition("@")[0], b.partition("@")[0]) for b in quantities.QUANTITIES]
                        for a in quantities.QUANTITIES], dtype=bool)
 OFF = {"variant": "rule"}
 

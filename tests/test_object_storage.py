@@ -172,6 +172,22 @@ def test_a_spark_batch_on_the_s3_warehouse_records_the_in_process_rows(lakes, sp
     assert strip(batch_results(Warehouse(wh_uri), "s3-spark")) == strip(batch_results(Warehouse(wh_uri), "s3-here"))
 
 
+def test_the_recent_batches_of_an_s3_warehouse_are_its_newest_first_runs(lakes):
+    """The recent batches read the newest files by their statistics (``Warehouse.read_since``) on the S3 server as
+    on a local folder: the plain definition's list, for every limit."""
+    from discovery.batch import first_run, recent_batches, run_batch
+
+    _, _, _, wh_uri = lakes
+    wh = Warehouse(wh_uri)
+    for i in range(3):
+        run_batch(session(wh), [{"id": "u", "kind": "union", "query": UNION_QUERY, "k": 2}],
+                  batch_id=f"s3-recent-{i}", served=True)
+    every = first_run(wh.read("query_batches"), ["batch_id"]).sort_by([("created_at", "descending")])
+    for limit in (1, 3, every.num_rows + 2):
+        assert [b["batch_id"] for b in recent_batches(wh, limit)] == \
+            every.slice(0, limit).column("batch_id").to_pylist()
+
+
 def test_answers_on_the_s3_lake_are_written_to_s3_as_the_local_ones(lakes, spark, s3_server):
     """A union and a join of the S3 warehouse, read from the S3 lake (a Delta, a Hive and a JSON Lines table among
     them) and written to the bucket as Parquet and Delta, in this process and on Spark, hold what the local build's

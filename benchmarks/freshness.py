@@ -1,7 +1,7 @@
 """Freshness: how soon a table landing in the lake is answerable, and what the lake watcher costs while nothing changes.
 
 Run: ``python benchmarks/freshness.py [--watch] [--landing] [--tables 1000] [--checks 20] [--landings 10]
-[--delta-versions 3] [--small-plan-tables 20] [--workdir DIR]`` (no flag: both).
+[--delta-versions 3] [--small-plan-tables 20] [--s3] [--workdir DIR]`` (no flag: both).
 Writes ``benchmarks/results/freshness.json``.
 
 * ``watch``: a lake of ``--tables`` tables (sample lakes of 250 tables with consecutive seeds: CSV, Parquet, JSON,
@@ -15,7 +15,10 @@ Writes ``benchmarks/results/freshness.json``.
   times a new CSV lands in the lake (one at a time); the seconds until ``discovery.open(warehouse).union(path)``
   answers from a published snapshot are measured.  Then ``--delta-versions`` appends to the lake's Delta table,
   each timed until the latest snapshot's catalog holds its new version.  ``--small-plan-tables 0`` measures the
-  same with every stage in its own Spark application (the baseline of ``[refresh] small_plan_tables``).
+  same with every stage in its own Spark application (the baseline of ``[refresh] small_plan_tables``).  With
+  ``--s3`` the lake is a bucket on the S3 server (the sample lake uploaded, its warehouse built from there by
+  ``lakescout refresh``): the CSVs land as objects and the Delta versions are committed to the bucket, Airflow's
+  processes (the watcher in the triggerer, the tasks) reach it with the server's ``AWS_*`` variables.
 """
 from __future__ import annotations
 
@@ -104,9 +107,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _airflow(work: str, lake: str, wh: str, config: str) -> tuple[subprocess.Popen, dict]:
+def _airflow(work: str, lake: str, wh: str, config: str, extra: dict | None = None) -> tuple[subprocess.Popen, dict]:
     port = _free_port()
-    env = dict(os.environ, AIRFLOW_HOME=os.path.join(work, "airflow"), LAKESCOUT_CONFIG=config,
+    env = dict(os.environ, **(extra or {}), AIRFLOW_HOME=os.path.join(work, "airflow"), LAKESCOUT_CONFIG=config,
                AIRFLOW__CORE__DAGS_FOLDER=os.path.join(harness.ROOT, "dags"),
                AIRFLOW__CORE__PLUGINS_FOLDER=os.path.join(harness.ROOT, "plugins"),
                AIRFLOW__CORE__LOAD_EXAMPLES="False", AIRFLOW__API__PORT=str(port),
@@ -163,43 +166,98 @@ def _delta_version(wh: str, path: str) -> str | None:
     return hit["version"][0].as_py() if hit.num_rows else None
 
 
-def landing(args) -> dict:
-    from deltalake import DeltaTable, write_deltalake
+class _LocalLake:
+    """A lake folder the benchmark changes: files written, Delta versions appended."""
 
+    def __init__(self, root: str):
+        self.root = root
+
+    def write(self, path: str, text: str) -> None:
+        os.makedirs(os.path.dirname(os.path.join(self.root, path)), exist_ok=True)
+        with open(os.path.join(self.root, path), "w") as fh:
+            fh.write(text)
+
+    def append(self, delta: str) -> int:
+        """Five rows of the Delta table at ``delta`` appended again; its new version."""
+        from deltalake import DeltaTable, write_deltalake
+
+        uri, options = self.delta_uri(delta)
+        extra = DeltaTable(uri, storage_options=options).to_pyarrow_table().slice(0, 5)
+        write_deltalake(uri, extra, mode="append", storage_options=options)
+        return DeltaTable(uri, storage_options=options).version()
+
+    def delta_uri(self, delta: str) -> tuple[str, dict | None]:
+        return os.path.join(self.root, delta), None
+
+
+class _BucketLake(_LocalLake):
+    """The same lake as objects under ``s3://<bucket>/lake`` on the S3 server."""
+
+    def __init__(self, server, bucket: str):
+        import boto3
+
+        self.server, self.bucket = server, bucket
+        super().__init__(f"s3://{bucket}/lake")
+        self.client = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1",
+                                   aws_access_key_id="lakescout", aws_secret_access_key="lakescout")
+
+    def upload(self, folder: str) -> None:
+        for parent, _, files in os.walk(folder):
+            for f in files:
+                path = os.path.join(parent, f)
+                self.client.upload_file(path, self.bucket, "lake/" + os.path.relpath(path, folder))
+
+    def write(self, path: str, text: str) -> None:
+        self.client.put_object(Bucket=self.bucket, Key="lake/" + path, Body=text.encode())
+
+    def delta_uri(self, delta: str) -> tuple[str, dict | None]:
+        from discovery.storage.credentials import credentials
+
+        return f"{self.root}/{delta}", credentials().delta_options()
+
+
+def landing(args) -> dict:
     source_lake = harness.sample_lake(os.path.join(args.workdir, "sample_lake"), lakehouse=True)
-    source_wh = harness.build(source_lake, os.path.join(args.workdir, "sample_wh")).warehouse
-    work = os.path.join(args.workdir, "landing")
+    work = os.path.join(args.workdir, "landing-s3" if args.s3 else "landing")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    lake, wh = os.path.join(work, "lake"), os.path.join(work, "wh")
-    shutil.copytree(source_lake, lake)       # copy2 keeps mtimes: the copy is the indexed lake
-    shutil.copytree(source_wh, wh)
+    wh = os.path.join(work, "wh")
+    delta = next(os.path.relpath(d, source_lake) for d, subs, _ in os.walk(source_lake) if "_delta_log" in subs)
+    server = None
+    if args.s3:
+        from s3_server import S3Server
+
+        server = S3Server().start()
+        os.environ.update(server.env)        # this process's reads, the CLI refresh and Airflow's processes
+        server.create_bucket("landing-lake")
+        lake = _BucketLake(server, "landing-lake")
+        lake.upload(source_lake)
+        harness.build(lake.root, wh, via="cli")
+    else:
+        source_wh = harness.build(source_lake, os.path.join(args.workdir, "sample_wh")).warehouse
+        lake = _LocalLake(os.path.join(work, "lake"))
+        shutil.copytree(source_lake, lake.root)  # copy2 keeps mtimes: the copy is the indexed lake
+        shutil.copytree(source_wh, wh)
     config = harness.config_file(work, "lakescout", f"[refresh]\nsmall_plan_tables = {args.small_plan_tables}\n")
-    proc, _ = _airflow(work, lake, wh, config)
+    proc, _ = _airflow(work, lake.root, wh, config, server.env if server else None)
     rows = []
     try:
         time.sleep(30)                       # the watcher's first checks, a first scheduled run if one is due
         _until(lambda: _lease_free(wh), 600, 2)
         for i in range(args.landings):
             path = f"landed/towns_{i:02d}.csv"
-            os.makedirs(os.path.join(lake, "landed"), exist_ok=True)
             landed = time.time()
-            with open(os.path.join(lake, path), "w") as fh:
-                fh.write(TOWNS.replace("Town ", f"Town{i} "))
+            lake.write(path, TOWNS.replace("Town ", f"Town{i} "))
             seconds = _until(lambda path=path: _answerable(wh, path), 600)
             rows.append({"change": f"csv {path}", "seconds": seconds, "landed": landed})
             print(f"  {path}: answerable after {seconds} s", flush=True)
             _until(lambda: _lease_free(wh), 600, 1)
-        delta = next(os.path.relpath(d, lake) for d, subs, _ in os.walk(lake) if "_delta_log" in subs)
         for _ in range(args.delta_versions):
-            table = DeltaTable(os.path.join(lake, delta))
             before = _delta_version(wh, delta)
-            extra = table.to_pyarrow_table().slice(0, 5)
-            write_deltalake(os.path.join(lake, delta), extra, mode="append")
+            version = lake.append(delta)
             landed = time.time()
             seconds = _until(lambda before=before: _delta_version(wh, delta) not in (None, before), 600)
-            rows.append({"change": f"delta {delta} version {DeltaTable(os.path.join(lake, delta)).version()}",
-                         "seconds": seconds, "landed": landed})
+            rows.append({"change": f"delta {delta} version {version}", "seconds": seconds, "landed": landed})
             print(f"  {rows[-1]['change']}: in the snapshot after {seconds} s", flush=True)
             _until(lambda: _lease_free(wh), 600, 1)
     finally:
@@ -208,9 +266,11 @@ def landing(args) -> dict:
             proc.wait(60)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+        if server is not None:
+            server.stop()
     csv_s = [r["seconds"] for r in rows if r["change"].startswith("csv") and r["seconds"] is not None]
     delta_s = [r["seconds"] for r in rows if r["change"].startswith("delta") and r["seconds"] is not None]
-    out = {"small_plan_tables": args.small_plan_tables, "rows": rows,
+    out = {"small_plan_tables": args.small_plan_tables, "lake": "s3" if args.s3 else "local", "rows": rows,
            "csv_median_s": statistics.median(csv_s) if csv_s else None,
            "csv_max_s": max(csv_s) if csv_s else None, "csv_missed": len([r for r in rows if r["seconds"] is None]),
            "delta_median_s": statistics.median(delta_s) if delta_s else None}
@@ -236,6 +296,7 @@ def main(argv=None) -> int:
     ap.add_argument("--delta-versions", type=int, default=3)
     ap.add_argument("--small-plan-tables", type=int, default=20,
                     help="landing: [refresh] small_plan_tables of the Airflow run (0: every stage its own application)")
+    ap.add_argument("--s3", action="store_true", help="landing: the lake is a bucket on the S3 server")
     ap.add_argument("--workdir", default=None)
     args = ap.parse_args(argv)
     parts = [p for p in ("watch", "landing") if getattr(args, p)] or ["watch", "landing"]
@@ -247,11 +308,11 @@ def main(argv=None) -> int:
         if "watch" in parts:
             out["watch"] = watch_cost(args)
         if "landing" in parts:
-            out[f"landing_small_plan_{args.small_plan_tables}"] = landing(args)
+            out[f"landing_small_plan_{args.small_plan_tables}" + ("_s3" if args.s3 else "")] = landing(args)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
-    kept = ("watch", "landing_small_plan_0", "landing_small_plan_20")
+    kept = ("watch", "landing_small_plan_0", "landing_small_plan_20", "landing_small_plan_20_s3")
     write_result("freshness", {**harness.previous_result("freshness", kept), **out})
     return 0
 

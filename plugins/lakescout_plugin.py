@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
 
-from lakescout_ui.app import create_app
+from lakescout_ui.app import WarmUp, create_app
 
 
 class LakescoutPlugin(AirflowPlugin):
     name = "lakescout"
     fastapi_apps = [{"app": create_app(), "url_prefix": "/lakescout", "name": "Lakescout"}]
+    # the served snapshot is pinned where the app is served, not in every Airflow process (lakescout_ui.app.WarmUp)
+    fastapi_root_middlewares = [{"middleware": WarmUp, "args": [], "kwargs": {}, "name": "lakescout_warm_up"}]
     external_views = [{"name": "Lake discovery", "href": "/lakescout/", "destination": "nav",
                        "url_route": "lake-discovery"}]

@@ -351,3 +351,56 @@ def test_kept_uploads_survive_a_folder_pruned_by_another_request(tmp_path, monke
     kept_uploads.keep("ui-1", "upload:q.csv", str(upload))
     assert kept_uploads.kept("ui-1") == {"upload:q.csv": os.path.join(kept_uploads._root(), "ui-1", "q.csv")}
     assert kept_uploads.kept("ui-gone") == {}
+
+
+FORKED_READ = r"""
+import importlib.util, os, sys, threading
+sys.path.insert(0, sys.argv[1])
+spec = importlib.util.spec_from_file_location("lakescout_plugin", os.path.join(sys.argv[1], "lakescout_plugin.py"))
+spec.loader.exec_module(importlib.util.module_from_spec(spec))
+assert "lakescout-open" not in [t.name for t in threading.enumerate()], "the plugin's import warmed the snapshot"
+pid = os.fork()
+if pid == 0:
+    from deltalake import DeltaTable
+    DeltaTable(sys.argv[2]).version()
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_importing_the_plugin_opens_no_warehouse_so_a_forked_child_reads_delta(warehouse, tmp_path):
+    """Every Airflow process imports the plugins, and the triggerer forks the process that runs the lake watcher: the
+    plugin's import must leave no Delta runtime behind (delta-rs' runtime refuses a forked child: the watcher's
+    reads panicked), so the served snapshot is pinned by the api-server's root middleware alone."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", FORKED_READ, os.path.join(ROOT, "plugins"),
+                           os.path.join(warehouse.root, "catalog")],
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ, RUST_BACKTRACE="0"))
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_api_servers_root_middleware_pins_the_served_snapshot_as_it_starts(warehouse, auth):
+    """Built as the server starts (Starlette builds the middleware stack on the lifespan's first call), the root
+    middleware pins the snapshot in a thread; a request then passes through it unchanged."""
+    import threading
+
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+    from lakescout_ui import access
+    from lakescout_ui.app import WarmUp, create_app
+    from lakescout_plugin import LakescoutPlugin
+
+    assert [m["middleware"] for m in LakescoutPlugin.fastapi_root_middlewares] == [WarmUp]
+    root = FastAPI()
+    root.mount("/lakescout", create_app())
+    root.add_middleware(WarmUp)
+    with TestClient(root) as client:
+        warming = [t for t in threading.enumerate() if t.name == "lakescout-open"]
+        assert warming, "the middleware started no warm-up"
+        for thread in warming:
+            thread.join(120)
+        assert access.serving().lakescout().snapshot_id is not None
+        response = client.get("/lakescout/api/status", headers={"Authorization": f"Bearer {auth['token']}"})
+        assert response.status_code == 200

@@ -41,12 +41,31 @@ def refusal(status: int, detail: str, parameter: str | None = None, headers: dic
 
 def open_served() -> None:
     """Pin the served snapshot as the server process starts, so that its warm-up (:mod:`discovery.serving`: the
-    newest recorded searches, the name search's lexicon) runs before the first request, not during it.  A mounted
-    app's lifespan events are not run by its parent, so this runs in a thread started when the app is created."""
+    newest recorded searches, the name search's lexicon) runs before the first request, not during it."""
     try:
         access.serving().lakescout()
     except Exception as exc:  # noqa: BLE001 - no published snapshot yet, or storage down: the first request opens it
         log.info("lake discovery: nothing served yet (%s)", exc)
+
+
+class WarmUp:
+    """The api-server's root middleware that starts :func:`open_served` in a thread when it is built, and otherwise
+    passes every request through.
+
+    Why a middleware: every Airflow process imports the plugins (the scheduler, the dag-processor, the triggerer, the
+    executor's workers), and a warm-up started as the app is created opened the warehouse in each.  Its Delta reads
+    start delta-rs' runtime, which a forked child cannot use: the triggerer's process that runs the lake watcher is
+    forked from it, and every Delta read of the watcher then panicked ("Forked process detected"), so the lake
+    watcher never fired.  Airflow adds root middlewares in the api-server alone, and Starlette builds them as the
+    server starts (its lifespan's first call), so the warm-up runs there and nowhere else.  A mounted app's own
+    lifespan events are not run by its parent, which is why the app cannot start it itself."""
+
+    def __init__(self, app):
+        self.app = app
+        threading.Thread(target=open_served, daemon=True, name="lakescout-open").start()
+
+    async def __call__(self, scope, receive, send):
+        await self.app(scope, receive, send)
 
 
 def create_app() -> FastAPI:
@@ -57,7 +76,6 @@ def create_app() -> FastAPI:
                               "permission to trigger the query_batch DAG.",
                   docs_url=None, redoc_url=None, openapi_url=None)
     app.state.max_upload_bytes = MAX_UPLOAD_BYTES
-    threading.Thread(target=open_served, daemon=True, name="lakescout-open").start()
     app.include_router(pages.router)
     app.include_router(tables.router)
     app.include_router(api.router)

@@ -124,8 +124,9 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[^\W_]+", text.lower())
 
 
-def tfidf_rankings(ls, lake_queries: list, k: int) -> list[list[str]]:
-    """TF-IDF baseline (see the module docstring): for each query, the top-k lake paths by mean-vector cosine."""
+def tfidf_vectors(ls, lake_queries: list):
+    """The TF-IDF baseline's table vectors (see the module docstring): the snapshot's ok tables as (table ids, paths,
+    a sparse matrix of their unit vectors) and each query's unit vector (zero when it cannot be read)."""
     from scipy import sparse
 
     snap = ls.snapshot
@@ -171,10 +172,15 @@ def tfidf_rankings(ls, lake_queries: list, k: int) -> list[list[str]]:
         return out / norm if norm > 0 else out
 
     lake_mat = sparse.csr_matrix(np.stack([table_vector(t) for t in lake_docs]))
-    paths = [p for _, p in tables]
+    return [t for t, _ in tables], [p for _, p in tables], lake_mat, [table_vector(qd) for qd in query_docs]
+
+
+def tfidf_rankings(ls, lake_queries: list, k: int) -> list[list[str]]:
+    """TF-IDF baseline (see the module docstring): for each query, the top-k lake paths by mean-vector cosine."""
+    _, paths, lake_mat, query_vectors = tfidf_vectors(ls, lake_queries)
     ranked = []
-    for (q, _), qd in zip(lake_queries, query_docs):
-        sims = lake_mat @ table_vector(qd)
+    for (q, _), qv in zip(lake_queries, query_vectors):
+        sims = lake_mat @ qv
         order = [i for i in np.lexsort((np.arange(len(paths)), -sims)) if paths[i] != q and sims[i] > 0]
         ranked.append([paths[i] for i in order[:k]])
     return ranked
@@ -341,6 +347,157 @@ def scores_lake(spec: dict, workdir: Path, k: int) -> dict:
     return {"lake": spec["name"], "queries": len(queries), "results": rows}
 
 
+#: The lexical column channel's width, distinct values read per column and the weights measured.
+LEXICAL_DIM = 256
+LEXICAL_VALUES = 50
+LEXICAL_WEIGHTS = (0.0, 0.1, 0.2, 0.35, 0.5)
+BLEND_WEIGHTS = (0.1, 0.2, 0.3, 0.5, 1.0)
+
+
+def _lexical_docs(table, values: int) -> list[dict[str, int]]:
+    """Per column: its name's words and the words of its first ``values`` priority-sampled distinct values, each
+    counted once per value (the bag TF-IDF reads)."""
+    out = []
+    for name, col in zip(table.names, table.columns):
+        prof = profile_column(col)
+        bag: dict[str, int] = {}
+        for w in _words(name):
+            bag[w] = bag.get(w, 0) + 1
+        for i in priority_sample(prof.values, prof.counts, values):
+            for w in set(_words(prof.values[i])):
+                bag[w] = bag.get(w, 0) + 1
+        out.append(bag)
+    return out
+
+
+def _lexical_vectors(bags: list[dict[str, int]], idf: dict[str, float], unseen: float, dim: int) -> np.ndarray:
+    """Unit vectors (len(bags), dim): each word weighted (1 + log tf) x idf, signed-hashed into ``dim`` buckets with
+    the encoders' stable hash (a zero vector for a column without words)."""
+    from discovery.encoders.ngrams import extract_features, splitmix64
+
+    out = np.zeros((len(bags), dim))
+    for r, bag in enumerate(bags):
+        if not bag:
+            continue
+        words = list(bag)
+        hashed = splitmix64(extract_features(words, (), 0.0, 0x1E81, whole_value=True).hashes)
+        bucket = (hashed % np.uint64(dim)).astype(np.int64)
+        sign = np.where(hashed >> np.uint64(63), -1.0, 1.0)
+        weight = np.array([(1.0 + np.log(bag[w])) * idf.get(w, unseen) for w in words])
+        np.add.at(out[r], bucket, sign * weight)
+        norm = np.linalg.norm(out[r])
+        if norm > 0:
+            out[r] /= norm
+    return out
+
+
+def channels_lake(spec: dict, workdir: Path, k: int) -> dict:
+    """MAP@1..k of two lexical additions to the union score, each under every table score, on the lake's refreshed
+    warehouse, ranked exactly (``exhaustive_scores``, tau 0.4, ties by table id) as the served searches rank:
+
+    * a lexical channel in the column vectors: per column, TF-IDF over the words of its name and of 50 sampled
+      distinct values (IDF over the lake's columns), signed-hashed into 256 dimensions and concatenated with the
+      stored column vector as ``unit([sqrt(1 - l) column, sqrt(l) lexical])``, so one cosine is ``(1 - l) cos +
+      l cos_lexical`` and the index, bounds and exact searches would hold unchanged over it (weight ``l``);
+    * a table-level blend: the TF-IDF baseline's table cosine added to the table score, ``sum + b q cos`` (q the
+      query's width, so ``b`` weighs it against a table aligning every query column) or ``score + b cos`` for the
+      width-weighted scores; a table no column pair aligns scores by the cosine alone.
+
+    The column vectors are the snapshot's own (its encoders, its header channel), re-read as ``sweep_lake`` reads
+    them; weight 0 reproduces the served answers."""
+    from discovery.union.widths import SCORES
+    from discovery.vectors import snapshot_encoders as stored
+
+    warehouse = workdir / ("warehouse_" + re.sub(r"\W+", "_", spec["name"]).strip("_"))
+    _warehouse(spec["lake"], warehouse, False)
+    ls = discovery.open(str(warehouse))
+    snap = ls.snapshot
+    encoders = stored(snap)
+    encoders = LakeEncoders(replace(encoders.refs, table=None), encoders.column, None)
+    table_ids, paths, table_tfidf, query_tfidf = tfidf_vectors(ls, spec["queries"])
+
+    def read(table) -> tuple[np.ndarray, list[dict[str, int]]]:
+        vectors = embed_table(encoders, table.columns, table.names, with_values=False).column_vectors
+        return vectors.astype(np.float64), _lexical_docs(table, LEXICAL_VALUES)
+
+    lake = [read(resolve_query(snap, t)) for t in table_ids]
+    queries = []
+    for q, label in spec["queries"]:
+        try:
+            table = resolve_query(snap, q)
+            queries.append((label, table.table_id, *read(table)))
+        except QueryError:
+            queries.append((label, None, None, None))
+    bags = [b for _, t in lake for b in t]
+    df: dict[str, int] = {}
+    for bag in bags:
+        for w in bag:
+            df[w] = df.get(w, 0) + 1
+    idf = {w: float(np.log((1 + len(bags)) / (1 + c)) + 1) for w, c in df.items()}
+    unseen = float(np.log(1 + len(bags)) + 1)
+    widths = np.array([len(v) for v, _ in lake])
+    owner, offsets = np.repeat(np.arange(len(lake)), widths), np.r_[0, np.cumsum(widths)]
+    ids = np.array(table_ids)
+
+    def combine(vectors: np.ndarray, table_bags: list[dict[str, int]], weight: float) -> np.ndarray:
+        if weight == 0:
+            return vectors
+        both = np.concatenate([np.sqrt(1 - weight) * vectors,
+                               np.sqrt(weight) * _lexical_vectors(table_bags, idf, unseen, LEXICAL_DIM)], axis=1)
+        return both / np.maximum(np.linalg.norm(both, axis=1, keepdims=True), 1e-12)
+
+    def ranked(scores: np.ndarray, exclude) -> list[str]:
+        keep = np.flatnonzero((ids != exclude) & (scores > 0))
+        return [spec["key"](paths[i]) for i in keep[np.lexsort((ids[keep], -scores[keep]))[:k]]]
+
+    def curve(answers: list[list[str]]) -> list[float]:
+        return [float(x) for x in np.mean([metric_curves(got, spec["truth"].get(label, set()), k)
+                                           for (label, *_), got in zip(queries, answers)], axis=0)[0]]
+
+    def weighted(score: str, sums: np.ndarray, q: int) -> np.ndarray:
+        if score == "max_width":
+            return sums / np.maximum(widths, q)
+        return sums / np.sqrt(widths * q) if score == "sqrt_width" else sums
+
+    rows = []
+    for weight in LEXICAL_WEIGHTS:
+        lake_vectors = np.concatenate([combine(v, b, weight) for v, b in lake]).astype(np.float32)
+        sums = []
+        for _, tid, vectors, table_bags in queries:
+            if vectors is None:
+                sums.append(None)
+                continue
+            ex = exhaustive_scores(combine(vectors, table_bags, weight).astype(np.float32), lake_vectors, owner,
+                                   offsets, DEFAULT_TAU)
+            full = np.zeros(len(lake))
+            full[ex.tables] = ex.scores
+            sums.append((tid, len(vectors), full))
+        for score in SCORES:
+            answers = [[] if s is None else ranked(weighted(score, s[2], s[1]), s[0]) for s in sums]
+            rows.append({"lake": spec["name"], "variant": f"channel {weight:g}", "score": score,
+                         "MAP@k": curve(answers)})
+        if weight == 0:
+            for b in BLEND_WEIGHTS:
+                for score in SCORES:
+                    answers = []
+                    for s, qv in zip(sums, query_tfidf):
+                        if s is None:
+                            answers.append([])
+                            continue
+                        cos = np.asarray(table_tfidf @ qv).ravel()
+                        answers.append(ranked(weighted(score, s[2], s[1]) + b * (s[1] if score == "sum" else 1) * cos,
+                                              s[0]))
+                    rows.append({"lake": spec["name"], "variant": f"blend {b:g}", "score": score,
+                                 "MAP@k": curve(answers)})
+    tfidf = [ranked(np.asarray(table_tfidf @ qv).ravel(), tid) for (_, tid, *_), qv in zip(queries, query_tfidf)]
+    rows.append({"lake": spec["name"], "variant": "TF-IDF", "score": "", "MAP@k": curve(tfidf)})
+    shown = [i for i in (1, 2, 3, 5, 10, 14, 18, 20) if i <= k]
+    print(f"\n{spec['name']}: {len(queries)} queries, MAP@i of each variant and score")
+    print_table([{"variant": r["variant"], "score": r["score"], **{f"@{i}": r["MAP@k"][i - 1] for i in shown}}
+                 for r in rows], ["variant", "score"] + [f"@{i}" for i in shown])
+    return {"lake": spec["name"], "queries": len(queries), "results": rows}
+
+
 def quality(lakes: list[str], workdir: Path, k: int, at: list[int], rebuild: bool) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     out = [quality_lake(spec, workdir, k, at, rebuild) for spec in _lakes(lakes, workdir)]
@@ -496,9 +653,9 @@ def scale(n_tables: int, n_queries: int, k: int, dim: int, with_starmie: bool, t
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("all", "quality", "scale", "scores"), default="all",
+    ap.add_argument("--part", choices=("all", "quality", "scale", "scores", "channels"), default="all",
                     help="scores: MAP@1..k of every table score (sum, max_width, sqrt_width) and TF-IDF, k 20 unless "
-                         "given")
+                         "given; channels: a lexical column channel and a table TF-IDF blend under each score")
     ap.add_argument("--lakes", nargs="+", choices=("ugen", "sample", "538"), default=["ugen", "sample", "538"])
     ap.add_argument("--workdir", default="/tmp/lakescout-bench-union")
     ap.add_argument("--rebuild", action="store_true", help="refresh every lake into a new warehouse")
@@ -519,6 +676,14 @@ def main() -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         write_result("union_scores", {"k": k, "tau": DEFAULT_TAU,
                                       "lakes": [scores_lake(spec, workdir, k) for spec in _lakes(args.lakes, workdir)]})
+        return
+    if args.part == "channels":
+        workdir, k = Path(args.workdir), args.k if "--k" in sys.argv else 20
+        workdir.mkdir(parents=True, exist_ok=True)
+        write_result("union_channels", {"k": k, "tau": DEFAULT_TAU, "lexical_dim": LEXICAL_DIM,
+                                        "lexical_values": LEXICAL_VALUES,
+                                        "lakes": [channels_lake(spec, workdir, k)
+                                                  for spec in _lakes(args.lakes, workdir)]})
         return
     if args.sweep:
         workdir = Path(args.workdir)

@@ -24,7 +24,7 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, UTC
+from datetime import datetime, timedelta, UTC
 
 import numpy as np
 import pyarrow as pa
@@ -351,12 +351,22 @@ def batch_record(batch: BatchSpec, snap: Snapshot, batch_id: str, rows: list[dic
     return summary, record
 
 
-def batch_results(wh: Warehouse, batch_id: str | list[str]) -> pa.Table:
-    """The recorded result rows of a batch (or of several, in one read), by batch, query and rank."""
+def batch_results(wh: Warehouse, batch_id: str | list[str], since: datetime | None = None) -> pa.Table:
+    """The recorded result rows of a batch (or of several, in one read), by batch, query and rank.
+
+    ``since``: the earliest first-run time (``query_batches.created_at``) of the batches asked for, when the caller
+    has it: a run stamps its result rows with its batch's time, so only the data files whose ``created_at``
+    statistics reach it are read (:meth:`Warehouse.read_since`), a few however many searches the table holds;
+    without it every file's statistics are matched against the ids, which costs a page that lists the newest batches
+    about a millisecond per file of ``query_results`` until maintenance compacts it."""
     ids = [batch_id] if isinstance(batch_id, str) else list(batch_id)
     if not ids:
         return SCHEMAS["query_results"].empty_table()
-    t = wh.read("query_results", filter=pc.field("batch_id").isin(ids))
+    if since is None:
+        t = wh.read("query_results", filter=pc.field("batch_id").isin(ids))
+    else:
+        t = wh.read_since("query_results", "created_at", since)
+        t = t.filter(pc.is_in(t["batch_id"], value_set=pa.array(ids, pa.string())))
     t = first_run(t, ["batch_id", "query_id", "rank"])
     return t.sort_by([("batch_id", "ascending"), ("query_id", "ascending"), ("rank", "ascending")])
 
@@ -364,12 +374,10 @@ def batch_results(wh: Warehouse, batch_id: str | list[str]) -> pa.Table:
 def _newest(wh: Warehouse, limit: int, columns: list[str] | None = None) -> pa.Table:
     """The ``limit`` most recent recorded batches (their first runs), newest first.
 
-    Two reads, so that the wide columns (the spec, the summary) are read for the newest batches only however many a
-    warehouse holds: the ids and times of every batch, then the rows at or after the ``limit``-th newest first run,
-    which the files' statistics of ``created_at`` prune to the newest files (batches are appended, a file's times
-    are close together)."""
-    keys = first_run(wh.read("query_batches", columns=["batch_id", "created_at"]), ["batch_id"])
-    newest = keys.sort_by([("created_at", "descending")]).slice(0, limit)
+    The keys (batch id, time) are read from the files that can hold the newest (:func:`_newest_keys`), then the
+    rows of those batches from the files whose ``created_at`` statistics reach the oldest of them, so the wide
+    columns (the spec, the summary) are read for the newest batches only however many a warehouse holds."""
+    newest = _newest_keys(wh, limit)
     if newest.num_rows == 0:
         return SCHEMAS["query_batches"].empty_table().select(columns or SCHEMAS["query_batches"].names)
     wanted = None if columns is None else list(dict.fromkeys([*columns, "batch_id", "created_at"]))
@@ -377,6 +385,50 @@ def _newest(wh: Warehouse, limit: int, columns: list[str] | None = None) -> pa.T
     rows = first_run(rows.filter(pc.is_in(rows["batch_id"], value_set=newest["batch_id"])), ["batch_id"])
     rows = rows.sort_by([("created_at", "descending")])
     return rows if columns is None else rows.select(columns)
+
+
+def _newest_keys(wh: Warehouse, limit: int) -> pa.Table:
+    """``(batch_id, created_at)`` of the ``limit`` batches whose first runs are newest, newest first: exactly what
+    :func:`first_run` over every row would give, read from few files.
+
+    The data files are read newest first by their ``created_at`` maximum until ``limit`` batches are known to be
+    newer than anything unread (a file's maximum bounds its rows); a batch recorded twice keeps its first run, so
+    an unread file whose ``batch_id`` range holds one of those batches is read too, and the reading goes on while
+    that changes the answer.  A file without statistics is read first.  At a few hundred files (a served page
+    rebuilds this after every recorded search) reading every file's keys cost about 90 ms."""
+    files = wh.files("query_batches", stats=("created_at", "batch_id"))
+    paths = files.column("path").to_pylist()
+    high = files.column("max.created_at").to_pylist() if "max.created_at" in files.column_names else [None] * len(paths)
+    low_id = files.column("min.batch_id").to_pylist() if "min.batch_id" in files.column_names else [None] * len(paths)
+    high_id = files.column("max.batch_id").to_pylist() if "max.batch_id" in files.column_names else [None] * len(paths)
+    order = sorted(range(len(paths)), key=lambda f: (high[f] is not None, high[f] and -high[f].timestamp()))
+    done: set[int] = set()
+    parts = [SCHEMAS["query_batches"].empty_table().select(["batch_id", "created_at"])]
+    cursor = 0
+
+    def read(chosen: list[int]) -> None:
+        done.update(chosen)
+        parts.append(wh.parquet_files("query_batches", [paths[f] for f in chosen])
+                     .to_table(columns=["batch_id", "created_at"]))
+
+    while True:
+        while cursor < len(order) and order[cursor] in done:
+            cursor += 1
+        keys = first_run(pa.concat_tables(parts), ["batch_id"]).sort_by([("created_at", "descending")])
+        top = keys.slice(0, limit)
+        if cursor < len(order):
+            bound = high[order[cursor]]  # statistics keep milliseconds: a row may be up to 1 ms past its file's
+            known = (bound is not None and top.num_rows == limit
+                     and pc.min(top["created_at"]).as_py() > bound + timedelta(milliseconds=1))
+            if not known:
+                read([f for f in order[cursor:cursor + max(limit, 8)] if f not in done])
+                continue
+        ids = top.column("batch_id").to_pylist()
+        rerun = [f for f in range(len(paths)) if f not in done
+                 and (low_id[f] is None or high_id[f] is None or any(low_id[f] <= i <= high_id[f] for i in ids))]
+        if not rerun:
+            return top
+        read(rerun)
 
 
 def recent_batches(wh: Warehouse, limit: int = 20) -> list[dict]:

@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pyarrow as pa
@@ -27,7 +27,7 @@ from discovery.demo_lake import load_ground_truth
 from discovery.query import read_query_file
 from discovery.refresh import StageContext, begin_refresh, publish_snapshot
 from discovery.standing import pinned_snapshots, run_standing, save_standing, standing_changes, standing_queries
-from discovery.store import Warehouse, new_attempt_token
+from discovery.store import SCHEMAS, Warehouse, new_attempt_token
 from sessions import session
 
 pytestmark = [pytest.mark.spark]
@@ -360,3 +360,36 @@ def test_standing_query_records_changes_between_snapshots(nary_env, spark):
     assert run_standing(session(wh), "stores")["rerun"] is True
     assert standing_changes(Warehouse(wh)).num_rows == n
     assert pinned_snapshots(Warehouse(wh)) == {second_snapshot}
+
+
+def test_the_newest_keys_read_from_few_files_equal_every_files_first_runs(tmp_path):
+    """:func:`discovery.batch._newest_keys` reads files newest first by their statistics; on random histories (files
+    of one to four batches, batches recorded again later in newer files, files written out of time order) it lists
+    exactly the first runs of every file, newest first, for every limit."""
+    from discovery.batch import _newest_keys
+
+    rng = np.random.default_rng(11)
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    for trial in range(4):
+        wh = Warehouse(str(tmp_path / f"wh{trial}"))
+        wh.ensure()
+        stamps = rng.permutation(100_000)[:250] * 1_000_003  # distinct times, microseconds apart by millions
+        ids, t = [], 0
+        for _ in range(int(rng.integers(40, 60))):
+            rows = []
+            for _ in range(int(rng.integers(1, 5))):
+                rerun = ids and rng.random() < 0.25
+                bid = ids[int(rng.integers(len(ids)))] if rerun else f"b-{trial}-{len(ids):03d}"
+                if not rerun:
+                    ids.append(bid)
+                rows.append({"batch_id": bid, "name": "n", "standing": False, "snapshot_id": 1, "queries": 1,
+                             "results": 0, "seconds": 0.0, "spec": "{}", "summary": "{}",
+                             "created_at": base + timedelta(microseconds=int(stamps[t]))})
+                t += 1
+            wh.append_rows("query_batches", pa.Table.from_pylist(rows, schema=SCHEMAS["query_batches"]),
+                           refresh_id=1, stage="query_batch", attempt=new_attempt_token(), once=False)
+        every = first_run(wh.read("query_batches"), ["batch_id"]).sort_by([("created_at", "descending")])
+        for limit in (1, 2, 3, 5, 8, 20, len(ids), len(ids) + 3):
+            got = _newest_keys(wh, limit)
+            assert got.column("batch_id").to_pylist() == every.column("batch_id").to_pylist()[:limit]
+            assert got.column("created_at").to_pylist() == every.column("created_at").to_pylist()[:limit]

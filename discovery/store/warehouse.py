@@ -209,10 +209,11 @@ class Warehouse:
         """The exact data files of a table version (what a Spark reader is handed)."""
         return list(self.table(name, version).file_uris())
 
-    def files(self, name: str, version: int | None = None) -> pa.Table:
-        """Add actions of a version: path, size and the min/max statistics of ``table_id`` where present."""
+    def files(self, name: str, version: int | None = None, stats: tuple[str, ...] = ("table_id",)) -> pa.Table:
+        """Add actions of a version: path, size and the min/max statistics of the ``stats`` columns where present."""
         actions = pa.table(self.table(name, version).get_add_actions(flatten=True))
-        keep = [c for c in ("path", "size_bytes", "num_records", "min.table_id", "max.table_id")
+        keep = [c for c in ("path", "size_bytes", "num_records", *(f"{m}.{col}" for col in stats
+                                                                   for m in ("min", "max")))
                 if c in actions.column_names]
         return actions.select(keep)
 

@@ -70,7 +70,7 @@ def batches_with_results(wh: Warehouse, limit: int = 10, per_query: int = 5) -> 
     """Recent query batches with the top results of each of their queries."""
     out = []
     recent = recent_batches(wh, limit)
-    results = batch_results(wh, [b["batch_id"] for b in recent])
+    results = batch_results(wh, [b["batch_id"] for b in recent], min((b["created_at"] for b in recent), default=None))
     results = results.filter(pc.less_equal(results["rank"], per_query)).to_pylist()
     for b in recent:
         rows = [{**{k: r[k] for k in ("query_id", "kind", "rank", "table_id", "path", "column", "score")},

@@ -24,6 +24,7 @@ from .config import Limits
 from . import storage
 from .lake import LakeFileError, locate, read_lake_table
 from .lake.arrow import parsed_from_arrow
+from .lake.formats import file_format
 from .lake.profile import infer_type
 from .lake.source import join_lake_path
 from .store import Snapshot
@@ -43,6 +44,7 @@ class QueryTable:
     path: str | None = None
     types: list[str | None] | None = None   # column types the table's format declares (None: inferred)
     arrow: pa.Table | None = None           # the columns as given, typed, when the query came as data (from_arrow)
+    indexed: bool = False         # the cells read are those the snapshot indexed (:func:`_unchanged`)
 
     def column(self, name: str) -> pa.Array:
         return self.columns[self.ordinal(name)]
@@ -106,12 +108,31 @@ def _from_lake(snapshot: Snapshot, row: dict, label: str, limits: Limits, served
         reason = row.get("error") and (_reason(row["error"]) if served else row["error"])
         raise QueryError(f"query {label!r} is lake table {row['path']!r}, which is {row['status']}"
                          + (f": {reason}" if reason else ""))
+    before = _unchanged(root, rel, row)
     try:
         parsed = read_lake_table(root, rel, row["format"], row["bytes"], limits)
     except (LakeFileError, OSError) as exc:
         reason = _reason(str(exc)) if served else exc
         raise QueryError(f"query {label!r}: lake table {row['path']!r} cannot be read now: {reason}") from None
-    return QueryTable(label, parsed.names, parsed.columns, row["table_id"], row["path"], parsed.types)
+    return QueryTable(label, parsed.names, parsed.columns, row["table_id"], row["path"], parsed.types,
+                      indexed=before and _unchanged(root, rel, row))
+
+
+def _unchanged(root: str, rel: str, row: dict) -> bool:
+    """Whether a lake table is still the file the snapshot indexed: an ok file table on disk whose size and
+    modification time are the catalog's, the rule by which a refresh leaves a file's vectors as they are.  Checked
+    before and after the read, so the cells read are the indexed ones and a search may take the snapshot's own
+    vectors of them instead of encoding them again (a folder, a Delta or Iceberg table, or an object-store lake is
+    always encoded)."""
+    if row["status"] != "ok" or row.get("mtime_ns") is None or storage.on_disk(root) is None:
+        return False
+    if file_format(rel) is None:
+        return False
+    try:
+        st = os.stat(join_lake_path(root, rel))
+    except OSError:
+        return False
+    return st.st_size == row["bytes"] and st.st_mtime_ns == row["mtime_ns"]
 
 
 def _served_path(lake: str, label: str) -> str:

@@ -32,7 +32,7 @@ from .encoders.base import Encoder
 from .encoders.columns import NUMERIC_KINDS, ColumnProfile, parse_numbers, priority_sample, profile_column
 from .encoders.stored import COLUMN_MODEL, JOIN_MODEL, SET_MODEL, TABLE_MODEL, payload, stored_encoder
 from .lake import LakeFileError, infer_type, read_lake_table
-from .quantities import quantity
+from .quantities import RULE as QUANTITY_RULE, quantity
 from .query import QueryError, QueryTable
 from .segments import RULE, glued_spellings, value_segments
 from .store import SCHEMAS, Snapshot, Warehouse, WarehouseError
@@ -277,6 +277,19 @@ def snapshot_encoders(snapshot: Snapshot) -> LakeEncoders:
     snapshot after snapshot does not hold every snapshot's encoders."""
     return INDEXES.get(("encoders", snapshot.warehouse.root, snapshot.snapshot_id),
                        lambda: load_encoders(snapshot.warehouse, snapshot_refs(snapshot)))
+
+
+def current_quantities(snapshot: Snapshot) -> bool:
+    """Whether the snapshot's column vectors carry their quantities by this code's rule (the column model's
+    version was made under :data:`discovery.quantities.RULE`): only then are a lake table's stored quantities what
+    encoding it now gives (a snapshot indexed before an upgrade keeps the old rule's until the next refresh).  Read
+    once per snapshot."""
+    def read() -> bool:
+        refs = snapshot_encoders(snapshot).refs
+        _, params = payload(snapshot.warehouse, COLUMN_MODEL, refs.column, snapshot.version("models"))
+        return (params.get("requires") or {}).get("quantity_rule") == QUANTITY_RULE
+
+    return INDEXES.get(("quantity_rule", snapshot.warehouse.root, snapshot.snapshot_id), read)
 
 
 def embed_query(snapshot: Snapshot, query: QueryTable, with_values: bool = False) -> TableEmbedding:

@@ -314,3 +314,42 @@ def test_maintenance_keeps_the_arrays_of_retained_snapshots_only(tmp_path):
     removed = prune_folders(SimpleNamespace(root=str(tmp_path)), keep)
     assert sorted(removed) == sorted([arrays_name(old), numeric_arrays_name(old)])
     assert sorted(os.listdir(root)) == sorted([arrays_name(kept), numeric_arrays_name(kept), ".union-being-written"])
+
+
+@pytest.mark.spark
+def test_a_lake_table_as_the_query_answers_from_its_stored_rows_as_when_encoded(indexed_lake):
+    """A query that is a lake file as the snapshot indexed it (size and modification time the catalog's) is searched
+    with the index's own rows of its columns instead of being encoded again; for every such table of the lake, at
+    two taus and every table score, the answer equals the one from encoding it.  A file whose size or time differs
+    from the catalog's is encoded."""
+    import dataclasses
+
+    import pyarrow.compute as pc
+
+    import discovery
+    from discovery.config import Limits
+    from discovery.query import _from_lake, resolve_query
+    from discovery.union.service import union_search
+    from discovery.union.widths import SCORES
+
+    lake, wh = indexed_lake
+    snap = discovery.open(wh).snapshot
+    catalog = snap.read("catalog", columns=["table_id", "path", "format", "status"])
+    ok = catalog.filter(pc.equal(catalog["status"], "ok")).to_pylist()
+    indexed = 0
+    for row in ok:
+        q = resolve_query(snap, row["table_id"])
+        if not q.indexed:
+            continue
+        indexed += 1
+        for tau, score in ((0.4, SCORES[indexed % len(SCORES)]), (0.7, "sum")):
+            stored = union_search(snap, q, k=10, tau=tau, score=score)
+            encoded = union_search(snap, dataclasses.replace(q, indexed=False), k=10, tau=tau, score=score)
+            assert stored["results"] == encoded["results"], row["path"]
+    files = [r for r in ok if "." in r["path"].rpartition("/")[2]]
+    assert indexed >= len(files) * 0.9 > 0  # the lake's plain files, as the catalog has them
+    entry = snap.cached("catalog", ["table_id", "path", "format", "bytes", "mtime_ns", "status", "error"])
+    first = entry.filter(pc.equal(entry["table_id"], files[0]["table_id"])).to_pylist()[0]
+    assert _from_lake(snap, first, "q", Limits()).indexed
+    assert not _from_lake(snap, {**first, "mtime_ns": first["mtime_ns"] + 1}, "q", Limits()).indexed
+    assert not _from_lake(snap, {**first, "bytes": first["bytes"] + 1}, "q", Limits()).indexed

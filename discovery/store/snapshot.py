@@ -22,7 +22,7 @@ from .schema import SCHEMAS
 from .warehouse import Warehouse, WarehouseError
 
 #: The catalog columns queries consult (resolving a query, naming results): one cached read serves both.
-CATALOG_COLUMNS = ["table_id", "path", "format", "bytes", "status", "error"]
+CATALOG_COLUMNS = ["table_id", "path", "format", "bytes", "mtime_ns", "status", "error"]
 
 
 @dataclass(frozen=True)

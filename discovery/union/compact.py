@@ -112,11 +112,32 @@ class CompactIndex:
         return sum(a.nbytes for a in arrays
                    if a is not None and (any(a is w for w in whole) or not isinstance(a, np.memmap)))
 
+    def table_columns(self, table_id: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """A table's columns as the index holds them, by ordinal: its unit float32 rows (q, d) and quantity codes;
+        None when the index has no such table.  A query that is this table, unchanged, gives the search these rows
+        (``normalised``): the rows the index computed from the stored vectors, bit for bit what normalising the
+        vectors the query would be encoded to gives."""
+        pos = bisect_left(self.table_ids, table_id)
+        if pos >= len(self.table_ids) or int(self.table_ids[pos]) != table_id:
+            return None
+        start, count = int(self.col_offsets[pos]), int(self.col_offsets[pos + 1] - self.col_offsets[pos])
+        if isinstance(self.vectors, StoredRows):
+            rows = self.vectors.take(np.array([start]), np.array([count]))
+        else:
+            rows = np.asarray(self.vectors[start:start + count])
+        ordinals = np.asarray(self.ordinals[start:start + count]) if not isinstance(self.ordinals, StoredRows) \
+            else self.ordinals.take(np.array([start]), np.array([count]))
+        order = np.argsort(ordinals, kind="stable")
+        codes = (np.zeros(count, dtype=np.int16) if self.quantities is None
+                 else np.asarray(self.quantities[start:start + count]))
+        return np.ascontiguousarray(rows[order], dtype=np.float32), codes[order]
+
     def search(self, query_column_vectors: np.ndarray, k: int = 10, method: str = "pgtus++", *, tau: float,
                exclude_table_id: int | None = None, query_quantities: np.ndarray | None = None,
-               score: str = "sum") -> UnionSearch:
+               score: str = "sum", normalised: bool = False) -> UnionSearch:
         """Top-``k`` tables unionable with a query given as its column vectors (q, d) and their quantity codes, by
-        ``score`` (:mod:`.widths`); exact's answer for every method of :data:`COMPACT_METHODS`."""
+        ``score`` (:mod:`.widths`); exact's answer for every method of :data:`COMPACT_METHODS`.  ``normalised``: the
+        rows are already the index's unit rows (:meth:`table_columns`) and are used as they are."""
         if method not in COMPACT_METHODS:
             raise ValueError(f"the compact index answers {', '.join(COMPACT_METHODS)}, not {method!r}")
         query = np.asarray(query_column_vectors, dtype=np.float32)
@@ -126,7 +147,7 @@ class CompactIndex:
             raise ValueError("k must be at least 1")
         if not tau > 0:
             raise ValueError("tau must be greater than 0")
-        query = unit_rows(query)
+        query = query if normalised else unit_rows(query)
         exclude = -1
         if exclude_table_id is not None:
             pos = bisect_left(self.table_ids, exclude_table_id)

@@ -22,7 +22,7 @@ from ..quantities import codes as quantity_codes
 from ..query import resolve_query
 from ..store import Snapshot, result_names, snapshot_model
 from ..store.cache import INDEXES
-from ..vectors import embed_query
+from ..vectors import current_quantities, embed_query
 from .arrays import build_arrays, open_arrays
 from .compact import COMPACT_METHODS, CompactIndex
 from .partitioning import PartitionArrays
@@ -133,12 +133,21 @@ def union_search(snapshot: Snapshot, query: str | int, k: int = 10, method: str 
         raise ValueError("phi_r must be at least k")
     loaded = compact_index(snapshot) if compact else loaded_index(snapshot)
     started = time.perf_counter()
-    emb = embed_query(snapshot, q)
-    if compact:
+    stored = (loaded.index.table_columns(q.table_id)
+              if compact and q.indexed and q.table_id is not None and current_quantities(snapshot) else None)
+    if stored is not None and len(stored[0]) == len(q.names):
+        # the query is a lake table as the snapshot indexed it: its columns are the index's own rows, so encoding
+        # it again (most of a search's time) would give the same bits
+        found = loaded.index.search(stored[0], k, method, tau=params.get("tau", DEFAULT_TAU),
+                                    exclude_table_id=q.table_id, query_quantities=stored[1],
+                                    score=params.get("score", "sum"), normalised=True)
+    elif compact:
+        emb = embed_query(snapshot, q)
         found = loaded.index.search(emb.column_vectors, k, method, tau=params.get("tau", DEFAULT_TAU),
                                     exclude_table_id=q.table_id, query_quantities=quantity_codes(emb.quantities),
                                     score=params.get("score", "sum"))
     else:
+        emb = embed_query(snapshot, q)
         graphs = loaded.index.graphs
         found = loaded.index.search(emb.column_vectors, k, method, exclude_table_id=q.table_id,
                                     query_table_vector=emb.table_vector,

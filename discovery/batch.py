@@ -130,6 +130,9 @@ def _parse_query(i: int, raw) -> BatchQuery:
         query = check_query(raw.get("query"))
     except ParameterError as exc:
         raise BatchError(f"{where}: field 'query': {exc}") from None
+    if isinstance(query, QueryTable):
+        raise BatchError(f"{where}: field 'query': a batch is recorded as JSON, so its query names a lake table or a "
+                         "file; search a DataFrame or a pyarrow Table with discovery.open(...) instead")
     params = {k: v for k, v in raw.items() if k not in _QUERY_KEYS}
     nested = raw.get("params", {})
     if not isinstance(nested, dict):
@@ -401,7 +404,8 @@ def _newest_keys(wh: Warehouse, limit: int) -> pa.Table:
     high = files.column("max.created_at").to_pylist() if "max.created_at" in files.column_names else [None] * len(paths)
     low_id = files.column("min.batch_id").to_pylist() if "min.batch_id" in files.column_names else [None] * len(paths)
     high_id = files.column("max.batch_id").to_pylist() if "max.batch_id" in files.column_names else [None] * len(paths)
-    order = sorted(range(len(paths)), key=lambda f: (high[f] is not None, high[f] and -high[f].timestamp()))
+    newest_first = [None if h is None else -h.timestamp() for h in high]
+    order = sorted(range(len(paths)), key=lambda f: (newest_first[f] is not None, newest_first[f] or 0.0))
     done: set[int] = set()
     parts = [SCHEMAS["query_batches"].empty_table().select(["batch_id", "created_at"])]
     cursor = 0

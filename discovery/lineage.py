@@ -91,7 +91,7 @@ def batch_datasets(wh: Warehouse, summary: dict) -> dict:
 
 def operator_lineage(datasets: dict):
     """The provider's ``OperatorLineage`` of ``datasets`` (inputs with a schema facet of their columns)."""
-    from airflow.providers.common.compat.openlineage.facet import (Dataset, SchemaDatasetFacet,
+    from airflow.providers.common.compat.openlineage.facet import (Dataset, DatasetFacet, SchemaDatasetFacet,
                                                                     SchemaDatasetFacetFields)
     from airflow.providers.openlineage.extractors import OperatorLineage
 
@@ -99,7 +99,7 @@ def operator_lineage(datasets: dict):
 
     def dataset(d: dict) -> Dataset:
         namespace, name = storage.dataset_name(d["location"])
-        facets = {}
+        facets: dict[str, DatasetFacet] = {}
         if d.get("columns"):
             facets["schema"] = SchemaDatasetFacet(fields=[SchemaDatasetFacetFields(name=n, type=t)
                                                           for n, t in d["columns"]])

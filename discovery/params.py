@@ -39,7 +39,7 @@ DEFAULT_K = 10
 class ParameterError(QueryError):
     """A search parameter outside its domain; ``param`` names it and the message is one line."""
 
-    def __init__(self, param: str, message: str):
+    def __init__(self, param: str | None, message: str):
         super().__init__(message)
         self.param = param
 
@@ -154,7 +154,7 @@ def check_id(name: str, value) -> int:
     Python int cannot even be compared with them)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ParameterError(name, f"{name} must be an integer id, got {shown(value)}")
-    if not 0 <= value <= MAX_ID:
+    if not 0 <= int(value) <= MAX_ID:
         raise ParameterError(name, f"{name} must be an id between 0 and {MAX_ID}, got {shown(value)}")
     return int(value)
 

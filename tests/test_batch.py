@@ -109,6 +109,7 @@ def test_a_bad_query_is_refused_naming_query_and_field(nary_env, query_patch, fi
     ({"queries": [{"kind": "nary", "query": "x", "k": 1, "params": {"k": 2}}]}, "both inline"),
     ({"snapshot_id": "latest", "queries": [{"kind": "nary", "query": "x"}]}, "snapshot_id"),
     ("[not json", "not valid JSON"),
+    ({"queries": [{"kind": "union", "query": pa.table({"city": ["Oslo"]})}]}, "recorded as JSON"),
 ])
 def test_malformed_specs_are_refused(spec, text):
     with pytest.raises(BatchError, match=text):

@@ -152,6 +152,8 @@ def relayout(root: str, rel: str, layout: str, table: pa.Table, older: pa.Table 
     elif layout == "parts":
         write_spark_parts(target, table)
     elif layout == "iceberg":
+        if catalog_db is None:
+            raise ValueError("the iceberg layout needs catalog_db, the SQLite file of its catalog")
         write_iceberg(storage.join(root, folder), catalog_db, "lake", stem, table, older)
         new_rel = (f"{folder}/" if folder else "") + f"lake/{stem}"
     elif layout == "csv.gz":

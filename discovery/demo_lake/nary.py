@@ -137,8 +137,9 @@ def _messy(rng: np.random.Generator, value: str) -> str:
     return (value.upper(), value.lower(), f" {value} ", value.replace(" ", "  "), value)[how]
 
 
-def write_group(lake: LakeBuilder, spec: NaryKind, group: str) -> tuple[str, list[str], list[dict]]:
-    """Write one query table and its lake tables; returns the query path, its key headers and planted rows."""
+def write_group(lake: LakeBuilder, spec: NaryKind, group: str) -> tuple[str, list[str], list[str]]:
+    """Write one query table and its lake tables; returns the query path, its key headers and the planted tables'
+    paths."""
     rng = lake.rng
     n_query = int(rng.integers(30, 61))
     query = _unique_keys(rng, n_query, spec.make, set())

@@ -43,7 +43,7 @@ class ColumnConfig:
 
 
 #: Encoder classes by kind, each registered when its class is defined (:mod:`.registry` imports them all).
-KINDS: dict[str, type] = {}
+KINDS: dict[str, type[Encoder]] = {}
 
 
 class Encoder(ABC):
@@ -63,6 +63,11 @@ class Encoder(ABC):
     @abstractmethod
     def encode_values(self, values: list[str] | pa.Array) -> np.ndarray:
         """L2-normalised float32 vectors (n, dim); values that normalise to null get the zero vector."""
+
+    @classmethod
+    @abstractmethod
+    def from_state(cls, config: dict, arrays: dict[str, np.ndarray]) -> Encoder:
+        """The encoder :meth:`_state` described (what :meth:`to_bytes` stores and :func:`encoder_from_bytes` reads)."""
 
     @abstractmethod
     def _state(self) -> tuple[dict, dict[str, np.ndarray]]:

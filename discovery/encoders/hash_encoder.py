@@ -9,6 +9,7 @@ config, identical on every machine.  Sums run through ``np.bincount`` (sequentia
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -46,8 +47,9 @@ def prepare_strings(values: list[str] | pa.Array | pa.ChunkedArray, canonicalize
     out = normalize_array(arr)
     if canonicalize:
         out = canonicalize_array(out)
-    strings = out.fill_null("").to_pylist()
-    return canonicalize_span_values(strings) if canonicalize and spans else strings
+    strings: list[str] = out.fill_null("").to_pylist()
+    # no value is None here, so none comes back None
+    return cast(list[str], canonicalize_span_values(strings)) if canonicalize and spans else strings
 
 
 class HashEncoder(Encoder):

@@ -235,7 +235,7 @@ def gather_rows(array: np.ndarray, ids: np.ndarray) -> np.ndarray:
 
 def _mapped_file(array: np.ndarray) -> tuple[str, int] | None:
     """(file, byte offset of ``array`` in it) when ``array`` is a view of a file-backed :class:`numpy.memmap`."""
-    owner = array
+    owner: object = array
     while owner is not None and not isinstance(owner, np.memmap):
         owner = owner.obj if isinstance(owner, memoryview) else getattr(owner, "base", None)
     if owner is None or owner.filename is None or not array.flags.c_contiguous:

@@ -28,6 +28,7 @@ as segments of their own too.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from .canonical import MONTH_NAMES, MONTH_NUMBER
 
@@ -66,7 +67,7 @@ def canonicalize_spans(text: str) -> str:
     return _NUMBER_SPAN.sub(lambda m: f"{m.group('a')} - {m.group('b')}", text)
 
 
-def canonicalize_span_values(values: list[str | None]) -> list[str | None]:
+def canonicalize_span_values(values: Sequence[str | None]) -> list[str | None]:
     """:func:`canonicalize_spans` of each value; ``None`` stays ``None``."""
     present = [v.replace("\n", " ") for v in values if v is not None]
     out = iter(canonicalize_spans("\n".join(present)).split("\n") if present else [])

@@ -94,6 +94,8 @@ def _delta(table: PinnedTable):
     from deltalake import DeltaTable
 
     uri = storage.delta_uri(storage.join(table.root, table.path))
+    if table.version is None:
+        raise LakeFileError(f"Delta table {table.path!r} has no version in snapshot {table.snapshot_id}'s catalog")
     try:
         return DeltaTable(uri, version=int(table.version), storage_options=storage.delta_options(uri))
     except Exception as exc:  # delta-rs raises its own types

@@ -187,7 +187,7 @@ def apply(programs: list[Program], rows: list[tuple[str, ...]], lake: list[str]
              for r in range(len(rows))]
     taken = Counter(o[0] for o in first if o is not None)
     p = _precision(written, lake_set)
-    joins = [(r, o[0], o[1], p) for r, o in enumerate(first) if o is not None and taken[o[0]] == 1]
+    joins = [(r, str(o[0]), o[1], p) for r, o in enumerate(first) if o is not None and taken[o[0]] == 1]
     decided = {r for r, o in enumerate(first) if o is not None}
     return joins, decided, (p if joins else None)
 

@@ -85,7 +85,7 @@ def injective_match(hits: np.ndarray) -> np.ndarray:
     for size in range(2, m + 1):
         for subset in combinations(range(m), size):
             ok &= hits[:, list(subset), :].any(axis=1).sum(axis=1) >= size
-    return ok & hits.any(axis=2).all(axis=1)
+    return ok & np.all(np.any(hits, axis=2), axis=1)
 
 
 def best_mapping(hits: np.ndarray, tuple_ids: np.ndarray, floor: int = 0) -> tuple[int, tuple[int, ...] | None]:

@@ -21,6 +21,7 @@ are the candidate pairs it returns (scipy does not expose the distances computed
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 from numba import njit
@@ -55,6 +56,9 @@ def _result(metric, sets_raw, q_raw, scores, exact, wit, need, k, stats):
 
 class _Baseline:
     name = "baseline"
+    #: The method's own pass over the prepared sets (each subclass's), filling ``scores``, ``exact`` and ``stats``
+    #: and returning the witnesses.
+    _run: Callable[..., list[np.ndarray]]
 
     def __init__(self, sets, metric="euclidean"):
         self.metric = get_metric(metric)

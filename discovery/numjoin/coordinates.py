@@ -129,9 +129,10 @@ def _orient(names: list[str], a: int, b: int, numbers: dict[int, np.ndarray]) ->
     ra, rb = coordinate_role(names[a]), coordinate_role(names[b])
     if ra and rb:
         return (a, b) if (ra[0], rb[0]) == ("lat", "lon") else (b, a) if (ra[0], rb[0]) == ("lon", "lat") else None
-    if ra or rb:
+    role = ra or rb
+    if role:
         named, other = (a, b) if ra else (b, a)
-        return (named, other) if (ra or rb)[0] == "lat" else (other, named)
+        return (named, other) if role[0] == "lat" else (other, named)
     ta, tb = set(tokens(names[a])), set(tokens(names[b]))
     if "x" in ta and "y" in tb:
         return b, a

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import cast
 from collections.abc import Callable
 
 from ..config import Config
@@ -80,7 +81,7 @@ class SearchKind:
         for name, value in out.items():
             unit = spec[name].capped
             if unit and value is not None and limits and unit in limits:
-                out[name] = min(value, max(int(limits[unit]), 1))
+                out[name] = min(cast(int, value), max(int(limits[unit]), 1))
         return out
 
     def plan(self, checked: dict, table: QueryTable, config: Config) -> Plan:

@@ -193,7 +193,12 @@ class Tree(ABC):
     def below(self, folder: str) -> list:
         """(relative folder, name, entry) of every file at or below ``folder``, folders sorted."""
         found: list = []
-        self.walk(folder, lambda current, node: found.extend((current, n, e) for n, e in node.rows()) or True)
+
+        def visit(current: str, node) -> bool:
+            found.extend((current, n, e) for n, e in node.rows())
+            return True
+
+        self.walk(folder, visit)
         return found
 
 

@@ -48,7 +48,7 @@ def write_ground_truth(root: Path, tables: dict[str, list[dict]], summary: dict)
 
 
 def _typed(row: dict) -> dict:
-    out = {}
+    out: dict[str, object] = {}
     for k, v in row.items():
         if k in _INT_FIELDS:
             out[k] = int(v) if v != "" else None

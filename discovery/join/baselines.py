@@ -127,5 +127,5 @@ def verify_exact(index, query, need: int, top: TopK | None, stop_on_accept: bool
         done, round_no = upto, round_no + 1
     stats.update(columns_verified=int(touched.sum()), early_accepts=tally.early_accepts,
                  early_rejects=tally.early_rejects, rejected_without_verification=tally.rejected_unverified)
-    keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
-    return Verified(tally.matched, ~(tally.rejected | tally.stopped), keys, stats)
+    found = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+    return Verified(tally.matched, ~(tally.rejected | tally.stopped), found, stats)

@@ -70,7 +70,7 @@ def _fields(widths: np.ndarray) -> str:
     return f"{low} fields" if low == high else f"{low} to {high} fields"
 
 
-def _is_rule(cells: list[str]) -> bool:
+def _is_rule(cells: list[str | None]) -> bool:
     filled = [c for c in cells if c]
     return bool(filled) and all(_RULE.fullmatch(c) for c in filled)
 
@@ -204,5 +204,5 @@ def shape_table(rows: Rows, limits: Limits) -> Shape:
     elif short.any():
         warnings.append(f"{int(short.sum())} of {len(keep)} rows ({_lines(rows.lines[keep][short])}) have fewer "
                         f"than {last} fields: their missing cells at the end are empty")
-    names = [header[p] if p < n_header else "" for p in positions]
+    names = [(header[p] or "") if p < n_header else "" for p in positions]
     return Shape(keep, positions, names, warnings)

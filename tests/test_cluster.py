@@ -210,7 +210,8 @@ def test_lake_refresh_dag_on_the_cluster_equals_the_local_build(cluster, indexed
 def test_cli_writes_on_the_cluster_what_it_writes_in_process(cluster, indexed_lake, tmp_path):
     """``lakescout stack`` and ``augment`` with ``--master spark://...`` (lake tables above ``[materialize]
     spark_min_bytes``, here 0) read the lake tables on the cluster's executors and write the files the in-process
-    engine writes."""
+    engine writes; the text join's values are paired there too (the two-table matcher on Spark), into the same
+    rows."""
     import pyarrow.parquet as pq
 
     lake, warehouse = indexed_lake
@@ -230,3 +231,4 @@ def test_cli_writes_on_the_cluster_what_it_writes_in_process(cluster, indexed_la
                  else ls.augment("partners/vendor_master.csv", "Vendor", fan_out="all"))
         assert pq.read_table(out).replace_schema_metadata(None).equals(local.replace_schema_metadata(None))
     assert _workers_that_ran(cluster, "lakescout-materialize")
+    assert _workers_that_ran(cluster, "lakescout-match")

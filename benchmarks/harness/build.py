@@ -25,11 +25,16 @@ _SPARK = None
 
 
 def published(warehouse: str) -> bool:
-    """Whether ``warehouse`` holds a published snapshot."""
+    """Whether ``warehouse`` holds a published snapshot indexed by this code's rules: a warehouse a benchmark kept
+    from before an upgrade (its quantities under another rule) measures a mix a refresh would not leave."""
+    import discovery
     from discovery.store import Warehouse, list_snapshots
+    from discovery.vectors import current_quantities
 
     wh = Warehouse(str(warehouse))
-    return wh.exists() and bool(list_snapshots(wh))
+    if not (wh.exists() and list_snapshots(wh)):
+        return False
+    return current_quantities(discovery.open(str(warehouse)).snapshot)
 
 
 def sample_lake(path: str, *, seed: int = 7, **options) -> str:
@@ -114,10 +119,9 @@ def build(lake: str, warehouse: str, *, config: str | None = None, via: str = "s
     """``warehouse`` indexing ``lake`` with the real refresh, reused when it already holds a published snapshot
     (``rebuild`` starts over): ``via="spark"`` refreshes in this process, ``via="cli"`` runs ``lakescout refresh``;
     ``master``: the Spark master of either.  Raises when the refresh does not publish."""
-    if rebuild:
-        shutil.rmtree(warehouse, ignore_errors=True)
-    if published(warehouse):
+    if published(warehouse) and not rebuild:
         return Build(str(warehouse))
+    shutil.rmtree(warehouse, ignore_errors=True)
     if via == "cli":
         done = refresh_cli(lake, warehouse, config=config, master=master)
     elif via == "spark":

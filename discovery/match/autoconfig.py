@@ -49,6 +49,13 @@ def _counts(sorted_d: np.ndarray, limit: float) -> np.ndarray:
     return (sorted_d <= limit).sum(axis=1)
 
 
+def _p(f: int, theta: float, joined: np.ndarray, lid_rows, lr_sorted, ll_sorted) -> np.ndarray:
+    """``p`` of the query values ``joined`` under configuration ``(f, theta)`` (module docstring)."""
+    ll = _counts(ll_sorted[f][lid_rows[joined, f]], 2.0 * theta)
+    lr = np.maximum(_counts(lr_sorted[f][joined], theta) - 1, 0)
+    return 1.0 / (1.0 + np.maximum(ll, lr))
+
+
 def _configs(dist, lid_rows, lr_sorted, ll_sorted, thresholds: int) -> list[tuple[int, float, np.ndarray, np.ndarray]]:
     """Every candidate configuration: (measure, threshold, query values it joins, their p)."""
     out = []
@@ -61,21 +68,38 @@ def _configs(dist, lid_rows, lr_sorted, ll_sorted, thresholds: int) -> list[tupl
             joined = np.flatnonzero(d <= theta)
             if not joined.size:
                 continue
-            ll = _counts(ll_sorted[f][lid_rows[joined, f]], 2.0 * theta)
-            lr = np.maximum(_counts(lr_sorted[f][joined], theta) - 1, 0)
-            out.append((f, float(theta), joined, 1.0 / (1.0 + np.maximum(ll, lr))))
+            out.append((f, float(theta), joined, _p(f, float(theta), joined, lid_rows, lr_sorted, ll_sorted)))
     return out
 
 
+def apply(configs: list[tuple[int, float]], dist: np.ndarray, lid: np.ndarray, lid_rows: np.ndarray,
+          lr_sorted: list[np.ndarray], ll_sorted: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(lake, p, config)`` per query value under the chosen ``configs``, taken in their order, each value joined
+    by the one that gives it the highest ``p`` (the first of equals), exactly as :func:`select` resolves them.
+
+    A value's answer depends on its own statistics and the configurations alone, so the configurations can be
+    chosen on a sample of the values and then applied to all of them, block by block (:mod:`.matcher`)."""
+    n = dist.shape[0]
+    best_p, lake, config = np.zeros(n), np.full(n, -1), np.full(n, -1)
+    for c, (f, theta) in enumerate(configs):
+        joined = np.flatnonzero(dist[:, f] <= theta)
+        p = _p(f, theta, joined, lid_rows, lr_sorted, ll_sorted)
+        better = p > best_p[joined]
+        rows = joined[better]
+        best_p[rows], lake[rows], config[rows] = p[better], lid[rows, f], c
+    return lake, best_p, config
+
+
 def select(dist: np.ndarray, lid: np.ndarray, lid_rows: np.ndarray, lr_sorted: list[np.ndarray],
-           ll_sorted: list[np.ndarray], target: float, equal: int, thresholds: int = THRESHOLDS,
+           ll_sorted: list[np.ndarray], target: float, equal: float, thresholds: int = THRESHOLDS,
            patience: float = PATIENCE) -> Selection:
     """The greedy union of configurations (module docstring).
 
     ``dist`` / ``lid``: per query value (rows) and measure (columns), the nearest consistent lake value's distance
     (inf: none) and position; ``lid_rows`` the row of that lake value in ``ll_sorted``; ``lr_sorted[f]`` each query
     value's candidate distances under measure f, ascending (inf padded); ``ll_sorted[f]`` each such lake value's
-    distances to its neighbours; ``equal`` the query values joined by equality beforehand."""
+    distances to its neighbours; ``equal`` the query values joined by equality beforehand (scaled to the share of
+    the values ``dist`` holds when it holds a sample of them)."""
     n, nf = dist.shape
     configs = _configs(dist, lid_rows, lr_sorted, ll_sorted, thresholds)
     best_p, chosen, chosen_f = np.zeros(n), np.full(n, -1), np.zeros(n, dtype=np.int64)

@@ -12,6 +12,8 @@ result holds at most about 2**24 entries.
 """
 from __future__ import annotations
 
+import math
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,53 +44,104 @@ class Features:
         return slice(0, self.n_query) if side == "query" else slice(self.n_query, len(self.text))
 
 
-def _tfidf(docs: list[list[str]]) -> tuple[sp.csr_matrix, dict[str, float], float]:
-    vocab: dict[str, int] = {}
+@dataclass(frozen=True)
+class Weights:
+    """The IDF of words and 3-grams over ``n`` values: given when the values a process holds are a block of the
+    ones the IDF is over (:mod:`.distributed`), so every block weighs a feature as the whole would."""
+
+    words: dict[str, float]
+    grams: dict[str, float]
+    n: int
+
+
+def features_of(value: str) -> tuple[list[str], list[str]]:
+    """The words of ``value`` and the 3-grams of its canonical text: what its two vectors count."""
+    split = words(value)
+    return split, qgrams(" ".join(split))
+
+
+def idf_weight(df: int, n: int) -> float:
+    """The IDF of a feature in ``df`` of ``n`` values (0 for a common one, module docstring), in float32 and by
+    ``math.log``: computed one feature at a time, it is the same number wherever the feature is weighed."""
+    if n > COMMON_FROM and df > COMMON_SHARE * n:
+        return 0.0
+    return float(np.float32(math.log((n + 1) / (df + 1)) + 1.0))
+
+
+def default_weight(n: int) -> float:
+    """The IDF of a word no value holds (:func:`.align.align` reads it)."""
+    return math.log(n + 1) + 1.0
+
+
+def document_frequencies(docs: list[list[str]]) -> Counter:
+    """How many of ``docs`` hold each feature."""
+    out: Counter = Counter()
+    for doc in docs:
+        out.update(set(doc))
+    return out
+
+
+def vectors(docs: list[list[str]], idf: dict[str, float]) -> sp.csr_matrix:
+    """The L2-normalised TF-IDF rows of ``docs`` (float32) under ``idf``.  Columns are the docs' features in sorted
+    order, so a row's entries, its norm and its products with any other row's are summed in the same order
+    whichever other values share the matrix: a block of the values gets the very numbers the whole does."""
+    vocab = {f: i for i, f in enumerate(sorted({f for doc in docs for f in doc}))}
     indices, indptr = [], [0]
     for doc in docs:
-        for f in doc:
-            indices.append(vocab.setdefault(f, len(vocab)))
+        indices.extend(vocab[f] for f in doc)
         indptr.append(len(indices))
-    n = len(docs)
-    counts = sp.csr_matrix((np.ones(len(indices), np.float32), np.asarray(indices, np.int64), np.asarray(indptr)),
-                           shape=(n, len(vocab)))
+    counts = sp.csr_matrix((np.ones(len(indices), np.float32), np.asarray(indices, np.int64),
+                            np.asarray(indptr, np.int64)), shape=(len(docs), len(vocab)))
     counts.sum_duplicates()
-    df = np.bincount(counts.indices, minlength=len(vocab))
-    idf = (np.log((n + 1) / (df + 1)) + 1.0).astype(np.float32)
-    if n > COMMON_FROM:
-        idf[df > COMMON_SHARE * n] = 0.0
-    matrix = counts.multiply(idf[None, :]).tocsr()
+    weight = np.fromiter((idf[f] for f in vocab), np.float32, len(vocab))
+    matrix = counts.multiply(weight[None, :]).tocsr()
     norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
     matrix = sp.diags(1.0 / np.where(norms > 0, norms, 1.0)).dot(matrix).tocsr()
     matrix.eliminate_zeros()
-    names = {f: float(idf[i]) for f, i in vocab.items()}
-    return matrix.astype(np.float32), names, float(np.log(n + 1) + 1.0)
+    matrix.sort_indices()
+    return matrix.astype(np.float32)
 
 
-def featurise(query: list[str], lake: list[str]) -> Features:
-    """:class:`Features` of the distinct ``query`` and ``lake`` values."""
+def weigh(docs: list[list[str]]) -> dict[str, float]:
+    """The IDF of every feature of ``docs``, over them."""
+    n = len(docs)
+    return {f: idf_weight(df, n) for f, df in document_frequencies(docs).items()}
+
+
+def featurise(query: list[str], lake: list[str], weights: Weights | None = None) -> Features:
+    """:class:`Features` of the distinct ``query`` and ``lake`` values, weighed over both (or by ``weights``)."""
     split = [words(v) for v in list(query) + list(lake)]
     text = [" ".join(w) for w in split]
-    word_vectors, idf, default = _tfidf(split)
-    gram_vectors, _, _ = _tfidf([qgrams(t) for t in text])
-    return Features(split, text, word_vectors, gram_vectors, idf, default, len(query))
+    grams = [qgrams(t) for t in text]
+    if weights is None:
+        weights = Weights(weigh(split), weigh(grams), len(split))
+    return Features(split, text, vectors(split, weights.words), vectors(grams, weights.grams), weights.words,
+                    default_weight(weights.n), len(query))
 
 
 def nearest(a: sp.csr_matrix, b: sp.csr_matrix, m: int) -> tuple[np.ndarray, np.ndarray]:
     """Pairs ``(i, j)``: for each row ``i`` of ``a``, the ``m`` rows ``j`` of ``b`` with the largest positive
     cosine (ties by lower ``j``)."""
+    i, j, _ = nearest_scored(a, b, m)
+    return i, j
+
+
+def nearest_scored(a: sp.csr_matrix, b: sp.csr_matrix, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`nearest` with each pair's cosine (float32)."""
     bt = b.T.tocsc()
-    out_i, out_j = [], []
+    out_i, out_j, out_s = [], [], []
     block = max(1, BLOCK_ENTRIES // max(b.shape[0], 1))
     for start in range(0, a.shape[0], block):
         s = (a[start:start + block] @ bt).tocsr()
         s.eliminate_zeros()
         s.sort_indices()
+        top = _top_per_row(s.indptr, s.data, m)
         out_i.append(np.repeat(np.arange(s.shape[0]), np.minimum(np.diff(s.indptr), m)) + start)
-        out_j.append(s.indices[_top_per_row(s.indptr, s.data, m)].astype(np.int64))
+        out_j.append(s.indices[top].astype(np.int64))
+        out_s.append(s.data[top])
     if not out_i:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(out_i), np.concatenate(out_j)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    return np.concatenate(out_i), np.concatenate(out_j), np.concatenate(out_s)
 
 
 def _top_per_row(indptr: np.ndarray, data: np.ndarray, m: int) -> np.ndarray:

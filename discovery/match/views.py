@@ -71,19 +71,23 @@ WHOLE = View()
 
 def candidates(values: list[str]) -> list[View]:
     """The views of a column: the whole value, and the parts of every delimiter that shapes it (module docstring)."""
+    return shaped({d: sum(d in v for v in values) for d in DELIMITERS}, len(values))
+
+
+def shaped(holding: dict[str, int], n: int) -> list[View]:
+    """:func:`candidates` from how many of the column's ``n`` values hold each delimiter."""
     out = [WHOLE]
-    if not values:
+    if not n:
         return out
     for d in DELIMITERS:
-        share = sum(d in v for v in values) / len(values)
-        if share >= SHARE:
+        if holding.get(d, 0) / n >= SHARE:
             out.append(View(d, 0))
             if d == ", ":
                 out.append(View(d, "swap"))
     return out
 
 
-def _unique(values: list[str], view: View) -> set[str]:
+def unique_keys(values: list[str], view: View) -> set[str]:
     """The views of ``values`` that exactly one of them has."""
     seen: dict[str, int] = {}
     for v in values:
@@ -92,16 +96,18 @@ def _unique(values: list[str], view: View) -> set[str]:
     return {k for k, n in seen.items() if n == 1}
 
 
-def best(query: list[str], lake: list[str]) -> tuple[View, View] | None:
+def best(query: list[str], lake) -> tuple[View, View] | None:
     """The pair of views (query's, lake's) under which the most query values equal a lake value one to one (a view
     that several values of a column share, as a surname, counts for none), when that beats the whole values by at
-    least :data:`MIN_EQUAL`; None otherwise.  ``query`` and ``lake`` are distinct values."""
-    q_views, l_views = candidates(query), candidates(lake)
+    least :data:`MIN_EQUAL`; None otherwise.  ``query`` are distinct values, ``lake`` a
+    :class:`~discovery.match.matcher.LakeSide` (its :meth:`shapes`, :meth:`unique_views` and :meth:`holding`)."""
+    q_views, l_views = candidates(query), lake.shapes()
     if len(q_views) == 1 and len(l_views) == 1:
         return None
-    lake_keys = {v: _unique(lake, v) for v in l_views}
-    query_keys = {v: _unique(query, v) for v in q_views}
-    base = len(set(query) & set(lake))
+    query_keys = {v: unique_keys(query, v) for v in q_views}
+    wanted = set().union(*query_keys.values())
+    lake_keys = {v: lake.unique_views(v, wanted) for v in l_views}
+    base = len(lake.holding(query))
     scored = []
     for qv in q_views:
         for lv in l_views:

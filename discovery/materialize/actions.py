@@ -126,29 +126,31 @@ def _fan_out(fan_out: str, max_matches: int) -> FanOut:
     return FanOut(choice(MODES)("fan_out", fan_out), count("max_matches", max_matches))
 
 
-def _matching(cfg: Config, matcher: str | None, precision: float | None) -> Matching:
+def _matching(cfg: Config, matcher: str | None, precision: float | None, master: str | None = None) -> Matching:
     """How a text join's values are paired: the parameters given, else ``[materialize] matcher`` / ``precision`` of
-    ``cfg`` (the session's configuration)."""
+    ``cfg`` (the session's configuration); given a Spark ``master``, a lake column of a table of at least
+    ``[materialize] spark_min_bytes`` is paired on Spark, as the write runs there."""
     from ..config import MATCHERS
 
     matcher = choice(MATCHERS)("matcher", cfg.materialize.matcher if matcher is None else matcher)
     precision = interval(0.0, 1.0, lo_open=True, hi_open=True)(
         "precision", cfg.materialize.precision if precision is None else precision)
-    return Matching(matcher, precision, cfg.limits)
+    return Matching(matcher, precision, cfg.limits, master, cfg.materialize.spark_min_bytes)
 
 
 def augment(ls, query, column: str | None = None, *, output: str | None = None, format: str | None = None,
             overwrite: bool = False, master: str | None = None, **params):
     """Write (or return) ``query`` joined to a lake table; see :meth:`discovery.api.Lakescout.augment`."""
-    return _run(augment_plan(ls, query, column, **params), ls.config, output, format, overwrite, master)
+    return _run(augment_plan(ls, query, column, master=master, **params), ls.config, output, format, overwrite,
+                master)
 
 
 def augment_plan(ls, query, column: str | None = None, *, key=None, rank: int | None = None, table=None,
                  lake_column: str | None = None, lake_key=None, columns=None, fan_out: str = "nearest",
                  max_matches: int | None = None, tau: float | None = None, tau_share: float | None = None,
                  metric: str | None = None, matcher: str | None = None, precision: float | None = None,
-                 strict: bool = False) -> JoinPlan:
-    """The plan :func:`augment` runs."""
+                 strict: bool = False, master: str | None = None) -> JoinPlan:
+    """The plan :func:`augment` runs (its text pairs matched on Spark ``master`` for a large lake table)."""
     if (column is None) == (key is None):
         raise ParameterError("column", "give column (a semantic or numerical join) or key (an n-ary join), not "
                              + ("both" if column is not None else "neither"))
@@ -156,7 +158,7 @@ def augment_plan(ls, query, column: str | None = None, *, key=None, rank: int | 
     rank = None if rank is None else count("rank", rank)
     fan = _fan_out(fan_out, ls.config.materialize.max_matches if max_matches is None else max_matches)
     added = _names("columns", columns)
-    matching = _matching(ls.config, matcher, precision)
+    matching = _matching(ls.config, matcher, precision, master)
     if key is not None:
         key = key_columns("key", key)
         for c in key:

@@ -101,11 +101,15 @@ def _source(snapshot: Snapshot, table_id: int, kind: str, joined: list[str], add
 @dataclass(frozen=True)
 class Matching:
     """How a text join's values are paired when it is written (``[materialize] matcher`` and ``precision``): the
-    two-table matcher (``auto``, :mod:`discovery.match`) for a precision target, or the search's own pairs."""
+    two-table matcher (``auto``, :mod:`discovery.match`) for a precision target, or the search's own pairs; with a
+    Spark ``master``, a lake table of at least ``spark_min_bytes`` has its column paired on Spark
+    (:mod:`.spark_match`), its distinct values never held here."""
 
     matcher: str
     precision: float
     limits: Limits
+    master: str | None = None
+    spark_min_bytes: int = 0
 
 
 def text_source(snapshot: Snapshot, query: QueryTable, ordinals: list[int], table_id: int, lake_ordinal: int,
@@ -136,20 +140,30 @@ def _matched_source(snapshot: Snapshot, query: QueryTable, ordinals: list[int], 
                     added: list[str] | None, matching: Matching) -> JoinSource:
     """The text join's pairs by the two-table matcher over the query column's (or columns' rows') and the lake
     column's distinct keys (the lake column read whole at the pinned version: its distinct values are what tells
-    the matcher how alike different entities look), one-to-one when both sides hold one row per value."""
+    the matcher how alike different entities look; on Spark for a large table, :class:`Matching`), one-to-one when
+    both sides hold one row per value."""
     from ..match import match_rows, match_values
     from .local import lake_values
 
     names, _ = lake_columns(snapshot, table_id)
     keys = cell_keys([query.columns[i] for i in ordinals], "text")
     keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-    lake, held = lake_values(pinned_table(snapshot, table_id), names[lake_ordinal], matching.limits)
+    table = pinned_table(snapshot, table_id)
     present = keys.drop_null()
     distinct = pc.unique(present)
-    both_keys = len(distinct) == len(present) and len(lake) == held
-    if len(ordinals) == 1:
-        found = match_values(distinct.to_pylist(), lake.to_pylist(), matching.precision, keys=both_keys)
+    query_keys = len(distinct) == len(present)
+    if len(ordinals) == 1 and matching.master and table.bytes >= matching.spark_min_bytes:
+        from .spark_match import spark_matches
+
+        found = spark_matches(matching.master, distinct.to_pylist(), table, names[lake_ordinal], matching.limits,
+                              matching.precision, query_keys)
+    elif len(ordinals) == 1:
+        lake, held = lake_values(table, names[lake_ordinal], matching.limits)
+        found = match_values(distinct.to_pylist(), lake.to_pylist(), matching.precision,
+                             keys=query_keys and len(lake) == held)
     else:
+        lake, held = lake_values(table, names[lake_ordinal], matching.limits)
+        both_keys = query_keys and len(lake) == held
         rows = _distinct_rows(query, ordinals, keys)
         found = match_rows([r for r, _ in rows], [k for _, k in rows], lake.to_pylist(),
                            [query.names[i] for i in ordinals], matching.precision, keys=both_keys)

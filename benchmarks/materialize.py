@@ -35,10 +35,11 @@ figure goes through what a user calls: lakes built by the real refresh, tables w
   through a ``name`` column of the two joined by a space (the values matched as one).  Per query row ``right`` (its
   own account, or none when it has none), ``missed``, ``wrong`` (another person's account), by construction.
 * ``scale``: a lake table of ``--rows`` rows (10M; a Parquet folder of 20 files) and a query of ``--query-rows``
-  (100k) names, half of them written differently; ``lakescout augment --master local[2]`` writes the join on Spark.
-  Driver peak RSS (the Spark application's Python driver; the command's own, where the two-table matcher pairs the
-  column's distinct values, beside it) against the same run on a table a tenth the size, and the seconds against a
-  pandas merge of the same value mapping (pandas reads the lake table whole).
+  (100k) names, half of them written differently; ``lakescout augment --master local[2]`` pairs the column's values
+  (the two-table matcher on Spark) and writes the join on Spark.  Peak RSS of the two applications' Python drivers
+  and of the command, against the same run on a table a tenth the size; the same join written in one process (the
+  command pairs the values itself): its seconds, its peak, and whether it wrote the same rows; and the seconds
+  against a pandas merge of the same value mapping (pandas reads the lake table whole).
 * ``downstream``: a task whose target depends on a column only a lake table holds (a city's population, the cities
   written differently in the query): least squares on the query's own feature against the augmented table's.
 """
@@ -500,16 +501,28 @@ def scale(args) -> dict:
         if os.path.exists(out):
             os.unlink(out)
         config = harness.config_file(str(work), "spark", "[materialize]\nspark_min_bytes = 0\n")
-        # the Spark application's Python driver (spark-submit runs spark_jobs/materialize.py)
-        done = harness.cli("augment", "--warehouse", str(wh), "--query", str(query), "--column", "vendor", "--table",
-                           "suppliers", "--lake-column", "supplier", "--output", out, "--master", args.master,
-                           "--json", env=dict(os.environ, LAKESCOUT_CONFIG=config), watch="materialize.py")
+        common = ["augment", "--warehouse", str(wh), "--query", str(query), "--column", "vendor", "--table",
+                 "suppliers", "--lake-column", "supplier", "--json"]
+        # the Spark applications' Python drivers: the matcher's (spark_jobs/match.py), then the write's
+        done = harness.cli(*common, "--output", out, "--master", args.master,
+                           env=dict(os.environ, LAKESCOUT_CONFIG=config), watch=("match.py", "materialize.py"))
         described = done.json()
         match = described["sources"][0]
-        figures.append({"lake_rows": rows, "seconds": done.wall, "driver_peak_mib": done.watched_peak_mb,
+        # the same join in one process: the command pairs the column's distinct values itself
+        here = str(work / f"here-{rows}.parquet")
+        if os.path.exists(here):
+            os.unlink(here)
+        local = harness.cli(*common, "--output", here, env=dict(os.environ, LAKESCOUT_CONFIG=config))
+        same = pq.read_table(out).replace_schema_metadata(None).equals(
+            pq.read_table(here).replace_schema_metadata(None))
+        figures.append({"lake_rows": rows, "seconds": done.wall,
+                        "match_driver_peak_mib": done.watched_peaks["match.py"],
+                        "write_driver_peak_mib": done.watched_peaks["materialize.py"],
                         "command_peak_mib": done.peak_rss_mb, "matched_rows": described["matched_rows"],
                         "engine": described["engine"], "matched_values": match.get("matched_values"),
-                        "estimated_precision": match.get("estimated_precision")})
+                        "estimated_precision": match.get("estimated_precision"),
+                        "in_process_seconds": local.wall, "in_process_peak_mib": local.peak_rss_mb,
+                        "same_rows": same})
     big = figures[-1]
     ls = discovery.open(str(work / f"wh-{args.rows}"))
     pairs = ls.pairs(str(query), "vendor", table="suppliers", lake_column="supplier").to_pandas()
@@ -520,10 +533,12 @@ def scale(args) -> dict:
     pandas_seconds, pandas_peak = float(done.stdout.split()[-1]), done.peak_rss_mb
     out = {"figures": figures, "pandas_seconds": pandas_seconds, "pandas_process_peak_mib": pandas_peak,
            "spark_over_pandas": big["seconds"] / pandas_seconds, "mapping_pairs": len(pairs),
-           "driver_peak_ratio": big["driver_peak_mib"] / figures[0]["driver_peak_mib"],
+           "match_driver_peak_ratio": big["match_driver_peak_mib"] / figures[0]["match_driver_peak_mib"],
+           "command_peak_ratio": big["command_peak_mib"] / figures[0]["command_peak_mib"],
            "query_rows": args.query_rows}
-    print_table(figures, ["lake_rows", "seconds", "driver_peak_mib", "command_peak_mib", "matched_rows",
-                          "matched_values", "estimated_precision", "engine"])
+    print_table(figures, ["lake_rows", "seconds", "match_driver_peak_mib", "write_driver_peak_mib",
+                          "command_peak_mib", "matched_rows", "matched_values", "estimated_precision", "engine",
+                          "in_process_seconds", "in_process_peak_mib", "same_rows"])
     print(f"pandas merge of the same mapping: {pandas_seconds:.1f} s (process peak {pandas_peak:.0f} MiB)")
     return out
 

@@ -28,14 +28,14 @@ OUTPUT_ASSET = Asset(name="lakescout_output", uri=storage.file_uri(OUTPUT_ROOT))
 log = logging.getLogger(__name__)
 
 
-def _plans(work, params: dict):
+def _plans(work, params: dict, master: str | None = None):
     from discovery.materialize.stored import stored_plans
 
     return stored_plans(work, params["batch_id"], params["query_id"], params["ranks"] or None,
                         fan_out=params["fan_out"], max_matches=params["max_matches"],
                         columns=params["columns"] or None, query_rows=params["query_rows"], dedupe=params["dedupe"],
                         strict=params["strict"], matcher=params["matcher"] or None,
-                        precision=params["precision"])[1]
+                        precision=params["precision"], master=master)[1]
 
 
 @dag(
@@ -97,14 +97,14 @@ def materialize():
         from discovery.materialize.execute import run_plans
 
         work = connections.task_session(params, WAREHOUSE)
-        plans = _plans(work, params)
         target, fmt = checked["output"], params["format"]
         master = None
-        if params["spark_conn_id"] and len(plans) == 1 and \
+        if params["spark_conn_id"] and checked["plans"] == 1 and \
                 checked["bytes"] >= work.config.materialize.spark_min_bytes:
             from discovery.submit import connection_master
 
             master = connection_master(params["spark_conn_id"])
+        plans = _plans(work, params, master)      # a large lake column's values paired on Spark too
         if master:
             from spark_jobs.materialize import run_plan_on_master
 

@@ -577,6 +577,29 @@ def test_a_recorded_answer_is_written_with_the_configuration_its_surface_passes(
         assert {k: source.get(k) for k in want} == want
 
 
+def test_a_recorded_text_join_is_paired_on_spark_into_the_pairs_of_the_task(ls, built):
+    """Given a Spark master (the materialize DAG's ``spark_conn_id``) and a lake table over ``[materialize]
+    spark_min_bytes`` (0 here), ``stored_plans`` pairs a text join's values with the two-table matcher on Spark
+    (``spark-submit spark_jobs/match.py``): the same pairs, scores and rules as in the task, and the plan says where
+    they were paired."""
+    from dataclasses import replace
+
+    from discovery.batch import run_batch
+    from discovery.materialize.stored import stored_plans
+    from discovery.store import Session
+
+    batch = run_batch(session(built["warehouse"]),
+                      [{"id": "v", "kind": "join", "query": built["query"], "column": "vendor"}])
+    config = replace(ls.config, materialize=replace(ls.config.materialize, spark_min_bytes=0))
+    at = Session.at(built["warehouse"], config)
+    (_, [here]), (_, [there]) = (stored_plans(at, batch["batch_id"], "v", served=False, master=master)
+                                 for master in (None, "local[2]"))
+    assert here.source.mapping.num_rows > 0 and there.source.mapping.equals(here.source.mapping)
+    assert (here.source.evidence["paired_on"], there.source.evidence["paired_on"]) == ("local", "spark")
+    assert {k: v for k, v in there.source.evidence.items() if k != "paired_on"} == \
+        {k: v for k, v in here.source.evidence.items() if k != "paired_on"}
+
+
 def pq_rows(path: str) -> int:
     import pyarrow.parquet as pq
 

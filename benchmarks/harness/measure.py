@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: The venv's ``lakescout``: the console script beside the interpreter running the benchmark.
 LAKESCOUT = os.path.join(os.path.dirname(sys.executable), "lakescout")
@@ -59,6 +59,8 @@ class Run:
     peak_rss_mb: float
     #: Peak RSS of the watched descendants (see :func:`run`), or None.
     watched_peak_mb: float | None = None
+    #: Each watched substring's peak RSS (MiB).
+    watched_peaks: dict = field(default_factory=dict)
 
     def json(self):
         """The last line of stdout that is a JSON object or array (what ``--json`` and the child programs print)."""
@@ -73,11 +75,13 @@ class RunFailed(RuntimeError):
 
 
 def run(cmd: list[str], *, env: dict | None = None, cwd: str | None = None, check: bool = True,
-        watch: str | None = None) -> Run:
+        watch: str | tuple[str, ...] | None = None) -> Run:
     """Run ``cmd`` to its end under :data:`LAUNCHER`: wall seconds from fork to exit, CPU seconds (user + system)
-    and peak RSS of the command and the processes it waited for.  ``watch``: a substring of the command line of
-    descendants (e.g. the Python driver a ``spark-submit`` starts) whose own high-water mark (``VmHWM``) is read
-    every :data:`WATCH_EVERY` seconds while the command runs (growth in its last moments can escape the reading)."""
+    and peak RSS of the command and the processes it waited for.  ``watch``: a substring (or several) of the command
+    line of descendants (e.g. the Python driver a ``spark-submit`` starts; not a JVM, whose command line names the
+    application too) whose own high-water mark (``VmHWM``) is read every :data:`WATCH_EVERY` seconds while the
+    command runs (growth in its last moments can escape the reading); each substring's peak is in
+    :attr:`Run.watched_peaks`, the highest in :attr:`Run.watched_peak_mb`."""
     cmd = [str(c) for c in cmd]
     report, write = os.pipe()
     proc = subprocess.Popen([sys.executable, "-S", "-E", "-c", LAUNCHER, str(write), *cmd], stdout=subprocess.PIPE,
@@ -88,32 +92,39 @@ def run(cmd: list[str], *, env: dict | None = None, cwd: str | None = None, chec
                for name, fh in (("stdout", proc.stdout), ("stderr", proc.stderr))]
     for t in readers:
         t.start()
-    watched = None
+    watched, peaks = None, {}
     if watch is not None:
         import psutil
 
-        watched = 0
+        names = (watch,) if isinstance(watch, str) else tuple(watch)
+        peaks = dict.fromkeys(names, 0)
         while proc.poll() is None:
             try:
                 for child in psutil.Process(proc.pid).children(recursive=True):
-                    if watch in " ".join(child.cmdline()):
-                        watched = max(watched, proc_status("VmHWM", child.pid) or 0)
+                    line = child.cmdline()
+                    if not line or os.path.basename(line[0]) == "java":
+                        continue
+                    for name in names:
+                        if name in " ".join(line):
+                            peaks[name] = max(peaks[name], proc_status("VmHWM", child.pid) or 0)
             except psutil.Error:
                 pass
             time.sleep(WATCH_EVERY)
-        watched /= 2 ** 20
+        peaks = {name: peak / 2 ** 20 for name, peak in peaks.items()}
+        watched = max(peaks.values())
     proc.wait()
     for t in readers:
         t.join()
     with os.fdopen(report) as fh:
         wall, cpu, maxrss_kb = (float(x) for x in fh.read().split())
-    done = Run(cmd, proc.returncode, streams["stdout"], streams["stderr"], wall, cpu, maxrss_kb / 1024, watched)
+    done = Run(cmd, proc.returncode, streams["stdout"], streams["stderr"], wall, cpu, maxrss_kb / 1024, watched,
+               peaks)
     if check and done.returncode != 0:
         raise RunFailed(f"{' '.join(cmd[:4])} ... exited with {done.returncode}:\n{done.stderr[-3000:]}")
     return done
 
 
-def cli(*args: str, env: dict | None = None, check: bool = True, watch: str | None = None) -> Run:
+def cli(*args: str, env: dict | None = None, check: bool = True, watch: str | tuple[str, ...] | None = None) -> Run:
     """``lakescout <args>`` as a user runs it, timed by :func:`run`."""
     return run([LAKESCOUT, *args], env=env, check=check, watch=watch)
 

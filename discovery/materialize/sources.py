@@ -152,7 +152,8 @@ def _matched_source(snapshot: Snapshot, query: QueryTable, ordinals: list[int], 
     present = keys.drop_null()
     distinct = pc.unique(present)
     query_keys = len(distinct) == len(present)
-    if len(ordinals) == 1 and matching.master and table.bytes >= matching.spark_min_bytes:
+    on_spark = len(ordinals) == 1 and bool(matching.master) and table.bytes >= matching.spark_min_bytes
+    if on_spark:
         from .spark_match import spark_matches
 
         found = spark_matches(matching.master, distinct.to_pylist(), table, names[lake_ordinal], matching.limits,
@@ -174,7 +175,7 @@ def _matched_source(snapshot: Snapshot, query: QueryTable, ordinals: list[int], 
                         "distance": pa.array(found.distance[pick], pa.float64()),
                         "score": pa.array(found.score[pick], pa.float64()),
                         "rule": pa.array([found.rule[i] for i in pick], pa.string())})
-    described = found.describe()
+    described = {**found.describe(), "paired_on": "spark" if on_spark else "local"}
     if evidence:
         described["evidence"] = [e.describe() for e in evidence]
         described["matched_values"] = len(pick)

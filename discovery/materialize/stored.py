@@ -61,12 +61,13 @@ def stored_plans(session: Session, batch_id: str, query_id: str, ranks: list[int
                  fan_out: str = "nearest", max_matches: int | None = None,
                  columns: list[str] | None = None, query_rows: bool = True, dedupe: bool = False, strict: bool = False,
                  served: bool = True, uploads: dict | None = None, matcher: str | None = None,
-                 precision: float | None = None) -> tuple[object, list]:
+                 precision: float | None = None, master: str | None = None) -> tuple[object, list]:
     """``(snapshot, plans)`` writing the recorded answer: a union of the results at ``ranks`` (default all) in one
     plan; for a join, one plan per rank (default the first), to run in that order, each on the previous one's rows
     (:func:`.execute.compose`: augmentations compose).  The ``session``'s configuration (the DAG's, the page's)
     fills, from ``[materialize]``, ``[join] tau`` and ``[numjoin]``, what the parameters and the recorded spec leave
-    out."""
+    out; given a Spark ``master``, a text join's values are paired there when its lake table is large
+    (:class:`.sources.Matching`)."""
     wh, config = session.warehouse, session.config
     spec, rows = stored_answer(wh, batch_id, query_id)
     if not rows:
@@ -85,7 +86,8 @@ def stored_plans(session: Session, batch_id: str, query_id: str, ranks: list[int
                                      dedupe=dedupe, strict=strict)]
     fan = FanOut(fan_out, config.materialize.max_matches if max_matches is None else max_matches)
     matching = Matching(matcher or config.materialize.matcher,
-                        config.materialize.precision if precision is None else precision, config.limits)
+                        config.materialize.precision if precision is None else precision, config.limits, master,
+                        config.materialize.spark_min_bytes)
     plans = []
     for rank in wanted:
         result = by_rank[rank]

@@ -83,7 +83,8 @@ class MaterializeConfig:
 
     Given a Spark master (``--master``, the DAG's Spark connection), a write whose lake tables hold at least
     ``spark_min_bytes`` runs as a Spark job (``spark_jobs.materialize``): executors read the tables, the driver never
-    holds one; a smaller one runs in the process that was asked, which needs no application start.  ``max_matches``
+    holds one, and a text join's values are paired on Spark as well (``spark_jobs.match``); a smaller one runs in
+    the process that was asked, which needs no application start.  ``max_matches``
     is the ``all`` fan-out's default bound, ``preview_rows`` how many rows the page shows before a download.
 
     ``matcher`` pairs the values of a text join when it is written: ``auto`` (:mod:`discovery.match`: blocking,

@@ -86,7 +86,8 @@ def vectors(docs: list[list[str]], idf: dict[str, float]) -> sp.csr_matrix:
     order, so a row's entries, its norm and its products with any other row's are summed in the same order
     whichever other values share the matrix: a block of the values gets the very numbers the whole does."""
     vocab = {f: i for i, f in enumerate(sorted({f for doc in docs for f in doc}))}
-    indices, indptr = [], [0]
+    indices: list[int] = []
+    indptr = [0]
     for doc in docs:
         indices.extend(vocab[f] for f in doc)
         indptr.append(len(indices))

@@ -152,11 +152,11 @@ def _matched_source(snapshot: Snapshot, query: QueryTable, ordinals: list[int], 
     present = keys.drop_null()
     distinct = pc.unique(present)
     query_keys = len(distinct) == len(present)
-    on_spark = len(ordinals) == 1 and bool(matching.master) and table.bytes >= matching.spark_min_bytes
-    if on_spark:
+    master = (matching.master or None) if len(ordinals) == 1 and table.bytes >= matching.spark_min_bytes else None
+    if master is not None:
         from .spark_match import spark_matches
 
-        found = spark_matches(matching.master, distinct.to_pylist(), table, names[lake_ordinal], matching.limits,
+        found = spark_matches(master, distinct.to_pylist(), table, names[lake_ordinal], matching.limits,
                               matching.precision, query_keys)
     elif len(ordinals) == 1:
         lake, held = lake_values(table, names[lake_ordinal], matching.limits)
@@ -175,7 +175,7 @@ def _matched_source(snapshot: Snapshot, query: QueryTable, ordinals: list[int], 
                         "distance": pa.array(found.distance[pick], pa.float64()),
                         "score": pa.array(found.score[pick], pa.float64()),
                         "rule": pa.array([found.rule[i] for i in pick], pa.string())})
-    described = {**found.describe(), "paired_on": "spark" if on_spark else "local"}
+    described = {**found.describe(), "paired_on": "local" if master is None else "spark"}
     if evidence:
         described["evidence"] = [e.describe() for e in evidence]
         described["matched_values"] = len(pick)

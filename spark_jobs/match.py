@@ -30,7 +30,7 @@ from discovery.lake import LakeFileError
 from discovery.lake.pinned import PinnedTable, read_unit, units
 from discovery.match import Matches, match_values
 from discovery.match.distributed import block_pairs, feature_rows, local_counts, weights_of
-from discovery.match.matcher import Blocker, LakeSide
+from discovery.match.sides import Blocker, LakeSide
 from discovery.match.measures import MEASURES
 from discovery.match.views import DELIMITERS, View, shaped
 from discovery.normalize import normalize_array

@@ -9,33 +9,32 @@ matching does best without labels:
    3-grams) and every candidate pair measured six ways (:mod:`.measures`); a pair the consistency rule refuses
    (:mod:`.align`: ``Sven Berg`` ~ ``Ben Berg``, codes one digit apart) is no candidate;
 3. which measures at which thresholds join is chosen for this column pair from the lake column's own values, for
-   the precision target (:mod:`.autoconfig`, Auto-FuzzyJoin's principle); each query value joins its nearest lake
-   value under the configuration that estimates it most precise;
+   the precision target (:mod:`.autoconfig`, Auto-FuzzyJoin's principle), on a :func:`sample` of at most
+   :data:`SAMPLE` query values; each query value joins its nearest lake value under the configuration that
+   estimates it most precise;
 4. when both columns write more around the entity, each in a column-wide shape (``John Adams; 1797 – 1801``
    against ``John Adams (Federalist)``), steps 1 to 3 run again on the part that names it (:mod:`.views`, the
    string programs of Auto-Join), and the answer with more estimated true positives is kept.
 
-Each pair carries its estimated precision (``score``) and the rule that matched it; :attr:`Matches.precision` is
-the estimate for all of them, which the written table's description states beside the target.  When both columns
-are keys (one row per value) the pairs are one-to-one (:func:`one_to_one`), which only removes pairs; the estimate
-is the greedy union's, before that.  Values are the
-join keys of :mod:`discovery.materialize.keys` (normalised text), so the pairs key rows as the search's pairs do.
+The lake column is a :class:`~.sides.LakeSide`: held here, or by a Spark job (:mod:`spark_jobs.match`), with the
+same pairs.  Each pair carries its estimated precision (``score``) and the rule that matched it;
+:attr:`Matches.precision` is the estimate for all of them, which the written table's description states beside the
+target.  When both columns are keys (one row per value) the pairs are one-to-one (:func:`one_to_one`), which only
+removes pairs; the estimate is the greedy union's, before that.  Values are the join keys of
+:mod:`discovery.materialize.keys` (normalised text), so the pairs key rows as the search's pairs do.
 """
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .autoconfig import apply as apply_configs, select
-from .blocking import Features, candidates, featurise, neighbours
-from .align import consistent
-from .measures import MEASURES, distances
+from .measures import MEASURES
 from .programs import apply, learn
-from .views import View, ambiguous, best, grouped
-from .views import candidates as view_candidates, unique_keys
+from .sides import Blocker, LakeSide, LocalLake
+from .views import best, grouped
 
 #: Candidates per query value from each blocking channel; lake neighbours are read twice as deep.
 CANDIDATES = 10
@@ -179,92 +178,6 @@ def _match(query: list[str], side: LakeSide, target: float, depth: int) -> tuple
         found, precision, rules = _fuzzy(rest, side.blocker(rest), target, len(equal), depth)
         pairs += found
     return pairs, precision, rules
-
-
-class Blocker:
-    """Candidate pairs and lake neighbours of query values against a lake column: ``lake`` names the lake values
-    the positions it returns index, in sorted order (the order every tie is broken in)."""
-
-    lake: list[str]
-
-    def candidates(self, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(query row, lake position, distances)`` of each query value's blocked candidates (:mod:`.blocking`),
-        distances in :data:`.measures.MEASURES` order, inf where the consistency rule refuses the pair."""
-        raise NotImplementedError
-
-    def neighbours(self, used: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(lake position, distances)``: the lake values at positions ``used`` with the distances to each of
-        their ``m`` nearest other lake values by words and by 3-grams."""
-        raise NotImplementedError
-
-
-class LakeSide:
-    """The lake column a matcher pairs query values with, wherever its distinct values are held: what the matcher
-    asks of the whole column (which query values it holds, its views) and the :class:`Blocker` of query values
-    against it."""
-
-    size: int
-
-    def holding(self, values: list[str]) -> set[str]:
-        """The ``values`` the column holds."""
-        raise NotImplementedError
-
-    def blocker(self, rest: list[str]) -> Blocker:
-        raise NotImplementedError
-
-    def shapes(self) -> list[View]:
-        """The column's views (:func:`.views.candidates`)."""
-        raise NotImplementedError
-
-    def unique_views(self, view: View, wanted: set[str]) -> set[str]:
-        """Of ``wanted``, the keys ``view`` gives exactly one of the column's values."""
-        raise NotImplementedError
-
-    def viewed(self, view: View) -> tuple[LakeSide, Callable[[set[str]], dict[str, str]]]:
-        """The column's distinct views as a column, and what tells, for some of them, the one value behind each
-        (a view several values share has none)."""
-        raise NotImplementedError
-
-
-class LocalLake(LakeSide):
-    """A lake column's distinct values held in this process."""
-
-    def __init__(self, values: list[str]):
-        self.values = sorted(values)
-        self.size = len(self.values)
-
-    def holding(self, values: list[str]) -> set[str]:
-        return set(values) & set(self.values)
-
-    def blocker(self, rest: list[str]) -> Blocker:
-        return LocalBlocker(featurise(rest, self.values), self.values)
-
-    def shapes(self) -> list[View]:
-        return view_candidates(self.values)
-
-    def unique_views(self, view: View, wanted: set[str]) -> set[str]:
-        return unique_keys(self.values, view) & wanted
-
-    def viewed(self, view: View) -> tuple[LakeSide, Callable[[set[str]], dict[str, str]]]:
-        keys, behind = grouped(self.values, view)
-        shared = ambiguous(behind)
-        return LocalLake(keys), lambda wanted: {k: behind[k][0] for k in wanted if k not in shared}
-
-
-class LocalBlocker(Blocker):
-    def __init__(self, f: Features, lake: list[str]):
-        self.f, self.lake = f, lake
-
-    def candidates(self, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        qi, li = candidates(self.f, depth)
-        d, left = distances(self.f, qi, self.f.n_query + li)
-        d[~np.array([consistent(x, y) for x, y in left], dtype=bool)] = np.inf
-        return qi, li, d
-
-    def neighbours(self, used: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
-        a, b = neighbours(self.f, used, m)
-        ll, _ = distances(self.f, self.f.n_query + a, self.f.n_query + b)
-        return a, ll
 
 
 def sample(values: list[str], size: int = SAMPLE) -> np.ndarray:

@@ -29,7 +29,7 @@ from discovery.config import Limits
 from discovery.lake import LakeFileError
 from discovery.lake.pinned import PinnedTable, read_unit, units
 from discovery.match import Matches, match_values
-from discovery.match.distributed import block_pairs, feature_rows, local_counts, weights_of
+from discovery.match.distributed import block_nearest, feature_rows, local_counts, pair_distances, weights_of
 from discovery.match.sides import Blocker, LakeSide
 from discovery.match.measures import MEASURES
 from discovery.match.views import DELIMITERS, View, shaped
@@ -41,7 +41,8 @@ from spark_jobs.fanout import cores, items_frame
 BLOCK_VALUES = 100_000
 
 _FEATURES = "value string, kind byte, feature string"
-_PAIRS = "q long, value string, cos_words float, cos_grams float, " + ", ".join(f"d_{m} double" for m in MEASURES)
+_NEAREST = "q long, value string, cos_words float, cos_grams float"
+_MEASURED = "q long, value string, " + ", ".join(f"d_{m} double" for m in MEASURES)
 
 
 def lake_frame(spark, table: PinnedTable, column: str, limits: Limits):
@@ -159,10 +160,10 @@ class SparkBlocker(Blocker):
         self.query_counts = local_counts(rest)
         self.query_weights = self._weights(rest)
         feats, counts = side.features()
-        blocks = max(2 * cores(side.spark), -(-side.size // BLOCK_VALUES))
+        self.blocks = max(2 * cores(side.spark), -(-side.size // BLOCK_VALUES))
         self.weighted = (feats.join(counts, ["kind", "feature"]).groupBy("value")
                          .agg(F.collect_list(F.struct("kind", "feature", "count")).alias("features"))
-                         .repartition(blocks).cache())
+                         .repartition(self.blocks).cache())
         self.lake: list[str] = []
 
     def _weights(self, values: list[str]):
@@ -170,6 +171,14 @@ class SparkBlocker(Blocker):
         own = local_counts(values)
         lake = self.side.lake_counts(list(own))
         return weights_of({key: lake.get(key, 0) + self.query_counts.get(key, 0) for key in own}, self.n)
+
+    def _blocks(self, frame, run, schema: str, key: str | None = None):
+        """``run`` over every partition of ``frame`` (by ``key`` when given), its batches handed over together."""
+        def whole(batches):
+            yield from run(list(batches))
+
+        parted = frame.repartition(self.blocks, key) if key else frame
+        return parted.mapInArrow(whole, schema)
 
     def _nearest(self, query: list[str], weights, m: int, refuse: bool):
         """Per query value, the union of its ``m`` nearest column values by each cosine, with the distances."""
@@ -179,28 +188,42 @@ class SparkBlocker(Blocker):
         shared = self.side.spark.sparkContext.broadcast(
             {"query": query, "weights": weights, "counts": self.query_counts, "n": self.n})
 
-        def run(batches):
+        def lake_weights(batches, column: str):
             s = shared.value
-            values: list[str] = []
             counts: dict[tuple[int, str], int] = {}
             for b in batches:
-                values += b.column(0).to_pylist()
-                for feats in b.column(1).to_pylist():
+                for feats in b.column(column).to_pylist():
                     for x in feats:
                         key = (x["kind"], x["feature"])
                         counts[key] = x["count"] + s["counts"].get(key, 0)
+            return weights_of(counts, s["n"])
+
+        def nearest(batches):
+            s = shared.value
+            values = [v for b in batches for v in b.column("value").to_pylist()]
             if values:
-                yield block_pairs(s["query"], s["weights"], values, weights_of(counts, s["n"]), m, refuse)
+                yield block_nearest(s["query"], s["weights"], values, lake_weights(batches, "features"), m)
+
+        def measured(batches):
+            s = shared.value
+            q = np.array([v for b in batches for v in b.column("q").to_pylist()], np.int64)
+            values = [v for b in batches for v in b.column("value").to_pylist()]
+            d = pair_distances(s["query"], s["weights"], q, values, lake_weights(batches, "features"), refuse)
+            if values:
+                yield pa.RecordBatch.from_arrays([pa.array(q), pa.array(values, pa.string())]
+                                                 + [pa.array(d[:, k]) for k in range(len(MEASURES))],
+                                                 names=["q", "value"] + [f"d_{x}" for x in MEASURES])
 
         try:
-            pairs = self.weighted.select("value", "features").mapInArrow(run, _PAIRS)
+            pairs = self._blocks(self.weighted, nearest, _NEAREST)
             by_words = Window.partitionBy("q").orderBy(F.col("cos_words").desc_nulls_last(), "value")
             by_grams = Window.partitionBy("q").orderBy(F.col("cos_grams").desc_nulls_last(), "value")
             kept = (pairs.withColumn("rw", F.row_number().over(by_words))
                     .withColumn("rg", F.row_number().over(by_grams))
                     .where((F.col("cos_words").isNotNull() & (F.col("rw") <= m))
-                           | (F.col("cos_grams").isNotNull() & (F.col("rg") <= m))))
-            rows = kept.select("q", "value", *[f"d_{x}" for x in MEASURES]).toArrow()
+                           | (F.col("cos_grams").isNotNull() & (F.col("rg") <= m)))
+                    .select("q", "value"))
+            rows = self._blocks(kept.join(self.weighted, "value"), measured, _MEASURED, key="q").toArrow()
         finally:
             shared.unpersist()
         q = rows.column("q").to_numpy()

@@ -100,15 +100,19 @@ def run(cmd: list[str], *, env: dict | None = None, cwd: str | None = None, chec
         peaks = dict.fromkeys(names, 0)
         while proc.poll() is None:
             try:
-                for child in psutil.Process(proc.pid).children(recursive=True):
-                    line = child.cmdline()
-                    if not line or os.path.basename(line[0]) == "java":
-                        continue
-                    for name in names:
-                        if name in " ".join(line):
-                            peaks[name] = max(peaks[name], proc_status("VmHWM", child.pid) or 0)
+                children = psutil.Process(proc.pid).children(recursive=True)
             except psutil.Error:
-                pass
+                children = []
+            for child in children:
+                try:           # one child gone between the listing and the reading skips that child only
+                    line = child.cmdline()
+                except psutil.Error:
+                    continue
+                if not line or os.path.basename(line[0]) == "java":
+                    continue
+                for name in names:
+                    if name in " ".join(line):
+                        peaks[name] = max(peaks[name], proc_status("VmHWM", child.pid) or 0)
             time.sleep(WATCH_EVERY)
         peaks = {name: peak / 2 ** 20 for name, peak in peaks.items()}
         watched = max(peaks.values())

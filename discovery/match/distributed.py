@@ -7,10 +7,10 @@ the whole column is one a block can compute a part of and a merge can finish exa
 * **IDF** (:mod:`.blocking`): document frequencies are counts, summed over blocks (:func:`feature_rows`), and a
   feature's weight is a function of its count alone (:func:`.blocking.idf_weight`);
 * **blocking**: a query value's ``m`` nearest lake values by a cosine are the ``m`` best, by cosine then by value,
-  of each block's ``m`` best (:func:`block_pairs`); the vectors a block builds are the very rows the whole column
+  of each block's ``m`` best (:func:`block_nearest`); the vectors a block builds are the very rows the whole column
   gives (:func:`.blocking.vectors` sums each row in feature order), so every cosine is the same float32 number;
-* **measures** of a pair read the pair's two values and the IDF of their words, so the block that holds the lake
-  value measures it;
+* **measures** of a pair read the pair's two values and the IDF of their words, so once the merge has kept a query
+  value's candidates, a task holding those pairs measures them (:func:`pair_distances`);
 * the **neighbours** of the lake values a query value may join are the same merge with those values as the query.
 
 What stays with the asker is what the query's size bounds: the candidates (at most ``2 m`` a query value), the
@@ -30,8 +30,8 @@ from .measures import MEASURES, distances
 WORDS, GRAMS = 0, 1
 
 FEATURE_SCHEMA = pa.schema([("value", pa.string()), ("kind", pa.int8()), ("feature", pa.string())])
-PAIR_SCHEMA = pa.schema([("q", pa.int64()), ("value", pa.string()), ("cos_words", pa.float32()),
-                         ("cos_grams", pa.float32())] + [(f"d_{m}", pa.float64()) for m in MEASURES])
+NEAREST_SCHEMA = pa.schema([("q", pa.int64()), ("value", pa.string()), ("cos_words", pa.float32()),
+                            ("cos_grams", pa.float32())])
 
 
 def feature_rows(values: list[str]) -> pa.RecordBatch:
@@ -68,28 +68,39 @@ def merged(a: Weights, b: Weights) -> Weights:
     return Weights({**a.words, **b.words}, {**a.grams, **b.grams}, a.n)
 
 
-def block_pairs(query: list[str], query_weights: Weights, block: list[str], block_weights: Weights, m: int,
-                refuse: bool) -> pa.RecordBatch:
-    """Each query value's ``m`` nearest values of ``block`` by words and by 3-grams (cosines; null where the pair
-    is not among that channel's ``m``), with the pair's distances (:mod:`.measures`); with ``refuse``, inf where
-    the consistency rule refuses it.  ``block`` sorted, so ties fall to the lesser value as in the whole column."""
+def block_nearest(query: list[str], query_weights: Weights, block: list[str], block_weights: Weights,
+                  m: int) -> pa.RecordBatch:
+    """Each query value's ``m`` nearest values of ``block`` by words and by 3-grams, with the cosines (null where
+    the pair is not among that channel's ``m``).  ``block`` is sorted, so ties fall to the lesser value as in the
+    whole column."""
     block = sorted(block)
     f = featurise(query, block, merged(query_weights, block_weights))
     q, lake = f.rows("query"), f.rows("lake")
     scored = [nearest_scored(mat[q], mat[lake], m) for mat in (f.word_vectors, f.gram_vectors)]
     width = max(len(block), 1)
     keys = [i * width + j for i, j, _ in scored]
-    both = np.unique(np.concatenate(keys)) if any(k.size for k in keys) else np.zeros(0, np.int64)
-    qi, li = both // width, both % width
+    both = np.unique(np.concatenate(keys))
     cos = []
     for key, (_, _, s) in zip(keys, scored):
         out = np.full(both.size, np.nan, np.float32)
         out[np.searchsorted(both, key)] = s
         cos.append(out)
-    d, left = distances(f, qi, f.n_query + li)
-    if refuse and qi.size:
+    return pa.RecordBatch.from_arrays(
+        [pa.array(both // width, pa.int64()), pa.array([block[j] for j in (both % width).tolist()], pa.string())]
+        + [pa.array(c, pa.float32(), mask=np.isnan(c)) for c in cos], schema=NEAREST_SCHEMA)
+
+
+def pair_distances(query: list[str], query_weights: Weights, q: np.ndarray, values: list[str],
+                   lake_weights: Weights, refuse: bool) -> np.ndarray:
+    """The distances (:mod:`.measures`) of the pairs ``(query[q[i]], values[i])``; with ``refuse``, inf where the
+    consistency rule refuses the pair.  Only the pairs' own values are weighed, by the whole column's IDF."""
+    if not values:
+        return np.zeros((0, len(MEASURES)))
+    rows, at_q = np.unique(q, return_inverse=True)
+    lake = sorted(set(values))
+    at = {v: i for i, v in enumerate(lake)}
+    f = featurise([query[i] for i in rows.tolist()], lake, merged(query_weights, lake_weights))
+    d, left = distances(f, at_q, f.n_query + np.array([at[v] for v in values], np.int64))
+    if refuse:
         d[~np.array([consistent(x, y) for x, y in left], dtype=bool)] = np.inf
-    columns = [pa.array(qi, pa.int64()), pa.array([block[j] for j in li.tolist()], pa.string())]
-    columns += [pa.array(c, pa.float32(), mask=np.isnan(c)) for c in cos]
-    columns += [pa.array(d[:, k], pa.float64()) for k in range(len(MEASURES))]
-    return pa.RecordBatch.from_arrays(columns, schema=PAIR_SCHEMA)
+    return d

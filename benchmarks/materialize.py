@@ -1,7 +1,7 @@
 """Writing answers: are the written tables right on real lakes, what does a large one cost, what is it worth.
 
-Run: ``python benchmarks/materialize.py [--sample] [--autofj] [--webtables] [--programs] [--scale] [--downstream]
-[--workdir DIR] [--master local[2]]`` (no flag: all six).
+Run: ``python benchmarks/materialize.py [--sample] [--autofj] [--webtables] [--programs] [--scale] [--values]
+[--downstream] [--workdir DIR] [--master local[2]]`` (no flag: all seven).
 Prints tables and writes ``benchmarks/results/materialize.json``.  Every
 figure goes through what a user calls: lakes built by the real refresh, tables written by ``discovery.open(...)``'s
 ``augment`` / ``stack`` (the large one by ``lakescout augment --master``).
@@ -40,6 +40,10 @@ figure goes through what a user calls: lakes built by the real refresh, tables w
   and of the command, against the same run on a table a tenth the size; the same join written in one process (the
   command pairs the values itself): its seconds, its peak, and whether it wrote the same rows; and the seconds
   against a pandas merge of the same value mapping (pandas reads the lake table whole).
+* ``values``: a lake column of ``--lake-values`` (300k) distinct supplier names, one row each, and a query of
+  ``--values-query`` (10k) of them, half written differently; the join written on Spark (``--master``) and in one
+  process, against the same at a tenth of the values: seconds, peak RSS of the command and of the Spark drivers, and
+  whether both wrote the same rows.
 * ``downstream``: a task whose target depends on a column only a lake table holds (a city's population, the cities
   written differently in the query): least squares on the query's own feature against the augmented table's.
 """
@@ -71,7 +75,7 @@ MATCHERS = [(f"auto {p}", {"precision": p}) for p in (0.9, 0.95, 0.99)] + \
     [(f"search tau {t}", {"matcher": "search", "tau": t}) for t in (0.02, 0.04, 0.06, 0.08, 0.1)]
 #: The parts of the benchmark, each run alone with its flag (all when none is given); a run keeps the parts of the
 #: last result file it does not measure again.
-PARTS = ("sample", "autofj", "webtables", "programs", "scale", "downstream")
+PARTS = ("sample", "autofj", "webtables", "programs", "scale", "values", "downstream")
 #: The pandas baseline of ``scale``, in a process of its own so its peak RSS is its own: the lake table read whole,
 #: both sides normalised as the index normalises, two merges through the mapping (first lake row per value).
 PANDAS_MERGE = """
@@ -543,6 +547,55 @@ def scale(args) -> dict:
     return out
 
 
+def values(args) -> dict:
+    """A lake column of many distinct values: where the in-process matcher holds them all and Spark holds none."""
+    from discovery.demo_lake import entities as E
+    from discovery.demo_lake import vocab as V
+    from discovery.demo_lake.variants import vary
+
+    rng = np.random.default_rng(2)
+    work = Path(args.workdir) / "values"
+    names = E.unique(rng, args.lake_values,
+                     lambda r: f"{E.company(r)} {E.pick(r, V.FIRST_NAMES)} {E.pick(r, V.LAST_NAMES)}")
+    query = work / "query.csv"
+    if not query.exists():
+        work.mkdir(parents=True, exist_ok=True)
+        picked = names[:args.values_query]
+        written = [vary(n, "company", rng)[0] if rng.random() < 0.5 and vary(n, "company", rng) else n for n in picked]
+        pacsv.write_csv(pa.table({"vendor": written}), str(query))
+    config = harness.config_file(str(work), "spark", "[materialize]\nspark_min_bytes = 0\n")
+    env = dict(os.environ, LAKESCOUT_CONFIG=config)
+    figures = []
+    for n in (args.lake_values // 10, args.lake_values):
+        lake, wh = work / f"lake-{n}", work / f"wh-{n}"
+        if not lake.exists():
+            (lake / "suppliers").mkdir(parents=True)
+            order = rng.permutation(n)
+            pq.write_table(pa.table({"supplier": pa.array(names[:n]).take(order),
+                                     "amount": rng.integers(1, 100_000, n)}), lake / "suppliers" / "part-0.parquet")
+        harness.build(str(lake), str(wh), config=_untimed(args.workdir))
+        common = ["augment", "--warehouse", str(wh), "--query", str(query), "--column", "vendor", "--table",
+                  "suppliers", "--lake-column", "supplier", "--json"]
+        out, here = str(work / f"spark-{n}.parquet"), str(work / f"here-{n}.parquet")
+        for path in (out, here):
+            if os.path.exists(path):
+                os.unlink(path)
+        done = harness.cli(*common, "--output", out, "--master", args.master, env=env,
+                           watch=("match.py", "materialize.py"))
+        local = harness.cli(*common, "--output", here, env=env)
+        source = done.json()["sources"][0]
+        same = pq.read_table(out).replace_schema_metadata(None).equals(
+            pq.read_table(here).replace_schema_metadata(None))
+        figures.append({"lake_values": n, "query_values": args.values_query, "spark_seconds": done.wall,
+                        "match_driver_peak_mib": done.watched_peaks["match.py"],
+                        "write_driver_peak_mib": done.watched_peaks["materialize.py"],
+                        "command_peak_mib": done.peak_rss_mb, "in_process_seconds": local.wall,
+                        "in_process_peak_mib": local.peak_rss_mb, "matched_values": source.get("matched_values"),
+                        "estimated_precision": source.get("estimated_precision"), "same_rows": same})
+    print_table(figures, list(figures[0]))
+    return {"figures": figures}
+
+
 def downstream(args) -> dict:
     """Population of a city, held only by a lake table; the query names its cities differently."""
     from discovery.demo_lake.variants import vary
@@ -604,6 +657,8 @@ def main(argv=None) -> int:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--query-rows", type=int, default=100_000)
+    ap.add_argument("--lake-values", type=int, default=300_000, help="values: distinct values of the larger lake")
+    ap.add_argument("--values-query", type=int, default=10_000, help="values: distinct values of the query")
     ap.add_argument("--skrub-python", default=None, help="autofj: an interpreter with skrub (requirements-matchers)")
     ap.add_argument("--autofj-python", default=None, help="autofj: an interpreter with autofj and pandas 1.x")
     ap.add_argument("--splink-python", default=None, help="autofj: an interpreter of requirements-splink.txt")

@@ -135,17 +135,18 @@ def union_search(snapshot: Snapshot, query: str | int, k: int = 10, method: str 
     started = time.perf_counter()
     stored = (loaded.index.table_columns(q.table_id)
               if compact and q.indexed and q.table_id is not None and current_quantities(snapshot) else None)
-    if stored is not None and len(stored[0]) == len(q.names):
-        # the query is a lake table as the snapshot indexed it: its columns are the index's own rows, so encoding
-        # it again (most of a search's time) would give the same bits
-        found = loaded.index.search(stored[0], k, method, tau=params.get("tau", DEFAULT_TAU),
-                                    exclude_table_id=q.table_id, query_quantities=stored[1],
-                                    score=params.get("score", "sum"), normalised=True)
-    elif compact:
-        emb = embed_query(snapshot, q)
-        found = loaded.index.search(emb.column_vectors, k, method, tau=params.get("tau", DEFAULT_TAU),
-                                    exclude_table_id=q.table_id, query_quantities=quantity_codes(emb.quantities),
-                                    score=params.get("score", "sum"))
+    if compact:
+        # a lake table as the snapshot indexed it: its columns are the index's own rows, so encoding it again (most
+        # of a search's time) would give the same bits
+        normalised = stored is not None and len(stored[0]) == len(q.names)
+        if normalised:
+            rows, quantities = stored
+        else:
+            emb = embed_query(snapshot, q)
+            rows, quantities = emb.column_vectors, quantity_codes(emb.quantities)
+        found = loaded.index.search(rows, k, method, tau=params.get("tau", DEFAULT_TAU), exclude_table_id=q.table_id,
+                                    query_quantities=quantities, score=params.get("score", "sum"),
+                                    normalised=normalised)
     else:
         emb = embed_query(snapshot, q)
         graphs = loaded.index.graphs

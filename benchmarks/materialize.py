@@ -36,8 +36,9 @@ figure goes through what a user calls: lakes built by the real refresh, tables w
   own account, or none when it has none), ``missed``, ``wrong`` (another person's account), by construction.
 * ``scale``: a lake table of ``--rows`` rows (10M; a Parquet folder of 20 files) and a query of ``--query-rows``
   (100k) names, half of them written differently; ``lakescout augment --master local[2]`` pairs the column's values
-  (the two-table matcher on Spark) and writes the join on Spark.  Peak RSS of the two applications' Python drivers
-  and of the command, against the same run on a table a tenth the size; the same join written in one process (the
+  (the two-table matcher on Spark) and writes the join on Spark.  Peak RSS of the two applications' Python drivers,
+  of the command's own process and of it with the children it waited for (the Spark JVMs, executors included in
+  local mode), against the same run on a table a tenth the size; the same join written in one process (the
   command pairs the values itself): its seconds, its peak, and whether it wrote the same rows; and the seconds
   against a pandas merge of the same value mapping (pandas reads the lake table whole).
 * ``values``: a lake column of ``--lake-values`` (300k) distinct supplier names, one row each, and a query of
@@ -509,7 +510,8 @@ def scale(args) -> dict:
                  "suppliers", "--lake-column", "supplier", "--json"]
         # the Spark applications' Python drivers: the matcher's (spark_jobs/match.py), then the write's
         done = harness.cli(*common, "--output", out, "--master", args.master,
-                           env=dict(os.environ, LAKESCOUT_CONFIG=config), watch=("match.py", "materialize.py"))
+                           env=dict(os.environ, LAKESCOUT_CONFIG=config),
+                           watch=("match.py", "materialize.py", "lakescout augment"))
         described = done.json()
         match = described["sources"][0]
         # the same join in one process: the command pairs the column's distinct values itself
@@ -522,7 +524,8 @@ def scale(args) -> dict:
         figures.append({"lake_rows": rows, "seconds": done.wall,
                         "match_driver_peak_mib": done.watched_peaks["match.py"],
                         "write_driver_peak_mib": done.watched_peaks["materialize.py"],
-                        "command_peak_mib": done.peak_rss_mb, "matched_rows": described["matched_rows"],
+                        "command_peak_mib": done.watched_peaks["lakescout augment"],
+                        "with_children_peak_mib": done.peak_rss_mb, "matched_rows": described["matched_rows"],
                         "engine": described["engine"], "matched_values": match.get("matched_values"),
                         "estimated_precision": match.get("estimated_precision"),
                         "in_process_seconds": local.wall, "in_process_peak_mib": local.peak_rss_mb,
@@ -540,9 +543,7 @@ def scale(args) -> dict:
            "match_driver_peak_ratio": big["match_driver_peak_mib"] / figures[0]["match_driver_peak_mib"],
            "command_peak_ratio": big["command_peak_mib"] / figures[0]["command_peak_mib"],
            "query_rows": args.query_rows}
-    print_table(figures, ["lake_rows", "seconds", "match_driver_peak_mib", "write_driver_peak_mib",
-                          "command_peak_mib", "matched_rows", "matched_values", "estimated_precision", "engine",
-                          "in_process_seconds", "in_process_peak_mib", "same_rows"])
+    print_table(figures, list(figures[0]))
     print(f"pandas merge of the same mapping: {pandas_seconds:.1f} s (process peak {pandas_peak:.0f} MiB)")
     return out
 
@@ -581,7 +582,7 @@ def values(args) -> dict:
             if os.path.exists(path):
                 os.unlink(path)
         done = harness.cli(*common, "--output", out, "--master", args.master, env=env,
-                           watch=("match.py", "materialize.py"))
+                           watch=("match.py", "materialize.py", "lakescout augment"))
         local = harness.cli(*common, "--output", here, env=env)
         source = done.json()["sources"][0]
         same = pq.read_table(out).replace_schema_metadata(None).equals(
@@ -589,7 +590,8 @@ def values(args) -> dict:
         figures.append({"lake_values": n, "query_values": args.values_query, "spark_seconds": done.wall,
                         "match_driver_peak_mib": done.watched_peaks["match.py"],
                         "write_driver_peak_mib": done.watched_peaks["materialize.py"],
-                        "command_peak_mib": done.peak_rss_mb, "in_process_seconds": local.wall,
+                        "command_peak_mib": done.watched_peaks["lakescout augment"],
+                        "with_children_peak_mib": done.peak_rss_mb, "in_process_seconds": local.wall,
                         "in_process_peak_mib": local.peak_rss_mb, "matched_values": source.get("matched_values"),
                         "estimated_precision": source.get("estimated_precision"), "same_rows": same})
     print_table(figures, list(figures[0]))

@@ -569,11 +569,15 @@ def values(args) -> dict:
     figures = []
     for n in (args.lake_values // 10, args.lake_values):
         lake, wh = work / f"lake-{n}", work / f"wh-{n}"
-        if not lake.exists():
-            (lake / "suppliers").mkdir(parents=True)
+        if not (lake / "suppliers" / "_SUCCESS").exists():
+            folder = lake / "suppliers"
+            folder.mkdir(parents=True, exist_ok=True)
             order = rng.permutation(n)
-            pq.write_table(pa.table({"supplier": pa.array(names[:n]).take(order),
-                                     "amount": rng.integers(1, 100_000, n)}), lake / "suppliers" / "part-0.parquet")
+            for i, part in enumerate(np.array_split(order, 4)):
+                pq.write_table(pa.table({"supplier": pa.array(names[:n]).take(part),
+                                         "amount": rng.integers(1, 100_000, len(part))}),
+                               folder / f"part-{i:05d}.parquet")
+            (folder / "_SUCCESS").touch()
         harness.build(str(lake), str(wh), config=_untimed(args.workdir))
         common = ["augment", "--warehouse", str(wh), "--query", str(query), "--column", "vendor", "--table",
                   "suppliers", "--lake-column", "supplier", "--json"]
@@ -673,10 +677,11 @@ def main(argv=None) -> int:
     try:
         for part in parts:
             out[part] = globals()[part](args)
+            # each part's figures kept as it ends: a later part that fails loses only its own
+            write_result("materialize", {**harness.previous_result("materialize", PARTS), **out})
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
-    write_result("materialize", {**harness.previous_result("materialize", PARTS), **out})
     return 0
 
 

@@ -4,7 +4,8 @@ The join search finds a joinable lake column; writing the join pairs the two col
 :func:`match_values` (:mod:`.matcher`), which blocks, measures and chooses its configuration per column pair for a
 stated precision target without labels; a join on several query columns (``first``, ``last``) pairs their rows
 with :func:`match_rows`, which also learns string programs (:mod:`.programs`).  Once paired, the rows' other
-columns can refuse a pair (:mod:`.evidence`).
+columns can refuse a pair (:mod:`.evidence`).  The lake column may be held in this process or by a Spark job
+(:mod:`.sides`, :mod:`.distributed`), with the same pairs.
 """
 from .matcher import Matches, match_rows, match_values
 

@@ -65,6 +65,7 @@ def weights_of(counts: dict[tuple[int, str], int], n: int) -> Weights:
 
 
 def merged(a: Weights, b: Weights) -> Weights:
+    """The weights of the features of both (the query's and a block's: one IDF, read in two parts)."""
     return Weights({**a.words, **b.words}, {**a.grams, **b.grams}, a.n)
 
 

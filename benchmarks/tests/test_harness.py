@@ -43,6 +43,24 @@ def test_children_run_from_threads_keep_their_own_figures():
     assert runs[300].peak_rss_mb >= 300 > 100 > runs[10].peak_rss_mb
 
 
+#: A parent that starts a long child holding ``argv[1]`` MB (its command line carries ``held-child``) and, while it
+#: runs, many children that end at once: a reading of the watched processes meets children gone mid-reading.
+PARENT = """
+import subprocess, sys
+held = ("import sys, time; b = bytearray(int(sys.argv[1]) << 20); b[::4096] = b'x' * len(b[::4096]); "
+        "time.sleep(3)")
+child = subprocess.Popen([sys.executable, "-c", held, sys.argv[1], "held" + "-child"])  # only the child's names it
+while child.poll() is None:
+    subprocess.run([sys.executable, "-S", "-c", "pass"])
+"""
+
+
+def test_a_watched_child_is_read_while_others_come_and_go():
+    done = harness.run([sys.executable, "-c", PARENT, "150"], watch=("held-child", "no such child"))
+    assert done.watched_peaks["held-child"] >= 150 and done.watched_peaks["no such child"] == 0
+    assert done.watched_peak_mb == done.watched_peaks["held-child"]
+
+
 def test_a_failed_run_raises_with_its_stderr_unless_told_not_to():
     failing = [sys.executable, "-c", "import sys; sys.exit('no such table')"]
     with pytest.raises(harness.RunFailed, match="no such table"):

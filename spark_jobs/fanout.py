@@ -12,7 +12,8 @@ written once:
   shuffle) and returns what the bodies yield, in item order: any picklable value (counters, file metadata, Arrow
   IPC bytes of small tables), never the rows a task wrote.  :func:`items_frame` is the same fan-out as a DataFrame
   for a Spark aggregation to follow (a union's row hashes); :func:`map_groups` hands a DataFrame's rows grouped by
-  a key column to Python tasks (a union's kept rows, part by part).
+  a key column to Python tasks (a union's kept rows, part by part); :func:`map_frame` maps a DataFrame's partitions
+  to another DataFrame (the two-table matcher's blocks).
 * :func:`run_tasks` runs a stage's fan-outs (:data:`Tasks`: a count and a body per task) as one job.
 
 The driver plans (small metadata), Spark tasks do the per-table work and write their output files straight into the
@@ -109,6 +110,15 @@ def map_groups(frame, key: str, tasks: int, body: Callable[[Iterator[pa.RecordBa
 
     rows = frame.repartition(max(tasks, 1), key).mapInArrow(run, "payload binary").collect()
     return [pickle.loads(r["payload"]) for r in rows]
+
+
+def map_frame(frame, body: Callable[[Iterator[pa.RecordBatch]], Iterable[pa.RecordBatch]], schema: str,
+              key: str | None = None, tasks: int | None = None):
+    """``frame``'s partitions (its rows hashed by ``key`` into ``tasks`` first, when given) handed to ``body`` as
+    record batches, what it yields a DataFrame of ``schema`` (a Spark DDL string): Python work whose result a Spark
+    join, window or aggregation takes up (the two-table matcher's blocks, :mod:`spark_jobs.match`)."""
+    parted = frame.repartition(max(tasks or 1, 1), key) if key else frame
+    return parted.mapInArrow(body, schema)
 
 
 #: A stage's fan-out: how many Spark tasks, and the body Spark task ``i`` runs, yielding small metadata records.

@@ -35,7 +35,7 @@ from discovery.match.measures import MEASURES
 from discovery.match.views import DELIMITERS, View, shaped
 from discovery.normalize import normalize_array
 from spark_jobs.common import spark_session
-from spark_jobs.fanout import cores, items_frame
+from spark_jobs.fanout import cores, items_frame, map_frame
 
 #: Column values a block holds at most: a task featurises the query's values once for its block.
 BLOCK_VALUES = 100_000
@@ -95,8 +95,8 @@ class SparkLake(LakeSide):
     def features(self):
         """``(features, counts)``: one row per distinct feature of each value, and each feature's count."""
         if self._counted is None:
-            feats = self.frame.mapInArrow(
-                lambda batches: (feature_rows(b.column(0).to_pylist()) for b in batches), _FEATURES).cache()
+            feats = map_frame(self.frame, lambda batches: (feature_rows(b.column(0).to_pylist()) for b in batches),
+                              _FEATURES).cache()
             self._counted = (feats, feats.groupBy("kind", "feature").count().cache())
         return self._counted
 
@@ -132,7 +132,7 @@ class SparkLake(LakeSide):
                 yield pa.RecordBatch.from_arrays([pa.array([view.apply(v) for v in values], pa.string()),
                                                   pa.array(values, pa.string())], names=["key", "value"])
 
-        return self.frame.mapInArrow(keyed, "key string, value string")
+        return map_frame(self.frame, keyed, "key string, value string")
 
     def _single(self, view: View, wanted: set[str]):
         from pyspark.sql import functions as F
@@ -177,8 +177,7 @@ class SparkBlocker(Blocker):
         def whole(batches):
             yield from run(list(batches))
 
-        parted = frame.repartition(self.blocks, key) if key else frame
-        return parted.mapInArrow(whole, schema)
+        return map_frame(frame, whole, schema, key, self.blocks)
 
     def _nearest(self, query: list[str], weights, m: int, refuse: bool):
         """Per query value, the union of its ``m`` nearest column values by each cosine, with the distances."""

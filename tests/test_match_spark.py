@@ -95,7 +95,7 @@ def test_a_block_of_the_values_gets_the_very_vectors_the_whole_column_does():
 
 @pytest.mark.parametrize("seed", range(8))
 def test_configurations_applied_value_by_value_are_what_the_greedy_union_resolves(seed):
-    from tests.test_match import _random_inputs
+    from test_match import _random_inputs
 
     rng = np.random.default_rng(seed)
     inputs = _random_inputs(rng)

@@ -8,6 +8,7 @@ positions in the sorted order of the lake values they name, the order every tie 
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 import numpy as np
@@ -19,49 +20,56 @@ from .views import View, ambiguous, grouped
 from .views import candidates as view_candidates, unique_keys
 
 
-class Blocker:
+class Blocker(ABC):
     """Candidate pairs and lake neighbours of query values against a lake column: ``lake`` names the lake values
     the positions it returns index, in sorted order (the order every tie is broken in)."""
 
     lake: list[str]
 
+    @abstractmethod
     def candidates(self, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(query row, lake position, distances)`` of each query value's blocked candidates (:mod:`.blocking`),
         distances in :data:`.measures.MEASURES` order, inf where the consistency rule refuses the pair."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def neighbours(self, used: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
         """``(lake position, distances)``: the lake values at positions ``used`` with the distances to each of
         their ``m`` nearest other lake values by words and by 3-grams."""
-        raise NotImplementedError
+        ...
 
 
-class LakeSide:
+class LakeSide(ABC):
     """The lake column a matcher pairs query values with, wherever its distinct values are held: what the matcher
     asks of the whole column (which query values it holds, its views) and the :class:`Blocker` of query values
     against it."""
 
     size: int
 
+    @abstractmethod
     def holding(self, values: list[str]) -> set[str]:
         """The ``values`` the column holds."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def blocker(self, rest: list[str]) -> Blocker:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def shapes(self) -> list[View]:
         """The column's views (:func:`.views.candidates`)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def unique_views(self, view: View, wanted: set[str]) -> set[str]:
         """Of ``wanted``, the keys ``view`` gives exactly one of the column's values."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def viewed(self, view: View) -> tuple[LakeSide, Callable[[set[str]], dict[str, str]]]:
         """The column's distinct views as a column, and what tells, for some of them, the one value behind each
         (a view several values share has none)."""
-        raise NotImplementedError
+        ...
 
 
 class LocalLake(LakeSide):

@@ -23,7 +23,8 @@ indexed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -147,19 +148,28 @@ def is_join_candidate(kind: str, profile: ColumnProfile, spec: EmbedSpec) -> boo
     return kind == "string" and len(profile.values) >= spec.join_min_distinct
 
 
-def column_values(join: Encoder, profile: ColumnProfile, ordinal: int, max_values: int,
-                  max_segments: int = 0, cells: pa.Array | None = None) -> ColumnValues:
-    """Value vectors of at most ``max_values`` distinct values (priority sample, ascending value order), then of
-    their segments, at most ``max_segments`` a value (:func:`.segments.value_segments`); ``cells``, the column as
-    written, lets glued words be split (:func:`.segments.glued_spellings`)."""
+def column_rows(profile: ColumnProfile, ordinal: int, max_values: int, max_segments: int = 0,
+                cells: pa.Array | None = None) -> tuple[ColumnValues, list[str]]:
+    """What :func:`column_values` encodes: the column's rows with no vectors yet (a 0 x 0 array) and the text of each
+    row, the values and then their segments."""
     chosen = priority_sample(profile.values, profile.counts, max_values)
     values = [profile.values[i] for i in chosen]
     splits = glued_spellings(cells, values) if max_segments > 0 and cells is not None else None
     owner, number, segs = value_segments(values, max_segments, splits)
     n = len(values)
-    return ColumnValues(ordinal, values, profile.counts[chosen].astype(np.int64), join.encode_values(values + segs),
+    rows = ColumnValues(ordinal, values, profile.counts[chosen].astype(np.int64), np.zeros((0, 0), dtype=np.float32),
                         len(profile.values), np.r_[np.arange(n, dtype=np.int64), owner],
                         np.r_[np.zeros(n, dtype=np.int32), number].astype(np.int32))
+    return rows, values + segs
+
+
+def column_values(join: Encoder, profile: ColumnProfile, ordinal: int, max_values: int,
+                  max_segments: int = 0, cells: pa.Array | None = None) -> ColumnValues:
+    """Value vectors of at most ``max_values`` distinct values (priority sample, ascending value order), then of
+    their segments, at most ``max_segments`` a value (:func:`.segments.value_segments`); ``cells``, the column as
+    written, lets glued words be split (:func:`.segments.glued_spellings`)."""
+    rows, texts = column_rows(profile, ordinal, max_values, max_segments, cells)
+    return replace(rows, vectors=join.encode_values(texts))
 
 
 def column_quantities(kinds: list[str], profiles: list[ColumnProfile], names: list[str]) -> list[str]:
@@ -306,12 +316,14 @@ def query_table_vector(snapshot: Snapshot, query: QueryTable) -> np.ndarray:
     return embed_query(snapshot, query).table_vector
 
 
-def query_value_vectors(snapshot: Snapshot, query: QueryTable, column: str | int,
-                        max_values: int | None = None) -> ColumnValues:
+def query_value_vectors(snapshot: Snapshot, query: QueryTable, column: str | int, max_values: int | None = None,
+                        stored: Callable[[ColumnValues], np.ndarray | None] | None = None) -> ColumnValues:
     """Value vectors of one query column (by name or ordinal) with the snapshot's join encoder.
 
     ``max_values`` defaults to the stage's per-column cap, which makes a lake column's vectors equal to its rows in
-    ``value_vectors``; any column may be chosen, join candidate or not.
+    ``value_vectors``; any column may be chosen, join candidate or not.  ``stored``, given the column's rows, returns
+    their vectors as the snapshot already holds them (a lake column as it was indexed: the same bits, see the module
+    docstring) or None, and the rows are then encoded.
     """
     encoders = snapshot_encoders(snapshot)
     if encoders.join is None:
@@ -325,4 +337,6 @@ def query_value_vectors(snapshot: Snapshot, query: QueryTable, column: str | int
         ordinal = query.ordinal(column)
     cap = encoders.refs.spec.join_max_values if max_values is None else max_values
     cells = query.columns[ordinal]
-    return column_values(encoders.join, profile_column(cells), ordinal, cap, encoders.refs.spec.join_segments, cells)
+    rows, texts = column_rows(profile_column(cells), ordinal, cap, encoders.refs.spec.join_segments, cells)
+    vectors = stored(rows) if stored is not None else None
+    return replace(rows, vectors=encoders.join.encode_values(texts) if vectors is None else vectors)

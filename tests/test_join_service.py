@@ -241,3 +241,40 @@ def test_top_k_returns_the_k_most_joinable_columns(lakes):
     default = ls.join(lakes["query"], "company")
     assert default["top_k"] == 10
     check_context_top_k(_answer(ls, default), expected, 10, context_slack(default))
+
+
+def test_a_lake_column_as_the_query_answers_from_its_indexed_vectors_as_when_encoded(indexed_lake):
+    """A query column of a lake file as the snapshot indexed it takes its vectors from the kept index instead of
+    being encoded again: they are the encoder's bits (every sampled column), and the answers, top-k and threshold,
+    equal the encoded query's.  Rows that are not the column's (another count) are not taken."""
+    import dataclasses
+
+    from discovery.join.service import join_search, loaded_index
+
+    _, wh = indexed_lake
+    snap = discovery.open(wh).snapshot
+    stored = snap.read("value_vectors", columns=["table_id", "ordinal"])
+    keys = sorted(set(zip(stored.column("table_id").to_pylist(), stored.column("ordinal").to_pylist())))
+    loaded = loaded_index(snap)
+    first = resolve_query(snap, keys[0][0])
+    assert join_search(snap, first, first.names[keys[0][1]], tau=0.04, top_k=1)["stats"]["query_vectors_indexed"] == 0
+    assert loaded.kept  # the first search built the index; until then a query is encoded
+    taken = 0
+    for table_id, ordinal in keys[::max(1, len(keys) // 40)]:
+        q = resolve_query(snap, table_id)
+        if not q.indexed:
+            continue
+        column = q.names[ordinal]
+        encoded = dataclasses.replace(q, indexed=False)
+        for tau, top_k, T in ((0.04, 10, None), (0.1, None, 0.3)):
+            got = join_search(snap, q, column, tau=tau, top_k=top_k, T=T, context_margin=0.05)
+            again = join_search(snap, encoded, column, tau=tau, top_k=top_k, T=T, context_margin=0.05)
+            assert got["results"] == again["results"], (table_id, column)
+            assert got["stats"]["query_vectors_indexed"] == 1 and again["stats"]["query_vectors_indexed"] == 0
+        rows = query_value_vectors(snap, encoded, ordinal)
+        own = loaded.own_vectors(table_id * COLUMN_KEY_BASE + ordinal, rows)
+        assert own is not None and np.array_equal(own, rows.vectors), (table_id, column)
+        taken += 1
+        fewer = dataclasses.replace(rows, value_of=rows.value_of[:-1], segment=rows.segment[:-1])
+        assert loaded.own_vectors(table_id * COLUMN_KEY_BASE + ordinal, fewer) is None
+    assert taken >= 30

@@ -76,13 +76,13 @@ class LoadedJoinIndex:
         self.model = PivotModel.from_stored(snapshot_model(snapshot, MODEL))
         self._index: JoinIndex | None = None
         self._first: dict[int, int] = {}               # column key -> first index row, of the kept index
-        self._position: np.ndarray | None = None       # input row -> index row, of the kept index (own_vectors)
-        self._sizes = np.zeros(0, dtype=np.int64)      # rows of each column of the kept index, in column_values order
+        # of the kept index, for own_vectors: input row -> index row, and each column's rows (column_values order)
+        self._rows_of: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def nbytes(self) -> int:
         """What the index cache counts: the kept index (one partition) and its column offsets."""
-        return deep_nbytes([self._index, self._first, self._position, self._sizes])
+        return deep_nbytes([self._index, self._first, self._rows_of])
 
     @property
     def kept(self) -> bool:
@@ -103,16 +103,18 @@ class LoadedJoinIndex:
         index = self._index
         if index is None or self.model.metric != "euclidean" or key not in self._first:
             return None
-        if self._position is None:
-            self._position = np.empty_like(index.order)
-            self._position[index.order] = np.arange(index.order.size, dtype=index.order.dtype)
-            self._sizes = np.bincount(index.col, minlength=index.n_columns)
-        n = int(self._sizes[np.searchsorted(index.column_values, key)])
+        rows_of = self._rows_of
+        if rows_of is None:  # built whole, then published in one assignment: requests call this from many threads
+            position = np.empty_like(index.order)
+            position[index.order] = np.arange(index.order.size, dtype=index.order.dtype)
+            rows_of = self._rows_of = (position, np.bincount(index.col, minlength=index.n_columns))
+        position, sizes = rows_of
+        n = int(sizes[np.searchsorted(index.column_values, key)])
         if n != rows.value_of.size:
             return None
         rank = np.empty(n, dtype=np.int64)
         rank[np.lexsort((rows.segment, rows.value_of))] = np.arange(n)
-        return index.vectors[self._position[self._first[key] + rank]]
+        return index.vectors[position[self._first[key] + rank]]
 
     def partition(self, p: int, first_rows: dict[int, int], held: list[int]) -> JoinIndex | None:
         """The join index of partition ``p`` (kept when there is only one partition); None when it is empty.

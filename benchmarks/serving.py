@@ -179,7 +179,10 @@ def mixed(url: str, token: str, work: dict, clients: int, seconds: float, soak: 
 
 def summary(answers: list[dict], seconds: float) -> dict:
     searches = [a for a in answers if a["kind"] in ("union", "join", "nary", "nary-upload")]
-    return {**quantiles([a["seconds"] for a in searches]), "searches_per_s": round(len(searches) / seconds, 1),
+    by_kind = {kind: quantiles([a["seconds"] for a in searches if a["kind"] == kind])
+               for kind in sorted({a["kind"] for a in searches})}
+    return {**quantiles([a["seconds"] for a in searches]), "by_kind": by_kind,
+            "searches_per_s": round(len(searches) / seconds, 1),
             "requests_per_s": round(len(answers) / seconds, 1),
             "status_5xx": sum(1 for a in answers if a["status"] >= 500),
             "unanswered": sum(1 for a in answers if a["status"] == 0),
@@ -291,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
             print_table(result["load"], ["run", "requests", "searches_per_s", "p50_ms", "p95_ms", "max_ms",
                                          "status_5xx"])
             print(result["load_checks"])
+            kinds = [{"run": r["run"], "kind": kind, **q} for r in result["load"] for kind, q in r["by_kind"].items()]
+            print_table(kinds, ["run", "kind", "requests", "p50_ms", "p95_ms", "max_ms"])
         if args.part in ("all", "soak"):
             stop, runs, memory = threading.Event(), [], []
             churner = threading.Thread(target=churn, args=(work, stop, log, True, runs))

@@ -19,6 +19,11 @@ Three things stood between them, and :class:`Served` removes each:
   ``query_results`` and one to ``query_batches``, so sixteen searches recorded at once cost two commits, not
   thirty-two, and commit conflicts between them cannot arise.  The rule: a response says ``recorded`` only after the
   commit that holds its rows; a crash loses only searches whose responses were not yet sent.
+* **One thread a request.**  A search's compiled passes (:mod:`discovery.threads`) and numpy's BLAS calls run on
+  every core by default, which one process answering one query wants.  A server answers many at once: its
+  parallelism is its requests, and a request splitting its work over threads that other requests' threads also
+  want (BLAS threads spin while they wait) served 87 searches/s to 16 clients on 2 cores where one thread a request
+  served 117 (``benchmarks/serving.py --part load``).  So a served request runs on :func:`request_threads`.
 * **What the page shows, memoised** (:meth:`Served.memo`): rebuilt when the served snapshot changes (its recent
   searches also when this process recorded one), and otherwise at most every ``seconds`` in the background (a refresh
   or another process may have written), so a status request reads memory.
@@ -32,6 +37,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import logging
+import os
 import threading
 import time
 import uuid
@@ -41,6 +47,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, UTC
 
 import pyarrow as pa
+from threadpoolctl import threadpool_limits
 
 from .api import Lakescout
 from .batch import BatchError, BatchQuery, answer_rows, batch_record, check_query_table, parse_spec, search_answer
@@ -49,6 +56,7 @@ from .searches import SEARCHES
 from .config import Config
 from .store import SCHEMAS, Session, Warehouse, load_snapshot, new_attempt_token
 from .store.cache import INDEXES
+from .threads import threads_of_this_caller
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +68,13 @@ WARM_SEARCHES = 1
 WARM_RECORDED = 20
 #: The most searches one group commit records.
 MAX_GROUP = 512
+
+
+def request_threads() -> int:
+    """Threads one served request runs its compiled passes and BLAS calls on: ``LAKESCOUT_QUERY_THREADS`` when set
+    (a machine with cores to spare for few users), else 1."""
+    env = os.environ.get("LAKESCOUT_QUERY_THREADS", "")
+    return max(1, int(env)) if env.strip().isdigit() else 1
 
 
 @dataclass
@@ -253,8 +268,9 @@ class Served:
 
     @staticmethod
     def _answer(ls: Lakescout, q: BatchQuery, uploads: Mapping[str, str]) -> dict:
-        table = check_query_table(ls.snapshot, q, True, uploads, ls.config)
-        return search_answer(ls.snapshot, q, ls.config, True, uploads, table=table)
+        with threads_of_this_caller(request_threads()):
+            table = check_query_table(ls.snapshot, q, True, uploads, ls.config)
+            return search_answer(ls.snapshot, q, ls.config, True, uploads, table=table)
 
     # -- memoised reads -----------------------------------------------------------------------------------------
     def memo(self, name: str, build: Callable[[], object], seconds: float, records: bool = False) -> object:
@@ -316,5 +332,7 @@ def served(root: str, configure: Callable[[], Config]) -> Served:
     first request builds its session, with the configuration the surface resolves (``configure()``, called once)."""
     with _SERVED_LOCK:
         if root not in _SERVED:
+            if not _SERVED:  # the process serves: BLAS (numpy's, loaded by now) answers each caller on its thread
+                threadpool_limits(limits=request_threads(), user_api="blas")
             _SERVED[root] = Served(Session.at(root, configure()))
         return _SERVED[root]

@@ -300,3 +300,28 @@ def test_a_client_generated_from_the_description_runs_against_the_server(server,
     assert isinstance(refused, Refusal) and refused.status == 400 and refused.parameter == "k"
     denied = search.sync("union", client=client, body=body, record=True)
     assert isinstance(denied, Refusal) and denied.status == 403
+
+
+def test_an_answer_is_written_as_fastapi_writes_a_returned_value():
+    """:class:`lakescout_ui.models.Answer` writes the bytes FastAPI writes for the same returned value (its encoder's
+    walk, then ``json.dumps``): timestamps, dates, sets, enums, tuples, nested lists, numbers, text beyond ASCII; a
+    NaN is refused by both."""
+    import datetime
+    import enum
+
+    from fastapi.responses import JSONResponse
+
+    from lakescout_ui.models import Answer
+
+    class Kind(enum.StrEnum):
+        UNION = "union"
+
+    value = {"at": datetime.datetime(2026, 11, 29, 21, 5, 3, 120000, tzinfo=datetime.UTC),
+             "day": datetime.date(2026, 11, 29), "tags": {"a"}, "kind": Kind.UNION, "pair": (1, 2.5),
+             "rows": [{"rank": 1, "score": 0.1 + 0.2, "path": "münchen/ü.csv", "none": None, "ok": True}],
+             "big": 10 ** 20, "neg": -0.0}
+    assert Answer(value).body == JSONResponse(jsonable_encoder(value)).body
+    with pytest.raises(ValueError):
+        Answer({"score": float("nan")})
+    with pytest.raises(ValueError):
+        JSONResponse(jsonable_encoder({"score": float("nan")}))

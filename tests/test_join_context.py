@@ -216,6 +216,28 @@ def test_context_lifts_the_table_that_shares_the_other_columns(party_lake):
 
 
 @pytest.mark.spark
+def test_context_read_once_answers_as_read_afresh(party_lake):
+    """The lake tables' postings and values a join reads for context and evidence are kept per snapshot and table
+    once read: a search after them answers as the first did, reading none again, and a table's kept rows are its
+    rows in the files."""
+    from discovery.join.service import table_postings
+    from discovery.store.cache import INDEXES
+
+    wh, query = party_lake
+    ls = discovery.open(wh)
+    root, sid = ls.snapshot.warehouse.root, ls.snapshot.snapshot_id
+    INDEXES.drop(lambda key: key[0] in ("join-postings", "join-values") and key[1:3] == (root, sid))
+    cold = ls.join(query, "Party")
+    tables = sorted({r["table_id"] for r in cold["results"] if r["context_score"] is not None})
+    assert len(tables) >= 5 and all(("join-postings", root, sid, t) in INDEXES for t in tables)
+    assert ls.join(query, "Party")["results"] == cold["results"]
+    kept = table_postings(ls.snapshot, tables)
+    assert kept.to_pylist() == ls.snapshot.read("xash_postings", columns=kept.column_names).sort_by(
+        "table_id").filter(pa.compute.is_in(pa.compute.field("table_id"), pa.array(tables))).to_pylist()
+    assert table_postings(ls.snapshot, []).num_rows == 0
+
+
+@pytest.mark.spark
 def test_a_category_column_is_joined_by_its_rows_within_the_category_margin(party_lake):
     """``chairs.csv``'s Party (12 parties on 48 rows: a category): its right partner ``e_chairs.csv`` joins 10 of 12,
     five party columns of other rows join 12; within ``[join] category_margin`` (0.2: 2 of 12) context puts the table

@@ -164,3 +164,27 @@ def test_a_memo_of_recorded_searches_is_rebuilt_when_this_process_records(indexe
     served.search("union", _union_query(indexed_lake[0]), {"k": 3}, user="ada", record=True)
     assert served.memo("searches", build, 3600, records=True) == 2
     assert served.memo("index", index_build, 3600) == 1   # follows snapshots only
+
+
+def test_a_serving_process_answers_each_request_on_one_thread(indexed_lake, warehouse, monkeypatch):
+    """The process that serves caps numpy's BLAS at one thread a caller once it serves a warehouse (its requests are
+    its parallelism), and a served search answers as the Python API does; ``LAKESCOUT_QUERY_THREADS`` sets the count."""
+    import discovery
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from discovery import serving as serving_module
+
+    monkeypatch.setattr(serving_module, "_SERVED", {})
+    before = max(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
+    try:
+        answer = serving_module.served(warehouse, lambda: session(warehouse).config).search(
+            "union", _union_query(indexed_lake[0]), {"k": 4}, user="ada", record=False)
+        blas = [lib for lib in threadpool_info() if lib["user_api"] == "blas"]
+        assert blas and all(lib["num_threads"] == 1 for lib in blas)
+    finally:  # this test process goes on with the tests that follow
+        threadpool_limits(limits=before, user_api="blas")
+    direct = discovery.open(warehouse).union(_union_query(indexed_lake[0]), k=4)["results"]
+    assert jsonable_encoder(answer["answer"]["results"]) == jsonable_encoder(direct)
+    assert serving_module.request_threads() == 1
+    monkeypatch.setenv("LAKESCOUT_QUERY_THREADS", "3")
+    assert serving_module.request_threads() == 3

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
-from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from airflow.api_fastapi.core_api.security import get_user
@@ -23,8 +22,8 @@ from discovery.searches import SEARCHES
 from discovery.store import WarehouseError
 from lakescout_ui.access import BATCH_DAG, may_search, serving, warehouse
 from lakescout_ui.data import served_page
-from lakescout_ui.models import (BatchAnswer, BatchListed, Described, Found, LakeTable, Refused, SearchAnswer,
-                                 Status, answers, refused)
+from lakescout_ui.models import (Answer, BatchAnswer, BatchListed, Described, Found, LakeTable, Refused,
+                                 SearchAnswer, Status, answers, refused)
 from lakescout_ui.searching import decoded, form_fields, form_params, run_search
 from lakescout_ui.upload import FormRefused, form_json, received_form, received_json
 
@@ -68,7 +67,7 @@ def _read(call):
                                "recent batches")
 def status():
     try:
-        return JSONResponse(served_page(serving()))
+        return Answer(served_page(serving()))
     except WarehouseError as exc:
         raise HTTPException(404, str(exc)) from None
 
@@ -79,7 +78,7 @@ def tables(path: list[str] = Query(default=[], description="gitignore-style path
            format: list[str] = Query(default=[], description="formats, or their first part (hive, csv)"),
            status: list[str] = Query(default=[], description="ok, stale, error, deleted (default: all but deleted)")):
     ls = _lakescout()
-    return _read(lambda: ls.tables(path=path or None, format=format or None, status=status or None))
+    return Answer(_read(lambda: ls.tables(path=path or None, format=format or None, status=status or None)))
 
 
 @router.get("/tables/{table:path}", operation_id="describe_table", responses=answers(Described, 404),
@@ -87,7 +86,7 @@ def tables(path: list[str] = Query(default=[], description="gitignore-style path
 def describe(table: str):
     ls = _lakescout()
     try:
-        return ls.describe(table)
+        return Answer(ls.describe(table))
     except QueryError as exc:
         raise Refused(404, str(exc), "table") from None
 
@@ -98,13 +97,13 @@ def find(words: list[str] = Query(description="names or parts of names, one per 
          k: int = Query(default=10, description="number of results"),
          values: bool = Query(default=False, description="also match the sampled values of text columns")):
     ls = _lakescout()
-    return _read(lambda: ls.find(words, k=k, values=values))
+    return Answer(_read(lambda: ls.find(words, k=k, values=values)))
 
 
 @router.get("/batches", operation_id="list_batches", responses=answers(list[BatchListed], 400),
             summary="The most recent recorded query batches, newest first")
 def batches(limit: int = Query(default=20, ge=1, le=1000)):
-    return _read(lambda: recent_batches(warehouse(), limit))
+    return Answer(_read(lambda: recent_batches(warehouse(), limit)))
 
 
 @router.get("/batches/{batch_id}", operation_id="get_batch", responses=answers(BatchAnswer, 400, 404),
@@ -113,7 +112,7 @@ def batch(batch_id: str):
     summary = _read(lambda: recorded_batch(warehouse(), batch_id))
     if summary is None:
         raise Refused(404, f"no recorded batch {batch_id!r}", "batch_id")
-    return {"summary": summary, "results": decoded(batch_results(warehouse(), batch_id).to_pylist())}
+    return Answer({"summary": summary, "results": decoded(batch_results(warehouse(), batch_id).to_pylist())})
 
 
 @router.post("/search/{kind}", operation_id="search", openapi_extra={"requestBody": SEARCH_BODY},
@@ -147,5 +146,5 @@ async def search(kind: str, request: Request, user=Depends(get_user),
     except (BatchError, WarehouseError, ValueError) as exc:
         raise refused(400, exc) from None
     summary = answer["summary"]
-    return {**{k: summary[k] for k in ("batch_id", "snapshot_id", "seconds", "recorded", "kind", "query")},
-            "results": decoded(answer["rows"]), "answer": answer["answer"]}
+    return Answer({**{k: summary[k] for k in ("batch_id", "snapshot_id", "seconds", "recorded", "kind", "query")},
+                   "results": decoded(answer["rows"]), "answer": answer["answer"]})

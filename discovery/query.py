@@ -28,6 +28,7 @@ from .lake.formats import file_format
 from .lake.profile import infer_type
 from .lake.source import join_lake_path
 from .store import Snapshot
+from .store.cache import INDEXES
 from .store.snapshot import CATALOG_COLUMNS
 
 
@@ -109,13 +110,20 @@ def _from_lake(snapshot: Snapshot, row: dict, label: str, limits: Limits, served
         raise QueryError(f"query {label!r} is lake table {row['path']!r}, which is {row['status']}"
                          + (f": {reason}" if reason else ""))
     before = _unchanged(root, rel, row)
-    try:
-        parsed = read_lake_table(root, rel, row["format"], row["bytes"], limits)
-    except (LakeFileError, OSError) as exc:
-        reason = _reason(str(exc)) if served else exc
-        raise QueryError(f"query {label!r}: lake table {row['path']!r} cannot be read now: {reason}") from None
-    return QueryTable(label, parsed.names, parsed.columns, row["table_id"], row["path"], parsed.types,
-                      indexed=before and _unchanged(root, rel, row))
+    key = ("query-table", snapshot.warehouse.root, snapshot.snapshot_id, row["table_id"], limits)
+    parsed = INDEXES.find(key) if before else None
+    indexed = parsed is not None
+    if parsed is None:
+        try:
+            parsed = read_lake_table(root, rel, row["format"], row["bytes"], limits)
+        except (LakeFileError, OSError) as exc:
+            reason = _reason(str(exc)) if served else exc
+            raise QueryError(f"query {label!r}: lake table {row['path']!r} cannot be read now: {reason}") from None
+        indexed = before and _unchanged(root, rel, row)
+        if indexed:
+            INDEXES.put(key, parsed)
+    return QueryTable(label, list(parsed.names), list(parsed.columns), row["table_id"], row["path"],
+                      None if parsed.types is None else list(parsed.types), indexed=indexed)
 
 
 def _unchanged(root: str, rel: str, row: dict) -> bool:
@@ -123,7 +131,9 @@ def _unchanged(root: str, rel: str, row: dict) -> bool:
     modification time are the catalog's, the rule by which a refresh leaves a file's vectors as they are.  Checked
     before and after the read, so the cells read are the indexed ones and a search may take the snapshot's own
     vectors of them instead of encoding them again (a folder, a Delta or Iceberg table, or an object-store lake is
-    always encoded)."""
+    always encoded).  By the same rule a long-running process keeps what it parsed of such a file, per snapshot and
+    bounds, in the index cache, and a later query of the file, still the catalog's by size and time, takes that
+    instead of reading and parsing it again (a fifth of a served search's CPU on the sample lake)."""
     if row["status"] != "ok" or row.get("mtime_ns") is None or storage.on_disk(root) is None:
         return False
     if file_format(rel) is None:

@@ -76,6 +76,11 @@ class QueryTable:
         return len(self.columns[0]) if self.columns else 0
 
 
+#: A parsed lake file is kept for later queries (:func:`_unchanged`) only while it needs at most this share of the
+#: index cache's budget (32 MiB of the default 2 GiB): a large table asked once must not push out the indexes every
+#: search needs.
+KEPT_QUERY_SHARE = 64
+
 #: Positions a served read error may keep from the detail after its reason (the detail may quote cells).
 _POSITION = re.compile(r"\b(?:data row|row|line|column) \d+")
 
@@ -120,7 +125,7 @@ def _from_lake(snapshot: Snapshot, row: dict, label: str, limits: Limits, served
             reason = _reason(str(exc)) if served else exc
             raise QueryError(f"query {label!r}: lake table {row['path']!r} cannot be read now: {reason}") from None
         indexed = before and _unchanged(root, rel, row)
-        if indexed:
+        if indexed and sum(c.nbytes for c in parsed.columns) * KEPT_QUERY_SHARE <= INDEXES.budget_bytes:
             INDEXES.put(key, parsed)
     return QueryTable(label, list(parsed.names), list(parsed.columns), row["table_id"], row["path"],
                       None if parsed.types is None else list(parsed.types), indexed=indexed)
@@ -131,9 +136,10 @@ def _unchanged(root: str, rel: str, row: dict) -> bool:
     modification time are the catalog's, the rule by which a refresh leaves a file's vectors as they are.  Checked
     before and after the read, so the cells read are the indexed ones and a search may take the snapshot's own
     vectors of them instead of encoding them again (a folder, a Delta or Iceberg table, or an object-store lake is
-    always encoded).  By the same rule a long-running process keeps what it parsed of such a file, per snapshot and
-    bounds, in the index cache, and a later query of the file, still the catalog's by size and time, takes that
-    instead of reading and parsing it again (a fifth of a served search's CPU on the sample lake)."""
+    always encoded).  By the same rule a long-running process keeps what it parsed of such a file (up to
+    :data:`KEPT_QUERY_SHARE`), per snapshot and bounds, in the index cache, and a later query of the file, still the
+    catalog's by size and time, takes that instead of reading and parsing it again (a fifth of a served search's CPU
+    on the sample lake)."""
     if row["status"] != "ok" or row.get("mtime_ns") is None or storage.on_disk(root) is None:
         return False
     if file_format(rel) is None:

@@ -1,7 +1,7 @@
 """A warehouse served to many requests by one long-running process: the api-server behind the page and the JSON API.
 
 A search over HTTP should cost what it costs inside one process (``discovery.open``: 10 to 16 ms on the sample lake).
-Three things stood between them, and :class:`Served` removes each:
+Four things stood between them, and :class:`Served` removes each:
 
 * **One pinned snapshot for every request.**  Requests answer from one :class:`~discovery.api.Lakescout` and its
   :class:`~discovery.store.Snapshot` (whose catalog and indexes are read once, into the process-wide index cache),

@@ -40,7 +40,7 @@ def test_a_lake_table_grown_since_the_scan_is_not_read_past_the_limit(snapshot):
             resolve_query(snap, query, limits, allow_files=False)
 
 
-def test_a_lake_file_the_snapshot_indexed_is_parsed_once_per_snapshot(tmp_path):
+def test_a_lake_file_the_snapshot_indexed_is_parsed_once_per_snapshot(tmp_path, monkeypatch):
     """A lake file whose size and modification time are the catalog's is the file the snapshot indexed (the
     refresh's rule), so a process parses it once per snapshot and bounds: a second query takes the parse (even of
     bytes rewritten in place at the same size and time, which the rule cannot see, as a refresh would not), and a
@@ -73,3 +73,11 @@ def test_a_lake_file_the_snapshot_indexed_is_parsed_once_per_snapshot(tmp_path):
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
     moved = resolve_query(snap, "t.csv", allow_files=False)
     assert not moved.indexed and moved.columns[0].to_pylist() == ["5", "7"]
+    # a parse larger than its share of the cache's budget is not kept: a large table must not push out the indexes
+    import discovery.query as query_module
+
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    INDEXES.drop(lambda key: key[0] == "query-table")
+    monkeypatch.setattr(query_module, "KEPT_QUERY_SHARE", INDEXES.budget_bytes)
+    assert resolve_query(snap, "t.csv", allow_files=False).indexed
+    assert ("query-table", snap.warehouse.root, snap.snapshot_id, 7, Limits()) not in INDEXES

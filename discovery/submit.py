@@ -124,6 +124,7 @@ def launch(module: str, master: str, args: list[str], on_line: Callable[[str], N
     with tempfile.NamedTemporaryFile("w", prefix=f"lakescout-{module}-", suffix=".log", delete=False) as log, \
             subprocess.Popen(command(module, master, args), stdout=subprocess.PIPE, stderr=log, text=True,
                              env=environment()) as proc:
+        assert proc.stdout is not None  # stdout=PIPE
         for line in proc.stdout:
             if line.startswith(RESULT):
                 result = json.loads(line[len(RESULT):])
@@ -176,4 +177,7 @@ def connection_master(conn_id: str) -> str:
     from airflow.sdk import BaseHook
 
     conn = BaseHook.get_connection(conn_id)
+    if not conn.host:
+        raise ValueError(f"Airflow connection {conn_id!r} has no host: set it to the Spark master (local[*], "
+                         "spark://HOST, yarn, k8s://...)")
     return f"{conn.host}:{conn.port}" if conn.port else conn.host

@@ -34,7 +34,7 @@ def _make_room(lake: LakeBuilder, families: dict[str, list[str]], union_cols: li
     """Remove the last ``n`` union tables written (from the last families, each keeping three members): room for the
     numerical joins within the table budget.  The tables were written, so the random stream of everything after them
     is what it was before numerical joins were planted."""
-    gone = set()
+    gone: set[str] = set()
     for name in reversed(list(families)):
         while len(gone) < n and len(families[name]) > 3:
             gone.add(families[name].pop())
@@ -124,8 +124,8 @@ def generate_demo_lake(out_dir: str | Path, seed: int = 7, n_tables: int = 300, 
 
     queries = []
     for i, k in enumerate(groups):
-        spec = NARY_KINDS[k]
-        q_path, q_cols, planted = write_group(lake, spec, f"nary:{spec.kind}-{i // len(NARY_KINDS) + 1}")
+        group = NARY_KINDS[k]
+        q_path, q_cols, planted = write_group(lake, group, f"nary:{group.kind}-{i // len(NARY_KINDS) + 1}")
         queries.append((q_path, q_cols, set(planted)))
 
     attrs_of: dict[str, set[str]] = {}

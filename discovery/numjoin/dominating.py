@@ -122,7 +122,9 @@ def set_bounds(inv: InvertedIndex, groups: Groups, n_sets: int, cand_g, cand_c, 
     pos, owner = _expand(ps, np.zeros_like(n_match), n_match)
     ws, wq, wg = inv.set_of[pos], cand_g[owner], inv.group[pos]
     # Algorithm 1's half-tau part: groups at the query group's own center with a member within tau / 2.
-    hs, hq, hv = [], [], []
+    hs_parts: list[np.ndarray] = []
+    hq_parts: list[np.ndarray] = []
+    hv_parts: list[np.ndarray] = []
     for j in np.flatnonzero(q_half > 0):
         c = q_center[j]
         post = inv.group[inv.start[c]:inv.start[c + 1]]
@@ -131,12 +133,12 @@ def set_bounds(inv: InvertedIndex, groups: Groups, n_sets: int, cand_g, cand_c, 
         first = groups.member_dist[groups.start[post]]
         post = post[first <= half]
         if post.size:
-            hs.append(groups.set_of[post])
-            hq.append(np.full(post.size, j))
-            hv.append(q_half[j] * (np.ones(post.size, np.int64) if hit else groups.count_within(post, half)))
-    hs = np.concatenate(hs) if hs else np.zeros(0, np.int64)
-    hq = np.concatenate(hq) if hq else np.zeros(0, np.int64)
-    hv = np.concatenate(hv) if hv else np.zeros(0, np.int64)
+            hs_parts.append(groups.set_of[post])
+            hq_parts.append(np.full(post.size, j))
+            hv_parts.append(q_half[j] * (np.ones(post.size, np.int64) if hit else groups.count_within(post, half)))
+    hs = np.concatenate(hs_parts) if hs_parts else np.zeros(0, np.int64)
+    hq = np.concatenate(hq_parts) if hq_parts else np.zeros(0, np.int64)
+    hv = np.concatenate(hv_parts) if hv_parts else np.zeros(0, np.int64)
     if hit:
         wkey = np.unique(ws * n_q + wq)
         lower = np.bincount(wkey // n_q, weights=q_size[wkey % n_q], minlength=n_sets).astype(np.float64)

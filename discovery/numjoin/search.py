@@ -122,8 +122,8 @@ def search(ix, query_values, tau: float, T: float | None = None, k: int | None =
     stats["sets_read"] = int((status != UNREAD).sum())
     stats["unsure_pairs"] = int(u_set.size)
     if k is None:
-        ids = np.flatnonzero((status == ACCEPTED) | ((status == COMPLETE) & (score >= need)))
-        ids = rank({int(i): int(score[i]) for i in ids}, 0, None)
+        passing = np.flatnonzero((status == ACCEPTED) | ((status == COMPLETE) & (score >= need)))
+        ids = rank({int(i): int(score[i]) for i in passing}, 0, None)
     else:
         ids = rank({int(i): int(score[i]) for i in np.flatnonzero(status == COMPLETE)}, need, int(k))
     raw_q = raw_rows(query_values, nq)

@@ -11,7 +11,7 @@ import time
 
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bars, TaskProgressColumn, TextColumn,
-                           TimeElapsedColumn, TimeRemainingColumn)
+                           TaskID, TimeElapsedColumn, TimeRemainingColumn)
 
 from .progress import Progress, clock
 
@@ -67,7 +67,7 @@ class RefreshDisplay:
         self.console = console or Console(highlight=False)
         self.quiet = quiet
         self._bars: Bars | None = None
-        self._tasks: dict[str, int] = {}
+        self._tasks: dict[str, TaskID] = {}
         self._shown: dict[str, tuple[float, int, int]] = {}
 
     def __enter__(self) -> RefreshDisplay:

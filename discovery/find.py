@@ -130,8 +130,10 @@ def name_index(snapshot: Snapshot) -> NameIndex:
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
         n = columns.num_rows
         table_ids = catalog.column("table_id").to_numpy().astype(np.int64)
-        counts = pc.value_counts(columns["table_id"]).flatten() if n else None
-        per_table = dict(zip(counts[0].to_pylist(), counts[1].to_pylist())) if n else {}
+        per_table = {}
+        if n:
+            counts = pc.value_counts(columns["table_id"]).flatten()
+            per_table = dict(zip(counts[0].to_pylist(), counts[1].to_pylist()))
         words = [tuple(header_words(name)) for name in names]
         rows, vocabulary = _unit_features(words)   # kept as postings: a query reads only its features' rows
         return NameIndex(rows.T.tocsr(), vocabulary, np.array([_short(w) for w in words], bool),
@@ -254,14 +256,14 @@ def find_tables(snapshot: Snapshot, terms: list[str], k: int = DEFAULT_K, values
                                                                                      via))
     tables, at = np.unique(best_t, return_index=True)
     score = np.add.reduceat(best_sim, at) / len(terms)
-    matched_cols = {}
+    matched_cols: dict[int, set[int]] = {}
     for t, c in zip(table.tolist(), col.tolist()):
         if c >= 0:
             matched_cols.setdefault(t, set()).add(c)
     width = dict(zip(index.table_ids.tolist(), index.table_columns.tolist()))
     cover = np.array([len(matched_cols.get(int(t), ())) / max(width.get(int(t), 0), 1) for t in tables])
     ranked = np.lexsort((tables, -cover, -score))[:k]
-    column_names = {}
+    column_names: dict[int, dict[int, str]] = {}
     results = []
     for rank, j in enumerate(ranked, 1):
         t = int(tables[j])
@@ -269,6 +271,7 @@ def find_tables(snapshot: Snapshot, terms: list[str], k: int = DEFAULT_K, values
         matches = []
         for m in range(lo, hi):
             c = int(best_col[m])
+            matched: dict[str, object]
             if c < 0:
                 matched = {"table_name": table_name(index.paths[t])}
             else:

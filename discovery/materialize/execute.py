@@ -101,7 +101,8 @@ def union_plan(snapshot: Snapshot, query: QueryTable, results: list[dict], *, in
     columns, notes = query_columns(query)
     own = pinned_table(snapshot, query.table_id) if query.table_id is not None else None
     return UnionPlan(snapshot.snapshot_id, query.label, pa.Table.from_arrays(columns, names=query.names), sources,
-                     include_query, dedupe, warnings + notes, own and own.table_id, own and own.version_label)
+                     include_query, dedupe, warnings + notes, None if own is None else own.table_id,
+                     None if own is None else own.version_label)
 
 
 def run_plan(plan: UnionPlan | JoinPlan, limits: Limits | None = None) -> Materialized:

@@ -68,6 +68,7 @@ def nary_search(snapshot: Snapshot, query: str | int, key: str | list[str], k: i
     except ValueError as exc:
         raise QueryError(f"query {table.label!r}: {exc}") from None
     finished = time.perf_counter()
+    assert found.query is not None and found.stats is not None  # a search fills both
     paths, lake_names = result_names(snapshot, [m.table_id for m in found.results])
     results = []
     for rank, m in enumerate(found.results, start=1):

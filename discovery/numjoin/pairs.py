@@ -120,9 +120,10 @@ def group_pairs(snapshot: Snapshot, q: QueryTable, ordinals: list[int], table_id
         tau = (tau_share * spread if tau_share is not None
                else config.tau_metres if searched.kind == "coordinates" else config.tau_share * spread)
     family = family_name(metric, searched.dim)
-    ix, sets = loaded_numeric(snapshot).families.get(family, (None, None))
+    entry = loaded_numeric(snapshot).families.get(family)
     set_id = None
-    if ix is not None:
+    if entry is not None:
+        ix, sets = entry
         mine = pc.equal(sets["table_id"], table_id).to_numpy(zero_copy_only=False)
         for i in np.flatnonzero(mine):
             if sets["ordinals"][int(i)].as_py() == list(lake_ordinals):

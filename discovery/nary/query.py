@@ -7,7 +7,7 @@ they count in ``n_tuples`` but are dropped from the search.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 from collections.abc import Mapping
 
 import numpy as np
@@ -20,7 +20,7 @@ from discovery.xash import as_string_array
 if TYPE_CHECKING:
     from discovery.nary.index import NaryIndex
 
-QueryColumns = Mapping[str, "pa.Array | pa.ChunkedArray | list"] | pa.Table
+QueryColumns: TypeAlias = Mapping[str, "pa.Array | pa.ChunkedArray | list"] | pa.Table
 
 
 @dataclass(frozen=True)
@@ -67,18 +67,18 @@ def prepare_query(index: NaryIndex, query_columns: QueryColumns, key: list[str],
     caller names one.
     """
     columns = _columns_of(query_columns)
-    key = validate_key(columns, key)
-    if initial_column is not None and initial_column not in key:
-        raise ValueError(f"initial column {initial_column!r} is not one of the key columns {list(key)}")
-    lengths = {len(columns[c]) for c in key}
+    names = validate_key(columns, key)
+    if initial_column is not None and initial_column not in names:
+        raise ValueError(f"initial column {initial_column!r} is not one of the key columns {list(names)}")
+    lengths = {len(columns[c]) for c in names}
     if len(lengths) != 1:
         raise ValueError("key columns have different lengths")
-    normalised = [as_string_array(normalize_array(as_string_array(columns[c]))) for c in key]
+    normalised = [as_string_array(normalize_array(as_string_array(columns[c]))) for c in names]
     complete = np.ones(lengths.pop(), dtype=bool)
     for values in normalised:
         complete &= values.is_valid().to_numpy(zero_copy_only=False)
     if not complete.any():
-        raise ValueError(f"the query is empty: no row has a value in every key column {list(key)}")
+        raise ValueError(f"the query is empty: no row has a value in every key column {list(names)}")
     rows = pa.array(np.flatnonzero(complete))
     dictionaries, codes = [], []
     for values in normalised:
@@ -86,10 +86,10 @@ def prepare_query(index: NaryIndex, query_columns: QueryColumns, key: list[str],
         dictionaries.append(encoded.dictionary)
         codes.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
     cardinalities = tuple(len(d) for d in dictionaries)
-    initial = key.index(initial_column) if initial_column is not None else int(np.argmin(cardinalities))
+    initial = names.index(initial_column) if initial_column is not None else int(np.argmin(cardinalities))
     distinct = np.unique(np.stack(codes, axis=1), axis=0)
     value_ids = [index.value_ids(d) for d in dictionaries]
-    tuples = np.stack([value_ids[i][distinct[:, i]] for i in range(len(key))], axis=1)
+    tuples = np.stack([value_ids[i][distinct[:, i]] for i in range(len(names))], axis=1)
     matchable = (tuples >= 0).all(axis=1)
-    return PreparedQuery(key=key, initial=initial, n_tuples=int(distinct.shape[0]), tuples=tuples[matchable],
+    return PreparedQuery(key=names, initial=initial, n_tuples=int(distinct.shape[0]), tuples=tuples[matchable],
                          cardinalities=cardinalities)

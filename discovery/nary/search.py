@@ -177,7 +177,7 @@ def search(index: NaryIndex, query_columns: QueryColumns, key: list[str], k: int
         items = slice(int(table_start[t]), int(table_start[t]) + size)
         rows, values = item_row[items], item_value[items]
         pair_item, pair_tuple = _pairs(values, tuple_start, tuple_count)
-        if query_keys is not None:
+        if query_keys is not None and row_keys is not None:
             passed = np.zeros(pair_item.size, dtype=bool)
             for lo in range(0, pair_item.size, _PAIRS_PER_CHUNK):
                 part = slice(lo, lo + _PAIRS_PER_CHUNK)

@@ -2,10 +2,12 @@
 partitions, partition -> group entries, centroid -> tables) as an offsets array plus a flat value array."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 
-def offsets_from_counts(counts: np.ndarray) -> np.ndarray:
+def offsets_from_counts(counts: np.ndarray | Sequence[int]) -> np.ndarray:
     """Offsets (len(counts) + 1,) of consecutive runs of the given lengths."""
     out = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=out[1:])

@@ -91,7 +91,9 @@ def _merged(vectors, col_centroid_ids, centroids, ordinals, rho_h) -> list[Parti
         flat = int(np.argmax(gsim))
         p, q = divmod(flat, len(distinct))
         p, q = min(p, q), max(p, q)
-        groups[p].extend(groups[q])
+        kept, gone = groups[p], groups[q]
+        assert kept is not None and gone is not None  # merged groups' similarities are -inf: the pair is live
+        kept.extend(gone)
         groups[q] = None
         merged_row = np.maximum(gsim[p], gsim[q])
         gsim[p, :] = merged_row
@@ -158,7 +160,8 @@ class PartitionArrays:
     iw_counts: np.ndarray
 
 
-def flatten_partitions(table_ids: Sequence[int], partitions: Sequence[Sequence[Partition]]) -> PartitionArrays:
+def flatten_partitions(table_ids: Sequence[int] | np.ndarray,
+                       partitions: Sequence[Sequence[Partition]]) -> PartitionArrays:
     """Flatten per-table partition lists (``partitions[i]`` belongs to ``table_ids[i]``) into
     :class:`PartitionArrays`."""
     flat = [(int(t), p) for t, parts in zip(table_ids, partitions) for p in parts]

@@ -119,11 +119,12 @@ def test_searches_keep_their_snapshot_indexes_within_the_process_budget(indexed_
     monkeypatch.setattr(INDEXES, "budget_bytes", 1 << 40)
     INDEXES.clear()
     kept = {kind: run()["results"] for kind, run in queries.items()}
-    # plus the catalog, columns and models a query consults, the encoders of the query table, the values of the lake
-    # tables the join returned and whether the snapshot's quantities are this code's (a union query of an indexed
-    # lake table takes its stored rows)
+    # plus the catalog, columns and models a query consults, the encoders of the query table, the values and postings
+    # of the lake tables the join returned, whether the snapshot's quantities are this code's (a union query of an
+    # indexed lake table takes its stored rows) and the parsed query files, each still the catalog's
     kinds = {key[0] for key in INDEXES.keys()}
-    assert kinds == {"union", "join", "nary", "table", "model", "encoders", "encoder", "join-values", "quantity_rule"}
+    assert kinds == {"union", "join", "nary", "table", "model", "encoders", "encoder", "join-values", "join-postings",
+                     "quantity_rule", "query-table"}
     assert INDEXES.nbytes > 0
     assert "encoder.join" in {key[2] for key in INDEXES.keys() if key[0] == "encoder"}
     monkeypatch.setattr(INDEXES, "budget_bytes", 1024)

@@ -582,17 +582,24 @@ def test_a_recorded_text_join_is_paired_on_spark_into_the_pairs_of_the_task(ls, 
     spark_min_bytes`` (0 here), ``stored_plans`` pairs a text join's values with the two-table matcher on Spark
     (``spark-submit spark_jobs/match.py``): the same pairs, scores and rules as in the task, and the plan says where
     they were paired."""
-    from dataclasses import replace
-
     from discovery.batch import run_batch
-    from discovery.materialize.stored import stored_plans
-    from discovery.store import Session
 
     batch = run_batch(session(built["warehouse"]),
                       [{"id": "v", "kind": "join", "query": built["query"], "column": "vendor"}])
-    config = replace(ls.config, materialize=replace(ls.config.materialize, spark_min_bytes=0))
-    at = Session.at(built["warehouse"], config)
-    (_, [here]), (_, [there]) = (stored_plans(at, batch["batch_id"], "v", served=False, master=master)
+    assert_paired_on_spark_as_here(built["warehouse"], ls.config, batch["batch_id"], served=False)
+
+
+def assert_paired_on_spark_as_here(warehouse: str, config, batch_id: str, served: bool) -> None:
+    """Query ``v`` of the recorded batch ``batch_id`` planned in this process and with a Spark master (``[materialize]
+    spark_min_bytes`` 0, so any lake table is paired on Spark): the same pairs, scores, rules and evidence, and each
+    plan says where it was paired."""
+    from dataclasses import replace
+
+    from discovery.materialize.stored import stored_plans
+    from discovery.store import Session
+
+    at = Session.at(warehouse, replace(config, materialize=replace(config.materialize, spark_min_bytes=0)))
+    (_, [here]), (_, [there]) = (stored_plans(at, batch_id, "v", served=served, master=master)
                                  for master in (None, "local[2]"))
     assert here.source.mapping.num_rows > 0 and there.source.mapping.equals(here.source.mapping)
     assert (here.source.evidence["paired_on"], there.source.evidence["paired_on"]) == ("local", "spark")

@@ -231,24 +231,13 @@ def test_a_text_join_of_the_s3_lake_is_paired_on_spark_as_in_process(lakes):
     """The two-table matcher on Spark (``spark_jobs/match.py``, the materialize DAG's write with a Spark master)
     reads the lake column's units from the bucket on its executors and pairs the values as this process does: the
     same pairs, scores and rules, and the plan says where they were paired."""
-    from dataclasses import replace
-
     from discovery.batch import run_batch
-    from discovery.materialize.stored import stored_plans
-    from discovery.store import Session
+    from test_materialize import assert_paired_on_spark_as_here
 
     _, _, _, wh_uri = lakes
-    s3 = discovery.open(wh_uri)
     batch = run_batch(session(Warehouse(wh_uri)), [{"id": "v", "kind": "join", "query": JOIN_QUERY,
                                                    "column": JOIN_COLUMN}], batch_id="s3-paired", served=True)
-    config = replace(s3.config, materialize=replace(s3.config.materialize, spark_min_bytes=0))
-    at = Session.at(wh_uri, config)
-    (_, [here]), (_, [there]) = (stored_plans(at, batch["batch_id"], "v", served=True, master=master)
-                                 for master in (None, "local[2]"))
-    assert here.source.mapping.num_rows > 0 and there.source.mapping.equals(here.source.mapping)
-    assert (here.source.evidence["paired_on"], there.source.evidence["paired_on"]) == ("local", "spark")
-    assert {k: v for k, v in there.source.evidence.items() if k != "paired_on"} == \
-        {k: v for k, v in here.source.evidence.items() if k != "paired_on"}
+    assert_paired_on_spark_as_here(wh_uri, discovery.open(wh_uri).config, batch["batch_id"], served=True)
 
 
 def test_incremental_refresh_on_s3_processes_exactly_the_changes(lakes, spark, s3_server):

@@ -35,7 +35,7 @@ from .params import ParameterError, check_id, check_query
 from .query import QueryError, QueryTable, read_query_file, resolve_query
 from .searches import SEARCHES, limits
 from .store import SCHEMAS, Session, Snapshot, Warehouse, WarehouseError, load_snapshot, new_attempt_token
-from .store.warehouse import json_dumps
+from .store.warehouse import LATEST_READ_ATTEMPTS, json_dumps
 
 
 class BatchError(ValueError):
@@ -380,7 +380,13 @@ def _newest(wh: Warehouse, limit: int, columns: list[str] | None = None) -> pa.T
     The keys (batch id, time) are read from the files that can hold the newest (:func:`_newest_keys`), then the
     rows of those batches from the files whose ``created_at`` statistics reach the oldest of them, so the wide
     columns (the spec, the summary) are read for the newest batches only however many a warehouse holds."""
-    newest = _newest_keys(wh, limit)
+    for attempt in range(1, LATEST_READ_ATTEMPTS + 1):
+        try:
+            newest = _newest_keys(wh, limit)
+            break
+        except FileNotFoundError:  # maintenance vacuumed a listed file meanwhile: list again, as Warehouse.read does
+            if attempt == LATEST_READ_ATTEMPTS:
+                raise
     if newest.num_rows == 0:
         return SCHEMAS["query_batches"].empty_table().select(columns or SCHEMAS["query_batches"].names)
     wanted = None if columns is None else list(dict.fromkeys([*columns, "batch_id", "created_at"]))

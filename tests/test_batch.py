@@ -394,3 +394,33 @@ def test_the_newest_keys_read_from_few_files_equal_every_files_first_runs(tmp_pa
             got = _newest_keys(wh, limit)
             assert got.column("batch_id").to_pylist() == every.column("batch_id").to_pylist()[:limit]
             assert got.column("created_at").to_pylist() == every.column("created_at").to_pylist()[:limit]
+
+
+def test_recent_batches_listed_before_maintenance_vacuumed_a_file_are_read_again(tmp_path, monkeypatch):
+    """Maintenance may compact ``query_batches`` and vacuum the files it replaced between a reader's listing and its
+    reading (a served page rebuilding its panel, seen under a soak): the newest batches are read again from the new
+    listing, not answered with a missing file."""
+    from discovery.store.files import write_data_file
+
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.ensure()
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [{"batch_id": f"b-{i}", "name": "n", "standing": False, "snapshot_id": 1, "queries": 1, "results": 0,
+             "seconds": 0.0, "spec": "{}", "summary": "{}", "created_at": base + timedelta(seconds=i)}
+            for i in range(3)]
+    uri = wh.table_uri("query_batches")
+    old = write_data_file(uri, pa.Table.from_pylist(rows, schema=SCHEMAS["query_batches"]), 1, "query_batch", "a")
+    wh.commit("query_batches", [old], [], refresh_id=1, stage="query_batch", attempt="a")
+    listed = wh.files("query_batches", stats=("created_at", "batch_id"))
+    compacted = write_data_file(uri, pa.Table.from_pylist(rows, schema=SCHEMAS["query_batches"]), 2, "maintenance",
+                                "b")
+    wh.commit("query_batches", [compacted], [old.path], refresh_id=2, stage="maintenance", attempt="b")
+    os.remove(os.path.join(uri, old.path))                          # vacuumed
+    real, calls = Warehouse.files, []
+
+    def listed_first(table: str, *args, **kwargs):
+        calls.append(table)
+        return listed if len(calls) == 1 else real(wh, table, *args, **kwargs)
+
+    monkeypatch.setattr(wh, "files", listed_first)
+    assert [b["batch_id"] for b in recent_batches(wh, 2)] == ["b-2", "b-1"] and len(calls) == 2

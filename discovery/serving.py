@@ -24,9 +24,10 @@ Four things stood between them, and :class:`Served` removes each:
   parallelism is its requests, and a request splitting its work over threads that other requests' threads also
   want (BLAS threads spin while they wait) served 87 searches/s to 16 clients on 2 cores where one thread a request
   served 117 (``benchmarks/serving.py --part load``).  So a served request runs on :func:`request_threads`.
-* **What the page shows, memoised** (:meth:`Served.memo`): rebuilt when the served snapshot changes (its recent
-  searches also when this process recorded one), and otherwise at most every ``seconds`` in the background (a refresh
-  or another process may have written), so a status request reads memory.
+* **What the page shows, memoised** (:meth:`Served.memo`): rebuilt when the served snapshot changes, and otherwise
+  at most every ``seconds`` in the background (a refresh or another process may have written), so a status request
+  reads memory; the searches this process recorded since are added from the recorder's memory
+  (:meth:`Recorder.committed`), so the page lists each at once without reading the warehouse after every commit.
 
 Served searches take a lake table (id or catalogued path) or an upload the server saved, never another file of the
 server: they are checked and answered by the batch module's served rules (:mod:`discovery.batch`), so a search here
@@ -54,7 +55,7 @@ from .batch import BatchError, BatchQuery, answer_rows, batch_record, check_quer
 from .find import name_index
 from .searches import SEARCHES
 from .config import Config
-from .store import SCHEMAS, Session, Warehouse, load_snapshot, new_attempt_token
+from .store import SCHEMAS, KeptOpenWarehouse, Session, Warehouse, load_snapshot, new_attempt_token
 from .store.cache import INDEXES
 from .threads import threads_of_this_caller
 
@@ -68,6 +69,9 @@ WARM_SEARCHES = 1
 WARM_RECORDED = 20
 #: The most searches one group commit records.
 MAX_GROUP = 512
+#: Searches the recorder keeps in memory once committed, newest last: what the page lists as recent searches without
+#: reading the warehouse again after each commit.
+KEPT_RECORDED = 20
 
 
 def request_threads() -> int:
@@ -88,11 +92,17 @@ class _Pending:
 
 class Recorder:
     """Group commit of served searches to ``query_results`` and ``query_batches``: :meth:`record` returns once the
-    commit holding its rows is in the log (or raises what the commit raised)."""
+    commit holding its rows is in the log (or raises what the commit raised).
+
+    Its writer thread keeps the two tables open between commits (:class:`~discovery.store.KeptOpenWarehouse`), and
+    :meth:`committed` gives the last :data:`KEPT_RECORDED` searches it committed (their ``query_batches`` row and
+    ``query_results`` rows), so the page lists a search it just recorded from memory."""
 
     def __init__(self, warehouse: Warehouse):
-        self.warehouse = warehouse
+        self.warehouse = KeptOpenWarehouse(warehouse)
         self.commits = 0
+        self._committed: deque[tuple[dict, list[dict]]] = deque(maxlen=KEPT_RECORDED)
+        self._committed_lock = threading.Lock()
         self._queue: list[_Pending] = []
         self._ready = threading.Condition()
         self._writer: threading.Thread | None = None
@@ -134,14 +144,21 @@ class Recorder:
         self.warehouse.append_rows("query_batches",
                                    pa.Table.from_pylist([p.record for p in group], schema=SCHEMAS["query_batches"]),
                                    refresh_id=refresh_id, stage="query_batch", attempt=attempt, once=False)
+        with self._committed_lock:
+            self._committed.extend((p.record, p.rows) for p in group)
         self.commits += 1
+
+    def committed(self) -> list[tuple[dict, list[dict]]]:
+        """The last :data:`KEPT_RECORDED` searches committed, oldest first: (``query_batches`` row, result rows)."""
+        with self._committed_lock:
+            return list(self._committed)
 
 
 @dataclass
 class _Memo:
     value: object
     built_at: float
-    key: tuple
+    swaps: int
     building: bool = False
 
 
@@ -273,38 +290,32 @@ class Served:
             return search_answer(ls.snapshot, q, ls.config, True, uploads, table=table)
 
     # -- memoised reads -----------------------------------------------------------------------------------------
-    def memo(self, name: str, build: Callable[[], object], seconds: float, records: bool = False) -> object:
+    def memo(self, name: str, build: Callable[[], object], seconds: float) -> object:
         """``build()``'s value, rebuilt (by the first request to ask, the others wait for it) when the served
-        snapshot changed (and, for a value that shows recorded searches, ``records``, when this process recorded
-        one since), and in the background once it is older than ``seconds`` (the stale value answers meanwhile)."""
+        snapshot changed, and in the background once it is older than ``seconds`` (the stale value answers
+        meanwhile)."""
         lock = self._memo_locks.setdefault(name, threading.Lock())
-        asked = (self.swaps, self.recorder.commits) if records else (self.swaps,)
-
-        def current(memo: _Memo | None) -> bool:
-            # a build that started after this request's commit holds it: requests waiting on one build share it
-            return memo is not None and memo.key[0] == asked[0] and memo.key[1:] >= asked[1:]
-
         memo = self._memos.get(name)
-        if not current(memo):
+        if memo is None or memo.swaps != self.swaps:
             with lock:
                 memo = self._memos.get(name)
-                if not current(memo):
-                    memo = self._build(name, build, records)
+                if memo is None or memo.swaps != self.swaps:
+                    memo = self._build(name, build)
             return memo.value
         if time.monotonic() - memo.built_at > seconds and not memo.building:
             memo.building = True
-            threading.Thread(target=self._rebuild, args=(name, build, records, lock), daemon=True).start()
+            threading.Thread(target=self._rebuild, args=(name, build, lock), daemon=True).start()
         return memo.value
 
-    def _build(self, name: str, build: Callable[[], object], records: bool) -> _Memo:
-        key = (self.swaps, self.recorder.commits) if records else (self.swaps,)   # taken before the build starts
-        memo = self._memos[name] = _Memo(build(), time.monotonic(), key)
+    def _build(self, name: str, build: Callable[[], object]) -> _Memo:
+        swaps = self.swaps   # taken before the build starts
+        memo = self._memos[name] = _Memo(build(), time.monotonic(), swaps)
         return memo
 
-    def _rebuild(self, name: str, build: Callable[[], object], records: bool, lock: threading.Lock) -> None:
+    def _rebuild(self, name: str, build: Callable[[], object], lock: threading.Lock) -> None:
         with lock:
             try:
-                self._build(name, build, records)
+                self._build(name, build)
             except Exception as exc:  # noqa: BLE001 - the stale value answers; the next request tries again
                 log.warning("rebuilding %s failed: %s", name, exc)
                 self._memos[name].building = False

@@ -2,8 +2,8 @@
 search answers exactly as the Python API and as a recorded batch; recording is one group commit for every search
 queued behind the one committing, and a failed commit fails every search it held, none acknowledged; a newly published
 snapshot is warmed with the searches served last before requests move to it, and the old one's indexes are dropped;
-the first snapshot a process serves is warmed with the newest recorded searches; the memoised panels of recorded
-searches are rebuilt once this process records one, the others are not."""
+the first snapshot a process serves is warmed with the newest recorded searches; memos follow snapshots, and the page
+lists a search this process recorded at once, as the warehouse holds it."""
 from __future__ import annotations
 
 import threading
@@ -106,7 +106,7 @@ def test_a_failed_commit_fails_every_search_it_held(indexed_lake, warehouse, mon
     def refuse(*args, **kwargs):
         raise OSError("the disk is full")
 
-    monkeypatch.setattr(served.warehouse, "append_rows", refuse)
+    monkeypatch.setattr(served.recorder.warehouse, "append_rows", refuse)
     with pytest.raises(OSError, match="disk is full"):
         served.search("union", _union_query(indexed_lake[0]), {"k": 3}, user="ada", record=True)
     assert _recorded(warehouse) == before and served.recorder.commits == 0
@@ -152,18 +152,29 @@ def test_the_first_snapshot_served_is_warmed_with_the_newest_recorded_searches(i
     assert INDEXES.find(("join", warehouse, sid)) is index   # the request used the warm index, built nothing
 
 
-def test_a_memo_of_recorded_searches_is_rebuilt_when_this_process_records(indexed_lake, warehouse):
+def test_memos_follow_snapshots_and_the_page_lists_a_search_it_recorded_as_the_warehouse_holds_it(indexed_lake,
+                                                                                                  warehouse):
+    """A memo is built once per served snapshot (a recorded search does not rebuild it); the page's panel of recent
+    searches adds what this process recorded since from the recorder's memory, and it is exactly the panel a read
+    of the warehouse gives."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plugins"))
+    from lakescout_ui.data import page_data, served_page
+
     served = Served(session(warehouse))
     served.lakescout()                                  # the snapshot it serves: memos follow it
     builds = []
     build = lambda: builds.append(1) or len(builds)   # noqa: E731
-    assert served.memo("searches", build, 3600, records=True) == served.memo("searches", build, 3600, True) == 1
-    index = []
-    index_build = lambda: index.append(1) or len(index)   # noqa: E731
-    assert served.memo("index", index_build, 3600) == 1
-    served.search("union", _union_query(indexed_lake[0]), {"k": 3}, user="ada", record=True)
-    assert served.memo("searches", build, 3600, records=True) == 2
-    assert served.memo("index", index_build, 3600) == 1   # follows snapshots only
+    assert served.memo("index", build, 3600) == served.memo("index", build, 3600) == 1
+    served_page(served)                                  # the page's memos, read before the searches below
+    answers = [served.search("union", _union_query(indexed_lake[0]), {"k": k}, user="ada", record=True)
+               for k in (2, 3)]
+    assert served.memo("index", build, 3600) == 1       # recording rebuilt nothing
+    listed = served_page(served)["batches"]
+    assert [b["batch_id"] for b in listed[:2]] == [a["batch_id"] for a in reversed(answers)]
+    assert listed == page_data(Warehouse(warehouse))["batches"]
+    assert [len(b["rows"]) for b in listed[:2]] == [3, 2]
 
 
 def test_a_serving_process_answers_each_request_on_one_thread(indexed_lake, warehouse, monkeypatch):

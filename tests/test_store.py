@@ -11,8 +11,9 @@ import pytest
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
-from discovery.store import (SCHEMAS, DataFile, Warehouse, WarehouseError, candidate_files, cleanup_orphans,
-                             drop_table_ids, load_snapshot, new_attempt_token, read_rows, write_data_file)
+from discovery.store import (SCHEMAS, DataFile, KeptOpenWarehouse, Warehouse, WarehouseError, candidate_files,
+                             cleanup_orphans, drop_table_ids, load_snapshot, new_attempt_token, read_rows,
+                             write_data_file)
 from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store.files import data_file_name, parse_data_file_name
 from discovery.store.filters import among
@@ -59,6 +60,30 @@ def test_commit_is_at_most_once_per_refresh_and_stage(tmp_path):
     # The next refresh commits normally.
     assert wh.commit("columns", [], [f1.path], refresh_id=11, stage="profile", attempt="ccc").version == 2
     assert wh.read("columns").num_rows == 0
+
+
+def test_a_kept_open_warehouse_commits_and_reads_the_latest_version_beside_other_writers(tmp_path):
+    """The group-commit writer's warehouse keeps each table open and brings it up to date: its appends land once at
+    the version the log gives them, and it reads what another writer committed in between; an old version asked for
+    by number is that version."""
+    root = str(tmp_path / "wh")
+    other = Warehouse(root)
+    other.ensure()
+    kept = KeptOpenWarehouse(root)
+    versions = []
+    for i in range(5):
+        versions.append(kept.append_rows("columns", _columns_rows([10 * i + 1]), refresh_id=1, stage="query_batch",
+                                         attempt=f"k{i}", once=False).version)
+        other.append_rows("columns", _columns_rows([10 * i + 2]), refresh_id=1, stage="query_batch",
+                          attempt=f"o{i}", once=False)
+        assert kept.version("columns") == other.version("columns") == 2 * i + 2
+        assert kept.table("columns") is kept.table("columns")
+    assert versions == [1, 3, 5, 7, 9]
+    history = {h["version"]: h.get("lakescout.attempt") for h in DeltaTable(other.table_uri("columns")).history()}
+    assert [history[v] for v in versions] == [f"k{i}" for i in range(5)]
+    ids = sorted(kept.read("columns").column("table_id").to_pylist())
+    assert ids == sorted(t for i in range(5) for t in (10 * i + 1, 10 * i + 2) for _ in range(3))
+    assert kept.table("columns", version=1).version() == 1 and kept.version("columns") == 10
 
 
 def test_cleanup_keeps_an_uncommitted_file_for_its_grace_period(tmp_path):

@@ -348,6 +348,34 @@ class Warehouse:
 TOMBSTONE_RETENTION = "interval 0 hours"
 
 
+class KeptOpenWarehouse(Warehouse):
+    """The warehouse as one thread that commits again and again sees it: each table's latest version is opened once
+    and brought up to date (``update_incremental``: the commits since, a millisecond or two) rather than opened again
+    (its last checkpoint and every commit after it: 12 to 13 ms for a ``query_results`` of 760 files).  A served
+    search's group commit opens its two tables four times (the commit and :meth:`~Warehouse.landed` of each).
+
+    For one thread only: the tables it hands out change version under the caller at its next call.  A version
+    asked for by number, and a table whose log can no longer be replayed (its old entries expired while the writer
+    was idle), is opened afresh."""
+
+    def __init__(self, root: str | Warehouse) -> None:
+        super().__init__(root)
+        self._open: dict[str, DeltaTable] = {}
+
+    def table(self, name: str, version: int | None = None) -> DeltaTable:
+        kept = self._open.get(name) if version is None else None
+        if kept is not None:
+            try:
+                kept.update_incremental()
+                return kept
+            except Exception:  # noqa: BLE001 - a log it cannot replay: open the table again, as Warehouse does
+                del self._open[name]
+        dt = super().table(name, version)
+        if version is None:
+            self._open[name] = dt
+        return dt
+
+
 def table_properties(log_retention_days: float) -> dict[str, str]:
     """Delta table properties of every index table: checkpoint interval, log retention (whole hours) and tombstone
     retention.

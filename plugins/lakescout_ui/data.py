@@ -1,8 +1,8 @@
 """What the "Lake discovery" page shows, read from the warehouse: one function per panel, plain JSON-able values.
 
 :func:`served_page` is what the routes call: the panels memoised by the server's :class:`~discovery.serving.Served`
-(rebuilt when it serves a new snapshot, the recorded searches' panels also when it records one, else every
-:data:`PAGE_SECONDS` in the background), with
+(rebuilt when it serves a new snapshot, else every :data:`PAGE_SECONDS` in the background; the searches the server
+recorded since are added from its memory), with
 the parts that move during a refresh (its progress, the lease, the lake watcher's word) read on every call: each is
 one small file.
 """
@@ -12,6 +12,7 @@ import json
 import os
 import time
 from datetime import datetime, UTC
+from functools import lru_cache
 
 import psutil
 import pyarrow as pa
@@ -66,18 +67,35 @@ def index_sizes(wh: Warehouse) -> list[dict]:
     return out
 
 
-def batches_with_results(wh: Warehouse, limit: int = 10, per_query: int = 5) -> list[dict]:
-    """Recent query batches with the top results of each of their queries."""
-    out = []
+def newest_batches(wh: Warehouse, limit: int = 10) -> list[tuple[dict, list[dict]]]:
+    """The ``limit`` most recent recorded batches, newest first, each with its ``query_results`` rows."""
     recent = recent_batches(wh, limit)
     results = batch_results(wh, [b["batch_id"] for b in recent], min((b["created_at"] for b in recent), default=None))
-    results = results.filter(pc.less_equal(results["rank"], per_query)).to_pylist()
-    for b in recent:
-        rows = [{**{k: r[k] for k in ("query_id", "kind", "rank", "table_id", "path", "column", "score")},
-                 "evidence": r["evidence"]} for r in results if r["batch_id"] == b["batch_id"]]
-        out.append({**{k: b[k] for k in ("batch_id", "name", "standing", "snapshot_id", "queries", "results")},
-                    "created_at": b["created_at"].isoformat(timespec="seconds"), "rows": rows})
-    return out
+    by_batch: dict[str, list[dict]] = {b["batch_id"]: [] for b in recent}
+    for r in results.to_pylist():
+        by_batch[r["batch_id"]].append(r)
+    return [(b, by_batch[b["batch_id"]]) for b in recent]
+
+
+def batch_panel(batches: list[tuple[dict, list[dict]]], per_query: int = 5) -> list[dict]:
+    """The recent-searches panel: each batch (a ``query_batches`` row) with the top ``per_query`` results of each of
+    its queries."""
+    return [{**{k: b[k] for k in ("batch_id", "name", "standing", "snapshot_id", "queries", "results")},
+             "created_at": b["created_at"].isoformat(timespec="seconds"),
+             "rows": [{**{k: r[k] for k in ("query_id", "kind", "rank", "table_id", "path", "column", "score")},
+                       "evidence": r["evidence"]} for r in rows if r["rank"] <= per_query]}
+            for b, rows in batches]
+
+
+def with_recorded(read: list[tuple[dict, list[dict]]], recorded: list[tuple[dict, list[dict]]],
+                  limit: int = 10) -> list[tuple[dict, list[dict]]]:
+    """The ``limit`` newest of the batches ``read`` from the warehouse and those this process ``recorded`` since
+    (a batch in both once): the newest batches in the warehouse, but for what other processes recorded after the
+    read."""
+    seen: dict[str, tuple[dict, list[dict]]] = {}
+    for entry in (*recorded, *read):
+        seen.setdefault(entry[0]["batch_id"], entry)
+    return sorted(seen.values(), key=lambda e: e[0]["created_at"], reverse=True)[:limit]
 
 
 def recent_changes(wh: Warehouse, limit: int = 50) -> list[dict]:
@@ -121,11 +139,13 @@ def refresh_progress(wh: Warehouse, now: float | None = None) -> dict | None:
             "updated_ago": max(int(now - p.updated), 0)}
 
 
-def page_data(wh: Warehouse) -> dict:
+def page_data(wh: Warehouse, recent: bool = True) -> dict:
     """Everything the page renders, or ``{"ready": False}`` (with a first refresh's progress) before the first
-    published snapshot."""
+    published snapshot.  ``recent``: with the panel of recent searches (a server adds its own, :func:`served_page`)."""
     if not wh.exists() or not list_snapshots(wh):
         return {"ready": False, "warehouse": wh.root, "progress": refresh_progress(wh)}
+    if not recent:
+        return {**index_panels(wh), "changes": recent_changes(wh)}
     return {**index_panels(wh), **search_panels(wh)}
 
 
@@ -139,7 +159,7 @@ def index_panels(wh: Warehouse) -> dict:
 
 def search_panels(wh: Warehouse) -> dict:
     """The panels of recorded searches: recent batches with their results, standing queries' changes."""
-    return {"batches": batches_with_results(wh), "changes": recent_changes(wh)}
+    return {"batches": batch_panel(newest_batches(wh)), "changes": recent_changes(wh)}
 
 
 #: Seconds the memoised page may be older than what other processes wrote (a refresh's runs, their batches).
@@ -154,12 +174,13 @@ def served_page(serving: Served) -> dict:
         serving.lakescout()  # moves to a newer snapshot once it is warm, which rebuilds the memo
     except WarehouseError:
         return page_data(wh)
-    data = serving.memo("page", lambda: page_data(wh), PAGE_SECONDS)
+    data = serving.memo("page", lambda: page_data(wh, recent=False), PAGE_SECONDS)
     if not data["ready"]:
         return page_data(wh)
-    # the searches this process recorded show at once; rebuilding the index panels for each would cost a page search
-    # several times its answer
-    data = {**data, **serving.memo("searches", lambda: search_panels(wh), PAGE_SECONDS, records=True)}
+    # the searches this process recorded show at once, from the recorder's memory: reading the warehouse after each
+    # commit cost a page search more than its answer
+    read = serving.memo("batches", lambda: newest_batches(wh), PAGE_SECONDS)
+    data = {**data, "batches": batch_panel(with_recorded(read, serving.recorder.committed()))}
     status = data["status"]
     freshness = {**status["freshness"], "lake": ahead(read_state(wh.root), status["snapshot"]["snapshot_id"])}
     return {**data, "progress": refresh_progress(wh), "lease": lease_holder(wh.root),
@@ -175,8 +196,15 @@ def serving_process(serving: Served) -> dict:
         kind = key[0] if isinstance(key, tuple) else str(key)
         by_kind[kind] = by_kind.get(kind, 0) + 1
     return {"pid": os.getpid(), "snapshot_id": serving.lakescout().snapshot_id, "swaps": serving.swaps,
-            "recorded_commits": serving.recorder.commits, "rss_bytes": psutil.Process().memory_info().rss,
+            "recorded_commits": serving.recorder.commits, "rss_bytes": _process(os.getpid()).memory_info().rss,
             "index_cache": {"bytes": INDEXES.nbytes, "budget_bytes": INDEXES.budget_bytes, "entries": by_kind}}
+
+
+@lru_cache(maxsize=1)
+def _process(pid: int) -> psutil.Process:
+    """The answering process, made once (each ``psutil.Process`` reads its ``/proc`` entry to know it again); by pid,
+    since a forked worker is another process."""
+    return psutil.Process(pid)
 
 
 def evidence_text(evidence: str, limit: int = 160) -> str:

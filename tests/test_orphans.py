@@ -24,6 +24,7 @@ from discovery.config import Config, MaintenanceConfig, load_config
 from discovery.maintenance import retain_snapshots
 from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store import SCHEMAS, Warehouse, candidate_files, drop_table_ids, load_snapshot, write_data_file
+from discovery.store.schema import BOOKKEEPING_TABLES
 from sessions import session
 
 DAY = 86400.0
@@ -68,6 +69,32 @@ def test_cleanup_after_log_expiry_deletes_no_live_file(tmp_path):
 
     assert cleanup_orphans(wh, "query_batches", pinned=[3], window_seconds=0, grace_seconds=0) == []
     assert in_flight.path in os.listdir(uri)
+
+
+def test_a_bookkeeping_tables_log_is_kept_an_hour_and_its_rows_and_files_all(tmp_path):
+    """A served search's group commit is a version of ``query_batches``: its log entries expire after an hour (a
+    local commit lists the whole log folder), the index tables' after the snapshots' days; no row or live file goes."""
+    from discovery.store.warehouse import CHECKPOINT_INTERVAL
+
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.ensure()
+    uri = wh.table_uri("query_batches")
+    for i in range(CHECKPOINT_INTERVAL - 1):
+        wh.append_rows("query_batches", _batch(i), refresh_id=1, stage="query_batch", attempt=f"a{i}", once=False)
+    _age(glob.glob(f"{uri}/_delta_log/*") + glob.glob(f"{wh.table_uri('catalog')}/_delta_log/*"), 2 / 24)
+    for i in range(CHECKPOINT_INTERVAL - 1, CHECKPOINT_INTERVAL + 1):   # the checkpoint at 20 expires the log
+        wh.append_rows("query_batches", _batch(i), refresh_id=1, stage="query_batch", attempt=f"a{i}", once=False)
+    log = [int(n[:20]) for n in os.listdir(f"{uri}/_delta_log") if n.endswith(".json")]
+    assert min(log) >= CHECKPOINT_INTERVAL - 1 and max(log) == CHECKPOINT_INTERVAL + 1   # delta-rs keeps one before
+    assert "00000000000000000000.json" in os.listdir(f"{wh.table_uri('catalog')}/_delta_log")   # 30 days
+    live = set(wh.files("query_batches").column("path").to_pylist())
+    assert len(live) == CHECKPOINT_INTERVAL + 1
+
+    begin_refresh(session(wh.root))                                                        # cleans every table
+
+    assert {os.path.basename(p) for p in glob.glob(f"{uri}/*.parquet")} == live
+    assert sorted(wh.read("query_batches").column("batch_id").to_pylist()) == sorted(
+        f"b{i}" for i in range(CHECKPOINT_INTERVAL + 1))
 
 
 def _columns(ids, tag: str) -> pa.Table:
@@ -115,13 +142,17 @@ def test_tables_carry_the_log_retention_and_checkpoint_interval(tmp_path):
 
     wh = Warehouse(str(tmp_path / "wh"))
     wh.ensure()
-    config = DeltaTable(wh.table_uri("query_results")).metadata().configuration
+    config = DeltaTable(wh.table_uri("catalog")).metadata().configuration
     assert config["delta.checkpointInterval"] == str(CHECKPOINT_INTERVAL)
     assert config["delta.logRetentionDuration"] == "interval 720 hours"
     assert config["delta.deletedFileRetentionDuration"] == "interval 0 hours"    # tombstones: see table_properties
     wh.upgrade(log_retention_days=60)
     assert DeltaTable(wh.table_uri("catalog")).metadata().configuration["delta.logRetentionDuration"] == \
         "interval 1440 hours"
+    for name in BOOKKEEPING_TABLES:   # read at their latest version only: their log is kept an hour, whatever the days
+        config = DeltaTable(wh.table_uri(name)).metadata().configuration
+        assert config["delta.logRetentionDuration"] == "interval 1 hours"
+        assert config["delta.checkpointInterval"] == str(CHECKPOINT_INTERVAL)
 
 
 def test_an_old_refresh_runs_table_without_the_takeover_column_reads_and_is_extended(tmp_path):

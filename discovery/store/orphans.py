@@ -2,7 +2,10 @@
 
 A data file is live when a retained version of its table references it: the current version, every version committed
 within the retention window (``[maintenance] snapshot_retention_days``, the longest a snapshot is kept), and every
-version a retained snapshot pins.  Retained versions form one range, from the oldest of them to the current one, and
+version a retained snapshot pins.  A bookkeeping table (``query_results``, ``snapshots``, ...) retains its current
+version only, as vacuum treats it: no snapshot pins it, its readers read the latest version and list it again when a
+file vanishes, and its log is kept an hour (:data:`~.warehouse.BOOKKEEPING_LOG_RETENTION`), too short for a
+window's first version to load.  Retained versions form one range, from the oldest of them to the current one, and
 the files that range references are those of its first version (delta-rs' file list of that version) plus every file
 a later version adds (the ``add`` actions of each later version's log entry).  Commit metadata is no guide: delta-rs
 checkpoints and then deletes log entries older than the log retention, and with them the history a token could be
@@ -28,7 +31,7 @@ import pyarrow.fs as pafs
 from deltalake.exceptions import DeltaError
 
 from .files import resolve
-from .schema import INDEX_TABLES, SCHEMAS
+from .schema import BOOKKEEPING_TABLES, INDEX_TABLES, SCHEMAS
 from .snapshot import list_snapshots
 from .warehouse import Warehouse, WarehouseError
 
@@ -114,7 +117,9 @@ def pinned_versions(wh: Warehouse) -> dict[str, set[int]]:
 
 def cleanup_warehouse(wh: Warehouse, *, window_seconds: float, grace_seconds: float,
                       now: float | None = None) -> dict[str, list[str]]:
-    """:func:`cleanup_orphans` of every table, each with the versions the retained snapshots pin."""
+    """:func:`cleanup_orphans` of every table, each with the versions the retained snapshots pin (a bookkeeping
+    table with its current version only)."""
     pins = pinned_versions(wh)
-    return {name: cleanup_orphans(wh, name, pinned=pins.get(name, ()), window_seconds=window_seconds,
+    return {name: cleanup_orphans(wh, name, pinned=pins.get(name, ()),
+                                  window_seconds=0.0 if name in BOOKKEEPING_TABLES else window_seconds,
                                   grace_seconds=grace_seconds, now=now) for name in SCHEMAS}

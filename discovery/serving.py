@@ -277,7 +277,7 @@ class Served:
         if not (uploads and q.query in uploads):
             self._recent[kind].append(q)
         seconds = time.time() - started
-        if record:
+        if batch_id is not None:   # recorded
             _, row = batch_record(spec, ls.snapshot, batch_id, rows, [entry], seconds, now)
             self.recorder.record(rows, row, ls.snapshot.refresh_id)
         return {"batch_id": batch_id, "snapshot_id": ls.snapshot_id, "seconds": round(seconds, 3), "kind": kind,

@@ -17,7 +17,8 @@ the plugin on 127.0.0.1 (private AIRFLOW_HOME, simple auth manager, an admin, a 
 * **soak**: ``--soak-clients`` clients for ``--soak-seconds`` mixing searches (a third recorded), uploads, ``tables``,
   ``describe``, ``find`` and ``status`` while refreshes and maintenance run in turn; counts 5xx, checks every
   recorded answer is in ``query_results`` and ``query_batches`` exactly once and every answer names a published
-  snapshot, and samples the server's resident memory (all its processes) every 5 s.
+  snapshot, and samples the server's resident memory (all its processes) every 5 s, with what the worker answering
+  ``status`` holds in its index cache.
 
 Writes ``benchmarks/results/serving.json``.
 
@@ -217,6 +218,20 @@ def server_rss_mb() -> float:
     return round(total / 2**20, 1)
 
 
+def worker_memory(samples: list[dict]) -> dict:
+    """Per worker: its first and last sample after the first minute (RSS, index cache, and RSS outside the cache) and
+    every sample."""
+    out = {}
+    for pid in sorted({s["pid"] for s in samples}):
+        mine = [s for s in samples if s["pid"] == pid]
+        warm = [s for s in mine if s["at"] >= 60] or mine
+        out[str(pid)] = {"first": warm[0], "last": warm[-1],
+                         "outside_cache_mb": [round(warm[0]["rss_mb"] - warm[0]["cache_mb"], 1),
+                                              round(warm[-1]["rss_mb"] - warm[-1]["cache_mb"], 1)],
+                         "samples": mine}
+    return out
+
+
 def churn(work: dict, stop: threading.Event, log, maintain: bool, out: list) -> None:
     """Change the lake and refresh (and, when ``maintain``, run maintenance) again and again until ``stop``."""
     rng = random.Random(3)
@@ -297,15 +312,26 @@ def main(argv: list[str] | None = None) -> int:
             kinds = [{"run": r["run"], "kind": kind, **q} for r in result["load"] for kind, q in r["by_kind"].items()]
             print_table(kinds, ["run", "kind", "requests", "p50_ms", "p95_ms", "max_ms"])
         if args.part in ("all", "soak"):
-            stop, runs, memory = threading.Event(), [], []
+            stop, runs, memory, workers = threading.Event(), [], [], []
             churner = threading.Thread(target=churn, args=(work, stop, log, True, runs))
             churner.start()
             sampler_stop = threading.Event()
 
+            client = Client(url, token)
+
             def sample() -> None:
+                """Every 5 s the server's RSS, and what one worker (whichever answers ``status``) says it holds:
+                its RSS and its index cache's bytes, so growth inside the cache's budget is told from growth
+                outside it."""
                 started = time.monotonic()
                 while not sampler_stop.wait(5):
-                    memory.append((round(time.monotonic() - started), server_rss_mb()))
+                    at = round(time.monotonic() - started)
+                    memory.append((at, server_rss_mb()))
+                    _, r = client.timed("GET", "/status")
+                    if r is not None and r.status_code == 200:
+                        held = r.json()["serving"]
+                        workers.append({"at": at, "pid": held["pid"], "rss_mb": round(held["rss_bytes"] / 2**20, 1),
+                                        "cache_mb": round(held["index_cache"]["bytes"] / 2**20, 1)})
 
             sampler = threading.Thread(target=sample)
             sampler.start()
@@ -320,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
                               **summary(answers, args.soak_seconds), "checks": checked(warehouse, answers, published),
                               "runs": runs, "rss_mb_after_first_minute": {"min": min(warm), "max": max(warm),
                                                                           "last": warm[-1]},
-                              "rss_mb_samples": memory}
+                              "rss_mb_samples": memory, "workers": worker_memory(workers)}
             print({k: v for k, v in result["soak"].items() if k != "rss_mb_samples"})
     log.close()
     # a run measures the parts it is asked for; the others stay as the last run left them

@@ -232,7 +232,7 @@ class MaintenanceConfig:
     schedule: str = "@weekly"
     keep_snapshots: int = 10            # the last N snapshots stay queryable (plus any a standing query compares with)
     snapshot_retention_days: float = 7.0  # ... if younger than this (the latest one always)
-    log_retention_days: float = 30.0    # Delta log entries kept (delta.logRetentionDuration): >= snapshot retention
+    log_retention_days: float = 30.0    # Delta log kept for the tables snapshots pin: >= snapshot retention
     orphan_grace_hours: float = 24.0    # an unreferenced data file younger than this may still be committed
     target_file_bytes: int = 128 * 1024 * 1024  # largest compacted file (per-table tables: ~tables_per_task tables)
     min_small_files: int = 8            # compact a table once it holds this many files under half the target size

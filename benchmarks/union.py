@@ -320,20 +320,32 @@ def sweep_lake(spec: dict, workdir: Path, k: int, weights: list[float], taus: li
 
 def scores_lake(spec: dict, workdir: Path, k: int) -> dict:
     """MAP@i / P@i / R@i for i = 1..k of each table score (:data:`discovery.union.widths.SCORES`, served by the
-    default method, which is exact under each) and of the TF-IDF baseline, from the top-k answers."""
+    default method, which is exact under each) alone and with the default lexical term (``+ lexical``), and of the
+    TF-IDF baseline, from the top-k answers; and the search's own seconds of each served variant (median)."""
+    from discovery.union.lexical import DEFAULT_WEIGHT
     from discovery.union.widths import SCORES
 
     warehouse = workdir / ("warehouse_" + re.sub(r"\W+", "_", spec["name"]).strip("_"))
     _warehouse(spec["lake"], warehouse, False)
     ls = discovery.open(str(warehouse))
     queries, truth, key = spec["queries"], spec["truth"], spec["key"]
-    found: dict[str, list] = {s: [] for s in SCORES}
+    variants = {(f"{s} + lexical {DEFAULT_WEIGHT:g}" if w else s): (s, w)
+                for s in SCORES for w in (0.0, DEFAULT_WEIGHT)}
+    found: dict[str, list] = {v: [] for v in variants}
+    seconds: dict[str, list[float]] = {v: [] for v in variants}
+    first: dict[str, list[float]] = {v: [] for v in variants}
     for q, _ in queries:
-        for s in SCORES:
+        for v, (s, w) in variants.items():
             try:
-                found[s].append([key(r["path"]) for r in ls.union(q, k=k, score=s)["results"]])
+                out = ls.union(q, k=k, score=s, lexical=w)
             except QueryError:
-                found[s].append(None)
+                found[v].append(None)
+                continue
+            found[v].append([key(r["path"]) for r in out["results"]])
+            first[v].append(out["stats"]["seconds"])
+        for v, (s, w) in variants.items():   # again: a served process's steady state (the query's terms kept)
+            if found[v][-1] is not None:
+                seconds[v].append(ls.union(q, k=k, score=s, lexical=w)["stats"]["seconds"])
     found["tf-idf"] = [[key(p) for p in r] for r in tfidf_rankings(ls, queries, k)]
     rows = []
     for name, answers in found.items():
@@ -341,9 +353,16 @@ def scores_lake(spec: dict, workdir: Path, k: int) -> dict:
                           for (_, label), got in zip(queries, answers)], axis=0)
         rows.append({"lake": spec["name"], "score": name, "MAP@k": [float(x) for x in curves[0]],
                      "P@k": [float(x) for x in curves[1]], "R@k": [float(x) for x in curves[2]]})
-    print(f"\n{spec['name']}: {len(queries)} queries, MAP@i from the top-{k} answers of each score")
-    print_table([{"score": r["score"], **{str(i + 1): v for i, v in enumerate(r["MAP@k"])}} for r in rows],
-                ["score"] + [str(i) for i in range(1, k + 1)])
+    for r in rows:
+        if r["score"] in seconds:
+            r["median_seconds"] = float(np.median(seconds[r["score"]]))
+            r["median_first_seconds"] = float(np.median(first[r["score"]]))
+    print(f"\n{spec['name']}: {len(queries)} queries, MAP@i from the top-{k} answers of each score; median search "
+          "ms, warm and on a query's first search")
+    print_table([{"score": r["score"], **{str(i + 1): v for i, v in enumerate(r["MAP@k"])},
+                  "ms": 1000 * r.get("median_seconds", float("nan")),
+                  "first": 1000 * r.get("median_first_seconds", float("nan"))} for r in rows],
+                ["score"] + [str(i) for i in range(1, k + 1)] + ["ms", "first"])
     return {"lake": spec["name"], "queries": len(queries), "results": rows}
 
 

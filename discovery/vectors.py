@@ -10,6 +10,8 @@ indexed.
   (TACTUS Eq. 7), with numeric distribution features for columns inferred numeric (same type inference as the
   profile stage, same agreement), and the column's name as a channel of its own (:mod:`.encoders.header`) when
   ``[embed] header_weight`` is above 0: a query's columns get their names' channel exactly as lake columns do.
+* Terms: the hashed words of each column's name and of a few sampled values (:mod:`.encoders.terms`), which the
+  union search's lexical table score weighs by the snapshot's IDF.
 * Quantity: what each number column measures (:mod:`.quantities`, from its name, cells and values), so that union
   alignment pairs only number columns of compatible quantities, the query's as the lake's.
 * Table vector: the trained TACTUS table encoder over the column vectors, or their normalised mean when the lake had
@@ -31,6 +33,7 @@ import pyarrow as pa
 
 from .encoders.base import Encoder
 from .encoders.columns import NUMERIC_KINDS, ColumnProfile, parse_numbers, priority_sample, profile_column
+from .encoders.terms import column_terms
 from .encoders.stored import COLUMN_MODEL, JOIN_MODEL, SET_MODEL, TABLE_MODEL, payload, stored_encoder
 from .lake import LakeFileError, infer_type, read_lake_table
 from .quantities import RULE as QUANTITY_RULE, quantity
@@ -142,6 +145,7 @@ class TableEmbedding:
     table_vector: np.ndarray     # (table dim,) float32
     values: list[ColumnValues]   # join-candidate columns only
     quantities: list[str]        # per column: what a number column measures ("" for none and for other kinds)
+    terms: list[tuple[np.ndarray, np.ndarray]]   # per column: its term buckets and counts (:mod:`.encoders.terms`)
 
 
 def is_join_candidate(kind: str, profile: ColumnProfile, spec: EmbedSpec) -> bool:
@@ -198,7 +202,8 @@ def embed_table(encoders: LakeEncoders, columns: list[pa.Array], names: list[str
         values = [column_values(encoders.join, prof, j, spec.join_max_values, spec.join_segments, columns[j])
                   for j, (kind, prof) in enumerate(zip(kinds, profiles)) if is_join_candidate(kind, prof, spec)]
     return TableEmbedding(kinds, vectors, encoders.table.encode_table(vectors), values,
-                          column_quantities(kinds, profiles, names))
+                          column_quantities(kinds, profiles, names),
+                          [column_terms(name, prof) for name, prof in zip(names, profiles)])
 
 
 # -- the embed stage's per-table work (runs in Spark tasks) -------------------------------------------------------
@@ -244,6 +249,8 @@ def embed_batch(work: pa.Table, ctx, refs: EncoderRefs) -> tuple[dict[str, pa.Ta
             c["ordinal"] += list(range(n))
             c["encoder_version"] += [refs.column] * n
             c["quantity"] += emb.quantities
+            c["terms"] += [t.tolist() for t, _ in emb.terms]
+            c["term_counts"] += [n.tolist() for _, n in emb.terms]
             vecs["column_vectors"].append(emb.column_vectors)
         if item["do_table_vectors"]:
             c = cols["table_vectors"]
@@ -306,6 +313,12 @@ def embed_query(snapshot: Snapshot, query: QueryTable, with_values: bool = False
     """Column vectors, table vector (and optionally join-candidate value vectors) of a query table, exactly as the
     embed stage computes them for a lake table."""
     return embed_table(snapshot_encoders(snapshot), query.columns, query.names, with_values)
+
+
+def query_terms(query: QueryTable) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The terms of a query's columns (:mod:`.encoders.terms`), as :func:`embed_table` gives them, without
+    encoding the columns."""
+    return [column_terms(name, profile_column(cells)) for name, cells in zip(query.names, query.columns)]
 
 
 def query_column_vectors(snapshot: Snapshot, query: QueryTable) -> np.ndarray:

@@ -121,17 +121,19 @@ def test_searches_keep_their_snapshot_indexes_within_the_process_budget(indexed_
     kept = {kind: run()["results"] for kind, run in queries.items()}
     # plus the catalog, columns and models a query consults, the encoders of the query table, the values and postings
     # of the lake tables the join returned, whether the snapshot's quantities are this code's (a union query of an
-    # indexed lake table takes its stored rows) and the parsed query files, each still the catalog's
+    # indexed lake table takes its stored rows), the parsed query files, each still the catalog's, and the union's
+    # lexical table vectors and the query table's terms
     kinds = {key[0] for key in INDEXES.keys()}
     assert kinds == {"union", "join", "nary", "table", "model", "encoders", "encoder", "join-values", "join-postings",
-                     "quantity_rule", "query-table"}
+                     "quantity_rule", "query-table", "union-lexical", "query-terms"}
     assert INDEXES.nbytes > 0
     assert "encoder.join" in {key[2] for key in INDEXES.keys() if key[0] == "encoder"}
     monkeypatch.setattr(INDEXES, "budget_bytes", 1024)
     INDEXES.clear()
     assert {kind: run()["results"] for kind, run in queries.items()} == kept
     held = {key[0] for key in INDEXES.keys()}
-    assert INDEXES.nbytes <= 1024 and not held & {"union", "join", "nary", "table", "encoders", "encoder"}
+    assert INDEXES.nbytes <= 1024 and not held & {"union", "join", "nary", "table", "encoders", "encoder",
+                                                  "union-lexical"}
 
 
 def _graphs(index) -> list:

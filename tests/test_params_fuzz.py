@@ -115,7 +115,7 @@ UNION_PARAMS = with_unknown(st.fixed_dictionaries({}, optional={
     "k": mostly(st.integers(1, 40)), "method": mostly(st.sampled_from(UNION_METHODS)),
     "tau": mostly(st.floats(0.05, 1.0)), "phi_c": mostly(st.integers(1, 8)), "phi_ref": mostly(st.integers(1, 200)),
     "phi_r": mostly(st.integers(1, 60)), "k_prime": mostly(st.integers(1, 500)),
-    "tau_abs": mostly(st.floats(-1, 1)), "tau_drop": mostly(st.floats(0, 2))}))
+    "tau_abs": mostly(st.floats(-1, 1)), "tau_drop": mostly(st.floats(0, 2)), "lexical": mostly(st.floats(0, 1))}))
 
 
 def join_params(names):
@@ -164,7 +164,7 @@ def _ordinal(names: list[str], name: str) -> int | None:
 
 def union_problems(p: dict) -> set[str]:
     bad = {n for n in p if n not in ("k", "method", "tau", "phi_c", "phi_ref", "phi_r", "k_prime", "tau_abs",
-                                      "tau_drop")}
+                                      "tau_drop", "lexical")}
     bad |= {n for n in ("k", "phi_c") if n in p and not _count(p[n])}
     bad |= {n for n in ("phi_ref", "phi_r", "k_prime") if p.get(n) is not None and not _count(p[n])}  # None: default
     if "tau" in p and not _real(p["tau"], 0, 1, lo_open=True):
@@ -173,6 +173,8 @@ def union_problems(p: dict) -> set[str]:
         bad.add("tau_abs")
     if "tau_drop" in p and not _real(p["tau_drop"], 0, 2):
         bad.add("tau_drop")
+    if "lexical" in p and not _real(p["lexical"], 0, 1):
+        bad.add("lexical")
     if "method" in p and not (isinstance(p["method"], str) and p["method"] in UNION_METHODS):
         bad.add("method")
     k = p.get("k", 10)
@@ -328,7 +330,8 @@ def test_nary_api(env, data):
 def test_every_union_search_parameter_is_checked():
     """A keyword the union search takes but its search kind does not know would be refused to users."""
     sig = inspect.signature(UnionIndex.search)
-    internal = {"exclude_table_id", "query_table_vector", "query_quantities"}  # derived from the query
+    internal = {"exclude_table_id", "query_table_vector", "query_quantities",  # derived from the query
+                "lexical_cosines"}
     keywords = {p.name for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY} - internal
     assert keywords | {"k", "method"} == set(SEARCHES["union"].parameters)
 

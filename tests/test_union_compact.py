@@ -215,11 +215,12 @@ def test_served_union_uses_the_stored_arrays_and_answers_as_the_full_index(index
     queries = sorted({r["query_table"] for r in load_ground_truth(lake)["union"]})[:6]
     for q in queries:
         for tau, k in ((0.4, 10), (0.7, 3), (0.9, 40)):
-            answers = {m: ls.union(q, k=k, method=m, tau=tau) for m in ("pgtus++", "pgtus", "exact")}
+            answers = {m: ls.union(q, k=k, method=m, tau=tau, lexical=0) for m in ("pgtus++", "pgtus", "exact")}
             assert {a["stats"]["index"] for a in answers.values()} == {"compact"}
             first = answers["exact"]["results"]
             assert all(a["results"] == first for a in answers.values())
-            assert from_delta.union(q, k=k, tau=tau)["results"] == first
+            assert from_delta.union(q, k=k, tau=tau, lexical=0)["results"] == first
+            assert from_delta.union(q, k=k, tau=tau)["results"] == ls.union(q, k=k, tau=tau)["results"]
             vectors, exclude, query_names = _query(ls, q)
             old = full.search(vectors, k, "exact", tau=tau, exclude_table_id=exclude)
             paths, names = result_names(snap, [r.table_id for r in old.results])

@@ -98,9 +98,9 @@ def served(indexed_lake):
 def test_served_width_scores_re_rank_the_complete_definition_5_answer(served, score):
     ls, _, widths = served
     query = "finance/registers/firms.tsv"
-    complete = ls.union(query, k=len(widths), method="exact")          # every table with an admissible pair
+    complete = ls.union(query, k=len(widths), method="exact", lexical=0)   # every table with an admissible pair
     assert 10 < len(complete["results"]) < len(widths)
-    own = ls.union(query, k=10, score=score)
+    own = ls.union(query, k=10, score=score, lexical=0)
     assert own["stats"]["score_kind"] == score
     q = widths[next(t["table_id"] for t in ls.tables() if t["path"] == query)]   # a lake table: its own vectors
     rescored = sorted((-r["score"] * factors(score, q, np.array([widths[r["table_id"]]]))[0], r["table_id"])

@@ -17,12 +17,14 @@ def _search(kind: str, args, names: tuple[str, ...]) -> dict:
 
 
 def cmd_union(args) -> int:
-    out = _search("union", args, ("k", "method", "tau", "phi_c", "phi_ref", "phi_r", "score"))
+    out = _search("union", args, ("k", "method", "tau", "phi_c", "phi_ref", "phi_r", "score", "lexical"))
     if args.json:
         print(json.dumps(out, default=str))
         return 0
     st = out["stats"]
-    print(f"snapshot {out['snapshot_id']}  query {out['query']}  method {out['method']}  score {st['score_kind']}")
+    lexical = f" + lexical {st['lexical']:g}" if st.get("lexical") else ""
+    print(f"snapshot {out['snapshot_id']}  query {out['query']}  method {out['method']}  "
+          f"score {st['score_kind']}{lexical}")
     rows = [{"rank": r["rank"], "score": f"{r['score']:.3f}", "table_id": r["table_id"], "path": r["path"],
              "alignment": ", ".join(f"{q}~{c} ({s:.2f})" for q, c, s in r["alignment"])} for r in out["results"]]
     print(table(rows, ["rank", "score", "table_id", "path", "alignment"], flexible=("alignment",)))
@@ -127,6 +129,9 @@ def register(sub) -> None:
     u.add_argument("--score", default=None, choices=Choices(_scores), metavar="SCORE",
                    help="table score: sum (Definition 5, the default), max_width (sum / the wider table's columns), "
                         "sqrt_width (sum / sqrt(query columns x table columns)); exact under exact, pgtus, pgtus++")
+    u.add_argument("--lexical", type=float, default=None,
+                   help="weight in [0, 1] of the tables' TF-IDF word cosine added to the score (default 0.2; 0: the "
+                        "score alone); exact under exact, pgtus, pgtus++")
     add_snapshot(u)
     add_common(u, cmd_union)
 

@@ -38,6 +38,7 @@ from .. import storage
 from .base import ColumnConfig, Encoder
 from .hash_encoder import HashEncoder, HashEncoderConfig
 from .registry import encoder_from_bytes
+from .terms import RULE as TERMS_RULE
 from .pretrained import model_dim
 from .sentence import SentenceTransformerEncoder
 
@@ -79,8 +80,9 @@ def column_encoder(config: EmbedConfig) -> Encoder:
 
 def column_requires(type_agreement: float) -> dict:
     """Besides its bytes, column vectors depend on the type inference that marks columns numeric, and the rows that
-    hold them on the rule that gives number columns their quantity (:mod:`discovery.quantities`)."""
-    return {"type_agreement": type_agreement, "quantity_rule": QUANTITY_RULE}
+    hold them on the rule that gives number columns their quantity (:mod:`discovery.quantities`) and on the rule of
+    their terms (:mod:`.terms`): rows made under another rule are re-encoded by the next refresh."""
+    return {"type_agreement": type_agreement, "quantity_rule": QUANTITY_RULE, "terms_rule": TERMS_RULE}
 
 
 def model_rows(warehouse: Warehouse, name: str) -> list[ModelRow]:

@@ -21,12 +21,15 @@ from .sources import PlanError, lake_columns, table_id_of
 def union_results(ls, query: QueryTable, tables: list | None, k: int, min_score: float | None, method: str,
                   params: dict) -> list[dict]:
     """Union results to write (see the module docstring)."""
+    from ..union.lexical import DEFAULT_WEIGHT
     from ..union.search import DEFAULT_TAU
     from ..union.service import union_scores
 
     if tables:
         ids = [table_id_of(ls.snapshot, t) for t in tables]
-        found = union_scores(ls.snapshot, query, ids, params.get("tau", DEFAULT_TAU), params.get("score", "sum"))
+        found = [r for r in union_scores(ls.snapshot, query, ids, params.get("tau", DEFAULT_TAU),
+                                         params.get("score", "sum"), params.get("lexical", DEFAULT_WEIGHT))
+                 if r["alignment"]]  # a table sharing words but no column has nothing to stack
         missing = sorted(set(ids) - {r["table_id"] for r in found})
         if missing:
             raise PlanError(f"lake table {missing[0]} has no column similar enough to one of query "

@@ -26,10 +26,11 @@ def _parameters() -> dict[str, Param]:
             "phi_ref": Param(optional(count), capped="tables"), "phi_r": Param(optional(count), capped="tables"),
             "k_prime": Param(optional(count), capped="columns"),
             "tau_abs": Param(interval(-1.0, 1.0)), "tau_drop": Param(interval(0.0, 2.0)),
-            "arrival": Param(choice(tuple(ARRIVALS))), "score": Param(choice(SCORES))}
+            "arrival": Param(choice(tuple(ARRIVALS))), "score": Param(choice(SCORES)),
+            "lexical": Param(interval(0.0, 1.0))}
     sig = inspect.signature(UnionIndex.search)
     taken = {p.name for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY} - {
-        "exclude_table_id", "query_table_vector", "query_quantities"}
+        "exclude_table_id", "query_table_vector", "query_quantities", "lexical_cosines"}
     return {n: p for n, p in spec.items() if n in taken | {"k", "method"}}
 
 

@@ -51,6 +51,8 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("encoder_version", pa.string()),
         ("vector", VEC),
         ("quantity", pa.string()),        # what a number column measures (discovery.quantities); "" none
+        ("terms", pa.list_(pa.int32())),  # hashed words of its name and sampled values (discovery.encoders.terms)
+        ("term_counts", pa.list_(pa.int32())),
     ]),
     "table_vectors": pa.schema([
         ("table_id", pa.int64()),

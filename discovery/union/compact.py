@@ -134,10 +134,11 @@ class CompactIndex:
 
     def search(self, query_column_vectors: np.ndarray, k: int = 10, method: str = "pgtus++", *, tau: float,
                exclude_table_id: int | None = None, query_quantities: np.ndarray | None = None,
-               score: str = "sum", normalised: bool = False) -> UnionSearch:
+               score: str = "sum", normalised: bool = False, bonus: np.ndarray | None = None) -> UnionSearch:
         """Top-``k`` tables unionable with a query given as its column vectors (q, d) and their quantity codes, by
-        ``score`` (:mod:`.widths`); exact's answer for every method of :data:`COMPACT_METHODS`.  ``normalised``: the
-        rows are already the index's unit rows (:meth:`table_columns`) and are used as they are."""
+        ``score`` (:mod:`.widths`) plus ``bonus``, a number >= 0 per table added to its score (the lexical term,
+        :mod:`.lexical`); exact's answer for every method of :data:`COMPACT_METHODS`.  ``normalised``: the rows are
+        already the index's unit rows (:meth:`table_columns`) and are used as they are."""
         if method not in COMPACT_METHODS:
             raise ValueError(f"the compact index answers {', '.join(COMPACT_METHODS)}, not {method!r}")
         query = np.asarray(query_column_vectors, dtype=np.float32)
@@ -155,16 +156,17 @@ class CompactIndex:
                 exclude = pos
         scale = factors(score, len(query), np.diff(self.col_offsets))
         if method == "exact" or len(self.codes) < BOUND_PASS_MIN_COLUMNS:
-            found = self._exact(query, k, tau, exclude, method, query_quantities, scale)
+            found = self._exact(query, k, tau, exclude, method, query_quantities, scale, bonus)
         else:
-            found = self._bounded(query, k, tau, exclude, method, query_quantities, scale)
+            found = self._bounded(query, k, tau, exclude, method, query_quantities, scale, bonus)
         return UnionSearch(found.results, found.stats, score_kind(score))
 
     def score(self, query_column_vectors: np.ndarray, table_ids: list[int], *, tau: float,
-              query_quantities: np.ndarray | None = None, score: str = "sum") -> list[UnionResult]:
+              query_quantities: np.ndarray | None = None, score: str = "sum",
+              bonus: np.ndarray | None = None) -> list[UnionResult]:
         """``score`` (Definition 5 by default) and alignment of each of ``table_ids`` (ids the index lacks, and
-        tables with no admissible pair, are left out), best first as a search ranks them: what a search would report
-        for them, whether or not they would make its top k."""
+        tables with no admissible pair and no ``bonus``, are left out), best first as a search ranks them: what a
+        search would report for them, whether or not they would make its top k."""
         query = unit_rows(np.asarray(query_column_vectors, dtype=np.float32))
         pos = [bisect_left(self.table_ids, t) for t in table_ids]
         tix = np.array(sorted({p for p, t in zip(pos, table_ids) if p < len(self.table_ids)
@@ -172,26 +174,30 @@ class CompactIndex:
         if not tix.size:
             return []
         scale = factors(score, len(query), np.diff(self.col_offsets))
-        return self._ranked([self._score(query, tix, tau, query_quantities)], len(tix), -1, scale)[0]
+        return self._ranked([self._score(query, tix, tau, query_quantities)], len(tix), -1, scale, bonus)[0]
 
     def _exact(self, query: np.ndarray, k: int, tau: float, exclude: int, method: str,
-               query_quantities: np.ndarray | None, scale: np.ndarray | None) -> UnionSearch:
+               query_quantities: np.ndarray | None, scale: np.ndarray | None,
+               bonus: np.ndarray | None) -> UnionSearch:
         if self._col_table is None:
             self._col_table = np.repeat(np.arange(len(self.table_ids), dtype=np.int32), np.diff(self.col_offsets))
         vectors = self.vectors.whole() if isinstance(self.vectors, StoredRows) else self.vectors
         found = exhaustive_scores(query, vectors, self._col_table, self.col_offsets, tau,
                                   *self._rule(query_quantities))
         scored = _Scored(np.arange(len(self.table_ids)), found, self.col_offsets)
-        results, kept = self._ranked([scored], k, exclude, scale)
+        results, kept = self._ranked([scored], k, exclude, scale, bonus)
         stats = SearchStats(method, len(self.table_ids) - (exclude >= 0), kept, kept, found.solved,
                             exhaustive=method != "exact")
         return UnionSearch(results, stats, "unionability")
 
     def _bounded(self, query: np.ndarray, k: int, tau: float, exclude: int, method: str,
-                 query_quantities: np.ndarray | None, scale: np.ndarray | None) -> UnionSearch:
+                 query_quantities: np.ndarray | None, scale: np.ndarray | None,
+                 bonus: np.ndarray | None) -> UnionSearch:
         upper = table_upper_bounds(query, self.codes, self.steps, self.error, self.col_offsets, tau)
         if scale is not None:  # a positive factor per table: the bound of the weighted score (see .widths)
             upper = upper * scale
+        if bonus is not None:  # a number per table added to its score, so to its bound (see .lexical)
+            upper = upper + bonus
         if exclude >= 0:
             upper[exclude] = 0.0
         live = np.flatnonzero(upper > 0)
@@ -207,12 +213,10 @@ class CompactIndex:
                 break
             stop = min(reach, done + size)
             batches.append(self._score(query, live[done:stop], tau, query_quantities))
-            scores = batches[-1].found.scores
-            if scale is not None:
-                scores = scores * scale[batches[-1].tix[batches[-1].found.tables]]
+            _, scores, _ = _batch_scores(batches[-1], scale, bonus)
             best = -np.sort(-np.concatenate([best, scores[scores > 0]]))[:k]
             done, size = stop, 2 * size
-        results, kept = self._ranked(batches, k, exclude, scale)
+        results, kept = self._ranked(batches, k, exclude, scale, bonus)
         stats = SearchStats(method, len(live), kept, done, sum(b.found.solved for b in batches), len(self.table_ids))
         return UnionSearch(results, stats, "unionability")
 
@@ -239,24 +243,23 @@ class CompactIndex:
             return None, None
         return np.asarray(query_quantities, dtype=np.int16), self.quantities
 
-    def _ranked(self, batches: list[_Scored], k: int, exclude: int,
-                scale: np.ndarray | None) -> tuple[list[UnionResult], int]:
-        """The top-k of every scored table (score, weighted by ``scale`` per table, descending; table id ascending)
-        with alignments, and how many tables scored above 0."""
-        tix = np.concatenate([b.tix[b.found.tables] for b in batches]) if batches else np.zeros(0, np.int64)
-        scores = np.concatenate([b.found.scores for b in batches]) if batches else np.zeros(0)
-        if scale is not None:
-            scores = scores * scale[tix]
-        where = np.concatenate([np.stack([np.full(len(b.found.tables), i), b.found.tables])
-                                for i, b in enumerate(batches)], axis=1) if batches else np.zeros((2, 0), np.int64)
+    def _ranked(self, batches: list[_Scored], k: int, exclude: int, scale: np.ndarray | None,
+                bonus: np.ndarray | None = None) -> tuple[list[UnionResult], int]:
+        """The top-k of every scored table (score, weighted by ``scale`` and plus ``bonus`` per table, descending;
+        table id ascending) with alignments, and how many tables scored above 0."""
+        parts = [_batch_scores(b, scale, bonus) for b in batches]
+        tix = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+        scores = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+        where = np.concatenate([np.stack([np.full(len(p[2]), i), p[2]]) for i, p in enumerate(parts)], axis=1) \
+            if parts else np.zeros((2, 0), np.int64)
         keep = (scores > 0) & (tix != exclude)
         top = np.flatnonzero(keep)[np.lexsort((tix[keep], -scores[keep]))][:k]
         ids = self._ids(tix[top])
         results = []
         for i, table_id in zip(top.tolist(), ids.tolist()):
-            batch = batches[where[0, i]]
-            m = batch.found.match(int(where[1, i]), batch.col_offsets)
-            results.append(UnionResult(int(table_id), float(scores[i]), self._alignment(tix[i], m.pairs)))
+            batch, found_at = batches[where[0, i]], int(where[1, i])
+            pairs = () if found_at < 0 else batch.found.match(found_at, batch.col_offsets).pairs
+            results.append(UnionResult(int(table_id), float(scores[i]), self._alignment(tix[i], pairs)))
         return results, int(keep.sum())
 
     def _ids(self, tix: np.ndarray) -> np.ndarray:
@@ -272,3 +275,21 @@ class CompactIndex:
         else:
             ords = self.ordinals[start:stop]
         return tuple((q, int(ords[c]), s) for q, c, s in pairs)
+
+
+def _batch_scores(batch: _Scored, scale: np.ndarray | None,
+                  bonus: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Table indices of a scored batch, their scores (Definition 5 times ``scale``, plus ``bonus``) and each one's
+    position in the batch, which ``batch.found.match`` takes (-1: no admissible pair, nothing to match).  Without a
+    bonus only the tables with an admissible pair are listed (the others score 0); with one, every table."""
+    found = batch.found
+    if bonus is None:
+        tix, scores = batch.tix[found.tables], found.scores
+        return tix, (scores * scale[tix] if scale is not None else scores), found.tables
+    at = np.full(len(batch.tix), -1, dtype=np.int64)
+    at[found.tables] = found.tables
+    sums = np.zeros(len(batch.tix))
+    sums[found.tables] = found.scores
+    if scale is not None:
+        sums = sums * scale[batch.tix]
+    return batch.tix, sums + bonus[batch.tix], at

@@ -16,22 +16,31 @@ from .scoring import exhaustive_scores
 
 
 def exact_search(index, query: np.ndarray, k: int, tau: float, exclude: int,
-                 q_codes: np.ndarray | None = None, scale: np.ndarray | None = None) -> UnionSearch:
+                 q_codes: np.ndarray | None = None, scale: np.ndarray | None = None,
+                 bonus: np.ndarray | None = None) -> UnionSearch:
     """The top-``k`` tables of :class:`~.search.UnionIndex` ``index`` by Definition 5 score (ties by table id),
-    each weighted by its factor in ``scale`` when given (:mod:`.widths`), leaving out table position ``exclude``
-    (-1: none)."""
+    each weighted by its factor in ``scale`` (:mod:`.widths`) and plus its ``bonus`` (:mod:`.lexical`) when given,
+    leaving out table position ``exclude`` (-1: none)."""
     found = exhaustive_scores(query, index.vectors, index.col_table, index.col_offsets, tau, q_codes,
                               None if q_codes is None else index.quantities)
-    keep = (found.scores > 0) & (found.tables != exclude)
-    tables, scores = found.tables[keep], found.scores[keep]
+    n = len(index.table_ids)
+    sums = np.zeros(n)
+    sums[found.tables] = found.scores
     if scale is not None:
-        scores = scores * scale[tables]
+        sums = sums * scale
+    if bonus is not None:
+        sums = sums + bonus
+    at = np.full(n, -1, dtype=np.int64)
+    at[found.tables] = found.tables
+    keep = (sums > 0) & (np.arange(n) != exclude)
+    tables = np.flatnonzero(keep)
+    scores = sums[tables]
     top = np.lexsort((index.table_ids[tables], -scores))[:k]
     results = []
     for i in top:
         t = int(tables[i])
-        m = found.match(t, index.col_offsets)
-        results.append(UnionResult(int(index.table_ids[t]), float(scores[i]), index.alignment(t, m.pairs)))
+        pairs = found.match(t, index.col_offsets).pairs if at[t] >= 0 else ()
+        results.append(UnionResult(int(index.table_ids[t]), float(scores[i]), index.alignment(t, pairs)))
     stats = SearchStats("exact", len(index.table_ids) - (exclude >= 0), int(keep.sum()), int(keep.sum()),
                         found.solved)
     return UnionSearch(results, stats, "unionability")

@@ -47,6 +47,7 @@ from .csr import expand_ranges, offsets_from_counts, offsets_from_owners
 from .exact import exact_search
 from .hnsw import hnsw
 from .matching import unit_rows
+from .lexical import DEFAULT_WEIGHT, bonus
 from .partitioning import PartitionArrays
 from .pgtus import pgtus_search
 from .pruning import BasePruner, EnhancedPruner
@@ -228,7 +229,8 @@ class UnionIndex:
                phi_r: int | None = None, k_prime: int | None = None, exclude_table_id: int | None = None,
                query_table_vector: np.ndarray | None = None, tau_abs: float = DEFAULT_TAU_ABS,
                tau_drop: float = DEFAULT_TAU_DROP, arrival: str = "ranked",
-               query_quantities: np.ndarray | None = None, score: str = "sum") -> UnionSearch:
+               query_quantities: np.ndarray | None = None, score: str = "sum",
+               lexical: float = DEFAULT_WEIGHT, lexical_cosines: np.ndarray | None = None) -> UnionSearch:
         """Top-``k`` tables unionable with a query given as its column vectors (q, d) and its columns' quantity
         codes (``query_quantities``; None: every pair compatible, as when the index has none).
 
@@ -240,7 +242,9 @@ class UnionIndex:
         in storage order would deliver them (pgtus / pgtus++ then bound every candidate and stop nowhere); results
         are the same, the work spent differs.  ``score`` (:mod:`.widths`): Definition 5 (``sum``) or a width-weighted
         form of it, which ``exact``, ``pgtus`` and ``pgtus++`` answer exactly (here by scoring the lake exhaustively;
-        the served compact index prunes under it).  Other parameters default as described in the module docstring.
+        the served compact index prunes under it).  ``lexical`` weighs the lexical table score (:mod:`.lexical`;
+        ``lexical_cosines``, one per table in the index's order, computed by the caller), added by the same three
+        methods; the others answer their own score.  Other parameters default as described in the module docstring.
         """
         if method not in METHODS:
             raise ValueError(f"unknown union method {method!r}; expected one of {', '.join(METHODS)}")
@@ -262,9 +266,10 @@ class UnionIndex:
             exclude = int(self._tix(np.array([exclude_table_id]))[0])
         q_codes = (None if query_quantities is None or self.quantities is None
                    else np.asarray(query_quantities, dtype=np.int16))
-        if method == "exact" or score != "sum":
+        added = bonus(lexical, score, len(query), lexical_cosines) if method in EXACT_METHODS else None
+        if method == "exact" or score != "sum" or added is not None:
             found = exact_search(self, query, k, tau, exclude, q_codes,
-                                 factors(score, len(query), np.diff(self.col_offsets)))
+                                 factors(score, len(query), np.diff(self.col_offsets)), added)
             stats = found.stats if method == "exact" else replace(found.stats, method=method, exhaustive=True)
             return UnionSearch(found.results, stats, score_kind(score))
         if method == "tactus":

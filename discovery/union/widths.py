@@ -16,7 +16,8 @@ the query's width ``q`` (its column vectors) and the lake table's ``t`` (its col
 Why the exact searches stay exact under them: the norm is a positive constant per lake table for a given query, so
 every upper and lower bound of a table's Definition 5 score, multiplied by the table's factor, bounds its weighted
 score, and pruning at the k-th weighted score stops where the weighted ranking can no longer change.  The alignment
-is the one Definition 5 finds (the maximum-weight matching does not depend on the factor).
+is the one Definition 5 finds (the maximum-weight matching does not depend on the factor).  The lexical term
+(:mod:`.lexical`) is added to whichever score is chosen.
 """
 from __future__ import annotations
 

@@ -6,9 +6,10 @@ sixteen wrong first results went to one table of 1,093 columns.  A width-aware s
 the query's width ``q`` (its column vectors) and the lake table's ``t`` (its columns in the union index):
 
 * ``sum``: Definition 5 itself, the default.  Measured at k = 1..20 (benchmarks/README.md, "Width-weighted
-  scores and the lexical term", without the term), ``max_width`` leads on UGEN-V1 (MAP@10 0.722 against 0.708) and ``sqrt_width`` on fivethirtyeight (0.429
-  against 0.390), but each costs the sample lake more than 0.01 (0.949, 0.934 against 0.965) and neither gains on the
-  held-out public union benchmarks, so no weighted score is a default that holds across lakes;
+  scores and the lexical term", without the term), ``max_width`` leads on UGEN-V1 (MAP@10 0.722 against 0.708) and
+  ``sqrt_width`` on fivethirtyeight (0.429 against 0.390), but each costs the sample lake more than 0.01 (0.949,
+  0.934 against 0.965) and neither gains on the held-out public union benchmarks, so no weighted score is a default
+  that holds across lakes;
 * ``max_width``: ``sum / max(q, t)``, the share of the wider table's columns that align: 1 only when both tables
   align column for column, like a Jaccard over columns;
 * ``sqrt_width``: ``sum / sqrt(q t)``, the cosine form: a table twice as wide as the query pays a factor of 1.4.

@@ -18,7 +18,6 @@ import re
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .config import Limits
 from . import storage
@@ -224,9 +223,9 @@ def catalog_entry(snapshot: Snapshot, name: str | int, served: bool = False) -> 
     status; a path does not name a deleted table (another may have its path later).
     """
     label = str(name)
-    catalog = snapshot.cached("catalog", CATALOG_COLUMNS)
+    catalog, at = snapshot.lookup("catalog", CATALOG_COLUMNS)
     if isinstance(name, int) or label.isdigit():
-        hit = catalog.filter(pc.equal(catalog["table_id"], int(label)))
+        hit = catalog.take(at.by_ids([int(label)])) if int(label) < 2 ** 63 else catalog.slice(0, 0)
         return hit.to_pylist()[0] if hit.num_rows else None
     lake = snapshot.lake_root()
     rel = label
@@ -234,9 +233,9 @@ def catalog_entry(snapshot: Snapshot, name: str | int, served: bool = False) -> 
         rel = _served_path(lake, label)
     elif lake and os.path.isabs(label) and os.path.abspath(label).startswith(os.path.abspath(lake) + os.sep):
         rel = os.path.relpath(os.path.abspath(label), lake).replace(os.sep, "/")
-    hit = catalog.filter(pc.equal(catalog["path"], rel))
-    if hit.num_rows and hit.column("status")[0].as_py() != "deleted":
-        return hit.to_pylist()[0]
+    for row in catalog.take(at.by_path(rel)).to_pylist():
+        if row["status"] != "deleted":
+            return row
     return None
 
 

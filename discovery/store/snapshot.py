@@ -8,6 +8,7 @@ snapshot answering queries.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -109,6 +110,14 @@ class Snapshot:
         key = ("table", self.warehouse.root, self.snapshot_id, name, tuple(columns))
         return INDEXES.get(key, lambda: self.read(name, columns=columns))
 
+    def lookup(self, name: str, columns: list[str]) -> tuple[pa.Table, RowLookup]:
+        """:meth:`cached` ``columns`` of ``name`` with a :class:`RowLookup` over them, built once per process and
+        snapshot: what a served search uses to find its query's catalog row and name its results without a pass
+        over the whole table."""
+        rows = self.cached(name, columns)
+        key = ("lookup", self.warehouse.root, self.snapshot_id, name, tuple(columns))
+        return rows, INDEXES.get(key, lambda: RowLookup(rows))
+
     def file_uris(self, name: str) -> list[str]:
         return self.warehouse.file_uris(name, self.version(name))
 
@@ -118,19 +127,56 @@ class Snapshot:
                 "counts": self.counts}
 
 
+class RowLookup:
+    """Positions of a cached index table's rows by ``table_id`` (and by ``path`` when it has one), found by binary
+    search: a served search resolves its query and names its results in microseconds whatever the lake's size,
+    where a filter over the table costs a pass over it (a million catalog rows, ten million column rows).  Costs 16
+    bytes a row (the sorted ids and the order that sorts them) and 8 a path."""
+
+    def __init__(self, rows: pa.Table):
+        ids = rows.column("table_id").to_numpy()
+        self._order = np.argsort(ids, kind="stable")
+        self._ids = ids[self._order]
+        self._paths: pa.Array | None = None
+        if "path" in rows.column_names:
+            self._paths = rows.column("path").combine_chunks()
+            order = pc.array_sort_indices(self._paths, null_placement="at_end").to_numpy()
+            self._path_order = order[:len(order) - self._paths.null_count]
+
+    @property
+    def nbytes(self) -> int:
+        return self._order.nbytes + self._ids.nbytes + (self._path_order.nbytes if self._paths is not None else 0)
+
+    def by_ids(self, table_ids) -> np.ndarray:
+        """Positions of the rows of ``table_ids``, by ascending id and then row order."""
+        wanted = np.unique(np.asarray(table_ids, dtype=np.int64))
+        lo, hi = np.searchsorted(self._ids, wanted, "left"), np.searchsorted(self._ids, wanted, "right")
+        if not (hi > lo).any():
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate([self._order[a:b] for a, b in zip(lo.tolist(), hi.tolist()) if b > a])
+
+    def by_path(self, path: str) -> np.ndarray:
+        """Positions of the rows whose ``path`` is ``path``, in row order."""
+        if self._paths is None:
+            raise ValueError("these rows have no path column")
+        paths, order = self._paths, self._path_order
+        lo = bisect_left(range(len(order)), path, key=lambda i: paths[int(order[i])].as_py())
+        hi = bisect_right(range(lo, len(order)), path, key=lambda i: paths[int(order[i])].as_py()) + lo
+        return np.sort(order[lo:hi])
+
+
 def result_names(snapshot: Snapshot, table_ids: list[int]) -> tuple[dict[int, str], dict[tuple[int, int], str]]:
     """Paths and column names of the tables a search returned: ``({table_id: path}, {(table_id, ordinal): name})``.
 
-    The two tables are read once per snapshot and process (:meth:`Snapshot.cached`); only the result tables' rows are
-    turned into Python objects.
+    The two tables are read once per snapshot and process (:meth:`Snapshot.cached`) and their rows found by
+    :class:`RowLookup`; only the result tables' rows are turned into Python objects.
     """
     if not table_ids:
         return {}, {}
-    wanted = pa.array(sorted(set(table_ids)), pa.int64())
-    catalog = snapshot.cached("catalog", CATALOG_COLUMNS)
-    catalog = catalog.filter(pc.is_in(catalog["table_id"], wanted))
-    columns = snapshot.cached("columns", ["table_id", "ordinal", "name"])
-    columns = columns.filter(pc.is_in(columns["table_id"], wanted))
+    catalog, at = snapshot.lookup("catalog", CATALOG_COLUMNS)
+    catalog = catalog.take(at.by_ids(table_ids))
+    columns, at = snapshot.lookup("columns", ["table_id", "ordinal", "name"])
+    columns = columns.take(at.by_ids(table_ids))
     paths = dict(zip(catalog.column("table_id").to_pylist(), catalog.column("path").to_pylist()))
     names = {(t, o): n for t, o, n in zip(*(columns.column(c).to_pylist() for c in ("table_id", "ordinal", "name")))}
     return paths, names

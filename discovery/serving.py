@@ -9,9 +9,10 @@ Four things stood between them, and :class:`Served` removes each:
   :data:`POLL_SECONDS`; a newer one is opened in a background thread, warmed by re-running on it the last searches
   served (one of each kind, lake tables only, so the indexes they need are built) and the name search's names, and
   swapped in when ready.  Until then requests answer from the one before, so a publication never pauses them; once
-  swapped, the old snapshot's cache entries are dropped, so the process holds one copy of each index however many
-  requests share it.  The first snapshot a process serves is warmed the same way in the background, with the newest
-  searches recorded in the warehouse (:data:`WARM_RECORDED` batches read), and the name search's lexicon and names: a
+  swapped, the older snapshots' cache entries are dropped and none of theirs is kept again (a request still on the
+  old one would put its indexes back), so the process holds one copy of each index however many requests share
+  it.  The first snapshot a process serves is warmed the same way in the background, with the newest searches
+  recorded in the warehouse (:data:`WARM_RECORDED` batches read), and the name search's lexicon and names: a
   server's first join would otherwise pay about 0.8 s loading its index and encoder.
 * **Recording off the answer path.**  A search answers from the index.  One that records (the page's form, whose
   previews and downloads read the recorded rows; the JSON API's ``"record": true``) waits for a group commit
@@ -253,8 +254,7 @@ class Served:
             old, self._current = self._current, fresh
             self.swaps += 1
         if old is not None and old.snapshot_id != snapshot_id:
-            root, sid = self.warehouse.root, old.snapshot_id
-            INDEXES.drop(lambda key: isinstance(key, tuple) and len(key) > 2 and key[1] == root and key[2] == sid)
+            INDEXES.retire(self.warehouse.root, snapshot_id)   # and what requests still on it would put back
             del old
             give_back_memory()
 

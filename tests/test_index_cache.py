@@ -80,6 +80,25 @@ def test_a_failed_build_is_not_kept_and_the_next_request_builds_again():
     assert cache.get("k", lambda: 7) == 7
 
 
+def test_retired_snapshots_are_dropped_and_not_kept_again():
+    cache = IndexCache(1 << 20, size_of=lambda v: 10)
+    for sid in (1, 2, 3):
+        cache.put(("join", "/wh", sid), sid)
+    cache.put(("join", "/other", 1), "other warehouse")
+    cache.put(("encoder", "/wh", "join-abc"), "not per snapshot")
+    assert cache.retire("/wh", 3) == 2
+    assert set(cache.keys()) == {("join", "/wh", 3), ("join", "/other", 1), ("encoder", "/wh", "join-abc")}
+    built = []
+    assert cache.get(("union", "/wh", 2), lambda: built.append(1) or "late") == "late"   # a request still on 2
+    assert ("union", "/wh", 2) not in cache and cache.nbytes == 30
+    cache.get(("union", "/wh", 2), lambda: built.append(1) or "late")
+    assert built == [1, 1]                                                  # answered, never kept
+    assert cache.get(("union", "/wh", 4), lambda: "newer") == "newer" and ("union", "/wh", 4) in cache
+    cache.retire("/wh", 2)                                                  # a floor never moves back
+    cache.put(("join", "/wh", 2), 2)
+    assert ("join", "/wh", 2) not in cache
+
+
 def test_deep_nbytes_counts_buffers_strings_and_attributes_once():
     vectors = np.ones((1000, 8), np.float32)
 
@@ -122,10 +141,10 @@ def test_searches_keep_their_snapshot_indexes_within_the_process_budget(indexed_
     # plus the catalog, columns and models a query consults, the encoders of the query table, the values and postings
     # of the lake tables the join returned, whether the snapshot's quantities are this code's (a union query of an
     # indexed lake table takes its stored rows), the parsed query files, each still the catalog's, and the union's
-    # lexical table vectors and the query table's terms
+    # lexical table vectors, the query table's terms and the lookups of catalog and column rows
     kinds = {key[0] for key in INDEXES.keys()}
     assert kinds == {"union", "join", "nary", "table", "model", "encoders", "encoder", "join-values", "join-postings",
-                     "quantity_rule", "query-table", "union-lexical", "query-terms"}
+                     "quantity_rule", "query-table", "union-lexical", "query-terms", "lookup"}
     assert INDEXES.nbytes > 0
     assert "encoder.join" in {key[2] for key in INDEXES.keys() if key[0] == "encoder"}
     monkeypatch.setattr(INDEXES, "budget_bytes", 1024)

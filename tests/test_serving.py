@@ -130,6 +130,14 @@ def test_a_new_snapshot_is_warmed_then_swapped_in_and_the_old_indexes_dropped(in
     assert served.lakescout().snapshot_id == new
     assert "union" in held(new)                           # built by the warm-up, before any request asked
     assert not held(old)
+    # a request that began on the old snapshot and ends after the swap does not put its indexes back
+    from discovery.api import Lakescout
+    from discovery.query import resolve_query
+
+    late = Lakescout(session(warehouse), old)
+    assert late.union(_union_query(lake), k=3)["results"] == before["answer"]["results"]
+    assert resolve_query(late.snapshot, _union_query(lake)).table_id is not None
+    assert not held(old)
     after = served.search("union", _union_query(lake), {"k": 3}, user="ada", record=False)
     assert after["snapshot_id"] == new and after["answer"]["results"] == before["answer"]["results"]
 

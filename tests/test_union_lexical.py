@@ -20,10 +20,10 @@ from discovery.query import resolve_query
 from discovery.union import UnionIndex, compact, unionability
 from discovery.union.compact import COMPACT_METHODS, CompactIndex
 from discovery.union.lexical import DEFAULT_WEIGHT, LexicalIndex, bonus
-from discovery.union.widths import SCORES, factors
+from discovery.union.widths import SCORES
 from discovery.vectors import query_terms
 from synthetic_lake import SyntheticLake, build_index_inputs
-from test_union_widths import TAU, _lake, _query
+from test_union_widths import TAU, _lake, _query, brute_top
 
 
 def _random_terms(owner: np.ndarray, seed: int) -> tuple[pa.Array, pa.Array]:
@@ -78,21 +78,6 @@ def test_cosines_are_tf_idf_over_the_columns():
         got = index.cosines(query)
         np.testing.assert_allclose(got, [want[int(t)] for t in ids], atol=1e-12)
         assert (got <= 1 + 1e-12).all() and (got >= 0).all()
-
-
-def brute_top(vectors, owner, ordinal, query, k, score, added: dict[int, float]):
-    """Top-k (table id, score) by the definition: Definition 5 times the width factor, plus the lexical term;
-    tables with no admissible pair score the term alone."""
-    scored = []
-    for t in np.unique(owner):
-        rows = np.flatnonzero(owner == t)
-        rows = rows[np.argsort(ordinal[rows])]
-        s = unionability(query, vectors[rows], TAU).score
-        f = factors(score, len(query), np.array([len(rows)]))
-        total = s * (1.0 if f is None else f[0]) + added[int(t)]
-        if total > 0:
-            scored.append((-total, int(t)))
-    return [(t, -s) for s, t in sorted(scored)[:k]]
 
 
 @pytest.mark.parametrize("score", SCORES)

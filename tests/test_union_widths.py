@@ -34,16 +34,18 @@ def _lake(seed: int):
     return model, vectors, owner, ordinal
 
 
-def brute_top(vectors, owner, ordinal, query, k, score):
-    """Top-k (table id, score) by the definition: Definition 5 of each table times its width factor."""
+def brute_top(vectors, owner, ordinal, query, k, score, added: dict[int, float] | None = None):
+    """Top-k (table id, score) by the definition: Definition 5 of each table times its width factor, plus the
+    table's ``added`` term when given (the lexical term: a table with no admissible pair then scores it alone)."""
     scored = []
     for t in np.unique(owner):
         rows = np.flatnonzero(owner == t)
         rows = rows[np.argsort(ordinal[rows])]
         s = unionability(query, vectors[rows], TAU).score
-        if s > 0:
-            f = factors(score, len(query), np.array([len(rows)]))
-            scored.append((-(s * (1.0 if f is None else f[0])), int(t)))
+        f = factors(score, len(query), np.array([len(rows)]))
+        total = s * (1.0 if f is None else f[0]) + (added or {}).get(int(t), 0.0)
+        if total > 0:
+            scored.append((-total, int(t)))
     return [(t, -s) for s, t in sorted(scored)[:k]]
 
 

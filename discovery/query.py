@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -45,6 +45,7 @@ class QueryTable:
     types: list[str | None] | None = None   # column types the table's format declares (None: inferred)
     arrow: pa.Table | None = None           # the columns as given, typed, when the query came as data (from_arrow)
     indexed: bool = False         # the cells read are those the snapshot indexed (:func:`_unchanged`)
+    _kinds: dict[float, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def column(self, name: str) -> pa.Array:
         return self.columns[self.ordinal(name)]
@@ -66,9 +67,13 @@ class QueryTable:
         raise QueryError(f"query {self.label!r} has no column {name!r} (columns: {', '.join(self.names)})")
 
     def kinds(self, agreement: float = 0.95) -> list[str]:
-        """Each column's type: the one its format declares, else inferred from its values."""
-        declared = self.types or [None] * len(self.columns)
-        return [t or infer_type(c, agreement) for t, c in zip(declared, self.columns)]
+        """Each column's type: the one its format declares, else inferred from its values.  Inferred once per
+        table object: a lake file kept for later queries (:func:`_unchanged`) answers every search of its snapshot,
+        and a join asks twice (routing, then the search)."""
+        if agreement not in self._kinds:
+            declared = self.types or [None] * len(self.columns)
+            self._kinds[agreement] = [t or infer_type(c, agreement) for t, c in zip(declared, self.columns)]
+        return list(self._kinds[agreement])
 
     @property
     def num_rows(self) -> int:

@@ -7,7 +7,7 @@ from discovery.join import blocking
 from discovery.join.blocking import block
 from discovery.join.grid import CellHierarchy
 from discovery.join.lemmas import boxes_apart, boxes_within, points_apart
-from discovery.join.metric import canonical_squared, squared_within
+from discovery.join.metric import canonical_squared, canonical_squared_at, squared_within
 from join_data import clustered_lake, query_from
 
 
@@ -138,6 +138,21 @@ def test_early_abandoned_distance_decides_like_the_canonical_value(dim):
         np.testing.assert_array_equal(got <= tau_sq, inside)
         assert np.all(np.isinf(got[~inside]))
         np.testing.assert_allclose(got[inside], exact[inside], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_canonical_distance_is_the_left_to_right_float64_sum(dtype):
+    """The canonical value, read in place at scattered rows, has the bits of the float64 sum over dimensions in
+    order, whatever the rows' positions: the value every method's exact decision and reported distance come from."""
+    rng = np.random.default_rng(7)
+    lake, query = rng.normal(size=(300, 37)).astype(dtype), rng.normal(size=(20, 37)).astype(dtype)
+    ia, ib = rng.integers(0, 300, 1000), rng.integers(0, 20, 1000)
+    expected = np.zeros(ia.size)
+    for j in range(lake.shape[1]):
+        diff = lake[ia, j].astype(np.float64) - query[ib, j].astype(np.float64)
+        expected += diff * diff
+    np.testing.assert_array_equal(canonical_squared_at(lake, ia, query, ib).view(np.int64), expected.view(np.int64))
+    np.testing.assert_array_equal(canonical_squared(lake[ia], query[ib]).view(np.int64), expected.view(np.int64))
 
 
 def test_lemma7_rejects_only_unjoinable_columns():

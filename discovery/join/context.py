@@ -111,17 +111,24 @@ class QueryContext:
         self.others = [j for j, v in others.items()
                        if len(v) and not is_row_number(self.codes[j][self.codes[j] >= 0], v.to_pylist())]
         self.distinct = {j: np.unique(self.codes[j][self.codes[j] >= 0]) for j in self.others}
+        keys = self.key_values.dictionary_encode()
+        self.key_index = {v: i for i, v in enumerate(keys.dictionary.to_pylist())}
+        self.key_row = keys.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        self.code_of: dict[str, int] = {}
 
     @property
     def n_vocab(self) -> int:
         return len(self.vocab)
 
     def add_values(self, values: list[str]) -> None:
-        """Extend the vocabulary with lake values (the witnesses of the key's matches); existing codes stay."""
-        new = pa.array(sorted(set(values)), pa.string())
+        """Extend the vocabulary with lake values (the witnesses of the key's matches); existing codes stay.  The
+        values' codes are kept (:attr:`code_of`), so the links of many tables cost one hash of the vocabulary."""
+        distinct = sorted(set(values))
+        new = pa.array(distinct, pa.string())
         new = new.filter(pc.invert(pc.is_in(new, value_set=self.vocab)))
         if len(new):
             self.vocab = pa.concat_arrays([self.vocab, new])
+        self.code_of = dict(zip(distinct, self.code(pa.array(distinct, pa.string())).tolist()))
 
     def code(self, values) -> np.ndarray:
         """Codes of normalised strings in the query's vocabulary; -1 for null or a value the query does not hold."""
@@ -130,14 +137,16 @@ class QueryContext:
 
     def links(self, link: dict[str, str]) -> np.ndarray:
         """Per query row, the code of the lake value its key value matched (``link``: query value -> lake value),
-        -1 for a row whose key found no match."""
-        keys = list(link)
-        if not keys:
-            return np.full(len(self.key_values), -1, dtype=np.int64)
-        at = pc.index_in(self.key_values, value_set=pa.array(keys, pa.string())).fill_null(-1)
-        at = at.to_numpy(zero_copy_only=False).astype(np.int64)
-        target = self.code(pa.array([link[k] for k in keys], pa.string()))
-        return np.where(at >= 0, target[np.maximum(at, 0)], -1)
+        -1 for a row whose key found no match.  Lake values not given to :meth:`add_values` are coded here."""
+        unknown = sorted({v for v in link.values() if v not in self.code_of})
+        if unknown:
+            self.code_of.update(zip(unknown, self.code(pa.array(unknown, pa.string())).tolist()))
+        target = np.full(len(self.key_index) + 1, -1, dtype=np.int64)      # the last slot: rows with a null key
+        for value, lake_value in link.items():
+            at = self.key_index.get(value)
+            if at is not None:
+                target[at] = self.code_of[lake_value]
+        return target[self.key_row]
 
 
 def read_postings(read, table_ids: list[int], max_rows: int = MAX_ROWS) -> pa.Table:

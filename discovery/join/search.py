@@ -35,7 +35,7 @@ import numpy as np
 from .baselines import verify_exact, verify_pexeso_h
 from .blocking import block
 from .grid import CellHierarchy, GridSpec
-from .metric import (MatchPredicate, canonical_squared, check_metric, chord_threshold, from_chord, mapping_slack,
+from .metric import (MatchPredicate, canonical_squared_at, check_metric, chord_threshold, from_chord, mapping_slack,
                      prepare_vectors, squared_norms, to_chord)
 from .pivots import map_to_pivots
 from .tally import TopK, required_matches
@@ -267,7 +267,7 @@ class JoinIndex:
             limit = np.minimum(least + 2.0 * pred.band, pred.tau_sq + pred.band)
             keep = fast <= limit[of_value[qi]]
             ri, qi = ri[keep], qi[keep]
-            sq = canonical_squared(self.vectors[r[ri]], query.vectors[qpos[qi]])
+            sq = canonical_squared_at(self.vectors, r[ri], query.vectors, qpos[qi])
             computed += sq.size
             ok = sq <= pred.tau_sq
             ri, qi, sq = ri[ok], qi[ok], sq[ok]

@@ -362,12 +362,15 @@ def _order_by_context(snapshot: Snapshot, query: QueryContext, qv, columns: list
     _, names = result_names(snapshot, tables)
     query.add_values([v for link in links.values() for v in link.values()])
     codes = query.code(postings.column("value"))  # every table's postings in one call: one hash of the vocabulary
+    names_of: dict[int, dict[int, str]] = {}
+    for (t, o), n in names.items():
+        names_of.setdefault(t, {})[o] = n
     context = {}
     for key in keys:
         table_id, lake_ordinal = divmod(key, COLUMN_KEY_BASE)
         a, b = at[table_id]
         context[key] = table_context(query, postings.slice(a, b - a), lake_ordinal, links[key],
-                                     {o: n for (t, o), n in names.items() if t == table_id}, codes[a:b])
+                                     names_of.get(table_id, {}), codes[a:b])
     scores = [context.get(int(c.column_id)) for c in columns]
     order = context_order(matches, [None if s is None else s.score for s in scores], slack)
     stats.update(context_tables=len(tables), context_postings=postings.num_rows,

@@ -106,9 +106,11 @@ class Snapshot:
     def cached(self, name: str, columns: list[str]) -> pa.Table:
         """``columns`` of a whole index table at this snapshot, read once per process and kept in the byte-bounded
         index cache: for the small tables every query consults (catalog, columns), which a snapshot never changes,
-        so a long-running process answers without a Delta read per query."""
+        so a long-running process answers without a Delta read per query.  Kept as one chunk: a read gives a chunk
+        per file, and every ``take`` of a served search's rows then walks them all (a catalog of 22 files: 0.20 ms
+        a take of ten rows against 0.06)."""
         key = ("table", self.warehouse.root, self.snapshot_id, name, tuple(columns))
-        return INDEXES.get(key, lambda: self.read(name, columns=columns))
+        return INDEXES.get(key, lambda: self.read(name, columns=columns).combine_chunks())
 
     def lookup(self, name: str, columns: list[str]) -> tuple[pa.Table, RowLookup]:
         """:meth:`cached` ``columns`` of ``name`` with a :class:`RowLookup` over them, built once per process and

@@ -97,11 +97,10 @@ class CellHierarchy:
         if n == 0:
             raise ValueError("cannot build a grid over zero vectors")
         first = np.flatnonzero(np.r_[True, leaf_ids_sorted[1:] != leaf_ids_sorted[:-1]])
-        ids = [None] * (levels + 1)
-        start = [None] * (levels + 1)
-        child = [None] * (levels + 1)
-        lo = [None] * (levels + 1)
-        hi = [None] * (levels + 1)
+        empty = np.zeros(0, dtype=np.int64)
+        ids, start, child = [empty] * (levels + 1), [empty] * (levels + 1), [empty] * (levels + 1)
+        lo: list[np.ndarray] = [np.zeros((0, 0))] * (levels + 1)
+        hi: list[np.ndarray] = [np.zeros((0, 0))] * (levels + 1)
         ids[levels] = leaf_ids_sorted[first]
         start[levels] = np.r_[first, n].astype(np.int64)
         lo[levels] = np.minimum.reduceat(mapped_sorted, first, axis=0)
@@ -124,9 +123,9 @@ class CellHierarchy:
         self.offset = np.r_[0, np.cumsum(sizes)].astype(np.int64)
         self.item_lo = np.concatenate([s[:-1] for s in start])
         self.item_hi = np.concatenate([s[1:] for s in start])
-        below = [self.offset[min(level + 1, levels)] for level in range(levels + 1)]
-        self.child_lo = np.concatenate([c[:-1] + b for c, b in zip(child, below)])
-        self.child_hi = np.concatenate([c[1:] + b for c, b in zip(child, below)])
+        first_below = [self.offset[min(level + 1, levels)] for level in range(levels + 1)]
+        self.child_lo = np.concatenate([c[:-1] + b for c, b in zip(child, first_below)])
+        self.child_hi = np.concatenate([c[1:] + b for c, b in zip(child, first_below)])
         self.child_hi[self.offset[levels]:] = self.child_lo[self.offset[levels]:]  # leaves have no children
         self.box_lo = np.ascontiguousarray(np.concatenate(lo), dtype=np.float64)
         self.box_hi = np.ascontiguousarray(np.concatenate(hi), dtype=np.float64)

@@ -38,8 +38,13 @@ class TopK:
             raise ValueError(f"top-k needs k >= 1 and slack >= 0, got k {self.k}, slack {self.slack}")
         if self.pool is None:
             object.__setattr__(self, "pool", self.k)
-        if self.pool < self.k:
+        if self.held < self.k:
             raise ValueError(f"the pool of a top-k search holds at least k columns, got {self.pool} < {self.k}")
+
+    @property
+    def held(self) -> int:
+        """The pool's size (``k`` when none was given)."""
+        return self.k if self.pool is None else self.pool
 
     def floor(self, ranked) -> int:
         """The least count a column can have and be kept, from counts ``ranked`` in descending order, each a lower
@@ -47,13 +52,13 @@ class TopK:
         thr = 0
         if len(ranked) >= self.k:
             thr = int(ranked[self.k - 1]) - self.slack
-        if len(ranked) >= self.pool:
-            thr = max(thr, int(ranked[self.pool - 1]))
+        if len(ranked) >= self.held:
+            thr = max(thr, int(ranked[self.held - 1]))
         return thr
 
     def cut(self, ranked) -> int:
         """How many of the exact counts ``ranked`` (descending, ties by column id) the answer keeps."""
-        n = min(len(ranked), self.pool)
+        n = min(len(ranked), self.held)
         if n >= self.k:
             n = int(np.searchsorted(-np.asarray(ranked[:n]), -(int(ranked[self.k - 1]) - self.slack), side="right"))
         return n

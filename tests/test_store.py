@@ -9,13 +9,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
-from deltalake.exceptions import CommitFailedError
+from deltalake.exceptions import CommitFailedError, DeltaError
 
 from discovery.store import (SCHEMAS, DataFile, KeptOpenWarehouse, Warehouse, WarehouseError, candidate_files,
                              cleanup_orphans, drop_table_ids, load_snapshot, new_attempt_token, read_rows,
                              write_data_file)
 from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store.files import data_file_name, parse_data_file_name
+from discovery.store.warehouse import listing_raced
 from discovery.store.filters import among
 from datetime import UTC
 from sessions import session
@@ -84,6 +85,40 @@ def test_a_kept_open_warehouse_commits_and_reads_the_latest_version_beside_other
     ids = sorted(kept.read("columns").column("table_id").to_pylist())
     assert ids == sorted(t for i in range(5) for t in (10 * i + 1, 10 * i + 2) for _ in range(3))
     assert kept.table("columns", version=1).version() == 1 and kept.version("columns") == 10
+
+
+def test_a_log_listing_that_raced_a_commit_is_listed_again(tmp_path, monkeypatch):
+    """A local directory listing is no snapshot: one may see commit 3 and not commit 2, renamed in just before it,
+    and delta-rs refuses the gap.  The warehouse lists again (the pause between listings is where the missing
+    commit shows up here), so an open and a blind append go on, each append landing once; a gap that stays is
+    still an error."""
+    root = str(tmp_path / "wh")
+    wh = Warehouse(root)
+    wh.ensure()
+    for i in range(3):
+        wh.append_rows("columns", _columns_rows([i]), refresh_id=1, stage="query_batch", attempt=f"a{i}", once=False)
+    log = os.path.join(wh.table_uri("columns"), "_delta_log")
+    second = os.path.join(log, f"{2:020d}.json")
+    os.rename(second, second + ".unseen")
+    with pytest.raises(DeltaError) as raised:
+        DeltaTable(wh.table_uri("columns"))
+    assert listing_raced(raised.value) and not listing_raced(CommitFailedError("another writer won"))
+    with pytest.raises(DeltaError):                       # the gap stays: reported after the attempts
+        wh.version("columns")
+
+    def lands(seconds: float) -> None:
+        if os.path.exists(second + ".unseen"):
+            os.rename(second + ".unseen", second)
+
+    monkeypatch.setattr(time, "sleep", lands)
+    assert wh.version("columns") == 3
+    os.rename(second, second + ".unseen")
+    kept = KeptOpenWarehouse(root)
+    assert kept.append_rows("columns", _columns_rows([7]), refresh_id=1, stage="query_batch", attempt="b",
+                            once=False).version == 4
+    attempts = [h.get("lakescout.attempt") for h in DeltaTable(wh.table_uri("columns")).history()]
+    assert attempts.count("b") == 1
+    assert sorted(set(wh.read("columns").column("table_id").to_pylist())) == [0, 1, 2, 7]
 
 
 def test_cleanup_keeps_an_uncommitted_file_for_its_grace_period(tmp_path):

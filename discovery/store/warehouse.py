@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema as DeltaSchema
-from deltalake.exceptions import CommitFailedError, TableNotFoundError
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
 from ..config import MaintenanceConfig
@@ -46,6 +46,19 @@ COMMIT_BACKOFF_SECONDS = 0.05
 CHECKPOINT_INTERVAL = 20
 #: Reads of the latest version of a table, when files vanish under one (see :meth:`Warehouse.read`).
 LATEST_READ_ATTEMPTS = 3
+#: Listings of a table's log, when one raced a commit (:func:`listing_raced`).
+LISTING_ATTEMPTS = 4
+
+
+def listing_raced(exc: BaseException) -> bool:
+    """Whether delta-rs refused a log listing that held a commit but not the one before it.
+
+    A local file system's directory listing is no snapshot: a commit renamed into ``_delta_log`` while another
+    process lists it may be missed while a later one, renamed in after it, is seen (the listing had passed the first
+    name's place and not yet the second's), and delta-rs then refuses the gap ("Expected contiguous commit files,
+    but found gap").  Both files are there; listing again sees them.  Seen once in 56,202 requests of a 30-minute
+    soak, two server workers and maintenance committing to ``query_results``."""
+    return isinstance(exc, DeltaError) and "found gap" in str(exc)
 
 
 class WarehouseError(RuntimeError):
@@ -119,11 +132,17 @@ class Warehouse:
 
     # -- reading ------------------------------------------------------------------------------------------------
     def table(self, name: str, version: int | None = None) -> DeltaTable:
-        try:
-            uri = self.table_uri(name)
-            return DeltaTable(uri, version=version, storage_options=delta_options(uri))
-        except TableNotFoundError as exc:
-            raise WarehouseError(f"index table {name!r} is missing under {self.root!r}") from exc
+        uri = self.table_uri(name)
+        for attempt in range(1, LISTING_ATTEMPTS + 1):
+            try:
+                return DeltaTable(uri, version=version, storage_options=delta_options(uri))
+            except TableNotFoundError as exc:
+                raise WarehouseError(f"index table {name!r} is missing under {self.root!r}") from exc
+            except DeltaError as exc:
+                if not listing_raced(exc) or attempt == LISTING_ATTEMPTS:
+                    raise
+                time.sleep(0.01 * attempt)
+        raise AssertionError("unreachable")
 
     def version(self, name: str) -> int:
         return self.table(name).version()
@@ -230,8 +249,9 @@ class Warehouse:
         With ``once`` (the default) the commit carries the app transaction of the stage and happens at most once per
         refresh; bookkeeping rows that may legitimately be written by every attempt (a failure record) pass
         ``once=False``.  A blind append that loses the race for a log version to concurrent writers more often than
-        delta-rs retries is attempted again (:data:`COMMIT_ATTEMPTS`, backoff); a commit that removes files is not,
-        because its removals were decided on the version it read.
+        delta-rs retries, or whose log listing raced another commit (:func:`listing_raced`), is attempted again
+        (:data:`COMMIT_ATTEMPTS`, backoff); a commit that removes files is not, because its removals were decided on
+        the version it read.
         """
         adds, removes = list(adds), sorted(set(removes))
         if once and self.committed(name, stage, refresh_id):
@@ -257,7 +277,9 @@ class Warehouse:
                     actions, "append", SCHEMAS[name],
                     commit_properties=CommitProperties(custom_metadata=meta, app_transactions=txns))
                 break
-            except CommitFailedError:
+            except DeltaError as exc:  # a lost race for the version, or a listing that raced another commit
+                if not (isinstance(exc, CommitFailedError) or listing_raced(exc)):
+                    raise
                 if self.landed(name, token, read) is not None:
                     break
                 if n + 1 == attempts:
@@ -269,11 +291,17 @@ class Warehouse:
 
     def landed(self, name: str, token: str, after: int) -> int | None:
         """The version of ``name`` newer than ``after`` whose commit carries ``token``, or None."""
-        dt = self.table(name)
-        newer = dt.version() - after
-        if newer <= 0:
-            return None
-        return next((h["version"] for h in dt.history(newer) if h.get("lakescout.commit") == token), None)
+        for attempt in range(1, LISTING_ATTEMPTS + 1):
+            dt = self.table(name)
+            newer = dt.version() - after
+            if newer <= 0:
+                return None
+            try:
+                return next((h["version"] for h in dt.history(newer) if h.get("lakescout.commit") == token), None)
+            except DeltaError as exc:
+                if not listing_raced(exc) or attempt == LISTING_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
 
     def append_rows(self, name: str, rows: pa.Table, *, refresh_id: int, stage: str, attempt: str,
                     replace_paths: Iterable[str] = (), once: bool = True) -> CommitResult:

@@ -64,6 +64,26 @@ def dense_cosines(column_table_ids, terms, counts, query_terms_) -> dict[int, fl
     return {t: sum(w * q.get(b, 0.0) for b, w in table(cols).items()) for t, cols in by_table.items()}
 
 
+@pytest.mark.parametrize("chunk", [1, 5, 40])
+def test_a_build_in_runs_of_tables_is_the_build_in_one_piece(chunk):
+    """Table vectors built a few terms at a time (each run whole tables, columns stored in no table order, some
+    columns of tables outside the index, some tables without columns) are the one-piece build's, bit for bit."""
+    rng = np.random.default_rng(chunk)
+    owner = rng.integers(0, 40, 200)
+    terms, counts = _random_terms(owner, chunk)
+    ids = np.unique(np.r_[owner[owner % 7 != 3], [50, 51]])
+    whole = LexicalIndex.build(ids, owner, terms, counts, chunk_terms=10 ** 9)
+    runs = LexicalIndex.build(ids, owner, terms, counts, chunk_terms=chunk)
+    a, b = whole.by_bucket, runs.by_bucket
+    assert a.shape == b.shape == (len(ids), BUCKETS)
+    np.testing.assert_array_equal(a.indptr, b.indptr)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_array_equal(a.data.view(np.int64), b.data.view(np.int64))
+    buckets = np.unique(rng.integers(0, 40, 4) * 7919 % BUCKETS)
+    query = [(buckets, np.ones(len(buckets), dtype=np.int32))]
+    np.testing.assert_array_equal(whole.cosines(query), runs.cosines(query))
+
+
 def test_cosines_are_tf_idf_over_the_columns():
     owner = np.repeat(np.arange(30), 3)
     terms, counts = _random_terms(owner, 1)

@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 
 #: The weight of the lexical table cosine (see the module docstring); 0 is Definition 5 (or a width score) alone.
 DEFAULT_WEIGHT = 0.2
+#: Column terms a build turns into table vectors at a time (:meth:`LexicalIndex.build`): about 400 MB of working
+#: arrays, a few dozen thousand tables.
+CHUNK_TERMS = 8_000_000
 
 
 @dataclass(frozen=True)
@@ -57,26 +60,58 @@ class LexicalIndex:
 
     @classmethod
     def build(cls, table_ids: np.ndarray, column_table_ids: np.ndarray, terms: pa.Array,
-              term_counts: pa.Array) -> LexicalIndex:
+              term_counts: pa.Array, chunk_terms: int | None = None) -> LexicalIndex:
         """From the snapshot's column rows (their table ids, ``terms`` and ``term_counts`` list arrays); a column of
-        a table not in ``table_ids`` (ascending) counts in the IDF but in no table vector."""
+        a table not in ``table_ids`` (ascending) counts in the IDF but in no table vector.
+
+        The table vectors are built a run of whole tables at a time, about ``chunk_terms`` (default
+        :data:`CHUNK_TERMS`) column terms each, and stacked: the working arrays of a build are a few per term, and
+        at a million tables (tens of millions of terms) building in one piece peaked at several times the index.
+        The IDF needs every column's terms first; it is counted from the stored int32 buckets as they are."""
         from scipy import sparse  # a search with the lexical term off never pays its import
 
-        offsets, buckets, counts = _flat(terms, term_counts)
-        n_cols = len(offsets) - 1
-        df = np.bincount(buckets, minlength=BUCKETS)
+        terms = terms.combine_chunks() if isinstance(terms, pa.ChunkedArray) else terms
+        term_counts = term_counts.combine_chunks() if isinstance(term_counts, pa.ChunkedArray) else term_counts
+        n_cols = len(terms)
+        df = np.bincount(terms.flatten().to_numpy(zero_copy_only=False), minlength=BUCKETS)
         idf = np.where(df > 0, np.log((1.0 + n_cols) / (1.0 + df)) + 1.0, 0.0)
-        owner = np.repeat(np.arange(n_cols), np.diff(offsets))
-        weights = _unit_groups(counts * idf[buckets], owner, n_cols)
-        pos = np.searchsorted(table_ids, np.asarray(column_table_ids, dtype=np.int64))
-        pos = np.minimum(pos, max(len(table_ids) - 1, 0))
-        known = (np.asarray(table_ids)[pos] == column_table_ids) if len(table_ids) else np.zeros(n_cols, bool)
-        keep = known[owner]
-        summed = sparse.csr_matrix((weights[keep], (pos[owner[keep]], buckets[keep])),
-                                   shape=(len(table_ids), BUCKETS))
-        summed.sum_duplicates()
-        norms = np.sqrt(np.asarray(summed.multiply(summed).sum(axis=1)).ravel())
-        summed = sparse.diags(np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)) @ summed
+        del df
+        column_table_ids = np.asarray(column_table_ids, dtype=np.int64)
+        table_ids = np.asarray(table_ids, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(table_ids, column_table_ids), max(len(table_ids) - 1, 0))
+        known = table_ids[pos] == column_table_ids if len(table_ids) else np.zeros(n_cols, bool)
+        order = np.flatnonzero(known)
+        order = order[np.argsort(pos[order], kind="stable")]       # by table, each table's columns in stored order
+        lengths = terms.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        table_of = pos[order]
+        starts = np.flatnonzero(np.r_[True, table_of[1:] != table_of[:-1]]) if len(order) else np.zeros(0, int)
+        before = np.r_[0, np.cumsum(lengths[order])][starts]          # terms of the columns before each table
+        step = chunk_terms or CHUNK_TERMS
+        marks = np.arange(step, before[-1] + 1, step) if len(before) else np.zeros(0, int)
+        cuts = np.unique(np.r_[0, starts[np.minimum(np.searchsorted(before, marks), len(starts) - 1)], len(order)])
+        parts = []
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            rows = pa.array(order[a:b])
+            offsets, buckets, counts = _flat(terms.take(rows), term_counts.take(rows))
+            owner = np.repeat(np.arange(b - a), np.diff(offsets))
+            weights = _unit_groups(counts * idf[buckets], owner, b - a)
+            first = int(pos[order[a]])
+            part = sparse.csr_matrix((weights, (pos[order[a:b]][owner] - first, buckets)),
+                                     shape=(int(pos[order[b - 1]]) - first + 1, BUCKETS))
+            part.sum_duplicates()
+            norms = np.sqrt(np.asarray(part.multiply(part).sum(axis=1)).ravel())
+            parts.append((first, sparse.diags(np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0))
+                          @ part))
+        blocks, at = [], 0
+        for first, part in parts:                                   # tables with no known column: empty rows
+            if first > at:
+                blocks.append(sparse.csr_matrix((first - at, BUCKETS)))
+            blocks.append(part)
+            at = first + part.shape[0]
+        if at < len(table_ids) or not blocks:
+            blocks.append(sparse.csr_matrix((len(table_ids) - at, BUCKETS)))
+        summed = sparse.vstack(blocks, format="csr")
+        del parts, blocks
         return cls(sparse.csc_matrix(summed), idf, n_cols)
 
     def query_vector(self, column_terms: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

@@ -74,14 +74,17 @@ def quantiles(secs: list[float]) -> dict:
 class Client:
     def __init__(self, url: str, token: str):
         self.url, self.session = url + "/lakescout/api", requests.Session()
+        self.last_error = ""
         self.session.headers["Authorization"] = f"Bearer {token}"
 
     def timed(self, method: str, path: str, **kwargs) -> tuple[float, requests.Response | None]:
+        """(seconds, the response), the response None when the request got none (:attr:`last_error` says why)."""
         started = time.perf_counter()
         try:
             r = self.session.request(method, self.url + path, timeout=600, **kwargs)
-        except requests.RequestException:
+        except requests.RequestException as exc:
             r = None
+            self.last_error = f"{type(exc).__name__}: {str(exc)[:200]}"
         return time.perf_counter() - started, r
 
 
@@ -158,6 +161,8 @@ def mixed(url: str, token: str, work: dict, clients: int, seconds: float, soak: 
                 ("status", "/status", None)])
             secs, r = client.timed("GET", path, params=params)
         answer = {"kind": kind, "seconds": secs, "status": r.status_code if r is not None else 0, "record": record}
+        if r is None:
+            answer["error"] = client.last_error
         if r is not None and r.status_code == 200 and kind in ("union", "join", "nary", "nary-upload"):
             got = r.json()
             answer.update(batch_id=got["batch_id"], snapshot_id=got["snapshot_id"], rows=len(got["results"]))
@@ -169,6 +174,7 @@ def mixed(url: str, token: str, work: dict, clients: int, seconds: float, soak: 
             mine.append(one(client, rng))
         with lock:
             out.extend(mine)
+
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(clients)]
     for t in threads:
@@ -187,6 +193,7 @@ def summary(answers: list[dict], seconds: float) -> dict:
             "requests_per_s": round(len(answers) / seconds, 1),
             "status_5xx": sum(1 for a in answers if a["status"] >= 500),
             "unanswered": sum(1 for a in answers if a["status"] == 0),
+            "unanswered_why": dict(Counter(a["error"] for a in answers if a["status"] == 0)),
             "refused": dict(Counter(a["status"] for a in answers if 400 <= a["status"] < 500))}
 
 

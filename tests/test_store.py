@@ -16,7 +16,7 @@ from discovery.store import (SCHEMAS, DataFile, KeptOpenWarehouse, Warehouse, Wa
                              write_data_file)
 from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.store.files import data_file_name, parse_data_file_name
-from discovery.store.warehouse import listing_raced
+from discovery.store.warehouse import listing_raced, log_raced
 from discovery.store.filters import among
 from datetime import UTC
 from sessions import session
@@ -103,6 +103,9 @@ def test_a_log_listing_that_raced_a_commit_is_listed_again(tmp_path, monkeypatch
     with pytest.raises(DeltaError) as raised:
         DeltaTable(wh.table_uri("columns"))
     assert listing_raced(raised.value) and not listing_raced(CommitFailedError("another writer won"))
+    gone = FileNotFoundError("Object at location .../_delta_log/00000000000000000001.json not found")
+    assert log_raced(raised.value) and log_raced(gone)                   # the latest version: read it again
+    assert not log_raced(gone, version=1) and not log_raced(CommitFailedError("another writer won"))
     with pytest.raises(DeltaError):                       # the gap stays: reported after the attempts
         wh.version("columns")
 

@@ -46,7 +46,7 @@ COMMIT_BACKOFF_SECONDS = 0.05
 CHECKPOINT_INTERVAL = 20
 #: Reads of the latest version of a table, when files vanish under one (see :meth:`Warehouse.read`).
 LATEST_READ_ATTEMPTS = 3
-#: Listings of a table's log, when one raced a commit (:func:`listing_raced`).
+#: Readings of a table's latest log, when one raced another writer (:func:`log_raced`).
 LISTING_ATTEMPTS = 4
 
 
@@ -59,6 +59,17 @@ def listing_raced(exc: BaseException) -> bool:
     but found gap").  Both files are there; listing again sees them.  Seen once in 56,202 requests of a 30-minute
     soak, two server workers and maintenance committing to ``query_results``."""
     return isinstance(exc, DeltaError) and "found gap" in str(exc)
+
+
+def log_raced(exc: BaseException, version: int | None = None) -> bool:
+    """Whether reading the latest version of a log failed on another writer's concurrent change to it: a listing
+    that raced a commit (:func:`listing_raced`), or a log file listed and then deleted before it was read.  Every
+    writer's commit that lands on a checkpoint interval also deletes the log entries past the table's log retention
+    (delta-rs' post-commit hook), so two servers' recorders and a refresh may delete the same expired entries, and
+    a writer's hook, or a reader, may find one gone that it had listed: seen in a soak test the hour after the
+    bookkeeping tables' first entries expired, as 500s of recorded searches (40 in 17,871 requests).  A version
+    asked for by number is not retried: its entries may have expired for good."""
+    return version is None and (listing_raced(exc) or isinstance(exc, FileNotFoundError))
 
 
 class WarehouseError(RuntimeError):
@@ -138,8 +149,8 @@ class Warehouse:
                 return DeltaTable(uri, version=version, storage_options=delta_options(uri))
             except TableNotFoundError as exc:
                 raise WarehouseError(f"index table {name!r} is missing under {self.root!r}") from exc
-            except DeltaError as exc:
-                if not listing_raced(exc) or attempt == LISTING_ATTEMPTS:
+            except (DeltaError, FileNotFoundError) as exc:
+                if not log_raced(exc, version) or attempt == LISTING_ATTEMPTS:
                     raise
                 time.sleep(0.01 * attempt)
         raise AssertionError("unreachable")
@@ -249,9 +260,9 @@ class Warehouse:
         With ``once`` (the default) the commit carries the app transaction of the stage and happens at most once per
         refresh; bookkeeping rows that may legitimately be written by every attempt (a failure record) pass
         ``once=False``.  A blind append that loses the race for a log version to concurrent writers more often than
-        delta-rs retries, or whose log listing raced another commit (:func:`listing_raced`), is attempted again
-        (:data:`COMMIT_ATTEMPTS`, backoff); a commit that removes files is not, because its removals were decided on
-        the version it read.
+        delta-rs retries, or whose reading of the log raced another writer (:func:`log_raced`), is attempted again
+        (:data:`COMMIT_ATTEMPTS`, backoff) unless it landed (a post-commit hook may fail after the commit is in the
+        log); a commit that removes files is not, because its removals were decided on the version it read.
         """
         adds, removes = list(adds), sorted(set(removes))
         if once and self.committed(name, stage, refresh_id):
@@ -277,8 +288,8 @@ class Warehouse:
                     actions, "append", SCHEMAS[name],
                     commit_properties=CommitProperties(custom_metadata=meta, app_transactions=txns))
                 break
-            except DeltaError as exc:  # a lost race for the version, or a listing that raced another commit
-                if not (isinstance(exc, CommitFailedError) or listing_raced(exc)):
+            except (DeltaError, FileNotFoundError) as exc:  # a lost race for the version, or a log that changed
+                if not (isinstance(exc, CommitFailedError) or log_raced(exc)):
                     raise
                 if self.landed(name, token, read) is not None:
                     break
@@ -298,8 +309,8 @@ class Warehouse:
                 return None
             try:
                 return next((h["version"] for h in dt.history(newer) if h.get("lakescout.commit") == token), None)
-            except DeltaError as exc:
-                if not listing_raced(exc) or attempt == LISTING_ATTEMPTS:
+            except (DeltaError, FileNotFoundError) as exc:
+                if not log_raced(exc) or attempt == LISTING_ATTEMPTS:
                     raise
         raise AssertionError("unreachable")
 

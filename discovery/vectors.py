@@ -125,13 +125,8 @@ class ColumnValues:
     frequency: np.ndarray   # int64, per value
     vectors: np.ndarray     # (rows, join dim) float32
     distinct: int           # distinct values of the column; more than len(values) when the cap was hit
-    value_of: np.ndarray | None = None   # int64 per row: the value it belongs to (None: one row per value)
-    segment: np.ndarray | None = None    # int32 per row: 0 for the whole value, k for its k-th segment
-
-    def __post_init__(self):
-        if self.value_of is None:
-            self.value_of = np.arange(len(self.values), dtype=np.int64)
-            self.segment = np.zeros(len(self.values), dtype=np.int32)
+    value_of: np.ndarray    # int64 per row: the value it belongs to
+    segment: np.ndarray     # int32 per row: 0 for the whole value, k for its k-th segment
 
     @property
     def capped(self) -> bool:

@@ -47,7 +47,10 @@ def all_query_values(snapshot: Snapshot, q: QueryTable, ordinal: int) -> ColumnV
     spec = snapshot_encoders(snapshot).refs.spec
     chosen = set(priority_sample(profile.values, profile.counts, spec.join_max_values).tolist())
     rest = [i for i in range(len(profile.values)) if i not in chosen]
-    extra = column_values(snapshot_encoders(snapshot).join,
+    join = snapshot_encoders(snapshot).join
+    if join is None:  # a capped sample was encoded, so the snapshot has the join encoder
+        raise ValueError("the snapshot has no join encoder to encode the values beyond the sample")
+    extra = column_values(join,
                           ColumnProfile([profile.values[i] for i in rest], profile.counts[rest], np.empty(0)),
                           ordinal, len(rest), spec.join_segments, cells)
     n = len(sampled.values)

@@ -45,6 +45,7 @@ as do all results of a query with no other column that can be evidence (none, or
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -55,7 +56,8 @@ from ..store import SCHEMAS, Snapshot, result_names, snapshot_model
 from ..store.cache import INDEXES, deep_nbytes
 from ..store.filters import among
 from ..vectors import ColumnValues, query_value_vectors
-from .context import QueryContext, context_groups, context_order, is_category, read_postings, table_context
+from .context import (Context, QueryContext, context_groups, context_order, is_category, read_postings,
+                      table_context)
 from .metric import max_distance
 from .search import METHODS, JoinIndex
 from .partitioning import search_partitions
@@ -216,19 +218,21 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T
 
     query_context = QueryContext(q.names, q.columns, ordinal) if context_margin is not None else None
     with_context = query_context is not None and bool(query_context.others)  # else no table can have context
-    category = with_context and category_margin > context_margin and is_category(q.columns[ordinal])
-    margin = category_margin if category else context_margin
+    margin = 0.0 if context_margin is None else context_margin
+    category = with_context and category_margin > margin and is_category(q.columns[ordinal])
+    if category:
+        margin = category_margin
     slack = int(np.floor(margin * len(qv.values) + 1e-9)) if with_context else 0
     k = None if top_k is None else top_k + own
     pool = None if k is None else k + CONTEXT_POOL  # the k-th count's ties (and margin) compete for the last places
-    found = search_partitions((lambda p=p: loaded.partition(p, first_rows, held)
-                               for p in range(loaded.model.n_partitions)),
+    loaders = (partial(loaded.partition, p, first_rows, held) for p in range(loaded.model.n_partitions))
+    found = search_partitions(loaders,
                               qv.vectors, tau, 0.0 if T is None else T, method, k, value_ids=qv.value_of,
                               slack=slack, pool=pool)
     if loaded.kept != kept:  # the one-partition index was built: the cache re-measures what this entry holds now
         INDEXES.put(_cache_key(snapshot), loaded)
     columns = [c for c in found.columns if int(c.column_id) // COLUMN_KEY_BASE != q.table_id]
-    context = {}
+    context: dict[int, Context] = {}
     if top_k is not None and len(columns) >= top_k:
         # the search widened by the (k + own)-th count, at most the k-th of the lake's other columns
         floor = columns[top_k - 1].matches - slack
@@ -236,7 +240,7 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T
         columns = [c for c in columns if c.matches >= floor]
         found.stats.update(pool_capped=int(pool_size == pool))
     columns = ties_by_size(snapshot, columns)
-    if with_context:
+    if with_context and query_context is not None:
         columns, context = _order_by_context(snapshot, query_context, qv, columns, slack, top_k, first_rows,
                                              found.stats)
         found.stats.update(context_margin=margin, context_slack=slack, category=int(category))
@@ -246,7 +250,7 @@ def join_search(snapshot: Snapshot, query: str | int, column: str, tau: float, T
     strings = values_at(lambda ids: table_values(snapshot, ids),
                         {key: [int(j) - first_rows[key] for _, j, _ in pairs] for key, pairs in evidence.items()})
     paths, names = result_names(snapshot, [int(c.column_id) // COLUMN_KEY_BASE for c in columns])
-    results = []
+    results: list[dict] = []
     for col in columns:
         key = int(col.column_id)
         table_id, lake_ordinal = divmod(key, COLUMN_KEY_BASE)
@@ -297,7 +301,7 @@ def kept_by_table(snapshot: Snapshot, kind: str, table_ids: list[int], read, sch
     if missing:
         rows = read(missing)
         rows = rows.take(pc.sort_indices(rows["table_id"]))  # stable: each table's rows keep their order
-        bounds = np.searchsorted(rows.column("table_id").to_numpy(), [missing, np.add(missing, 1)])
+        bounds = np.searchsorted(rows.column("table_id").to_numpy(), np.stack([missing, np.add(missing, 1)]))
         for t, a, b in zip(missing, bounds[0].tolist(), bounds[1].tolist()):
             kept[t] = rows.take(pa.array(np.arange(a, b, dtype=np.int64)))
             INDEXES.put((kind, root, sid, t), kept[t])
@@ -339,7 +343,8 @@ def _order_by_context(snapshot: Snapshot, query: QueryContext, qv, columns: list
     first k (:data:`CONTEXT_POOL` for a threshold search)."""
     matches = [c.matches for c in columns]
     groups = context_groups(matches, slack)
-    size, start = {}, {}
+    size: dict[int, int] = {}
+    start: dict[int, int] = {}
     for i, g in enumerate(groups):
         size[g] = size.get(g, 0) + 1
         start.setdefault(g, i)
@@ -357,7 +362,7 @@ def _order_by_context(snapshot: Snapshot, query: QueryContext, qv, columns: list
     links = {key: {qv.values[a]: strings[(key, b)] for a, b in pairs} for key, pairs in witness.items()}
     tables = sorted({key // COLUMN_KEY_BASE for key in keys})
     postings = table_postings(snapshot, tables)
-    bounds = np.searchsorted(postings.column("table_id").to_numpy(), [tables, np.add(tables, 1)])
+    bounds = np.searchsorted(postings.column("table_id").to_numpy(), np.stack([tables, np.add(tables, 1)]))
     at = {t: (int(a), int(b)) for t, a, b in zip(tables, bounds[0], bounds[1])}
     _, names = result_names(snapshot, tables)
     query.add_values([v for link in links.values() for v in link.values()])

@@ -63,12 +63,13 @@ def _checks(watch, n: int) -> dict:
 
 def watch_cost(args) -> dict:
     from discovery.refresh.watch import Watch
+    from discovery.store import Warehouse
     from s3_server import S3Server
 
     lake = _lake(args.workdir, args.tables)
     wh = os.path.join(args.workdir, f"wh-{args.tables}")
     harness.build(lake, wh, via="cli")
-    watch = Watch(lake, wh)
+    watch = Watch(lake, Warehouse(wh))
     watch.check()  # the first check reads the snapshot's catalog
     local = _checks(watch, args.checks)
     local["listed"] = json.load(open(os.path.join(wh, "watch", "state.json")))["changes"]["listed"]
@@ -85,7 +86,7 @@ def watch_cost(args) -> dict:
                 path = os.path.join(folder, f)
                 s3.upload_file(path, "watched-lake", os.path.relpath(path, lake))
                 objects += 1
-        remote = Watch(f"{bucket}/", os.path.join(args.workdir, "wh-s3-empty"))
+        remote = Watch(f"{bucket}/", Warehouse(os.path.join(args.workdir, "wh-s3-empty")))
         remote.check()
         server.requests(reset=True)
         s3_run = _checks(remote, args.checks)

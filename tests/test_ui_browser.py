@@ -266,12 +266,13 @@ def test_the_page_and_the_api_say_when_the_lake_is_ahead_of_the_index(airflow_se
     it, read from what the watcher saw (nothing else of the module's warehouse changes; the file and the watcher's
     state are removed after)."""
     from discovery.refresh.watch import STATE, Watch
+    from discovery.store import Warehouse
 
     headers = {"Authorization": f"Bearer {airflow_server['tokens']['viewer']}"}
     landed = os.path.join(airflow_server["lake"], "landed_towns.csv")
     state = os.path.join(airflow_server["warehouse"], STATE)
     try:
-        watch = Watch(airflow_server["lake"], airflow_server["warehouse"])
+        watch = Watch(airflow_server["lake"], Warehouse(airflow_server["warehouse"]))
         assert watch.check() is None                                      # the index holds the lake
         page = httpx.get(f"{airflow_server['url']}/lakescout/", timeout=60, headers=headers)
         assert 'id="lake-current"' in page.text and 'id="lake-ahead"' not in page.text

@@ -37,7 +37,7 @@ def _land(lake: str, name: str, text: str = CSV) -> None:
 
 def test_an_unchanged_lake_fires_nothing_and_the_state_says_so(copied):
     lake, wh = copied
-    watch = Watch(lake, wh)
+    watch = Watch(lake, Warehouse(wh))
     assert watch.check() is None and watch.check() is None
     state = read_state(wh)
     snapshot = load_snapshot(Warehouse(wh)).snapshot_id
@@ -48,7 +48,7 @@ def test_an_unchanged_lake_fires_nothing_and_the_state_says_so(copied):
 
 def test_a_landing_fires_once_it_settled_and_not_twice(copied, capsys):
     lake, wh = copied
-    watch = Watch(lake, wh)
+    watch = Watch(lake, Warehouse(wh))
     assert watch.check() is None and not watch.settling
     _land(lake, "landed/towns.csv", CSV[:40])                         # half written
     assert watch.check() is None and watch.settling                  # first sight: look again soon
@@ -58,7 +58,8 @@ def test_a_landing_fires_once_it_settled_and_not_twice(copied, capsys):
     assert not watch.settling
     assert fired is not None and fired.added == ["landed/towns.csv"] and not fired.changed and not fired.deleted
     assert read_state(wh)["fired"]["digest"] == fired.digest
-    assert watch.check() is None and Watch(lake, wh).check() is None  # fired already: a restarted trigger too
+    restarted = Watch(lake, Warehouse(wh))  # fired already: a restarted trigger too
+    assert watch.check() is None and restarted.check() is None
     state = read_state(wh)
     assert ahead(state, fired.snapshot_id)["added"] == 1 and state["changes"]["paths"]["added"] == ["landed/towns.csv"]
     # status, the page's data and the JSON API's, show it without listing the lake
@@ -75,7 +76,7 @@ def test_changed_and_deleted_tables_are_told_apart(copied):
     os.remove(os.path.join(lake, csvs[0]))
     with open(os.path.join(lake, csvs[1]), "a") as fh:
         fh.write("\n")
-    watch = Watch(lake, wh)
+    watch = Watch(lake, Warehouse(wh))
     assert watch.check() is None
     fired = watch.check()
     assert fired.deleted == [csvs[0]] and fired.changed == [csvs[1]] and not fired.added
@@ -84,7 +85,7 @@ def test_changed_and_deleted_tables_are_told_apart(copied):
 def test_a_run_holding_the_lease_defers_the_watcher(copied):
     lake, wh = copied
     _land(lake, "landed/towns.csv")
-    watch = Watch(lake, wh)
+    watch = Watch(lake, Warehouse(wh))
     lease = Lease.acquire(Warehouse(wh).root, "maintenance", "lakescout_maintenance manual__1")
     assert watch.check() is None and watch.check() is None
     assert "another maintenance is running" in read_state(wh)["waiting_for"]
@@ -114,7 +115,7 @@ def test_a_run_that_came_and_went_without_indexing_the_change_is_started_again(c
     once, rather than after REFIRE_SECONDS."""
     lake, wh = copied
     _land(lake, "landed/towns.csv")
-    watch = Watch(lake, wh)
+    watch = Watch(lake, Warehouse(wh))
     assert watch.check() is None and watch.check() is not None
     assert watch.check() is None                                     # its run is queued: not again
     Lease.acquire(Warehouse(wh).root, "refresh", "lake_refresh manual__2").release()   # ran and failed

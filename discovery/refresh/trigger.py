@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
+from ..store import Warehouse
 from .watch import SETTLE_SECONDS, Watch
 
 
@@ -35,7 +36,7 @@ class LakeWatchTrigger(BaseEventTrigger):
                  "include": self.include, "exclude": self.exclude})
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        watch = Watch(self.lake, self.warehouse, tuple(self.include), tuple(self.exclude))
+        watch = Watch(self.lake, Warehouse(self.warehouse), tuple(self.include), tuple(self.exclude))
         while True:
             try:
                 changes = await asyncio.to_thread(watch.check)

@@ -27,7 +27,6 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from functools import cached_property
 from collections.abc import Callable
 
 import pyarrow.compute as pc
@@ -121,7 +120,8 @@ class Watch:
     between checks (read again when a new snapshot is published) and the previous check's digest."""
 
     lake: str
-    warehouse: str
+    #: Opened by the surface that runs the watcher (the trigger, a test, the freshness benchmark).
+    store: Warehouse
     include: tuple = ()
     exclude: tuple = ()
     clock: Callable[[], float] = time.time
@@ -129,11 +129,6 @@ class Watch:
     _previous: str | None = field(default=None, repr=False)
     #: The last check saw a change it may fire for once it holds still: check again after SETTLE_SECONDS.
     settling: bool = field(default=False, repr=False)
-
-    @cached_property
-    def store(self) -> Warehouse:
-        """The warehouse, opened once for the watcher's life."""
-        return Warehouse(self.warehouse)
 
     def _latest(self):
         wh = self.store
@@ -149,11 +144,11 @@ class Watch:
         started, cpu = self.clock(), time.process_time()
         snapshot_id, catalog = self._latest()
         changes = lake_changes(self.lake, catalog, snapshot_id, self.include, self.exclude)
-        state = read_state(self.warehouse) or {}
-        busy = holder(self.warehouse)
+        state = read_state(self.store.root) or {}
+        busy = holder(self.store.root)
         settled = bool(changes) and changes.digest == self._previous
         fired = state.get("fired") or {}
-        held = current(self.warehouse)
+        held = current(self.store.root)
         generation = held.generation if held is not None else 0
         pending = (fired.get("digest") == changes.digest and generation <= fired.get("lease_generation", 0)
                    and started - fired.get("at", 0.0) < REFIRE_SECONDS)
@@ -165,7 +160,7 @@ class Watch:
         if fire:
             state["fired"] = {"digest": changes.digest, "at": started, "changes": changes.describe(),
                               "lease_generation": generation}
-        _write_state(self.warehouse, state)
+        _write_state(self.store.root, state)
         return changes if fire else None
 
 

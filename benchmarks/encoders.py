@@ -308,17 +308,16 @@ def embed_stage_benchmark(join_steps: int, table_epochs: int) -> dict | None:
     if not lake.is_dir():
         print(f"skipping embed-stage benchmark: {lake} not found")
         return None
-    from discovery.config import load_config
     from discovery.store import Warehouse, load_snapshot
 
     with tempfile.TemporaryDirectory(prefix="lakescout-embed-bench-") as tmp:
-        config = load_config(harness.config_file(tmp, "bench", f"[embed]\njoin_steps = {join_steps}\n"
-                                                             f"table_epochs = {table_epochs}\n"))
+        config = harness.config_file(tmp, "bench", f"[embed]\njoin_steps = {join_steps}\n"
+                                                   f"table_epochs = {table_epochs}\n")
         root = str(Path(tmp) / "warehouse")
         runs = []
         for label in ("first build", "nothing changed"):
-            rid = harness.refresh_stages(str(lake), root, ["scan", "profile", "embed"], config=config,
-                                         spark=harness.spark_session("lakescout-bench-embed")).result["refresh_id"]
+            rid = harness.refresh(str(lake), root, config=config,
+                                  spark=harness.spark_session("lakescout-bench-embed")).result["refresh_id"]
             rows = {r["stage"]: r for r in Warehouse(root).read("refresh_runs").to_pylist()
                     if r["refresh_id"] == rid and r["status"] == "ok"}
             runs.append((label, rows))

@@ -12,7 +12,7 @@ import os
 import sys
 
 from .build import (QUICK_TRAINING, Build, autofj_warehouse, build, config_file, driver_peak_rss, published, refresh,
-                    refresh_cli, refresh_stages, sample_lake, spark_session, stop_spark)
+                    refresh_cli, sample_lake, spark_session, stop_spark)
 from .measure import (LAKESCOUT, Run, RunFailed, cli, peak_rss_mb, proc_status, python, run, summary, timed)
 from .quality import K, fivethirtyeight_truth, metric_curves, metrics, ugen_layout
 from .records import join_build, join_model, refresh_record, stage_seconds
@@ -26,6 +26,6 @@ for _folder in ("scripts", "tests"):
 __all__ = ["autofj_warehouse", "Build", "build", "cli", "config_file", "driver_peak_rss", "fivethirtyeight_truth",
            "join_build", "join_model", "K", "LAKESCOUT", "load_average", "LoadSampler", "metric_curves", "metrics",
            "peak_rss_mb", "previous_result", "print_table", "proc_status", "published", "python", "QUICK_TRAINING",
-           "refresh", "refresh_cli", "refresh_record", "refresh_stages", "result_path", "RESULTS", "ROOT", "Run",
+           "refresh", "refresh_cli", "refresh_record", "result_path", "RESULTS", "ROOT", "Run",
            "run", "RunFailed", "sample_lake", "SHARED", "shared_path", "spark_session", "stage_seconds", "stop_spark",
            "summary", "timed", "ugen_layout", "write_result"]

@@ -133,30 +133,6 @@ def build(lake: str, warehouse: str, *, config: str | None = None, via: str = "s
     return done
 
 
-def refresh_stages(lake: str, warehouse: str, stages: list[str], *, config=None, spark=None) -> Build:
-    """A refresh that runs only ``stages`` (keys of :data:`spark_jobs.stages.STAGES`, in order) and publishes:
-    what a benchmark of one index needs without building the others."""
-    import importlib
-
-    from discovery.config import Config
-    from discovery.refresh import StageContext, begin_refresh, publish_snapshot
-    from discovery.store import Session, new_attempt_token
-    from spark_jobs.common import execute
-    from spark_jobs.stages import STAGES
-
-    spark = spark or spark_session()
-    t0 = time.perf_counter()
-    session = Session.at(str(warehouse), config or Config())
-    refresh_id = begin_refresh(session)
-    for name in stages:
-        driver = importlib.import_module(f"spark_jobs.{STAGES[name]}")  # as spark_jobs.refresh finds its stages
-        ctx = StageContext(session.root, str(lake), refresh_id, new_attempt_token(), False, session.config)
-        if execute(spark, driver.STAGE, driver.run, ctx) != 0:
-            raise RuntimeError(f"stage {name} failed on {lake}")
-    published_ = publish_snapshot(session.warehouse, refresh_id, str(lake))
-    return Build(str(warehouse), time.perf_counter() - t0, published_)
-
-
 def driver_peak_rss(spark=None) -> dict[str, float | None]:
     """Peak RSS in MB of a Spark driver: this Python process and the JVM it launched (a local master's executors run
     in that JVM; their Python workers are not the driver and are left out)."""

@@ -404,3 +404,49 @@ def test_the_api_servers_root_middleware_pins_the_served_snapshot_as_it_starts(w
         assert access.serving().lakescout().snapshot_id is not None
         response = client.get("/lakescout/api/status", headers={"Authorization": f"Bearer {auth['token']}"})
         assert response.status_code == 200
+
+
+def test_an_unexpected_error_is_a_json_refusal_and_the_connection_stays_open(warehouse, auth, monkeypatch):
+    """On a real server (uvicorn, as the api-server runs it): a route that raises answers 500 in the refusal shape,
+    naming the error's type and not its message, and the client's kept connection answers its next request."""
+    import http.client
+    import json
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+    from lakescout_ui import api as json_api
+    from lakescout_ui.app import create_app
+
+    def broken(served):
+        raise RuntimeError("unreadable cell 'Ada Lovelace'")
+
+    monkeypatch.setattr(json_api, "served_page", broken)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="critical"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not server.started and time.monotonic() < deadline and thread.is_alive():
+            time.sleep(0.05)
+        assert server.started
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        headers = {"Authorization": f"Bearer {auth['token']}"}
+        answers = []
+        for path in ("/api/status", "/api/tables"):
+            conn.request("GET", path, headers=headers)
+            response = conn.getresponse()
+            answers.append((response.status, response.getheader("content-type"), json.loads(response.read())))
+        conn.close()
+    finally:
+        server.should_exit = True
+        thread.join(60)
+    (status, kind, body), (after, _, tables) = answers
+    assert (status, kind) == (500, "application/json")
+    assert body == {"status": 500, "detail": "the server failed to answer (RuntimeError); its log has the details",
+                    "parameter": None}
+    assert after == 200 and sorted(t["path"] for t in tables) == ["bad/broken.csv", "good/cities.csv"]

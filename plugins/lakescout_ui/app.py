@@ -68,6 +68,41 @@ class WarmUp:
         await self.app(scope, receive, send)
 
 
+class Failed:
+    """Answers a request whose route raised an unexpected error with a 500 refusal in the shape of every other
+    (:func:`refusal`; the error's type only, never its message, which may quote a cell or a path), and logs the
+    traceback.
+
+    Starlette's outermost middleware sends its own plain-text 500 and then re-raises the error for the server to
+    log, and uvicorn closes the connection of an application that raised: a client that keeps its connections
+    (``requests.Session``, the generated client) then saw its next request fail on the closed one as well.  Caught
+    here, inside that middleware, the error ends with this answer and the connection stays open.  A response whose
+    start was already sent (a download failing mid-stream) cannot be answered again and is left to the server."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception as exc:
+            if started:
+                raise
+            log.exception("lake discovery: %s %s failed", scope.get("method"), scope.get("path"))
+            await refusal(500, f"the server failed to answer ({type(exc).__name__}); its log has the details")(
+                scope, receive, send)
+
+
 def create_app() -> FastAPI:
     app = FastAPI(title="Lakescout", version=__version__, dependencies=[Depends(get_user)],
                   description="Lake discovery in the Airflow UI and its JSON API (routes under /api): status, lake "
@@ -76,6 +111,7 @@ def create_app() -> FastAPI:
                               "permission to trigger the query_batch DAG.",
                   docs_url=None, redoc_url=None, openapi_url=None)
     app.state.max_upload_bytes = MAX_UPLOAD_BYTES
+    app.add_middleware(Failed)
     app.include_router(pages.router)
     app.include_router(tables.router)
     app.include_router(api.router)

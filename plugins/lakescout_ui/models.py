@@ -151,9 +151,9 @@ class Status(_Open):
 
 
 def answers(model: type[BaseModel], *refusals: int) -> dict:
-    """``responses=`` of a route: ``model`` for 200 and :class:`Refusal` for each status in ``refusals`` and for
-    the login's 401 and 403."""
+    """``responses=`` of a route: ``model`` for 200 and :class:`Refusal` for each status in ``refusals``, for the
+    login's 401 and 403, a parameter's 422 and an unexpected error's 500 (:class:`lakescout_ui.app.Failed`)."""
     out: dict = {200: {"model": model}}
-    for status in sorted({401, 403, 422, *refusals}):
+    for status in sorted({401, 403, 422, 500, *refusals}):
         out[status] = {"model": Refusal}
     return out

@@ -186,7 +186,8 @@ def embed_table(encoders: LakeEncoders, columns: list[pa.Array], names: list[str
     enc = encoders.column
     kinds = [infer_type(c, spec.type_agreement) for c in columns]
     profiles = [profile_column(c) for c in columns]
-    headers = enc.header_vectors(names)
+    header_names: list[str | None] = list(names)
+    headers = enc.header_vectors(header_names)
     vectors = np.zeros((len(columns), enc.column_dim), dtype=np.float32)
     for j, (kind, prof) in enumerate(zip(kinds, profiles)):
         chosen = priority_sample(prof.values, prof.counts, enc.column.max_values)
@@ -221,7 +222,7 @@ def embed_batch(work: pa.Table, ctx, refs: EncoderRefs) -> tuple[dict[str, pa.Ta
     ``do_table_vectors`` and ``do_value_vectors`` of each work row ask; also counters and the join-candidate
     columns that hit the value cap.  A table that cannot be read or encoded is counted as failed, never raised."""
     encoders = load_encoders(ctx.store, refs)
-    cols = {n: {k: [] for k in SCHEMAS[n].names if k != "vector"} for n in OUTPUTS}
+    cols: dict[str, dict[str, list]] = {n: {k: [] for k in SCHEMAS[n].names if k != "vector"} for n in OUTPUTS}
     vecs: dict[str, list[np.ndarray]] = {n: [] for n in OUTPUTS}
     counts = {"tables_processed": 0, "tables_failed": 0, "capped_columns": 0}
     notes: list[dict] = []

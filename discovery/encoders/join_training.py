@@ -44,6 +44,7 @@ def _hard_negatives(stripped: list[str], at: dict[str, int], columns: list[list[
     groups = [g[g >= 0] for g in groups]
     hard = mine_negatives(stripped, groups, config.hard_similarity, words=words)
     if config.number_negatives:
+        assert words is not None, "number negatives need the values' word matrix"  # train_join_encoder builds it
         hard = np.unique(np.concatenate((hard, mine_number_negatives(groups, words))), axis=0)
     if len(mined) and len(hard):
         n = np.int64(len(stripped))
@@ -178,7 +179,8 @@ def train_join_encoder(values: list[str], config: JoinEncoderConfig = JoinEncode
         n_mined = min(len(mined), int(config.mined_share * batch))
         index = {v: i for i, v in enumerate(prepared)}
         at = {raw: index[s] for raw, s in zip(values, spelled) if s}
-        hard = _hard_negatives(stripped, at, columns, mined, words, config) if config.hard_share > 0 else []
+        hard: np.ndarray | list[np.ndarray] = (_hard_negatives(stripped, at, columns, mined, words, config)
+                                               if config.hard_share > 0 else [])
         n_hard = min(len(hard), int(config.hard_share * batch) // 2)
         step = 0
         while step < config.steps and not (stop is not None and stop(step)):
@@ -202,9 +204,9 @@ def train_join_encoder(values: list[str], config: JoinEncoderConfig = JoinEncode
             rows = torch.from_numpy(used)
             step_rows = table.index_select(0, rows).requires_grad_()  # the rows this step reads and trains
             step_gates = gates.index_select(0, rows).requires_grad_()
-            local = torch.from_numpy(local)
-            a = bags(local[:len(l_ids)], l_w, l_off, step_rows, step_gates)
-            b = bags(local[len(l_ids):], r_w, r_off, step_rows, step_gates)
+            positions = torch.from_numpy(local)  # every feature's row in ``rows``
+            a = bags(positions[:len(l_ids)], l_w, l_off, step_rows, step_gates)
+            b = bags(positions[len(l_ids):], r_w, r_off, step_rows, step_gates)
             loss = _pair_loss(a, b, config)
             if n_hard and config.hard_weight > 0:
                 start = batch - n_mined - 2 * n_hard

@@ -13,6 +13,7 @@ model can learn how much such trailing detail should count.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
@@ -26,8 +27,17 @@ MAX_WORD_CHARS = 32
 MAX_WHOLE_VALUE_CHARS = 256
 
 
-def splitmix64(x: np.ndarray) -> np.ndarray:
-    """The splitmix64 finaliser: a bijective, well-mixing map of uint64 arrays (wrapping arithmetic)."""
+@overload
+def splitmix64(x: np.ndarray) -> np.ndarray: ...
+
+
+@overload
+def splitmix64(x: np.uint64) -> np.uint64: ...
+
+
+def splitmix64(x: np.ndarray | np.uint64) -> np.ndarray | np.uint64:
+    """The splitmix64 finaliser: a bijective, well-mixing map of uint64 arrays, or of one uint64 (wrapping
+    arithmetic)."""
     with np.errstate(over="ignore"):
         x = np.asarray(x, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)

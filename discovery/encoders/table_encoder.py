@@ -34,6 +34,7 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -78,8 +79,8 @@ class TableEncoderConfig:
     threads: int = 1
 
 
-Column = pa.Array | pa.ChunkedArray | list
-RawTable = list[Column]
+Column: TypeAlias = pa.Array | pa.ChunkedArray | list
+RawTable: TypeAlias = list[Column]
 
 
 class TableEncoder(Encoder):
@@ -193,7 +194,8 @@ def prepare_tables(encoder: Encoder, tables: list[RawTable], kinds: list[list[st
     prepared = []
     for i, (rows, cols) in enumerate(zip(shapes, profiles)):
         table_kinds = kinds[i] if kinds else ["string"] * len(cols)
-        headers = encoder.header_vectors(names[i] if names else [None] * len(cols))
+        table_names: list[str | None] = list(names[i]) if names else [None] * len(cols)
+        headers = encoder.header_vectors(table_names)
         sample = encoder.column.max_values
         columns = [_PreparedColumn(p, vectors[[position[v] for v in p.values]].reshape(-1, encoder.dim), k,
                                    None if headers is None else headers[j],

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numbers
 import time
+from typing import cast
 
 import pyarrow as pa
 
 from ..config import Config, Limits
-from ..params import ParameterError, check_query, choice, count, interval, key_columns, optional
+from ..params import ParameterError, check_query, choice, count, interval, key_columns
 from ..query import QueryTable, resolve_query
 from .augment import MODES, FanOut
 from .output import output_format, write_table
@@ -99,7 +100,7 @@ def stack_plan(ls, query, *, tables=None, k: int = 10, min_score: float | None =
     column or two that merely look alike (orders under a staff list through ``rep ~ name``)."""
     q = _query(ls, query)
     k = count("k", k)
-    min_score = optional(interval(0.0, float("inf"), lo_open=True))("min_score", min_score)
+    min_score = None if min_score is None else interval(0.0, float("inf"), lo_open=True)("min_score", min_score)
     min_columns = interval(0.0, 1.0)("min_columns", ls.config.materialize.stack_min_columns
                                      if min_columns is None else min_columns)
     params = {} if tau is None else {"tau": tau}
@@ -123,7 +124,7 @@ def stack_plan(ls, query, *, tables=None, k: int = 10, min_score: float | None =
 
 
 def _fan_out(fan_out: str, max_matches: int) -> FanOut:
-    return FanOut(choice(MODES)("fan_out", fan_out), count("max_matches", max_matches))
+    return FanOut(cast(str, choice(MODES)("fan_out", fan_out)), count("max_matches", max_matches))  # MODES: strings
 
 
 def _matching(cfg: Config, matcher: str | None, precision: float | None, master: str | None = None) -> Matching:
@@ -132,7 +133,7 @@ def _matching(cfg: Config, matcher: str | None, precision: float | None, master:
     ``[materialize] spark_min_bytes`` is paired on Spark, as the write runs there."""
     from ..config import MATCHERS
 
-    matcher = choice(MATCHERS)("matcher", cfg.materialize.matcher if matcher is None else matcher)
+    matcher = cast(str, choice(MATCHERS)("matcher", cfg.materialize.matcher if matcher is None else matcher))
     precision = interval(0.0, 1.0, lo_open=True, hi_open=True)(
         "precision", cfg.materialize.precision if precision is None else precision)
     return Matching(matcher, precision, cfg.limits, master, cfg.materialize.spark_min_bytes)
@@ -167,6 +168,7 @@ def augment_plan(ls, query, column: str | None = None, *, key=None, rank: int | 
         ordinals = [q.ordinal(c) for c in key]
         source = join_source(ls.snapshot, q, "nary", ordinals, result, {}, added, matching, ls.config.numjoin)
     else:
+        assert column is not None  # key is None, and exactly one of the two was given (checked above)
         search = {k: v for k, v in (("tau", tau), ("tau_share", tau_share), ("metric", metric)) if v is not None}
         kind, ordinals, result, used = join_result(ls, q, column, rank, table, lake_column, search)
         source = join_source(ls.snapshot, q, kind, ordinals, result, used, added, matching, ls.config.numjoin)

@@ -114,9 +114,11 @@ def numeric_join_search(snapshot: Snapshot, q: QueryTable, ordinals: list[int], 
     started = time.perf_counter()
     loaded = loaded_numeric(snapshot)
     family = family_name(metric, group.dim)
-    ix, sets = loaded.families.get(family, (None, None))
-    results, stats = [], {}
-    if ix is not None:
+    entry = loaded.families.get(family)
+    results: list[dict] = []
+    stats: dict = {}
+    if entry is not None:
+        ix, sets = entry
         own = 0 if q.table_id is None else int(pc.sum(pc.equal(sets["table_id"], q.table_id)).as_py() or 0)
         k = None if top_k is None else top_k + own
         allowed = allowed_sets(group.quantity, sets)
@@ -132,6 +134,7 @@ def numeric_join_search(snapshot: Snapshot, q: QueryTable, ordinals: list[int], 
         chosen = chosen if top_k is None else chosen[:top_k]
         paths, _ = result_names(snapshot, [d["table_id"] for _, d in chosen])
         for s, d in chosen:
+            assert s.query_values is not None and s.lake_values is not None  # both searches give the pairs' values
             order = np.lexsort((s.pairs[:, 0], s.pairs[:, 2]))[:EVIDENCE_PAIRS]
             pairs = [[_shown(s.query_values[i]), _shown(s.lake_values[i]), float(s.pairs[i, 2])] for i in order]
             results.append({"rank": len(results) + 1, "table_id": d["table_id"], "path": paths.get(d["table_id"]),

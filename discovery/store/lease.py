@@ -36,6 +36,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, UTC
 from collections.abc import Callable
+from typing import TypedDict
 
 from ..storage import backend, filesystem, join
 from .warehouse import WarehouseError
@@ -100,6 +101,23 @@ class LeaseRecord:
                 f"{datetime.fromtimestamp(self.started, UTC).isoformat(timespec='seconds')})")
 
 
+class _Owner(TypedDict):
+    """Who takes a lease: the :meth:`LeaseRecord.owner` fields of a record, in that order."""
+
+    purpose: str
+    run: str
+    host: str
+    pid: int
+
+
+class _Scope(TypedDict, total=False):
+    """How long a lease taken lives (:attr:`LeaseRecord.scope`), and for a process-scoped one, which process."""
+
+    scope: str
+    machine: str
+    process_started: float | None
+
+
 @functools.lru_cache(maxsize=1)
 def machine() -> str:
     """Where a process id means one process: the kernel's boot id and this process's pid namespace on Linux (a
@@ -162,8 +180,9 @@ def holder(root: str, now: float | None = None) -> str | None:
     holder known dead."""
     held = current(root)
     now = time.time() if now is None else now
-    alive = held is not None and held.state == "held" and held.vacancy(now) is None
-    return refusal(held, now) if alive else None
+    if held is not None and held.state == "held" and held.vacancy(now) is None:
+        return refusal(held, now)
+    return None
 
 
 def current(root: str) -> LeaseRecord | None:
@@ -214,10 +233,12 @@ class Lease:
         if scope not in ("process", "run"):
             raise ValueError(f"lease scope must be 'process' or 'run', not {scope!r}")
         fs, folder, location = _folder(root)
-        me = dict(purpose=purpose, run=run, host=host or socket.gethostname(), pid=os.getpid() if pid is None else pid)
-        mine = dict(scope=scope)
+        me = _Owner(purpose=purpose, run=run, host=host or socket.gethostname(),
+                    pid=os.getpid() if pid is None else pid)
+        mine = _Scope(scope=scope)
         if scope == "process" and pid is None and host is None:
-            mine.update(machine=machine(), process_started=process_start(os.getpid()))
+            mine["machine"] = machine()
+            mine["process_started"] = process_start(os.getpid())
         for _ in range(8):
             now = clock()
             gens = _generations(fs, folder)
@@ -234,6 +255,7 @@ class Lease:
                 return lease
             took_over = None
             if why is not None:
+                assert held is not None  # a vacancy is only ever found in a record
                 took_over = (f"{held.describe()}, last heartbeat "
                              f"{datetime.fromtimestamp(held.heartbeat, UTC).isoformat(timespec='seconds')}"
                              f" ({why})")

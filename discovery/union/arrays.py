@@ -106,14 +106,19 @@ def build_arrays(warehouse, versions: dict, folder: str | None = None) -> dict[s
     codes = array("codes", (n, dim), np.int8)
     error = encode(vectors, steps, codes)
     table_ids, counts = np.unique(seq_table, return_counts=True)
-    out = {"table_ids": table_ids, "col_offsets": narrow_offsets(offsets_from_counts(counts)),
-           "ordinals": seq_ordinal.astype(np.int32),
-           "vectors": vectors, "codes": codes, "steps": steps, "error": error, "quantities": quantities}
+    out: dict[str, np.ndarray] = {
+        "table_ids": table_ids, "col_offsets": narrow_offsets(offsets_from_counts(counts)),
+        "ordinals": seq_ordinal.astype(np.int32), "vectors": _array(vectors), "codes": _array(codes), "steps": steps,
+        "error": error, "quantities": quantities}
     if folder is None:
         return out
-    out.update((name, out[name].mapped()) for name in ("vectors", "codes") if isinstance(out[name], _FileRows))
     return save_arrays(folder, out, {"versions": {t: int(versions[t]) for t in ("column_vectors",
                                                                               "centroid_partitions")}})
+
+
+def _array(rows: np.ndarray | _FileRows) -> np.ndarray:
+    """``rows`` as an array: a file of them mapped (read-only) once it is written whole."""
+    return rows.mapped() if isinstance(rows, _FileRows) else rows
 
 
 class _FileRows:
@@ -162,7 +167,8 @@ def save_arrays(folder: str, arrays: dict[str, np.ndarray], meta: dict) -> dict[
     ``meta.json``; returns them memory-mapped."""
     for name in FILES:
         value, path = arrays[name], os.path.join(folder, f"{name}.npy")
-        if isinstance(value, np.memmap) and os.path.abspath(value.filename) == os.path.abspath(path):
+        if (isinstance(value, np.memmap) and value.filename is not None
+                and os.path.abspath(value.filename) == os.path.abspath(path)):
             value.flush()
         else:
             np.save(path, value, allow_pickle=False)
@@ -227,7 +233,7 @@ class StoredRows:
         """Rows ``starts[i]:starts[i] + counts[i]`` of every span, concatenated, one read per span."""
         out = np.empty((int(np.sum(counts)), *self.shape[1:]), dtype=self.dtype)
         row = out.itemsize * int(np.prod(self.shape[1:]))
-        view = memoryview(out).cast("B")
+        view = out.data.cast("B")  # memoryview(out), which numpy types as a Buffer from Python 3.12 only
         at = 0
         for start, count in zip(np.asarray(starts).tolist(), np.asarray(counts).tolist()):
             done, size = 0, count * row

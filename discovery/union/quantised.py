@@ -45,6 +45,8 @@ releases the GIL, so a large lake's tables are cut into ranges of about equal co
 """
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 
 from ..threads import query_threads, run_parts
@@ -58,7 +60,21 @@ CODE_MAX = 127
 _BLOCK = 16384
 
 
-def fit_steps(vectors: np.ndarray) -> np.ndarray:
+class Rows(Protocol):
+    """Rows read and written a block at a time: an array, or a file of rows the refresh writes through short-lived
+    maps (:class:`.arrays._FileRows`)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, rows: slice) -> np.ndarray: ...
+
+    def __setitem__(self, rows: slice, values: np.ndarray) -> None: ...
+
+
+def fit_steps(vectors: Rows) -> np.ndarray:
     """Per-dimension step s_j = max_i |x_ij| / 127 (float32; 1 for a dimension that is 0 in every column)."""
     top = np.zeros(vectors.shape[1], dtype=np.float32)
     for a in range(0, len(vectors), _BLOCK):
@@ -67,7 +83,7 @@ def fit_steps(vectors: np.ndarray) -> np.ndarray:
     return np.where(steps > 0, steps, np.float32(1.0)).astype(np.float32)
 
 
-def encode(vectors: np.ndarray, steps: np.ndarray, out: np.ndarray) -> np.ndarray:
+def encode(vectors: Rows, steps: np.ndarray, out: Rows) -> np.ndarray:
     """Write the int8 codes of ``vectors`` (n, d) into ``out`` (n, d) int8; returns the per-dimension rounding
     error e_j = max_i |x_ij - s_j c_ij| (float64, measured exactly)."""
     s64 = steps.astype(np.float64)

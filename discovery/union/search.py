@@ -42,7 +42,7 @@ import hnswlib
 import numpy as np
 
 from .approximate import APPROXIMATE, approximate_search, starmie_search
-from .cones import build_cones
+from .cones import Cones, build_cones
 from .csr import expand_ranges, offsets_from_counts, offsets_from_owners
 from .exact import exact_search
 from .hnsw import hnsw
@@ -72,6 +72,20 @@ GRAPHS = {"centroids": ("centroids", "l2", False), "columns": ("vectors", "ip", 
 
 class UnionIndex:
     """Query-ready structures of one snapshot for union search; build once, query many times."""
+
+    # set by build (columns grouped by table and, within a table, by partition: the storage order)
+    dim: int
+    threads: int
+    table_ids: np.ndarray                 # (t,) int64, sorted: the table of every table index
+    col_offsets: np.ndarray               # (t + 1,) each table's run of columns
+    col_table: np.ndarray                 # (n,) the table index of every column
+    centroids: np.ndarray                 # (c, d) float32
+    vectors: np.ndarray                   # (n, d) float32 unit column vectors
+    ordinals: np.ndarray                  # (n,) int64
+    quantities: np.ndarray | None         # (n,) int16 quantity codes, or None
+    cones: Cones
+    table_vectors: np.ndarray | None      # (t, d') float32, or None without table vectors
+    _graphs: dict[str, hnswlib.Index]     # the HNSW graphs built so far, by kind of GRAPHS
 
     def __init__(self) -> None:
         raise TypeError("use UnionIndex.build(...)")

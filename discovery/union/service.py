@@ -179,16 +179,17 @@ def union_search(snapshot: Snapshot, query: str | int, k: int = 10, method: str 
         raise ValueError("phi_r must be at least k")
     loaded = compact_index(snapshot) if compact else loaded_index(snapshot)
     started = time.perf_counter()
-    stored = (loaded.index.table_columns(q.table_id)
-              if compact and q.indexed and q.table_id is not None and current_quantities(snapshot) else None)
+    stored = (loaded.index.table_columns(q.table_id) if isinstance(loaded, LoadedCompactIndex) and q.indexed
+              and q.table_id is not None and current_quantities(snapshot) else None)
     weight = params.pop("lexical", DEFAULT_WEIGHT)
     weight = weight if method in EXACT_METHODS else 0.0  # the other methods answer their own score
     score = params.get("score", "sum")
-    if compact:
+    if isinstance(loaded, LoadedCompactIndex):
         # a lake table as the snapshot indexed it: its columns are the index's own rows, so encoding it again (most
         # of a search's time) would give the same bits
         normalised = stored is not None and len(stored[0]) == len(q.names)
         if normalised:
+            assert stored is not None  # normalised only with the rows it stores
             rows, quantities = stored
             # its terms as the refresh stored them, computed once per snapshot (profiling its columns costs more
             # than the rest of the lexical term: 2.8 ms of a 6 ms search on the sample lake)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -182,14 +183,9 @@ def train_join_encoder(values: list[str], config: JoinEncoderConfig = JoinEncode
         hard: np.ndarray | list[np.ndarray] = (_hard_negatives(stripped, at, columns, mined, words, config)
                                                if config.hard_share > 0 else [])
         n_hard = min(len(hard), int(config.hard_share * batch) // 2)
-        step = 0
-        while step < config.steps and not (stop is not None and stop(step)):
-            if held.due(step):
-                flat = held.check(step, encode)
-                if on_check is not None:
-                    on_check(step, held.losses[-1][1], export)
-                if flat:
-                    break
+
+        def draw() -> tuple:
+            """The next step's pairs, featurised: every draw of ``rng`` happens here, one batch after another."""
             anchors = rng.sample(pool, batch - n_mined - 2 * n_hard)
             anchors += [prepared[int(x)] for k in rng.sample(range(len(hard)), n_hard) for x in hard[k]]
             left = [vary(rng, v, vocabulary, config.max_variations) if rng.random() < 0.5 else v for v in anchors]
@@ -201,23 +197,39 @@ def train_join_encoder(values: list[str], config: JoinEncoderConfig = JoinEncode
             (l_ids, l_w, l_off), (r_ids, r_w, r_off) = (
                 featurize(prepare_strings(side, config.canonicalize, config.spans), config) for side in (left, right))
             used, local = np.unique(np.concatenate((l_ids, r_ids)), return_inverse=True)
-            rows = torch.from_numpy(used)
-            step_rows = table.index_select(0, rows).requires_grad_()  # the rows this step reads and trains
-            step_gates = gates.index_select(0, rows).requires_grad_()
-            positions = torch.from_numpy(local)  # every feature's row in ``rows``
-            a = bags(positions[:len(l_ids)], l_w, l_off, step_rows, step_gates)
-            b = bags(positions[len(l_ids):], r_w, r_off, step_rows, step_gates)
-            loss = _pair_loss(a, b, config)
-            if n_hard and config.hard_weight > 0:
-                start = batch - n_mined - 2 * n_hard
-                apart = (a[start:start + 2 * n_hard:2] - a[start + 1:start + 2 * n_hard:2]).pow(2).sum(dim=1)
-                apart = apart.clamp_min(1e-12).sqrt()
-                loss = loss + config.hard_weight * (config.hard_margin - apart).clamp_min(0).pow(2).mean()
-            opt_dense.zero_grad()
-            loss.backward()
-            opt_rows.step(rows, [step_rows.grad, step_gates.grad])
-            opt_dense.step()
-            step += 1
+            return used, local, len(l_ids), (l_w, l_off), (r_w, r_off)
+
+        step = 0
+        # the next batch is drawn and featurised in a thread while this one trains (its work is mostly numpy and
+        # pyarrow, which release the GIL): the batches are the same, drawn in the same order, so the model is too
+        with ThreadPoolExecutor(1, thread_name_prefix="join-batches") as ahead:
+            coming = ahead.submit(draw)
+            while step < config.steps and not (stop is not None and stop(step)):
+                if held.due(step):
+                    flat = held.check(step, encode)
+                    if on_check is not None:
+                        on_check(step, held.losses[-1][1], export)
+                    if flat:
+                        break
+                used, local, n_left, (l_w, l_off), (r_w, r_off) = coming.result()
+                coming = ahead.submit(draw)
+                rows = torch.from_numpy(used)
+                step_rows = table.index_select(0, rows).requires_grad_()  # the rows this step reads and trains
+                step_gates = gates.index_select(0, rows).requires_grad_()
+                positions = torch.from_numpy(local)  # every feature's row in ``rows``
+                a = bags(positions[:n_left], l_w, l_off, step_rows, step_gates)
+                b = bags(positions[n_left:], r_w, r_off, step_rows, step_gates)
+                loss = _pair_loss(a, b, config)
+                if n_hard and config.hard_weight > 0:
+                    start = batch - n_mined - 2 * n_hard
+                    apart = (a[start:start + 2 * n_hard:2] - a[start + 1:start + 2 * n_hard:2]).pow(2).sum(dim=1)
+                    apart = apart.clamp_min(1e-12).sqrt()
+                    loss = loss + config.hard_weight * (config.hard_margin - apart).clamp_min(0).pow(2).mean()
+                opt_dense.zero_grad()
+                loss.backward()
+                opt_rows.step(rows, [step_rows.grad, step_gates.grad])
+                opt_dense.step()
+                step += 1
     finally:
         torch.set_num_threads(previous_threads)
     return JoinEncoder(replace(config, steps=step), _weights(table, gates, mlp), column)

@@ -424,3 +424,23 @@ def test_a_read_since_a_time_reads_the_newest_files_and_equals_the_filter(tmp_pa
         assert sorted(got.column("batch_id").to_pylist()) == sorted(want.column("batch_id").to_pylist()), cut
     assert wh.read_since("query_batches", "created_at", times[-1], ["batch_id"]).column("batch_id").to_pylist() \
         == ["b5-3"]
+
+
+def test_a_model_payload_is_written_raw_and_without_parquet_statistics(tmp_path):
+    """A ``models`` payload (a join encoder's 100 MB of weights) is stored uncompressed, with no dictionary and no
+    Parquet min / max, whose computation over the whole value cost up to a second of a training task; the other
+    columns keep theirs, and the row reads back whole."""
+    import pyarrow.parquet as pq
+
+    from discovery.encoders.stored import model_table
+
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.ensure()
+    payload = np.random.default_rng(0).normal(size=50_000).astype(np.float32).tobytes()
+    f = write_data_file(wh.table_uri("models"), model_table("encoder.join", "join-1", {}, payload, 7), 7, "embed", "a")
+    meta = pq.ParquetFile(os.path.join(wh.table_uri("models"), f.path)).metadata.row_group(0)
+    columns = {meta.column(i).path_in_schema: meta.column(i) for i in range(meta.num_columns)}
+    assert columns["payload"].compression == "UNCOMPRESSED" and not columns["payload"].is_stats_set
+    assert columns["version"].is_stats_set and columns["version"].statistics.min == "join-1"
+    read = pq.read_table(os.path.join(wh.table_uri("models"), f.path))
+    assert read.column("payload")[0].as_py() == payload

@@ -116,9 +116,11 @@ def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
     return arrow_filesystem(uri)
 
 
-#: Columns written as they are, neither compressed nor dictionary-encoded: a ``models`` payload is mostly float
-#: weights (a join encoder's 100 MB), which zstd shrank by 7% for 2 to 3 s of a training task and about a second of
-#: every process that read it back, and whose one value per row no dictionary can share.
+#: Columns written as they are, neither compressed nor dictionary-encoded, and with no Parquet statistics: a
+#: ``models`` payload is mostly float weights (a join encoder's 100 MB), which zstd shrank by 7% for 2 to 3 s of a
+#: training task and about a second of every process that read it back, whose one value per row no dictionary can
+#: share, and whose minimum and maximum (computed over the whole value, then left out of the footer as too long)
+#: cost 0.25 to 1 s of the write.
 RAW_COLUMNS = frozenset({"payload"})
 
 
@@ -129,8 +131,9 @@ def write_data_file(table_uri: str, table: pa.Table, refresh_id: int, stage: str
     full = f"{root.rstrip('/')}/{name}"
     fs.create_dir(root, recursive=True)
     plain = [c for c in table.column_names if c in RAW_COLUMNS]
+    coded = [c for c in table.column_names if c not in plain]
     pq.write_table(table, full, compression={c: "none" if c in plain else "zstd" for c in table.column_names},
-                   use_dictionary=[c for c in table.column_names if c not in plain], filesystem=fs)
+                   use_dictionary=coded, write_statistics=coded, filesystem=fs)
     info = fs.get_file_info(full)
     mtime = info.mtime.timestamp() if info.mtime is not None else 0.0
     return DataFile(path=name, size=info.size, mtime_ms=int(mtime * 1000), rows=table.num_rows,

@@ -11,10 +11,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent / "discovery"
 #: Where a process starts its work: the CLI, the API object, the DAG tasks' session, the configuration module.
 SURFACES = ("cli/", "api.py", "config.py", "connections.py")
-#: The session objects, each opening its warehouse once: a unit of work's, a refresh stage's, the lake watcher's.
-SESSIONS = ("store/session.py", "refresh/context.py", "refresh/watch.py")
-#: The refresh stage's Airflow operator: a DAG task's entry, which reads its warehouse from the rendered arguments.
-TASK_ENTRIES = ("refresh/stage_task.py",)
+#: The session objects, each opening its warehouse once: a unit of work's, a refresh stage's.
+SESSIONS = ("store/session.py", "refresh/context.py")
+#: Airflow's entries: the refresh stage's operator (a DAG task, which reads its warehouse from the rendered
+#: arguments) and the lake watcher's trigger (the triggerer's, which opens the warehouse its watcher checks).
+TASK_ENTRIES = ("refresh/stage_task.py", "refresh/trigger.py")
 
 
 def _is_main_guard(node: ast.stmt) -> bool:

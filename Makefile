@@ -34,12 +34,12 @@ $(STAMP): requirements.txt requirements-lineage.txt pyproject.toml
 
 # numba's cache, so that the first join, numerical join or union query need not compile its kernels; numba keys the
 # cache on the kernels' source files, so it is filled again whenever one of them changes.  Then the class archive
-# that Spark's driver JVM maps instead of loading its classes at every start (discovery/submit.py).
-$(WARM): $(STAMP) $(wildcard discovery/join/*.py) $(wildcard discovery/union/*.py) $(wildcard discovery/numjoin/*.py)
+# that Spark's driver JVM maps instead of loading its classes at every start (discovery/surfaces/submit.py).
+$(WARM): $(STAMP) $(wildcard discovery/indexes/join/*.py) $(wildcard discovery/indexes/union/*.py) $(wildcard discovery/indexes/numjoin/*.py)
 	$(BIN)/python -m spark_jobs.warmup > /dev/null
-	$(BIN)/python -m discovery.join.warmup
-	$(BIN)/python -m discovery.union.warmup
-	$(BIN)/python -m discovery.numjoin.warmup
+	$(BIN)/python -m discovery.indexes.join.warmup
+	$(BIN)/python -m discovery.indexes.union.warmup
+	$(BIN)/python -m discovery.indexes.numjoin.warmup
 	touch $(WARM)
 
 # The optional pretrained model ([embed] header_encoder / column_encoder = "sentence-transformers"): sentence-transformers

@@ -2,9 +2,9 @@
 
 Run: ``python benchmarks/batches.py [--queries 100 800] [--k 10] [--cluster 1 2] [--workdir DIR]``.
 
-The sample lake (``discovery.demo_lake``, seed 7) is written and indexed with the real refresh on local[2] into a
-warehouse under ``--workdir`` (a temporary folder by default; a published warehouse there is reused).  A batch of N
-union queries (the lake's ok tables by id, in id order, repeated as needed; ``k`` results each, the default method)
+The sample lake (``discovery.orchestration.demo_lake``, seed 7) is written and indexed with the real refresh on local[2]
+into a warehouse under ``--workdir`` (a temporary folder by default; a published warehouse there is reused).  A batch of
+N union queries (the lake's ok tables by id, in id order, repeated as needed; ``k`` results each, the default method)
 is then run once per mode and N, each as users run it, in a fresh ``lakescout batch`` process:
 
 * **process**: ``lakescout batch`` answers every query in its own process;
@@ -55,7 +55,7 @@ def union_queries(warehouse: str, n: int, k: int) -> list[dict]:
     """``n`` union queries over the snapshot's ok lake tables, by id, in id order (repeated when n is larger)."""
     import pyarrow.compute as pc
 
-    from discovery.store import Warehouse, load_snapshot
+    from discovery.data.store import Warehouse, load_snapshot
 
     catalog = load_snapshot(Warehouse(warehouse)).read("catalog", columns=["table_id", "status"])
     ids = sorted(catalog.filter(pc.equal(catalog["status"], "ok")).column("table_id").to_pylist())
@@ -95,8 +95,8 @@ def workers_that_ran(folder: str) -> list[str]:
 
 
 def result_rows(warehouse: str, batch_id: str) -> list[dict]:
-    from discovery.batch import batch_results
-    from discovery.store import Warehouse
+    from discovery.surfaces.batch import batch_results
+    from discovery.data.store import Warehouse
 
     return [{k: v for k, v in r.items() if k not in ("batch_id", "created_at")}
             for r in batch_results(Warehouse(warehouse), batch_id).to_pylist()]

@@ -24,8 +24,8 @@ from harness import print_table, write_result
 _CHILD = """
 import json, sys, time
 from discovery.config import Config
-from discovery.lake import list_lake, profile_table, read_lake_table
-from discovery.lake.profile import profile_limits
+from discovery.data.lake import list_lake, profile_table, read_lake_table
+from discovery.data.lake.profile import profile_limits
 root = sys.argv[1]
 [table] = list_lake(root)
 t0 = time.perf_counter()
@@ -39,7 +39,7 @@ print(json.dumps({"rows_read": parsed.num_rows, "seconds": time.perf_counter() -
 def write_table(folder: Path, rows: int, seed: int = 0) -> None:
     from deltalake import write_deltalake
 
-    from discovery.demo_lake.vocab import CITIES, FIRST_NAMES
+    from discovery.orchestration.demo_lake.vocab import CITIES, FIRST_NAMES
 
     if (folder / "_delta_log").exists():
         return

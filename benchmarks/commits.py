@@ -30,16 +30,16 @@ from datetime import datetime, UTC
 import pyarrow as pa
 
 import harness
-from discovery.maintenance import run_maintenance
-from discovery.refresh import begin_refresh, publish_snapshot
 from discovery.config import Config
-from discovery.store import SCHEMAS, Session, Warehouse, new_attempt_token
+from discovery.data.store import SCHEMAS, Session, Warehouse, new_attempt_token
+from discovery.orchestration.refresh import begin_refresh, publish_snapshot
+from discovery.surfaces.maintenance import run_maintenance
 from harness import print_table, write_result
 
 COLD = """
 import sys, time
 import discovery
-from discovery.store import Warehouse
+from discovery.data.store import Warehouse
 t0 = time.perf_counter()
 lake = discovery.open(sys.argv[1])
 wh = Warehouse(sys.argv[1])

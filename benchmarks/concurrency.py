@@ -45,9 +45,9 @@ from deltalake.exceptions import CommitFailedError
 
 import harness
 from airflow_server import api_server, bearer_token
-from discovery.demo_lake import load_ground_truth
-from discovery.store import SCHEMAS, Warehouse, new_attempt_token
-from discovery.store import warehouse as store
+from discovery.data.store import SCHEMAS, Warehouse, new_attempt_token
+from discovery.data.store import warehouse as store
+from discovery.orchestration.demo_lake import load_ground_truth
 from harness import print_table, write_result
 from lake_edits import append_last_rows
 from page_load import Answer, check_answers, run_clients, search

@@ -39,11 +39,11 @@ from scipy.optimize import linear_sum_assignment
 
 import harness
 from discovery.config import EmbedConfig
-from discovery.encoders import (HashEncoder, JoinEncoderConfig, TableEncoderConfig, train_join_encoder,
-                                train_table_encoder)
-from discovery.encoders.columns import parse_numbers
-from discovery.encoders.hash_encoder import prepare_strings
-from discovery.encoders.join_encoder import strip_punctuation
+from discovery.transforms.encoders import (HashEncoder, JoinEncoderConfig, TableEncoderConfig, train_join_encoder,
+                                           train_table_encoder)
+from discovery.transforms.encoders.columns import parse_numbers
+from discovery.transforms.encoders.hash_encoder import prepare_strings
+from discovery.transforms.encoders.join_encoder import strip_punctuation
 from harness import K, metrics, ugen_layout
 
 DATA = Path(harness.SHARED) / "benchmarks"
@@ -308,7 +308,7 @@ def embed_stage_benchmark(join_steps: int, table_epochs: int) -> dict | None:
     if not lake.is_dir():
         print(f"skipping embed-stage benchmark: {lake} not found")
         return None
-    from discovery.store import Warehouse, load_snapshot
+    from discovery.data.store import Warehouse, load_snapshot
 
     with tempfile.TemporaryDirectory(prefix="lakescout-embed-bench-") as tmp:
         config = harness.config_file(tmp, "bench", f"[embed]\njoin_steps = {join_steps}\n"

@@ -40,7 +40,7 @@ MODES = ("case and separators", "one synonym", "half synonyms")
 
 def restyle(name: str, rng: np.random.Generator) -> str:
     """``name`` in another case and with other separators, its words kept."""
-    from discovery.encoders.header import header_words
+    from discovery.transforms.encoders.header import header_words
 
     words = header_words(name) or [name.lower()]
     styles = (lambda w: "_".join(w), lambda w: "-".join(x.upper() for x in w),
@@ -53,8 +53,8 @@ def restyle(name: str, rng: np.random.Generator) -> str:
 
 def synonym(name: str, attribute: str, rng: np.random.Generator) -> str:
     """Another name of ``attribute`` in the sample lake's vocabulary (not ``name`` in any case or spelling)."""
-    from discovery.demo_lake.vocab import HEADER_SYNONYMS
-    from discovery.encoders.header import header_words
+    from discovery.orchestration.demo_lake.vocab import HEADER_SYNONYMS
+    from discovery.transforms.encoders.header import header_words
 
     own = header_words(name)
     options = [s for s in HEADER_SYNONYMS[attribute] if header_words(s) and header_words(s) != own]
@@ -79,8 +79,8 @@ def synonym_lake(root: str, seed: int = 7) -> tuple[str, dict[str, set[str]]]:
     names; returns the lake and, per attribute, the paths of the tables holding it."""
     import pandas as pd
 
-    from discovery.demo_lake import vocab
-    from discovery.demo_lake.seeds import SEEDS
+    from discovery.orchestration.demo_lake import vocab
+    from discovery.orchestration.demo_lake.seeds import SEEDS
 
     rng = np.random.default_rng(seed)
     holding: dict[str, set[str]] = {}
@@ -97,8 +97,8 @@ def synonym_lake(root: str, seed: int = 7) -> tuple[str, dict[str, set[str]]]:
 
 def synonym_cases(holding: dict[str, set[str]]) -> list[dict]:
     """Every other name of an attribute that shares no word with a name of the synonyms-only lake."""
-    from discovery.demo_lake import vocab
-    from discovery.encoders.header import header_words
+    from discovery.orchestration.demo_lake import vocab
+    from discovery.transforms.encoders.header import header_words
 
     used = {w for a in holding for w in header_words(vocab.HEADER_SYNONYMS[a][0])} | {"table"}
     return [{"attribute": a, "query": q, "lake_name": vocab.HEADER_SYNONYMS[a][0]}
@@ -150,7 +150,7 @@ def main() -> int:
     args = ap.parse_args()
 
     import discovery
-    from discovery.demo_lake import load_ground_truth
+    from discovery.orchestration.demo_lake import load_ground_truth
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="lakescout-bench-find-")
     synonyms = run_synonyms(workdir, args.k)

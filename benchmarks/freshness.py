@@ -6,9 +6,9 @@ Writes ``benchmarks/results/freshness.json``.
 
 * ``watch``: a lake of ``--tables`` tables (sample lakes of 250 tables with consecutive seeds: CSV, Parquet, JSON,
   Delta, Iceberg, partitioned folders, broken files) indexed by ``lakescout refresh``; then ``--checks`` checks of the
-  lake watcher (:class:`discovery.refresh.watch.Watch`, what the trigger runs in the triggerer) while nothing
-  changes: CPU and wall seconds a check, and how many fired (the DAG runs it would start).  The same lake on the S3
-  server (``scripts/s3_server.py``, which counts the requests it answers by bucket): the requests a check makes to
+  lake watcher (:class:`discovery.orchestration.refresh.watch.Watch`, what the trigger runs in the triggerer) while
+  nothing changes: CPU and wall seconds a check, and how many fired (the DAG runs it would start).  The same lake on the
+  S3 server (``scripts/s3_server.py``, which counts the requests it answers by bucket): the requests a check makes to
   the lake's bucket, against a warehouse with no snapshot yet (the listing is the same whatever the index holds).
 * ``landing``: a real Airflow (``airflow standalone``: api-server, scheduler, dag-processor and triggerer; SQLite)
   over a copy of the sample lake and its warehouse, ``lake_refresh`` unpaused with the watcher on.  ``--landings``
@@ -62,8 +62,8 @@ def _checks(watch, n: int) -> dict:
 
 
 def watch_cost(args) -> dict:
-    from discovery.refresh.watch import Watch
-    from discovery.store import Warehouse
+    from discovery.orchestration.refresh.watch import Watch
+    from discovery.data.store import Warehouse
     from s3_server import S3Server
 
     lake = _lake(args.workdir, args.tables)
@@ -282,7 +282,7 @@ def landing(args) -> dict:
 
 
 def _lease_free(wh: str) -> bool:
-    from discovery.store.lease import holder
+    from discovery.data.store.lease import holder
 
     return holder(wh) is None
 

@@ -46,7 +46,7 @@ and a warehouse that already has a snapshot is reused instead of refreshed.  tau
   left value within tau (AutoFJ's many-to-one task).  The pairs are computed on the two columns' stored vectors with
   the search's own distance (the canonical float64 sum), because a search result carries one witness per matched
   query value; the run checks that their matched-value count equals the search's ``matched`` whenever the own left
-  table is a result.  The index stores values normalised (:func:`discovery.normalize.normalize_array`, the first
+  table is a result.  The index stores values normalised (:func:`discovery.ground.normalize.normalize_array`, the first
   step of the encoders' ``prepare_strings``): a predicted pair of normalised values stands for every raw spelling
   of each in the CSVs, and the raw pairs are compared with ``gt.csv``'s raw pairs.  ``equi raw`` pairs equal raw
   titles, ``equi normalised`` titles equal after that normalisation.
@@ -83,11 +83,11 @@ import scipy.sparse as sp  # noqa: E402
 import discovery  # noqa: E402
 import harness  # noqa: E402
 from discovery.config import Config, load_config  # noqa: E402
-from discovery.encoders.hash_encoder import prepare_strings  # noqa: E402
-from discovery.join import JoinIndex, chord_threshold, map_to_pivots, max_distance, select_pivots  # noqa: E402
-from discovery.join.metric import canonical_squared, from_chord  # noqa: E402
-from discovery.join.service import loaded_index  # noqa: E402
-from discovery.join.stage import COLUMN_KEY_BASE, ROW_KEYS  # noqa: E402
+from discovery.indexes.join import JoinIndex, chord_threshold, map_to_pivots, max_distance, select_pivots  # noqa: E402
+from discovery.indexes.join.metric import canonical_squared, from_chord  # noqa: E402
+from discovery.indexes.join.service import loaded_index  # noqa: E402
+from discovery.indexes.join.stage import COLUMN_KEY_BASE, ROW_KEYS  # noqa: E402
+from discovery.transforms.encoders.hash_encoder import prepare_strings  # noqa: E402
 from harness import print_table, shared_path  # noqa: E402
 
 METHODS = ("pexeso", "pexeso-h", "exact")

@@ -90,7 +90,7 @@ def query_child(warehouse: str, queries: list[tuple[str, str]]) -> dict:
 def _partition_loads(warehouse: str, model, budget: float):
     """Stored value vectors per partition, and the capacity the pivots stage sized them for."""
     import discovery
-    from discovery.join.partitioning import partition_capacity
+    from discovery.indexes.join.partitioning import partition_capacity
 
     stored = discovery.open(warehouse).snapshot.read("pivot_mappings", columns=["partition"]).column("partition")
     capacity = partition_capacity(budget, model.pivots.shape[1], len(model.pivots), model.grid.levels,

@@ -59,7 +59,7 @@ def trial(lake: str, work: str, config: str, delay: float, twin_rows: dict, twin
         row["stderr"] = run.stderr.strip().splitlines()[-1:]
     seen["thread"].join()
     row["lease_after_s"] = seen.get("seconds")
-    from discovery.store import Warehouse
+    from discovery.data.store import Warehouse
 
     took = [r["took_over"] for r in Warehouse(warehouse).read("refresh_runs").to_pylist() if r["took_over"]]
     row["takeover"] = took[-1] if took else None

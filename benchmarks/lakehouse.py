@@ -3,8 +3,8 @@
 The 1,000 UGEN-V1 lake tables (``../shared/benchmarks/ugen_v1``) are laid out round robin as Delta tables (each with
 an older, different version: a third of the rows, one column fewer, one column more), Hive-partitioned Parquet
 folders, Spark part-file folders, gzip'd CSV, JSON Lines, Iceberg tables (SQL catalog on SQLite) and plain CSV
-(``discovery.demo_lake.layouts``, the formats' own writers).  The same tables as plain CSV form the reference lake.
-Both are built by the real refresh (every stage, default configuration, local[2]) and queried through
+(``discovery.orchestration.demo_lake.layouts``, the formats' own writers).  The same tables as plain CSV form the
+reference lake. Both are built by the real refresh (every stage, default configuration, local[2]) and queried through
 ``discovery.open(warehouse).union(query, k=10)`` with the 50 UGEN query files; ranked tables are mapped back to
 their UGEN names to score MAP@10 against ``groundtruth.csv``.
 
@@ -29,8 +29,8 @@ import discovery
 import harness
 from discovery import storage
 from discovery.config import Limits
-from discovery.demo_lake.layouts import relayout
-from discovery.lake import LakeFileError, read_lake_table
+from discovery.data.lake import LakeFileError, read_lake_table
+from discovery.orchestration.demo_lake.layouts import relayout
 from harness import metrics, print_table, shared_path, ugen_layout, write_result
 
 LAYOUTS = ("delta", "hive", "parts", "csv.gz", "jsonl", "iceberg", "csv")

@@ -2,16 +2,16 @@
 
 Run: ``python benchmarks/latency.py [--runs 5] [--warm 20] [--workdir DIR]``.
 
-The sample lake (``discovery.demo_lake``) is written and indexed with the real refresh (``lakescout refresh``) into a
-warehouse under ``--workdir`` (a temporary folder by default; an existing warehouse there is reused).  Then, for the
-three queries ``make demo`` runs (join, union, n-ary):
+The sample lake (``discovery.orchestration.demo_lake``) is written and indexed with the real refresh (``lakescout
+refresh``) into a warehouse under ``--workdir`` (a temporary folder by default; an existing warehouse there is reused).
+Then, for the three queries ``make demo`` runs (join, union, n-ary):
 
 * **cold**: ``--runs`` fresh ``lakescout join|union|nary`` processes each, timed from spawn to exit.  The OS file
   cache is warm (an untimed run precedes them) but every process imports, reads the Delta tables, loads encoders and
   builds its index from scratch.  Reported: median and max wall time.
 * **first run after install**: one process with an empty ``NUMBA_CACHE_DIR`` (numba finds no compiled kernel and
   compiles what the query needs), then a second one on that now-filled cache; and a join query on a cache filled
-  only by the install-time warm-up (``python -m discovery.join.warmup``, which ``make venv`` runs).
+  only by the install-time warm-up (``python -m discovery.indexes.join.warmup``, which ``make venv`` runs).
 * **warm**: one ``discovery.open(warehouse)`` kept open; the first query of each kind builds the indexes, the next
   ``--warm`` are timed (median, max).
 * **breakdown**: one more cold process per query whose phases are timed by wrapping the functions that do them
@@ -90,7 +90,7 @@ def first_runs(warehouse: str) -> dict:
             out[kind] = {"empty_cache_s": first, "filled_cache_s": second,
                          "same_answer": ranking(answers[kind]) == ranking(again)}
         warmed = dict(env, NUMBA_CACHE_DIR=os.path.join(cache, "warmed"))
-        harness.run([sys.executable, "-m", "discovery.join.warmup"], cwd=ROOT, env=warmed)
+        harness.run([sys.executable, "-m", "discovery.indexes.join.warmup"], cwd=ROOT, env=warmed)
         seconds, _, after = cli("join", warehouse, warmed)
         out["join"].update(after_warmup_s=seconds, same_answer_after_warmup=ranking(after) == ranking(answers["join"]))
     return out
@@ -129,33 +129,33 @@ def warm_runs(warehouse: str, n: int) -> dict:
 PHASES = [
     ("snapshot", "discovery.api", "load_snapshot"),
     ("query read", "discovery.api", "resolve_query"),
-    ("parameters", "discovery.searches.kind", "SearchKind.check"),
-    ("encoder load", "discovery.vectors", "stored_encoder"),
-    ("encoder load", "discovery.vectors", "payload"),
-    ("model reads", "discovery.union.service", "snapshot_model"),
-    ("model reads", "discovery.join.service", "snapshot_model"),
-    ("model reads", "discovery.nary.loader", "snapshot_model"),
-    ("index load", "discovery.union.service", "LoadedUnionIndex.__init__"),
-    ("index load", "discovery.union.service", "LoadedCompactIndex.__init__"),
-    ("index load", "discovery.join.service", "LoadedJoinIndex.partition"),
-    ("index load", "discovery.nary.loader", "_build"),
-    ("encoding", "discovery.vectors", "embed_table"),
-    ("encoding", "discovery.vectors", "column_values"),
-    ("search", "discovery.union.search", "UnionIndex.search"),
-    ("search", "discovery.union.compact", "CompactIndex.search"),
-    ("stored rows", "discovery.union.compact", "CompactIndex.table_columns"),
-    ("search", "discovery.join.service", "search_partitions"),
-    ("search", "discovery.nary.index", "NaryIndex.search"),
-    ("result names", "discovery.union.service", "result_names"),
-    ("result names", "discovery.join.service", "result_names"),
-    ("result names", "discovery.nary.service", "result_names"),
+    ("parameters", "discovery.orchestration.searches.kind", "SearchKind.check"),
+    ("encoder load", "discovery.query.vectors", "stored_encoder"),
+    ("encoder load", "discovery.query.vectors", "payload"),
+    ("model reads", "discovery.indexes.union.service", "snapshot_model"),
+    ("model reads", "discovery.indexes.join.service", "snapshot_model"),
+    ("model reads", "discovery.indexes.nary.loader", "snapshot_model"),
+    ("index load", "discovery.indexes.union.service", "LoadedUnionIndex.__init__"),
+    ("index load", "discovery.indexes.union.service", "LoadedCompactIndex.__init__"),
+    ("index load", "discovery.indexes.join.service", "LoadedJoinIndex.partition"),
+    ("index load", "discovery.indexes.nary.loader", "_build"),
+    ("encoding", "discovery.query.vectors", "embed_table"),
+    ("encoding", "discovery.query.vectors", "column_values"),
+    ("search", "discovery.indexes.union.search", "UnionIndex.search"),
+    ("search", "discovery.indexes.union.compact", "CompactIndex.search"),
+    ("stored rows", "discovery.indexes.union.compact", "CompactIndex.table_columns"),
+    ("search", "discovery.indexes.join.service", "search_partitions"),
+    ("search", "discovery.indexes.nary.index", "NaryIndex.search"),
+    ("result names", "discovery.indexes.union.service", "result_names"),
+    ("result names", "discovery.indexes.join.service", "result_names"),
+    ("result names", "discovery.indexes.nary.service", "result_names"),
 ]
 
 PHASE_CHILD = """
 import functools, importlib, io, json, os, sys, time
 spawned = float(sys.argv[1])
 started = time.time()
-from discovery import cli
+from discovery.surfaces import cli
 imported = time.time()
 phases, stack = {}, []
 
@@ -206,14 +206,14 @@ sys.stdout = out
 print(json.dumps({"code": code, "start_to_main_s": started - spawned, "cli_import_s": imported - started,
                   "search_imports_s": search_imports, "query_s": query, "phases": phases,
                   "numba_compile_s": sum(compiles), "numba_compilations": len(compiles)}), flush=True)
-os._exit(code)  # as the console script leaves (discovery.cli.entry)
+os._exit(code)  # as the console script leaves (discovery.surfaces.cli.entry)
 """
 
 
 def breakdown(kind: str, warehouse: str, env: dict | None = None) -> dict:
     """Phases of one cold query process (see the module docstring); ``other`` is what no wrapped phase covers."""
     argv = [kind, "--warehouse", warehouse, *QUERIES[kind]]
-    wanted = ("discovery.api", f"discovery.{kind}.") + (("discovery.vectors",) if kind != "nary" else ())
+    wanted = ("discovery.api", f"discovery.{kind}.") + (("discovery.query.vectors",) if kind != "nary" else ())
     phases = [p for p in PHASES if p[1].startswith(wanted)]
     done = harness.python(PHASE_CHILD, time.time(), json.dumps(phases), *argv, cwd=ROOT, env=env)
     wall, got = done.wall, done.json()
@@ -227,7 +227,8 @@ def breakdown(kind: str, warehouse: str, env: dict | None = None) -> dict:
 def slowest_imports(kind: str, warehouse: str, top: int = 8) -> list[dict]:
     """Top-level packages by the import time of their own modules (``-X importtime`` self times, summed per
     package) over one cold query process."""
-    done = harness.run([sys.executable, "-X", "importtime", "-m", "discovery.cli", kind, "--warehouse", warehouse,
+    done = harness.run([sys.executable, "-X", "importtime", "-m", "discovery.surfaces.cli", kind,
+                        "--warehouse", warehouse,
                         *QUERIES[kind]], cwd=ROOT, check=False)
     totals: dict[str, float] = {}
     for line in done.stderr.splitlines():

@@ -1,9 +1,9 @@
 """The union search's lexical index at scale: what building a snapshot's table vectors costs, and a query's cosines.
 
-A served snapshot builds its :class:`~discovery.union.lexical.LexicalIndex` from the ``terms`` and ``term_counts`` of
-every ``column_vectors`` row the first time a union search asks for it (each new snapshot again), so at a million
-tables its build time is how long a new snapshot's first union search waits (or its warm-up takes), and its memory
-is held beside the union index.
+A served snapshot builds its :class:`~discovery.indexes.union.lexical.LexicalIndex` from the ``terms`` and
+``term_counts`` of every ``column_vectors`` row the first time a union search asks for it (each new snapshot again), so
+at a million tables its build time is how long a new snapshot's first union search waits (or its warm-up takes), and its
+memory is held beside the union index.
 
 The lake: the sample lake built by the real refresh (``lakescout refresh``, quick training: terms do not depend on
 the encoders), whose stored column terms are copied out to ``--tables`` tables.  A copy keeps the words common in
@@ -45,7 +45,7 @@ _CHILD = """
 import json, statistics, sys, time
 import numpy as np, pyarrow.parquet as pq
 import scipy.sparse  # imported once by a served process; not the build's cost
-from discovery.union.lexical import LexicalIndex
+from discovery.indexes.union.lexical import LexicalIndex
 
 def rss():
     with open("/proc/self/status") as fh:
@@ -89,7 +89,7 @@ def seed_rows(workdir: str) -> pa.Table:
 def scaled(seed: pa.Table, n_tables: int) -> pa.Table:
     """``seed``'s columns copied out to ``n_tables`` tables (module docstring); two words of a column that a copy
     maps to one bucket become one term with both counts."""
-    from discovery.encoders.terms import BUCKETS
+    from discovery.transforms.encoders.terms import BUCKETS
 
     ids = seed.column("table_id").to_numpy()
     tables, table_of = np.unique(ids, return_inverse=True)

@@ -67,7 +67,7 @@ import pyarrow.parquet as pq
 
 import discovery
 import harness
-from discovery.materialize import PlanError
+from discovery.surfaces.materialize import PlanError
 from harness import print_table, shared_path, write_result
 
 #: How the planted joins are written: the two-table matcher at three precision targets (0.95 the default), and the
@@ -82,7 +82,7 @@ PARTS = ("sample", "autofj", "webtables", "programs", "scale", "values", "downst
 PANDAS_MERGE = """
 import time
 import pandas as pd, pyarrow as pa
-from discovery.normalize import normalize_array
+from discovery.ground.normalize import normalize_array
 t0 = time.perf_counter()
 lake = pd.read_parquet("{lake}")
 lake["__v"] = normalize_array(pa.array(lake["supplier"])).to_pylist()
@@ -108,7 +108,7 @@ def _sample_warehouse(workdir: Path) -> tuple[str, str]:
 
 
 def _joins(ls, lake: str) -> list[dict]:
-    from discovery.materialize.naming import short_name
+    from discovery.surfaces.materialize.naming import short_name
 
     partners = defaultdict(set)
     for r in _rows_of("join_values.csv", lake):
@@ -370,7 +370,7 @@ def autofj(args) -> dict | None:
 
 
 def webtables(args) -> dict:
-    from discovery.materialize.naming import short_name
+    from discovery.surfaces.materialize.naming import short_name
     from webjoin import generate_lake, write_lake
 
     tables = generate_lake()
@@ -484,9 +484,9 @@ def _scale_lake(folder: Path, rows: int, names: list[str], rng) -> None:
 
 
 def scale(args) -> dict:
-    from discovery.demo_lake import entities as E
-    from discovery.demo_lake import vocab as V
-    from discovery.demo_lake.variants import vary
+    from discovery.orchestration.demo_lake import entities as E
+    from discovery.orchestration.demo_lake import vocab as V
+    from discovery.orchestration.demo_lake.variants import vary
 
     rng = np.random.default_rng(0)
     work = Path(args.workdir) / "scale"
@@ -550,9 +550,9 @@ def scale(args) -> dict:
 
 def values(args) -> dict:
     """A lake column of many distinct values: where the in-process matcher holds them all and Spark holds none."""
-    from discovery.demo_lake import entities as E
-    from discovery.demo_lake import vocab as V
-    from discovery.demo_lake.variants import vary
+    from discovery.orchestration.demo_lake import entities as E
+    from discovery.orchestration.demo_lake import vocab as V
+    from discovery.orchestration.demo_lake.variants import vary
 
     rng = np.random.default_rng(2)
     work = Path(args.workdir) / "values"
@@ -604,7 +604,7 @@ def values(args) -> dict:
 
 def downstream(args) -> dict:
     """Population of a city, held only by a lake table; the query names its cities differently."""
-    from discovery.demo_lake.variants import vary
+    from discovery.orchestration.demo_lake.variants import vary
 
     rng = np.random.default_rng(1)
     work = Path(args.workdir) / "downstream"

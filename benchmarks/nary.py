@@ -1,7 +1,7 @@
 """N-ary join discovery benchmark: MATE (XASH) vs Bloom-filter super keys vs SCR (no super key), exact top-k.
 
 Lake: the real tables of ``../shared/benchmarks/mate_queries`` (German open data, web tables, Kaggle) plus the
-generated sample lake (``discovery.demo_lake``).  Queries, seeded:
+generated sample lake (``discovery.orchestration.demo_lake``).  Queries, seeded:
 
 * 2-column keys from randomly drawn mate_queries tables and 3-column keys from every mate_queries table with at least
   three non-constant columns; these query tables are held out of the lake, as query tables come from outside;
@@ -32,10 +32,10 @@ from pathlib import Path
 import pyarrow as pa
 
 import harness
-from discovery.demo_lake import load_ground_truth, read_demo_table
-from discovery.nary import NaryIndex, build_postings
-from discovery.normalize import normalize_array
-from discovery.xash import XashModel, char_counts
+from discovery.ground.normalize import normalize_array
+from discovery.ground.xash import XashModel, char_counts
+from discovery.indexes.nary import NaryIndex, build_postings
+from discovery.orchestration.demo_lake import load_ground_truth, read_demo_table
 
 MATE_QUERIES = Path(harness.SHARED) / "benchmarks" / "mate_queries"
 FILTERED = ("mate", "bloom", "scr")

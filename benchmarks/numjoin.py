@@ -18,13 +18,13 @@ run, process CPU time, which is the stable measure on a shared machine), and ``d
 per query (PEXESO's include the query's grouping against the global centers and the center distances; the KD-tree's
 are the candidate pairs its ball queries return, as scipy does not expose the tree's own).  Every method must return
 PEXESO's set ids, and PEXESO must return brute force's on the default setting (BLAS brute force with canonical
-re-checks near tau, :class:`discovery.numjoin.baselines.BruteForce`).  The first call of each compiled method is made
-on a warm-up query outside the timings.
+re-checks near tau, :class:`discovery.indexes.numjoin.baselines.BruteForce`).  The first call of each compiled method is
+made on a warm-up query outside the timings.
 
 Real data (``../shared/benchmarks/fivethirtyeight``): the (lat, lng) columns of the 2016 campaign trail
 (``clinton.csv``, ``trump.csv``) and the police-killings (latitude, longitude), split into one set per table and
 state; each campaign table queried at several taus in metres under the haversine metric; every method must equal the
-reference brute force (:func:`discovery.numjoin.brute_force`).
+reference brute force (:func:`discovery.indexes.numjoin.brute_force`).
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 import harness
-from discovery.numjoin import BASELINES, NumericIndex, brute_force
+from discovery.indexes.numjoin import BASELINES, NumericIndex, brute_force
 from harness import print_table, shared_path, write_result
 
 METHODS = ("pexeso", "pnodom", "pivot-table", "kdtree")
@@ -213,8 +213,8 @@ def _stage_share(out: dict, publish_numeric_s: float) -> dict:
 
 def _arrays_seconds(warehouse: str) -> float:
     """Time to build the snapshot's numerical join indexes from ``numeric_sets`` (what publish adds)."""
-    from discovery.numjoin.arrays import build_numeric
-    from discovery.store import Warehouse, load_snapshot
+    from discovery.indexes.numjoin.arrays import build_numeric
+    from discovery.data.store import Warehouse, load_snapshot
 
     wh = Warehouse(warehouse)
     t0 = time.perf_counter()

@@ -31,8 +31,8 @@ import pyarrow as pa
 
 import harness
 from discovery import storage
-from discovery.demo_lake import layouts
-from discovery.demo_lake.vocab import CITIES, FIRST_NAMES
+from discovery.orchestration.demo_lake import layouts
+from discovery.orchestration.demo_lake.vocab import CITIES, FIRST_NAMES
 from harness import print_table, write_result
 
 
@@ -88,7 +88,7 @@ def _listing_peak(mode: str, lake: str, env: dict, out) -> None:
     import tracemalloc
 
     os.environ.update(env)
-    from discovery.lake import list_lake
+    from discovery.data.lake import list_lake
 
     fs, base = storage.filesystem(lake)
     warm = f"{lake}/hive/d000000"

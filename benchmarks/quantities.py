@@ -1,4 +1,4 @@
-"""What the quantity rule (``discovery.quantities``) removes, on a warehouse ``benchmarks/union.py`` built.
+"""What the quantity rule (``discovery.transforms.quantities``) removes, on a warehouse ``benchmarks/union.py`` built.
 
 The same snapshot answers every query twice with this code: once as users get it, once with the rule switched off
 (the union search given no query quantities, for which every pair is compatible, and the numerical join given no
@@ -32,13 +32,13 @@ from pathlib import Path
 import numpy as np
 
 import discovery
-import discovery.numjoin.service as numjoin_service
-import discovery.quantities as quantities
-import discovery.union.service as union_service
 from discovery.config import load_config
-from discovery.quantities import compatible
-from discovery.query import QueryError, resolve_query
-from discovery.store import result_names
+from discovery.data.store import result_names
+import discovery.indexes.numjoin.service as numjoin_service
+import discovery.indexes.union.service as union_service
+from discovery.query.resolve import QueryError, resolve_query
+import discovery.transforms.quantities as quantities
+from discovery.transforms.quantities import compatible
 from harness import fivethirtyeight_truth, write_result
 
 RULE_ON = (union_service.quantity_codes, numjoin_service.allowed_sets)

@@ -19,8 +19,8 @@ import sys
 import tempfile
 
 import harness
-from discovery.lake import list_lake
-from discovery.refresh.display import totals
+from discovery.data.lake import list_lake
+from discovery.orchestration.refresh.display import totals
 from harness import print_table, shared_path, write_result
 from lake_edits import append_last_rows
 from spark_jobs.stages import STAGES

@@ -22,8 +22,8 @@ import shutil
 
 import discovery
 import harness
-from discovery.lake import list_lake
-from discovery.store import Warehouse
+from discovery.data.lake import list_lake
+from discovery.data.store import Warehouse
 from harness import print_table
 from spark_jobs.stages import STAGES as REFRESH_STAGES
 

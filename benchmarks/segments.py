@@ -8,8 +8,8 @@ Lakes: the sample lake (the default: ``sample_lake/`` of the repository, the Mak
 ../shared/benchmarks/fivethirtyeight --name fivethirtyeight``).  AutoFJ is measured by ``join.py --autofj``.
 
 ``[embed] join_segments`` (default 3) gives each join-candidate value up to that many segment vectors besides the
-vector of the whole cell (:mod:`discovery.segments`); 0 keeps whole-cell vectors only.  The lake is refreshed with the
-real pipeline (``lakescout refresh``, :func:`webjoin.refresh`) with ``--config`` as given (the project's
+vector of the whole cell (:mod:`discovery.transforms.segments`); 0 keeps whole-cell vectors only.  The lake is refreshed
+with the real pipeline (``lakescout refresh``, :func:`webjoin.refresh`) with ``--config`` as given (the project's
 defaults without it) into ``<workdir>/warehouse``; a copy of that warehouse is then refreshed with ``join_segments =
 0`` into ``<workdir>/warehouse_segments0``.  Both are kept and reused by a later run with the same lake and
 configuration (the copy is published before its own refresh, so a ``.done`` marker says it finished; the refreshes'
@@ -21,12 +21,12 @@ Index growth: value vectors per warehouse (whole cells and segments), and the by
 Build time, and why the two refreshes are not alike.  The first is a first build: its ``embed`` stage trains the join
 and table encoders (two Spark tasks side by side), then encodes column, table and value vectors of every table.  The
 copy's refresh is an incremental one with no lake change: ``join_segments`` is no training requirement of the join
-encoder (:func:`discovery.encoders.lake_training.join_requires`), so nothing is retrained, but the value vectors'
-``encoder_version`` names the segment setting (:attr:`discovery.vectors.EncoderRefs.value_vector_version`), so the
-``embed`` stage re-encodes the value vectors of every table (column and table vectors stay), and the ``pivots`` stage,
-seeing a new version in ``value_vectors``, reselects the pivots and maps every vector again.  So the ``pivots`` stages
-compare like for like; the ``embed`` stages do not.
-``harness.join_build`` exposes stage seconds, not an encode part, so
+encoder (:func:`discovery.transforms.encoders.lake_training.join_requires`), so nothing is retrained, but the value
+vectors' ``encoder_version`` names the segment setting
+(:attr:`discovery.query.vectors.EncoderRefs.value_vector_version`), so the ``embed`` stage re-encodes the value vectors
+of every table (column and table vectors stay), and the ``pivots`` stage, seeing a new version in ``value_vectors``,
+reselects the pivots and maps every vector again.  So the ``pivots`` stages compare like for like; the ``embed`` stages
+do not. ``harness.join_build`` exposes stage seconds, not an encode part, so
 the training seconds each refresh's ``embed`` message reports are printed beside it, and ``embed - training`` (training
 taken as the longer encoder, as they train side by side; their sample reading stays in) estimates the encoding of the
 first build, which also encodes column and table vectors.  ``--reencode`` measures it like for like: a copy of the
@@ -35,7 +35,7 @@ twin of the segments-0 refresh with segments on; queries do not use it.
 
 Query time: ``--queries`` + 1 query columns picked from the published snapshot with a fixed seed among the join
 candidates (columns with value vectors, typed string), each asked ``discovery.open(W).join(path, column, top_k=10)``
-of both warehouses, one warehouse after the other, after an untimed :func:`discovery.join.warmup.warm` (so the
+of both warehouses, one warehouse after the other, after an untimed :func:`discovery.indexes.join.warmup.warm` (so the
 process's first-join costs fall on neither); the first query of each loads its index and is reported apart, the
 median and mean wall (and median CPU) seconds are over the others.  On the segments-on warehouse every query is asked
 with ``method="exact"`` as well: its answers (table, column, matched) must be identical to PEXESO's, in the same
@@ -252,7 +252,7 @@ def main(argv=None) -> int:
     try:
         queries = query_columns(whs["segments"], args.queries + 1)
         from discovery.config import load_config
-        from discovery.join.warmup import warm
+        from discovery.indexes.join.warmup import warm
 
         # the process's first join costs (kernels, imports) out of the first warehouse's first query
         warm(load_config().join)

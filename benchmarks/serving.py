@@ -43,8 +43,8 @@ import requests
 
 import harness
 from airflow_server import api_server, bearer_token
-from discovery.demo_lake import load_ground_truth
-from discovery.store import Warehouse, list_snapshots
+from discovery.data.store import Warehouse, list_snapshots
+from discovery.orchestration.demo_lake import load_ground_truth
 from harness import previous_result, print_table, write_result
 from lake_edits import append_last_rows
 
@@ -249,8 +249,8 @@ def churn(work: dict, stop: threading.Event, log, maintain: bool, out: list) -> 
         out.append({"run": "refresh", "seconds": round(done.wall, 1), "returncode": done.returncode,
                     "snapshot_id": done.json().get("snapshot_id") if done.returncode == 0 else None})
         if maintain and not stop.is_set():
-            from discovery.maintenance import run_maintenance
-            from discovery.store import Warehouse
+            from discovery.surfaces.maintenance import run_maintenance
+            from discovery.data.store import Warehouse
 
             started = time.perf_counter()
             run_maintenance(Warehouse(work["warehouse"]), run="serving-benchmark")

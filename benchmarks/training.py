@@ -4,8 +4,8 @@
         [--quality-at 0,100,200,300,500,900,1200] [--table fivethirtyeight|ugen_v1|sample]
 
 ``--join LAKE``: the ``join`` encoder trained on LAKE's join-training values (the sample and caps a refresh uses,
-``discovery.encoders.lake_training``) for ``--steps`` steps with its stopping rule off, the held-out loss recorded
-at every check; on AutoFJ also, at the ``--quality-at`` steps, the nearest-pair precision / recall / F1 of each
+``discovery.transforms.encoders.lake_training``) for ``--steps`` steps with its stopping rule off, the held-out loss
+recorded at every check; on AutoFJ also, at the ``--quality-at`` steps, the nearest-pair precision / recall / F1 of each
 right title against its dataset's left titles and the share of datasets whose own left column is the most joinable
 (``benchmarks.encoders.matching_quality``, taus 3 / 4 / 6 %).  Then where the default rule (and a few others) would
 have stopped.  ``--table LAKE``: the TACTUS table encoder trained on LAKE with its default rule, the held-out loss
@@ -26,9 +26,9 @@ import numpy as np
 import pyarrow as pa
 
 from discovery.config import load_config
-from discovery.demo_lake import generate_demo_lake
-from discovery.encoders.lake_training import join_config, join_training_columns, read_sample, sample_tables
-from discovery.lake import list_lake
+from discovery.data.lake import list_lake
+from discovery.orchestration.demo_lake import generate_demo_lake
+from discovery.transforms.encoders.lake_training import join_config, join_training_columns, read_sample, sample_tables
 from harness import print_table, shared_path, write_result
 
 LAKES = {"autofj": ("autofj",), "fivethirtyeight": ("fivethirtyeight",), "ugen_v1": ("ugen_v1", "datalake")}
@@ -96,7 +96,7 @@ def stopped_at(losses: list[tuple[int, float]], every: int, patience: int, fall:
 
 
 def join_curve(name: str, steps: int, quality_at: set[int], work: str) -> dict | None:
-    from discovery.encoders.join_training import train_join_encoder
+    from discovery.transforms.encoders.join_training import train_join_encoder
 
     lake = _lake(name, work)
     if lake is None:
@@ -145,9 +145,9 @@ def join_curve(name: str, steps: int, quality_at: set[int], work: str) -> dict |
 
 
 def table_curve(name: str, work: str) -> dict | None:
-    from discovery.encoders.lake_training import table_config
-    from discovery.encoders.stored import column_encoder
-    from discovery.encoders.table_encoder import held_out_tables, table_steps, train_table_encoder
+    from discovery.transforms.encoders.lake_training import table_config
+    from discovery.transforms.encoders.stored import column_encoder
+    from discovery.transforms.encoders.table_encoder import held_out_tables, table_steps, train_table_encoder
 
     lake = _lake(name, work)
     if lake is None:

@@ -7,8 +7,8 @@ are never read by the benchmark.  Lakes and ground truths:
 
 * UGEN-V1 (``../shared/benchmarks/ugen_v1``): the 1,000 ``datalake`` tables; the 50 ``query`` files are queried as
   files from outside the lake; ``groundtruth.csv`` lists the unionable lake tables of each query.
-* the sample lake (``discovery.demo_lake``, seed 7, 300 files): every query table of its generator's ``union.csv``,
-  which are lake tables (left out of their own results); unionable = the generator's label.
+* the sample lake (``discovery.orchestration.demo_lake``, seed 7, 300 files): every query table of its generator's
+  ``union.csv``, which are lake tables (left out of their own results); unionable = the generator's label.
 * fivethirtyeight (``../shared/benchmarks/fivethirtyeight``): every CSV is a lake table.  A folder holds the data of
   one article, whose files are parts or slices of the same data (polls by period, predictions by round, one
   table per subgroup), so the ground truth is: the tables of a folder are unionable with each other.  The query of
@@ -26,8 +26,8 @@ order), so their curve is their top-i answers at every i; ``pgtus++-approx`` (ph
 tables) search a pool that grows with k, so between the cut-offs their curve is the prefix of the top-k answer, not
 what a top-i query returns.  The TF-IDF baseline (one ranking, cut at i) ranks the lake's tables by the cosine of mean
 table vectors, each column a TF-IDF vector of the words of its name plus 5 distinct values (TACTUS priority sample);
-its cells come from ``discovery.query.resolve_query`` on the same snapshot (the product's reader), computed in the
-same run.
+its cells come from ``discovery.query.resolve.resolve_query`` on the same snapshot (the product's reader), computed in
+the same run.
 
 Scale (generated, no shared data): clustered column vectors, 50 queries drawn from the same model.  For every method
 and parameter setting: recall@k against ``exact`` (the exhaustive Definition 5 ranking), mean latency and its ratio to
@@ -68,16 +68,16 @@ import numpy as np  # noqa: E402
 import discovery  # noqa: E402
 import harness  # noqa: E402
 from discovery.config import load_config  # noqa: E402
-from discovery.encoders.columns import priority_sample, profile_column  # noqa: E402
-from discovery.encoders.stored import column_encoder  # noqa: E402
-from discovery.query import QueryError, resolve_query  # noqa: E402
-from discovery.union import UnionIndex  # noqa: E402
-from discovery.union.scoring import exhaustive_scores  # noqa: E402
-from discovery.union.search import APPROXIMATE, DEFAULT_PHI_C, DEFAULT_PHI_REF_PER_K, DEFAULT_TAU  # noqa: E402
+from discovery.indexes.union import UnionIndex  # noqa: E402
+from discovery.indexes.union.scoring import exhaustive_scores  # noqa: E402
+from discovery.indexes.union.search import APPROXIMATE, DEFAULT_PHI_C, DEFAULT_PHI_REF_PER_K, DEFAULT_TAU  # noqa: E402
+from discovery.query.resolve import QueryError, resolve_query  # noqa: E402
+from discovery.transforms.encoders.columns import priority_sample, profile_column  # noqa: E402
+from discovery.transforms.encoders.stored import column_encoder  # noqa: E402
 from synthetic_lake import (build_index_inputs, draw_tables, generate_lake, lake_model,  # noqa: E402
                                        table_vectors_of)
-from discovery.union.service import loaded_index  # noqa: E402
-from discovery.vectors import LakeEncoders, embed_query, embed_table, snapshot_encoders  # noqa: E402
+from discovery.indexes.union.service import loaded_index  # noqa: E402
+from discovery.query.vectors import LakeEncoders, embed_query, embed_table, snapshot_encoders  # noqa: E402
 from harness import metric_curves, metrics, print_table, shared_path, ugen_layout, write_result  # noqa: E402
 
 TARGET_RECALL = 0.95
@@ -96,7 +96,7 @@ def _lakes(names: list[str], workdir: Path) -> list[dict]:
                     "queries": [(os.path.join(root, "query", q), q) for q in queries], "truth": truth,
                     "key": os.path.basename})
     if "sample" in names:
-        from discovery.demo_lake import load_ground_truth
+        from discovery.orchestration.demo_lake import load_ground_truth
 
         lake = Path(harness.sample_lake(str(workdir / "sample_lake")))
         truth: dict[str, set[str]] = {}
@@ -319,11 +319,11 @@ def sweep_lake(spec: dict, workdir: Path, k: int, weights: list[float], taus: li
 
 
 def scores_lake(spec: dict, workdir: Path, k: int) -> dict:
-    """MAP@i / P@i / R@i for i = 1..k of each table score (:data:`discovery.union.widths.SCORES`, served by the
+    """MAP@i / P@i / R@i for i = 1..k of each table score (:data:`discovery.indexes.union.widths.SCORES`, served by the
     default method, which is exact under each) alone and with the default lexical term (``+ lexical``), and of the
     TF-IDF baseline, from the top-k answers; and the search's own seconds of each served variant (median)."""
-    from discovery.union.lexical import DEFAULT_WEIGHT
-    from discovery.union.widths import SCORES
+    from discovery.indexes.union.lexical import DEFAULT_WEIGHT
+    from discovery.indexes.union.widths import SCORES
 
     warehouse = workdir / ("warehouse_" + re.sub(r"\W+", "_", spec["name"]).strip("_"))
     _warehouse(spec["lake"], warehouse, False)
@@ -392,7 +392,7 @@ def _lexical_docs(table, values: int) -> list[dict[str, int]]:
 def _lexical_vectors(bags: list[dict[str, int]], idf: dict[str, float], unseen: float, dim: int) -> np.ndarray:
     """Unit vectors (len(bags), dim): each word weighted (1 + log tf) x idf, signed-hashed into ``dim`` buckets with
     the encoders' stable hash (a zero vector for a column without words)."""
-    from discovery.encoders.ngrams import extract_features, splitmix64
+    from discovery.transforms.encoders.ngrams import extract_features, splitmix64
 
     out = np.zeros((len(bags), dim))
     for r, bag in enumerate(bags):
@@ -424,8 +424,8 @@ def channels_lake(spec: dict, workdir: Path, k: int) -> dict:
 
     The column vectors are the snapshot's own (its encoders, its header channel), re-read as ``sweep_lake`` reads
     them; weight 0 reproduces the served answers."""
-    from discovery.union.widths import SCORES
-    from discovery.vectors import snapshot_encoders as stored
+    from discovery.indexes.union.widths import SCORES
+    from discovery.query.vectors import snapshot_encoders as stored
 
     warehouse = workdir / ("warehouse_" + re.sub(r"\W+", "_", spec["name"]).strip("_"))
     _warehouse(spec["lake"], warehouse, False)

@@ -2,7 +2,7 @@
 
 A generated lake (``tests/synthetic_lake.py``: clustered column vectors, as ``benchmarks/union.py``'s scale part
 draws them, at the dimension of the union column vectors with the name channel, d = 384) is written as the query
-arrays the refresh writes (``discovery.union.arrays``: float32 vectors, int8 codes, offsets) into ``--workdir``
+arrays the refresh writes (``discovery.indexes.union.arrays``: float32 vectors, int8 codes, offsets) into ``--workdir``
 (reused when it holds the same lake), and 50 queries drawn from the same model are answered by
 
 * ``exact``: every table scored from the float32 vectors (one BLAS product with the lake in blocks of 65,536
@@ -51,16 +51,16 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import harness  # noqa: E402
-from discovery.union.arrays import load_arrays, save_arrays  # noqa: E402
-from discovery.union.compact import CompactIndex  # noqa: E402
+from discovery.indexes.union.arrays import load_arrays, save_arrays  # noqa: E402
+from discovery.indexes.union.compact import CompactIndex  # noqa: E402
 from harness import print_table, write_result  # noqa: E402
 
 #: child process programs: each prints one JSON line.  ``{folder}`` and ``{queries}`` are filled in.
 _COLD = {
     "compact": """
 import time, json, numpy as np
-from discovery.union.arrays import load_arrays
-from discovery.union.compact import CompactIndex
+from discovery.indexes.union.arrays import load_arrays
+from discovery.indexes.union.compact import CompactIndex
 index = CompactIndex(**load_arrays({folder!r}))
 query = np.load({queries!r})["q0"]
 found = index.search(query, {k}, "pgtus++", tau={tau})
@@ -68,8 +68,8 @@ print(json.dumps({{"first_answer": time.time(), "tables": [r.table_id for r in f
 """,
     "exact": """
 import time, json, numpy as np
-from discovery.union.arrays import load_arrays
-from discovery.union.compact import CompactIndex
+from discovery.indexes.union.arrays import load_arrays
+from discovery.indexes.union.compact import CompactIndex
 index = CompactIndex(**load_arrays({folder!r}))
 query = np.load({queries!r})["q0"]
 found = index.search(query, {k}, "exact", tau={tau})
@@ -79,8 +79,8 @@ print(json.dumps({{"first_answer": time.time(), "tables": [r.table_id for r in f
 
 _MEMORY = """
 import json, os, numpy as np
-from discovery.union.arrays import load_arrays
-from discovery.union.compact import CompactIndex
+from discovery.indexes.union.arrays import load_arrays
+from discovery.indexes.union.compact import CompactIndex
 
 def mapped_rss():
     out, current = {{}}, None
@@ -130,10 +130,10 @@ def prepare(workdir: str, n_tables: int, n_queries: int, dim: int) -> tuple[str,
     lake's maxima), and the codes are written by ``encode`` in a second pass that reads the vectors file back in
     blocks with positioned reads (mapping it would make the whole file resident in this process).
     """
-    from discovery.union.arrays import StoredRows, narrow_offsets
-    from discovery.union.csr import offsets_from_counts
-    from discovery.union.matching import unit_rows
-    from discovery.union.quantised import encode, fit_steps
+    from discovery.indexes.union.arrays import StoredRows, narrow_offsets
+    from discovery.indexes.union.csr import offsets_from_counts
+    from discovery.indexes.union.matching import unit_rows
+    from discovery.indexes.union.quantised import encode, fit_steps
     from synthetic_lake import draw_tables, lake_model
 
     folder = os.path.join(workdir, f"union-{n_tables}-d{dim}")

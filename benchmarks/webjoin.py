@@ -38,8 +38,8 @@ Queries go through ``discovery.open(W).join(table, column, top_k=5)``.  Scored: 
 * ``category_margin = 0`` (context orders exact ties only, whatever the column; set through ``LAKESCOUT_CONFIG``
   for the query, as the next);
 * ``context_margin = 0.05`` (context also orders columns within 5 % of the query values);
-* no context ordering: the service the API calls (``discovery.join.service.join_search``) on the same snapshot with
-  ``context_margin=None`` (joinability, then column id; the configuration cannot say "none");
+* no context ordering: the service the API calls (``discovery.indexes.join.service.join_search``) on the same snapshot
+  with ``context_margin=None`` (joinability, then column id; the configuration cannot say "none");
 * ``join_segments = 0`` (whole-cell vectors only), on the second warehouse;
 
 and ``exact`` against ``pexeso`` on the defaults: the same columns with the same match counts.
@@ -266,7 +266,7 @@ def _ask(ls, path: str, column: str, mode: str, method: str = "pexeso") -> dict:
     """One top-5 join of the opened warehouse ``ls`` in one of the modes of the module docstring."""
     if mode == "no context":
         from discovery.config import load_config
-        from discovery.join.service import join_search
+        from discovery.indexes.join.service import join_search
 
         return join_search(ls.snapshot, path, column, tau=load_config().join.tau, top_k=TOP_K, method=method,
                            context_margin=None)

@@ -6,8 +6,9 @@ catalog what changed, commits once per refresh (a retried task does not commit t
 snapshot untouched until the final ``publish`` task, which emits the ``lakescout_snapshot`` asset that query DAGs can
 be scheduled on.  ``max_active_runs=1`` keeps this DAG to one run at a time; the warehouse lease, taken by ``begin``,
 renewed by every stage and released by ``publish`` (or the ``release`` teardown after a failure), keeps the DAG, a
-CLI refresh and maintenance from writing at once (``discovery.store.lease``).  With the OpenLineage provider
-configured, ``publish`` reports the lake tables the refresh read and the index tables it wrote (``discovery.lineage``).
+CLI refresh and maintenance from writing at once (``discovery.data.store.lease``).  With the OpenLineage provider
+configured, ``publish`` reports the lake tables the refresh read and the index tables it wrote
+(``discovery.orchestration.lineage``).
 """
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ from datetime import datetime, timedelta
 
 from airflow.sdk import Param, dag, task
 
-from discovery import connections, storage
+from discovery import storage
+
+from discovery.surfaces import connections
 from discovery.config import default_warehouse, load_config
-from discovery.lineage import refresh_datasets, report_lineage
-from discovery.submit import stage_operator
+from discovery.orchestration.lineage import refresh_datasets, report_lineage
+from discovery.surfaces.submit import stage_operator
 from spark_jobs.stages import STAGES
 
 LAKE = os.environ.get("LAKESCOUT_LAKE", os.path.abspath("sample_lake"))
@@ -43,7 +46,7 @@ def refresh_schedule(cron: str, lake_asset):
 
 def _lineage(out: dict) -> dict:
     """What the finished run read and wrote, for the lineage backend (the store imported here, not at parse)."""
-    from discovery.store import Warehouse
+    from discovery.data.store import Warehouse
 
     return refresh_datasets(Warehouse(out["warehouse"]), out["refresh_id"])
 
@@ -76,9 +79,9 @@ def lake_refresh():
         run on another machine) fails the task without retries: retrying would only be refused again."""
         from airflow.exceptions import AirflowFailException
 
-        from discovery.allowed_roots import check_location
-        from discovery.refresh import begin_refresh
-        from discovery.store import LeaseHeld
+        from discovery.orchestration.allowed_roots import check_location
+        from discovery.orchestration.refresh import begin_refresh
+        from discovery.data.store import LeaseHeld
 
         work = connections.task_session(params, WAREHOUSE)
         storage.check(check_location("lake", params["lake"], LAKE), "lake")
@@ -102,7 +105,7 @@ def lake_refresh():
     @task(outlets=[SNAPSHOT_ASSET])
     def publish(refresh_id: int, params=None) -> dict:
         """Publish the snapshot only now that every stage succeeded."""
-        from discovery.refresh import publish_snapshot
+        from discovery.orchestration.refresh import publish_snapshot
 
         work = connections.task_session(params, WAREHOUSE)
         out = publish_snapshot(work.warehouse, refresh_id, params["lake"])
@@ -112,7 +115,7 @@ def lake_refresh():
     def release(params=None, ti=None) -> bool:
         """Teardown: release the lease when a stage failed and ``publish`` (which releases it) did not run, so the
         next refresh need not wait for the lease to expire."""
-        from discovery.store import release_refresh
+        from discovery.data.store import release_refresh
 
         connections.use_airflow_connection(params)  # a warehouse in a bucket whose keys only the connection holds
         refresh_id = ti.xcom_pull(task_ids="begin")

@@ -1,11 +1,11 @@
 """lakescout_maintenance: snapshot retention, compaction and vacuum of the Lakescout warehouse.
 
 Scheduled from ``[maintenance] schedule`` (weekly by default).  The work and its guarantees live in
-:mod:`discovery.maintenance`: the last N snapshots and every snapshot a standing query compares with stay queryable
-(time travel keeps working), per-lake-table index tables are compacted sorted by ``table_id``, and vacuum deletes only
-files no retained snapshot references.  Maintenance takes the warehouse lease a refresh takes; while another run holds
-it, the run is skipped with a message naming that run.  A remote warehouse is reached with the keys of the run's
-``aws_conn_id`` connection, as the other DAGs reach it (:mod:`discovery.connections`).
+:mod:`discovery.surfaces.maintenance`: the last N snapshots and every snapshot a standing query compares with stay
+queryable (time travel keeps working), per-lake-table index tables are compacted sorted by ``table_id``, and vacuum
+deletes only files no retained snapshot references.  Maintenance takes the warehouse lease a refresh takes; while
+another run holds it, the run is skipped with a message naming that run.  A remote warehouse is reached with the keys of
+the run's ``aws_conn_id`` connection, as the other DAGs reach it (:mod:`discovery.surfaces.connections`).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from datetime import datetime
 from airflow.exceptions import AirflowSkipException
 from airflow.sdk import Param, dag, task
 
-from discovery import connections
+from discovery.surfaces import connections
 from discovery.config import default_warehouse, load_config
 
 WAREHOUSE = default_warehouse()
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 def lakescout_maintenance():
     @task
     def maintain(params=None, run_id=None) -> dict:
-        from discovery.maintenance import run_maintenance
+        from discovery.surfaces.maintenance import run_maintenance
 
         work = connections.task_session(params, WAREHOUSE)
         report = run_maintenance(work.warehouse,

@@ -2,13 +2,14 @@
 
 Triggered with a batch id and query id (``query_batch`` runs are ``dag-<run id>``; page searches ``ui-...``) and the
 ranks to write (default: every result of a union, the first of a join; several ranks of a join are added one after
-the other).  ``check`` rebuilds the plan from ``query_results`` and ``query_batches`` (:mod:`discovery.materialize
-.stored`) and checks the output location before anything is read: it must lie under ``LAKESCOUT_OUTPUT_ROOT``
-(default ``./outputs``; a bare name is put there) or a root of ``LAKESCOUT_ALLOWED_ROOTS``.  ``write`` reads the lake
-tables at the versions the batch's snapshot indexed and writes the output atomically (one Delta commit by default);
-lake tables of at least ``[materialize] spark_min_bytes`` are read by a Spark job on the ``spark_conn_id``
-connection's master.  It emits the asset ``lakescout_output`` (extra: path, rows, batch, query), so downstream DAGs
-can run on every written table.  Served: the query must be a lake table, as in ``query_batch``.
+the other).  ``check`` rebuilds the plan from ``query_results`` and ``query_batches``
+(:mod:`discovery.surfaces.materialize .stored`) and checks the output location before anything is read: it must lie
+under ``LAKESCOUT_OUTPUT_ROOT`` (default ``./outputs``; a bare name is put there) or a root of
+``LAKESCOUT_ALLOWED_ROOTS``.  ``write`` reads the lake tables at the versions the batch's snapshot indexed and writes
+the output atomically (one Delta commit by default); lake tables of at least ``[materialize] spark_min_bytes`` are read
+by a Spark job on the ``spark_conn_id`` connection's master.  It emits the asset ``lakescout_output`` (extra: path,
+rows, batch, query), so downstream DAGs can run on every written table.  Served: the query must be a lake table, as in
+``query_batch``.
 """
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from datetime import datetime
 
 from airflow.sdk import Asset, Param, dag, task
 
-from discovery import connections, storage
+from discovery import storage
+
+from discovery.surfaces import connections
 from discovery.config import default_warehouse
 
 WAREHOUSE = default_warehouse()
@@ -29,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 def _plans(work, params: dict, master: str | None = None):
-    from discovery.materialize.stored import stored_plans
+    from discovery.surfaces.materialize.stored import stored_plans
 
     return stored_plans(work, params["batch_id"], params["query_id"], params["ranks"] or None,
                         fan_out=params["fan_out"], max_matches=params["max_matches"],
@@ -78,8 +81,8 @@ def materialize():
     @task
     def check(params=None) -> dict:
         """The output location and the plan, checked before anything is read or written."""
-        from discovery.allowed_roots import check_location
-        from discovery.materialize.output import check_target
+        from discovery.orchestration.allowed_roots import check_location
+        from discovery.surfaces.materialize.output import check_target
 
         name = params["output"]
         target = storage.under(OUTPUT_ROOT, name)
@@ -93,15 +96,15 @@ def materialize():
     @task(outlets=[OUTPUT_ASSET])
     def write(checked: dict, params=None, outlet_events=None) -> dict:
         """Read the lake tables (on Spark when large) and write the output in one atomic step."""
-        from discovery.materialize.output import write_table
-        from discovery.materialize.execute import run_plans
+        from discovery.surfaces.materialize.output import write_table
+        from discovery.surfaces.materialize.execute import run_plans
 
         work = connections.task_session(params, WAREHOUSE)
         target, fmt = checked["output"], params["format"]
         master = None
         if params["spark_conn_id"] and checked["plans"] == 1 and \
                 checked["bytes"] >= work.config.materialize.spark_min_bytes:
-            from discovery.submit import connection_master
+            from discovery.surfaces.submit import connection_master
 
             master = connection_master(params["spark_conn_id"])
         plans = _plans(work, params, master)      # a large lake column's values paired on Spark too

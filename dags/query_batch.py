@@ -1,8 +1,8 @@
 """query_batch: run a list of union / join / n-ary searches against one snapshot and record the results.
 
 Triggered by hand or by the API with Params (validated by JSON schema, so the trigger form is usable) or
-``dag_run.conf``.  The batch is served (:mod:`discovery.batch`): whoever may trigger the DAG does not own the worker,
-so a query names a lake table (table id or catalogued lake path) and any other path is refused unread.  The
+``dag_run.conf``.  The batch is served (:mod:`discovery.surfaces.batch`): whoever may trigger the DAG does not own the
+worker, so a query names a lake table (table id or catalogued lake path) and any other path is refused unread.  The
 ``validate`` task checks every query before anything runs and fails naming the query and the field; ``run`` answers
 the queries from one snapshot and writes all result rows to ``query_results`` in one commit (the DAG run id is the
 batch id, so a retried task never records a batch twice).  The summary goes to the task log and to XCom.
@@ -14,7 +14,7 @@ batch ``validate`` checks the spec and the snapshot only, and the Spark tasks ch
 is written, rather than one worker reading every query table twice.
 
 With the OpenLineage provider configured, ``run`` reports the lake tables the batch touched and ``query_results``
-(``discovery.lineage``).
+(``discovery.orchestration.lineage``).
 """
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ from datetime import datetime
 
 from airflow.sdk import Param, dag, task
 
-from discovery import connections
+from discovery.surfaces import connections
 from discovery.config import default_warehouse
-from discovery.lineage import batch_datasets, report_lineage
+from discovery.orchestration.lineage import batch_datasets, report_lineage
 
 WAREHOUSE = default_warehouse()
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ QUERY_SCHEMA = {
 
 def _lineage(out: dict) -> dict:
     """What the batch read and wrote, for the lineage backend (the store imported here, not at parse)."""
-    from discovery.store import Warehouse
+    from discovery.data.store import Warehouse
 
     return batch_datasets(Warehouse(out["warehouse"]), out)
 
@@ -74,7 +74,7 @@ def query_batch():
     def validate(params=None) -> dict:
         """Check every query against the snapshot (a Spark batch: the spec and the snapshot); a bad one fails the run
         before anything is written."""
-        from discovery.batch import batch_snapshot, parse_spec, validate_batch
+        from discovery.surfaces.batch import batch_snapshot, parse_spec, validate_batch
 
         spec = {"name": params["name"], "snapshot_id": params["snapshot_id"], "queries": params["queries"]}
         work = connections.task_session(params, WAREHOUSE)
@@ -92,14 +92,14 @@ def query_batch():
     def run(checked: dict, params=None, run_id=None) -> dict:
         """Answer every query (in this task, or on Spark) and record the batch in one commit; the summary (and the
         warehouse) is the XCom value."""
-        from discovery.batch import run_batch
+        from discovery.surfaces.batch import run_batch
 
         work = connections.task_session(params, WAREHOUSE)
         kwargs = {"batch_id": f"dag-{run_id}", "snapshot_id": checked["snapshot_id"], "served": True}
         if checked.get("spark"):
             from spark_jobs.query_batch import run_batch_on_master
 
-            from discovery.submit import connection_master
+            from discovery.surfaces.submit import connection_master
 
             master = connection_master(params["spark_conn_id"])
             log.info("batch runs on Spark master %s", master)

@@ -2,7 +2,7 @@
 
 Scheduled on the ``lakescout_snapshot`` asset that ``lake_refresh`` emits (same name and URI, declared here so this
 file does not import another DAG file).  Standing queries are batch specs saved as ``<warehouse>/standing/<name>.json``
-(:func:`discovery.standing.save_standing`); each one runs on the newest snapshot as its own mapped task,
+(:func:`discovery.surfaces.standing.save_standing`); each one runs on the newest snapshot as its own mapped task,
 and what changed
 since its previous run (new, dropped and rescored results) is recorded in ``standing_changes``.  Standing queries are
 served batches: their queries name lake tables, never other files of the worker.
@@ -15,7 +15,7 @@ from datetime import datetime
 
 from airflow.sdk import dag, task
 
-from discovery import connections
+from discovery.surfaces import connections
 from discovery.config import default_warehouse
 
 WAREHOUSE = default_warehouse()
@@ -37,7 +37,7 @@ def standing_queries():
     @task
     def saved(params=None) -> list[str]:
         """Names of the saved standing queries."""
-        from discovery.standing import standing_queries as saved_queries
+        from discovery.surfaces.standing import standing_queries as saved_queries
 
         names = sorted(saved_queries(connections.task_session(params, WAREHOUSE).warehouse))
         log.info("standing queries: %s", ", ".join(names) or "none")
@@ -46,7 +46,7 @@ def standing_queries():
     @task
     def rerun(name: str, params=None) -> dict:
         """Run one standing query on the newest snapshot and record its changes."""
-        from discovery.standing import run_standing
+        from discovery.surfaces.standing import run_standing
 
         out = run_standing(connections.task_session(params, WAREHOUSE), name)
         log.info("standing query %s: %s", name, json.dumps(out, default=str))

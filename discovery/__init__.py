@@ -15,7 +15,7 @@ def open(warehouse: str, snapshot_id: int | None = None,  # noqa: A001 - the pub
     """Open a warehouse at its latest (or the given) snapshot, with ``config`` (a :class:`discovery.config.Config`,
     a TOML file's path, or None: the file :func:`discovery.config.load_config` finds) resolved once and kept for
     every search and write of the object; see :class:`discovery.api.Lakescout`."""
-    from .allocator import use_query_pool
+    from .ground.allocator import use_query_pool
 
     use_query_pool()
     from .api import open_warehouse

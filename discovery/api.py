@@ -11,15 +11,15 @@ import warnings
 from typing import Any, TypeAlias
 
 from .config import Config, load_config
-from .params import DEFAULT_K, check_id, check_query
-from .query import resolve_query
-from .searches import Plan, limits, search_kind
-from .status import warehouse_status
-from .store import Session, Snapshot, Warehouse, load_snapshot
+from .data.store import Session, Snapshot, Warehouse, load_snapshot
+from .orchestration.searches import Plan, limits, search_kind
+from .orchestration.status import warehouse_status
+from .query.params import DEFAULT_K, check_id, check_query
+from .query.resolve import resolve_query
 
 
 #: What a search takes as its query: a file path, a catalogued lake path, a lake table id, or a table in memory (a
-#: pyarrow Table or a pandas DataFrame; :func:`discovery.params.check_query` says which).
+#: pyarrow Table or a pandas DataFrame; :func:`discovery.query.params.check_query` says which).
 Query = Any
 #: A written answer: a ``pyarrow.Table`` (its schema metadata holding the description), or with ``output`` the
 #: description (a dict).  Any, because pyarrow ships no type information for its Table.
@@ -31,7 +31,7 @@ ConfigLike = Config | str | os.PathLike[str] | None
 class Lakescout:
     def __init__(self, warehouse: str | Session, snapshot_id: int | None = None,
                  config: ConfigLike = None):
-        """``warehouse``: a location, or a :class:`~discovery.store.Session` (a server's, which carries its
+        """``warehouse``: a location, or a :class:`~discovery.data.store.Session` (a server's, which carries its
         configuration: then ``config`` stays None).  ``config``: a :class:`~discovery.config.Config`, the path of a
         TOML file, or None for the file :func:`~discovery.config.load_config` finds.  It is resolved here, once, and
         every search and write of this object takes its defaults from it (``self.config``), so two objects in one
@@ -77,16 +77,16 @@ class Lakescout:
                status: str | list[str] | None = None) -> list[dict[str, Any]]:
         """The lake tables this snapshot catalogues, by path, with format, status, rows, columns, bytes and the
         version indexed; filtered by gitignore-style ``path`` patterns, ``format`` and ``status`` (each a value or a
-        list; default status: all but deleted).  See :func:`discovery.browse.list_tables`."""
-        from .browse import list_tables
+        list; default status: all but deleted).  See :func:`discovery.indexes.browse.list_tables`."""
+        from .indexes.browse import list_tables
 
         return list_tables(self.snapshot, path, format, status)
 
     def describe(self, table: str | int) -> dict[str, Any]:
         """One lake table (an id or a catalogued path) as this snapshot knows it: catalog row, warnings, and each
         column's inferred type, counts, the indexes it is in and why not the others.  See
-        :func:`discovery.browse.describe_table`."""
-        from .browse import describe_table
+        :func:`discovery.indexes.browse.describe_table`."""
+        from .indexes.browse import describe_table
 
         return describe_table(self.snapshot, table if isinstance(table, str) else check_id("table", table))
 
@@ -94,9 +94,9 @@ class Lakescout:
         """The ``k`` lake tables whose table and column names best match ``words`` (a list of terms, each a name or
         part of one, in any case and with any separators; a string is one term), by spelling or through a synonym of
         the shipped lexicon, with the name (and synonym) each term matched; ``values``: also match terms against the
-        distinct values sampled from text columns.  See :mod:`discovery.find`."""
-        from .find import find_tables
-        from .params import ParameterError, count
+        distinct values sampled from text columns.  See :mod:`discovery.indexes.find`."""
+        from .indexes.find import find_tables
+        from .query.params import ParameterError, count
 
         terms = [words] if isinstance(words, str) else words
         if not isinstance(terms, (list, tuple)) or not all(isinstance(t, str) for t in terms):
@@ -106,17 +106,18 @@ class Lakescout:
         return find_tables(self.snapshot, list(terms), count("k", k), values)
 
     def plan(self, kind: str, query: Query, **params: Any) -> Plan:
-        """The search of ``kind`` (:data:`discovery.searches.SEARCHES`) that ``query`` and ``params`` make, checked
-        and routed, ready to run (``.run(snapshot)``): one-line :class:`~discovery.params.ParameterError` naming a
-        bad parameter; counts of tables or columns are capped at how many the snapshot indexes; the defaults the
-        configuration sets are this object's (:attr:`config`)."""
+        """The search of ``kind`` (:data:`discovery.orchestration.searches.SEARCHES`) that ``query`` and ``params``
+        make, checked and routed, ready to run (``.run(snapshot)``): one-line
+        :class:`~discovery.query.params.ParameterError` naming a bad parameter; counts of tables or columns are capped
+        at how many the snapshot indexes; the defaults the configuration sets are this object's (:attr:`config`)."""
         spec = search_kind(kind)
         checked = spec.check(params, limits(self.snapshot))
         return spec.plan(checked, resolve_query(self.snapshot, check_query(query)), self.config)
 
     def search(self, kind: str, query: Query, **params: Any) -> dict[str, Any]:
-        """A search of any kind of :data:`discovery.searches.SEARCHES` (``union``, ``join``, ``nary``, ...) with
-        its parameters by name: what :meth:`union`, :meth:`join` and :meth:`nary` call, and what batches run."""
+        """A search of any kind of :data:`discovery.orchestration.searches.SEARCHES` (``union``, ``join``, ``nary``,
+        ...) with its parameters by name: what :meth:`union`, :meth:`join` and :meth:`nary` call, and what batches
+        run."""
         return self.plan(kind, query, **params).run(self.snapshot)
 
     def union(self, query: Query, k: int = DEFAULT_K, method: str | None = None, **params: Any) -> dict[str, Any]:
@@ -124,7 +125,7 @@ class Lakescout:
 
         ``method``: pgtus++ (default) | pgtus | exact (Definition 5 scores, exact's top-k) | pgtus++-approx |
         starmie (Definition 5 scores of approximate candidates) | tactus (dual-evidence score).  ``params``: tau,
-        phi_c, phi_ref (pgtus++-approx), phi_r, k_prime, tau_abs, tau_drop (see :mod:`discovery.union`).
+        phi_c, phi_ref (pgtus++-approx), phi_r, k_prime, tau_abs, tau_drop (see :mod:`discovery.indexes.union`).
         """
         return self.search("union", query, k=k, **given(method=method), **params)
 
@@ -138,11 +139,12 @@ class Lakescout:
         answers).
 
         A number column, a coordinate pair (``column="lat,lng"``, latitude first or named so) or a column of
-        fixed-length numeric lists: the numerical join (PEXESO over the values themselves, :mod:`discovery.numjoin`).
-        ``tau`` is then a distance in the data's units (metres for coordinates), or ``tau_share`` a fraction of the
-        query column's spread (default: ``[numjoin] tau_metres`` for coordinates, ``tau_share`` otherwise);
-        ``similarity``: hit (distinct query values with a match, default) | all (matched pairs); ``metric`` for
-        lists: euclidean (default) | angular; ``method``: pexeso (default) | pnodom | exact (identical answers).
+        fixed-length numeric lists: the numerical join (PEXESO over the values themselves,
+        :mod:`discovery.indexes.numjoin`). ``tau`` is then a distance in the data's units (metres for coordinates), or
+        ``tau_share`` a fraction of the query column's spread (default: ``[numjoin] tau_metres`` for coordinates,
+        ``tau_share`` otherwise); ``similarity``: hit (distinct query values with a match, default) | all (matched
+        pairs); ``metric`` for lists: euclidean (default) | angular; ``method``: pexeso (default) | pnodom | exact
+        (identical answers).
 
         ``top_k``: the k columns of highest joinability, any match counting; ``T``: instead, every column in which at
         least that share of the query column's distinct values find a match.  With neither, the ``top_k`` (10) most
@@ -158,7 +160,7 @@ class Lakescout:
 
         ``method``: mate (default) | scr | bloom | exhaustive (all return the same exact top-k).
         ``bits`` other than the
-        index's size rebuilds the super keys in memory from the same postings; see :mod:`discovery.nary.loader`.
+        index's size rebuilds the super keys in memory from the same postings; see :mod:`discovery.indexes.nary.loader`.
         """
         return self.search("nary", query, key=key, k=k, **given(method=method, bits=bits,
                                                                  initial_column=initial_column))
@@ -179,14 +181,14 @@ class Lakescout:
         warnings.  Lake columns no query column aligns with are named in ``left_out`` and a warning.  A query that
         is a lake table gives its own rows its id and version.  ``dedupe`` keeps the first of identical rows.
         Lake tables are read at the versions the snapshot indexed; a plain file changed since is used with a
-        warning, or refused with ``strict``.  Types: :mod:`discovery.materialize.coerce`.
+        warning, or refused with ``strict``.  Types: :mod:`discovery.surfaces.materialize.coerce`.
 
         Returns a ``pyarrow.Table`` (``.to_pandas()``) whose schema metadata ``b"lakescout"`` holds the JSON
         description (rows, columns, sources, warnings); with ``output`` (a path or URI; ``format`` parquet, csv or
         delta, else from the ending) writes it instead and returns the description.  With a Spark ``master`` and
         lake tables of at least ``[materialize] spark_min_bytes``, the write runs as a Spark job.
         """
-        from .materialize.actions import stack
+        from .surfaces.materialize.actions import stack
 
         return stack(self, query, tables=tables, k=k, min_score=min_score, method=method, tau=tau,
                      min_columns=min_columns,
@@ -203,8 +205,8 @@ class Lakescout:
         """The query's rows with columns of a lake table added through a join's matched values.
 
         ``column`` joins a text column (or, with ``table`` and ``lake_column``, several comma-joined, ``"first,last"``,
-        whose rows the matcher writes as one lake value by string programs, :mod:`discovery.match.programs`) through
-        the two-table matcher (``matcher`` ``auto``, the default of
+        whose rows the matcher writes as one lake value by string programs, :mod:`discovery.transforms.match.programs`)
+        through the two-table matcher (``matcher`` ``auto``, the default of
         ``[materialize] matcher``: each query value to the lake value it names, chosen without labels for the
         ``precision`` target; every added row carries ``<short>.match_score``, its estimated precision, and
         ``<short>.match_rule``), or through the search's own pairs (``matcher="search"``: each query value's
@@ -222,7 +224,7 @@ class Lakescout:
         ``aggregate`` (count, first values, min / max / mean of number columns).  Several augmentations compose:
         pass the returned table as the next ``query``.  Returns and writes as :meth:`stack` does.
         """
-        from .materialize.actions import augment
+        from .surfaces.materialize.actions import augment
 
         return augment(self, query, column, key=key, rank=rank, table=table, lake_column=lake_column,
                        lake_key=lake_key, columns=columns, fan_out=fan_out, max_matches=max_matches, tau=tau,
@@ -237,7 +239,7 @@ class Lakescout:
         :meth:`augment`, paired by ``matcher`` as it pairs them): ``query_value``, ``lake_value``, ``distance``,
         for text ``score`` and ``rule``, and how many query rows and lake rows hold each, nearest first.  Returns
         and writes as :meth:`stack` does."""
-        from .materialize.actions import pairs
+        from .surfaces.materialize.actions import pairs
 
         return pairs(self, query, column, rank=rank, table=table, lake_column=lake_column, tau=tau,
                      tau_share=tau_share, metric=metric, matcher=matcher, precision=precision, output=output,

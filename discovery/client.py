@@ -20,7 +20,7 @@ import urllib.request
 import uuid
 
 from .api import given
-from .params import DEFAULT_K, ParameterError
+from .query.params import DEFAULT_K, ParameterError
 
 #: The JSON API's mount point under the api-server's base URL.
 API = "/lakescout/api"
@@ -28,7 +28,7 @@ API = "/lakescout/api"
 
 class RemoteError(ParameterError):
     """A refusal of the server: ``status`` the HTTP status, ``param`` the parameter it names (or None), the message
-    the server's one line.  A :class:`~discovery.params.ParameterError`, as the local methods raise for a bad
+    the server's one line.  A :class:`~discovery.query.params.ParameterError`, as the local methods raise for a bad
     parameter."""
 
     def __init__(self, status: int, message: str, param: str | None = None):

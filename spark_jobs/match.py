@@ -1,17 +1,17 @@
 """The two-table matcher on Spark: a text join's lake column paired with the query's values while its distinct
 values stay on the executors.
 
-:func:`discovery.match.match_values` runs unchanged; its lake column is a :class:`SparkLake`, which answers what the
-matcher asks of the whole column with Spark jobs whose tasks run :mod:`discovery.match.distributed` on blocks of it:
-document frequencies as a count, each query value's blocked candidates as the merge of every block's best (a window
-per query value), the neighbours of the lake values they name the same way, and the views (:mod:`discovery.match.views`)
-as counts and joins.  The driver holds what the query's size bounds: its values, at most ``2 m`` candidates each,
-the sample the configuration is chosen on and the pairs; never the lake column.  The pairs are the ones the matcher
-gives in one process (a test holds them equal on random columns).
+:func:`discovery.transforms.match.match_values` runs unchanged; its lake column is a :class:`SparkLake`, which answers
+what the matcher asks of the whole column with Spark jobs whose tasks run :mod:`discovery.transforms.match.distributed`
+on blocks of it: document frequencies as a count, each query value's blocked candidates as the merge of every block's
+best (a window per query value), the neighbours of the lake values they name the same way, and the views
+(:mod:`discovery.transforms.match.views`) as counts and joins.  The driver holds what the query's size bounds: its
+values, at most ``2 m`` candidates each, the sample the configuration is chosen on and the pairs; never the lake column.
+The pairs are the ones the matcher gives in one process (a test holds them equal on random columns).
 
 Entry points: :func:`match_on_spark` (a session in hand) and ``spark-submit spark_jobs/match.py --spec DIR``
-(:func:`discovery.materialize.sources.spark_matches` writes the spec), which writes the pairs into the folder and
-prints ``LAKESCOUT_RESULT {description}`` or ``{"refused": message}``.
+(:func:`discovery.surfaces.materialize.sources.spark_matches` writes the spec), which writes the pairs into the folder
+and prints ``LAKESCOUT_RESULT {description}`` or ``{"refused": message}``.
 """
 from __future__ import annotations
 
@@ -26,14 +26,14 @@ import pyarrow.compute as pc
 
 from discovery import storage
 from discovery.config import Limits
-from discovery.lake import LakeFileError
-from discovery.lake.pinned import PinnedTable, read_unit, units
-from discovery.match import Matches, match_values
-from discovery.match.distributed import block_nearest, feature_rows, local_counts, pair_distances, weights_of
-from discovery.match.sides import Blocker, LakeSide
-from discovery.match.measures import MEASURES
-from discovery.match.views import DELIMITERS, View, shaped
-from discovery.normalize import normalize_array
+from discovery.data.lake import LakeFileError
+from discovery.data.lake.pinned import PinnedTable, read_unit, units
+from discovery.ground.normalize import normalize_array
+from discovery.transforms.match import Matches, match_values
+from discovery.transforms.match.distributed import block_nearest, feature_rows, local_counts, pair_distances, weights_of
+from discovery.transforms.match.measures import MEASURES
+from discovery.transforms.match.sides import Blocker, LakeSide
+from discovery.transforms.match.views import DELIMITERS, View, shaped
 from spark_jobs.common import spark_session
 from spark_jobs.fanout import cores, items_frame, map_frame
 
@@ -47,8 +47,8 @@ _MEASURED = "q long, value string, " + ", ".join(f"d_{m} double" for m in MEASUR
 
 def lake_frame(spark, table: PinnedTable, column: str, limits: Limits):
     """``(frame, rows)``: the distinct join keys of ``column`` of ``table`` (normalised as
-    :func:`discovery.materialize.local.lake_values` keys them) as a cached frame of ``value``, read unit by unit on
-    the executors, and how many rows hold one."""
+    :func:`discovery.surfaces.materialize.local.lake_values` keys them) as a cached frame of ``value``, read unit by
+    unit on the executors, and how many rows hold one."""
     work = units(table)
     env = storage.client_env()
 
@@ -245,8 +245,8 @@ class SparkBlocker(Blocker):
 
 def match_on_spark(spark, query: list[str], table: PinnedTable, column: str, limits: Limits, target: float,
                    query_keys: bool) -> tuple[Matches, int, int]:
-    """``(matches, distinct lake values, rows holding one)``: :func:`discovery.match.match_values` of the distinct
-    ``query`` values against ``column`` of ``table`` read on the executors; one-to-one when ``query_keys`` (the
+    """``(matches, distinct lake values, rows holding one)``: :func:`discovery.transforms.match.match_values` of the
+    distinct ``query`` values against ``column`` of ``table`` read on the executors; one-to-one when ``query_keys`` (the
     query holds one row per value) and the column holds one row per value too."""
     frame, held = lake_frame(spark, table, column, limits)
     side = SparkLake(spark, frame)
@@ -265,7 +265,8 @@ def write_matches(found: Matches, folder: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="spark_jobs.match", description="Pair a query column with a lake column on Spark")
-    p.add_argument("--spec", required=True, help="folder of the spec (discovery.materialize.sources.spark_matches)")
+    p.add_argument("--spec", required=True,
+                   help="folder of the spec (discovery.surfaces.materialize.sources.spark_matches)")
     args = p.parse_args(argv)
     with open(os.path.join(args.spec, "spec.json"), encoding="utf-8") as fh:
         spec = json.load(fh)

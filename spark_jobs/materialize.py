@@ -1,19 +1,20 @@
 """Materialising an answer on Spark: large lake tables read on the executors, unit by unit; the driver never holds
 one.
 
-The plan comes whole from :mod:`discovery.materialize.plan` (lake tables pinned to their indexed versions, the
-value mapping, the query's rows); the steps are :mod:`discovery.materialize`'s, the same the in-process engine
+The plan comes whole from :mod:`discovery.surfaces.materialize.plan` (lake tables pinned to their indexed versions, the
+value mapping, the query's rows); the steps are :mod:`discovery.surfaces.materialize`'s, the same the in-process engine
 runs, so both write the same table; the units are spread over Spark tasks by the one fan-out
 (:mod:`spark_jobs.fanout`):
 
-* **union**: each unit of a lake table (:func:`discovery.lake.pinned.units`: a Delta version's or a
-  dataset's data files, else the table) reads it, places its columns (:func:`~discovery.materialize.union.unit_rows`)
-  and writes them as one part into the staging folder (:func:`~discovery.materialize.output.staging`); a column
-  whose cells are not of their planned kind is reported instead, and the driver plans again and reruns.  With
-  ``dedupe`` a second pass hashes every row (:func:`~discovery.materialize.union.row_hashes`), Spark keeps the least
-  position per hash, and each part is rewritten with its kept rows.  The driver then commits the parts to Delta in
-  one commit, or streams them, in order, into the one output file (:func:`~discovery.materialize.output.finish_parts`).
-* **join**: each unit returns its reduced matches (:func:`~discovery.materialize.augment.unit_partial`: per
+* **union**: each unit of a lake table (:func:`discovery.data.lake.pinned.units`: a Delta version's or a
+  dataset's data files, else the table) reads it, places its columns
+  (:func:`~discovery.surfaces.materialize.union.unit_rows`) and writes them as one part into the staging folder
+  (:func:`~discovery.surfaces.materialize.output.staging`); a column whose cells are not of their planned kind is
+  reported instead, and the driver plans again and reruns.  With ``dedupe`` a second pass hashes every row
+  (:func:`~discovery.surfaces.materialize.union.row_hashes`), Spark keeps the least position per hash, and each part is
+  rewritten with its kept rows.  The driver then commits the parts to Delta in one commit, or streams them, in order,
+  into the one output file (:func:`~discovery.surfaces.materialize.output.finish_parts`).
+* **join**: each unit returns its reduced matches (:func:`~discovery.surfaces.materialize.augment.unit_partial`: per
   lake value the first row, or the counts and aggregates, or the rows of ``all``); the driver combines them and
   adds them to the query's rows, which are the size of the query, not of the lake table.
 
@@ -36,15 +37,15 @@ import pyarrow as pa
 
 from discovery import storage
 from discovery.config import Limits
-from discovery.lake import LakeFileError
-from discovery.lake.pinned import units
-from discovery.materialize.augment import ROW_BITS, FanOutError, combine, finish, unit_partial
-from discovery.materialize.output import (check_target, finish_parts, read_part, remove_parts, staging, write_part,
-                                         write_table)
-from discovery.materialize.plan import JoinPlan, UnionPlan, load_plan, plan_limits
-from discovery.materialize.execute import METADATA_KEY, Materialized, describe
-from discovery.materialize.union import (plan_layout, query_rows, replan_observed, row_hashes, type_notes,
-                                         unit_rows)
+from discovery.data.lake import LakeFileError
+from discovery.data.lake.pinned import units
+from discovery.surfaces.materialize.augment import ROW_BITS, FanOutError, combine, finish, unit_partial
+from discovery.surfaces.materialize.execute import METADATA_KEY, Materialized, describe
+from discovery.surfaces.materialize.output import (check_target, finish_parts, read_part, remove_parts, staging,
+                                                   write_part, write_table)
+from discovery.surfaces.materialize.plan import JoinPlan, UnionPlan, load_plan, plan_limits
+from discovery.surfaces.materialize.union import (plan_layout, query_rows, replan_observed, row_hashes, type_notes,
+                                                  unit_rows)
 from spark_jobs.common import spark_session
 from spark_jobs.fanout import cores, from_ipc, items_frame, map_groups, map_items, task_count, to_ipc
 
@@ -233,7 +234,7 @@ def run_plan_on_master(master: str, plan, output: str, fmt: str, limits: Limits,
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="spark_jobs.materialize", description="Write a Lakescout answer on Spark")
-    p.add_argument("--plan", required=True, help="folder of the plan (discovery.materialize.plan)")
+    p.add_argument("--plan", required=True, help="folder of the plan (discovery.surfaces.materialize.plan)")
     p.add_argument("--output", required=True)
     p.add_argument("--format", required=True, choices=("parquet", "csv", "delta"))
     p.add_argument("--overwrite", action="store_true")

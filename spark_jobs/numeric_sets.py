@@ -1,14 +1,14 @@
 """Stage ``numeric``: the column groups of the numerical join (numbers, coordinates, vectors) of new and changed
 tables, with their distinct values, in ``numeric_sets``; the rows of replaced and deleted tables go in the same
 commit.  The indexes queries search are built from these rows when the snapshot is published
-(``discovery.numjoin.arrays``)."""
+(``discovery.indexes.numjoin.arrays``)."""
 from __future__ import annotations
 
 import sys
 from functools import partial
 
-from discovery.numjoin.stage import numeric_batch, plan_numeric
-from discovery.refresh import StageContext, StageReport
+from discovery.indexes.numjoin.stage import numeric_batch, plan_numeric
+from discovery.stages import StageContext, StageReport
 from spark_jobs.common import run_stage
 from spark_jobs.fanout import replace_tables
 

@@ -1,9 +1,9 @@
 """Stage ``pivots``: the PEXESO index of the value vectors (pivot mapping, grid cells, JSD partitions).
 
 The model is fitted on the driver from a bounded random sample of value vectors (a sample, never the table), then
-every value vector of a new or changed table is mapped in Spark tasks by ``discovery.join.stage.mapping_batch``.
-|P| and m not set in ``[join]`` are chosen by the cost model (``discovery.join.cost``) on that sample.  Pivots are
-reselected, and every mapping rebuilt, on the first build, ``full_rebuild``, a new join encoder, or when the lake
+every value vector of a new or changed table is mapped in Spark tasks by ``discovery.indexes.join.stage.mapping_batch``.
+|P| and m not set in ``[join]`` are chosen by the cost model (``discovery.indexes.join.cost``) on that sample.  Pivots
+are reselected, and every mapping rebuilt, on the first build, ``full_rebuild``, a new join encoder, or when the lake
 outgrew its partitions: the partition count is recomputed on every refresh from the lake's value vectors and
 ``memory_budget_mb``.  After mapping, the stored partitions are settled on the lake's full column sizes (columns
 moved out of over-full partitions, their tables mapped again with that placement); only a lake that cannot be settled
@@ -19,12 +19,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from discovery.join.cost import CANDIDATES, MIN_VECTORS, SMALL_LAKE, choose_parameters
-from discovery.join.partitioning import partition_capacity, partition_count, settle
-from discovery.join.stage import (COLUMN_KEY_BASE, MODEL, Histograms, column_keys, current_model, fit_pivot_model,
-                                  mapping_batch)
-from discovery.refresh import StageContext, StageReport, plan_derived
-from discovery.store import save_model
+from discovery.data.store import save_model
+from discovery.indexes.join.cost import CANDIDATES, MIN_VECTORS, SMALL_LAKE, choose_parameters
+from discovery.indexes.join.partitioning import partition_capacity, partition_count, settle
+from discovery.indexes.join.stage import (COLUMN_KEY_BASE, MODEL, Histograms, column_keys, current_model,
+                                          fit_pivot_model, mapping_batch)
+from discovery.stages import StageContext, StageReport, plan_derived
 from spark_jobs.common import run_stage
 from spark_jobs.fanout import replace_tables, sample_index_rows
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from discovery.refresh import StageContext, StageReport, plan_derived, profile_batch
+from discovery.stages import StageContext, StageReport, plan_derived, profile_batch
 from spark_jobs.common import run_stage
 from spark_jobs.fanout import replace_tables
 

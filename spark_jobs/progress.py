@@ -4,7 +4,7 @@ Tasks report nothing extra: every Spark job a stage starts runs in the stage's j
 driver polls ``sc.statusTracker()`` once a second for the group's jobs and sums their stages' completed and total
 tasks (a finished job counts whole: its skipped stages never run their tasks).  The total grows as the stage starts
 more jobs (training, then encoding; k-means iterations), so the count is of the tasks known so far.  What the thread
-sees goes out through :mod:`discovery.refresh.progress` at a bounded rate: a ``LAKESCOUT_PROGRESS`` line on standard
+sees goes out through :mod:`discovery.stages.progress` at a bounded rate: a ``LAKESCOUT_PROGRESS`` line on standard
 output when the count moved (at most every :data:`LINE_SECONDS`, and every ``HEARTBEAT_SECONDS`` regardless) and the
 warehouse record at most every :data:`RECORD_SECONDS`; the first and the last report of a stage are always written.
 
@@ -25,8 +25,8 @@ from dataclasses import replace
 
 import psutil
 
-from discovery.refresh import StageContext
-from discovery.refresh.progress import HEARTBEAT_SECONDS, Progress, write_progress
+from discovery.stages import StageContext
+from discovery.stages.progress import HEARTBEAT_SECONDS, Progress, write_progress
 from spark_jobs.stages import STAGES
 
 POLL_SECONDS = 1.0

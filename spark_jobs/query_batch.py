@@ -1,14 +1,14 @@
 """A query batch on Spark: the queries cut into tasks, each answered on an executor, the batch committed here.
 
-The driver checks the spec's structure and pins the snapshot (:func:`discovery.batch.batch_snapshot`), plans one
-:class:`~discovery.batch_share.BatchShare` (broadcast once) and spreads the queries over Spark tasks by the one
-fan-out (:func:`spark_jobs.fanout.map_items`: contiguous slices, at least :data:`MIN_QUERIES_PER_TASK` a task). Each
-task checks and answers its queries from the snapshot its Python worker opened once (:mod:`discovery.batch_share`)
-and sends back their result rows: a query's ``k`` rows and its summary entry, small next to the indexes that stay on
-the executors. The driver then records the batch exactly as the in-process run does
-(:func:`discovery.batch.record_batch`): one ``query_results`` commit through the warehouse's one write path, skipped
-when a run of the same batch id already committed, so a retried batch (or a task Spark re-ran) never records twice
-and nothing is written when any query fails.
+The driver checks the spec's structure and pins the snapshot (:func:`discovery.surfaces.batch.batch_snapshot`), plans
+one :class:`~discovery.surfaces.batch_share.BatchShare` (broadcast once) and spreads the queries over Spark tasks by the
+one fan-out (:func:`spark_jobs.fanout.map_items`: contiguous slices, at least :data:`MIN_QUERIES_PER_TASK` a task). Each
+task checks and answers its queries from the snapshot its Python worker opened once
+(:mod:`discovery.surfaces.batch_share`) and sends back their result rows: a query's ``k`` rows and its summary entry,
+small next to the indexes that stay on the executors. The driver then records the batch exactly as the in-process run
+does (:func:`discovery.surfaces.batch.record_batch`): one ``query_results`` commit through the warehouse's one write
+path, skipped when a run of the same batch id already committed, so a retried batch (or a task Spark re-ran) never
+records twice and nothing is written when any query fails.
 
 Entry points: :func:`run_batch_spark` (a session in hand: tests, benchmarks), :func:`run_batch_on_master` (the
 ``query_batch`` DAG, master from its Spark connection) and ``spark-submit spark_jobs/query_batch.py`` (what
@@ -24,11 +24,11 @@ from collections.abc import Mapping
 from datetime import datetime, UTC
 
 
-from discovery.batch import (BatchError, BatchSpec, batch_snapshot, open_batch, parse_spec, record_batch)
-from discovery.batch_share import answer_share, merge_outcomes, plan_share
 from discovery.config import load_config
-from discovery.query import QueryError
-from discovery.store import Session, WarehouseError
+from discovery.data.store import Session, WarehouseError
+from discovery.query.resolve import QueryError
+from discovery.surfaces.batch import BatchError, BatchSpec, batch_snapshot, open_batch, parse_spec, record_batch
+from discovery.surfaces.batch_share import answer_share, merge_outcomes, plan_share
 from spark_jobs.common import spark_session
 from spark_jobs.fanout import cores, map_items, task_count
 
@@ -40,8 +40,8 @@ MIN_QUERIES_PER_TASK = 8
 def run_batch_spark(spark, session: Session, spec: dict | list | str | BatchSpec, batch_id: str | None = None,
                     snapshot_id: int | None = None, standing: bool = False, served: bool = False,
                     uploads: Mapping[str, str] | None = None) -> dict:
-    """:func:`discovery.batch.run_batch` with the queries answered in Spark tasks: the same checks, result rows,
-    commit and summary (``seconds`` apart, and ``spark_tasks``: how many tasks answered); every task answers with
+    """:func:`discovery.surfaces.batch.run_batch` with the queries answered in Spark tasks: the same checks, result
+    rows, commit and summary (``seconds`` apart, and ``spark_tasks``: how many tasks answered); every task answers with
     the driver's ``session`` (its warehouse and configuration), whatever configuration files the executors have."""
     wh = session.warehouse
     batch_id, done = open_batch(wh, batch_id)
@@ -59,7 +59,7 @@ def run_batch_spark(spark, session: Session, spec: dict | list | str | BatchSpec
     def answer(i: int):
         from pyspark import TaskContext
 
-        from discovery.threads import set_query_threads
+        from discovery.ground.threads import set_query_threads
 
         set_query_threads(TaskContext.get().cpus())  # the task's cores, not the machine's: tasks run side by side
         yield from answer_share(shared.value, range(i, i + 1))

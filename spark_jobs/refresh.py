@@ -7,9 +7,10 @@ import json
 import sys
 
 from discovery.config import load_config
-from discovery.refresh import StageContext, begin_refresh, failed_tables, publish_snapshot
-from discovery.refresh.progress import note
-from discovery.store import Lease, LeaseHeld, Session, new_attempt_token, release_refresh
+from discovery.data.store import Lease, LeaseHeld, Session, new_attempt_token, release_refresh
+from discovery.orchestration.refresh import begin_refresh, failed_tables, publish_snapshot
+from discovery.stages import StageContext
+from discovery.stages.progress import note
 from spark_jobs.common import add_pattern_args, execute, flat_patterns, spark_session
 from spark_jobs.stages import STAGES
 
@@ -24,7 +25,7 @@ def refresh(spark, warehouse: str, lake: str, full: bool = False, config_path: s
     ``include`` / ``exclude``: lake path patterns that replace the config's (``[lake]``).
 
     The refresh holds the warehouse lease throughout, renewed from a background thread, and releases it when it
-    publishes or fails; :class:`~discovery.store.LeaseHeld` is raised when another run holds it."""
+    publishes or fails; :class:`~discovery.data.store.LeaseHeld` is raised when another run holds it."""
     session = Session.at(warehouse, load_config(config_path))
     note("taking the warehouse lease, checking the index tables")
     refresh_id = begin_refresh(session, run)

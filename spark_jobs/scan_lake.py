@@ -5,8 +5,8 @@ import sys
 
 import numpy as np
 
-from discovery.lake import list_lake
-from discovery.refresh import StageContext, StageReport, plan_scan, scan_batch
+from discovery.data.lake import list_lake
+from discovery.stages import StageContext, StageReport, plan_scan, scan_batch
 from spark_jobs.common import run_stage
 from spark_jobs.fanout import replace_tables
 

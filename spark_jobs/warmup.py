@@ -1,10 +1,10 @@
-"""Write the class-data-sharing archive of this environment's Spark (``discovery.submit.ARCHIVE``).
+"""Write the class-data-sharing archive of this environment's Spark (``discovery.surfaces.submit.ARCHIVE``).
 
 Run once per environment (``make venv`` does): ``python -m spark_jobs.warmup``.  A local Spark application runs the
 kinds of job a refresh runs (Python tasks of the one fan-out, :func:`spark_jobs.fanout.map_items`, a broadcast,
 results collected, the status tracker polled) in a JVM started with ``-XX:ArchiveClassesAtExit``, which writes
 every class it loaded to the archive when it exits.  Later driver JVMs map that archive
-(:func:`discovery.submit.driver_java_options`).
+(:func:`discovery.surfaces.submit.driver_java_options`).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import os
 import sys
 
 
-from discovery.submit import ARCHIVE, COMPILER
+from discovery.surfaces.submit import ARCHIVE, COMPILER
 from spark_jobs.common import spark_session
 from spark_jobs.fanout import map_items
 

@@ -20,11 +20,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from discovery.nary.stage import (MODEL_NAME, fit_model, model_from_stored, model_payload, refit_reason,
-                                  stored_version, truncated_tables, xash_batch)
-from discovery.refresh import StageContext, StageReport, indexed_ids, plan_derived
-from discovery.store import DataFile, latest_model, save_model
-from discovery.store.files import resolve
+from discovery.data.store import DataFile, latest_model, save_model
+from discovery.data.store.files import resolve
+from discovery.indexes.nary.stage import (MODEL_NAME, fit_model, model_from_stored, model_payload, refit_reason,
+                                          stored_version, truncated_tables, xash_batch)
+from discovery.stages import StageContext, StageReport, indexed_ids, plan_derived
 from spark_jobs.common import run_stage
 from spark_jobs.fanout import Tasks, collect, file_record, from_ipc, rewrite_tasks, run_tasks, to_ipc, work_tasks
 

@@ -27,7 +27,7 @@ def spark():
 @pytest.fixture(scope="session")
 def demo_lake(tmp_path_factory):
     """The deterministic sample lake (300 files, with ground truth), generated once per session."""
-    from discovery.demo_lake import generate_demo_lake
+    from discovery.orchestration.demo_lake import generate_demo_lake
 
     path = tmp_path_factory.mktemp("demo") / "lake"
     generate_demo_lake(path, seed=7)
@@ -37,8 +37,8 @@ def demo_lake(tmp_path_factory):
 @pytest.fixture
 def small_lake(tmp_path, demo_lake):
     """A copy of part of the sample lake (every broken file plus a slice of the good ones) that tests may modify."""
-    from discovery.demo_lake import load_ground_truth
-    from discovery.lake import list_lake
+    from discovery.orchestration.demo_lake import load_ground_truth
+    from discovery.data.lake import list_lake
 
     gt = load_ground_truth(demo_lake)
     broken = {r["path"] for r in gt["broken"]}

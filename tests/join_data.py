@@ -67,9 +67,9 @@ def stored_rows(lake: np.ndarray, keys: np.ndarray, pivots: np.ndarray, levels: 
     """(pivot model, ``value_vectors`` rows, ``pivot_mappings`` rows) of a lake of vectors with column keys, as the
     pivots stage stores them: what the service builds its index from (``index_from_rows``).  ``values`` and
     ``segment`` name each row's value and segment number (default: a value of its own, segment 0)."""
-    from discovery.join import GridSpec
-    from discovery.join.pivots import map_to_pivots
-    from discovery.join.stage import COLUMN_KEY_BASE, PivotModel, mapping_rows
+    from discovery.indexes.join import GridSpec
+    from discovery.indexes.join.pivots import map_to_pivots
+    from discovery.indexes.join.stage import COLUMN_KEY_BASE, PivotModel, mapping_rows
 
     model = PivotModel("pivots-test", pivots, GridSpec.fit(map_to_pivots(lake, pivots), levels), "euclidean",
                        "join-test", 2, np.zeros(0, np.int64), np.zeros((1, 0)), np.zeros(1), {"by": "configuration"})
@@ -83,8 +83,8 @@ def stored_rows(lake: np.ndarray, keys: np.ndarray, pivots: np.ndarray, levels: 
 
 
 def check_context_order(matches, slack: int) -> None:
-    """The order rule of context (:mod:`discovery.join.service`): no result ranks above one whose count exceeds its
-    own by more than ``slack`` matches."""
+    """The order rule of context (:mod:`discovery.indexes.join.service`): no result ranks above one whose count exceeds
+    its own by more than ``slack`` matches."""
     for i, a in enumerate(matches):
         assert all(b - a <= slack for b in matches[i + 1:]), (matches, slack)
 

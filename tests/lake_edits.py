@@ -26,7 +26,7 @@ def append_last_rows(lake: str, n: int, rng: random.Random) -> list[str]:
     """Append a copy of its last row to ``n`` delimited tables of ``lake`` picked with ``rng`` (at most all of them):
     each gets a new size, time and content hash.  Returns the lake paths changed; a table without a data row is
     picked but left as it is."""
-    from discovery.lake import list_lake
+    from discovery.data.lake import list_lake
 
     files = [f.path for f in list_lake(lake) if f.format in ("csv", "tsv") and f.size > 0]
     picked = rng.sample(files, min(n, len(files)))
@@ -68,7 +68,7 @@ def make_rows(kind: str, rng: random.Random, n: int) -> pa.Table:
 
 
 def _write_file(path: str, table: pa.Table) -> None:
-    from discovery.demo_lake.layouts import write_json_lines
+    from discovery.orchestration.demo_lake.layouts import write_json_lines
 
     os.makedirs(os.path.dirname(path), exist_ok=True)
     if path.endswith(".csv"):
@@ -82,7 +82,7 @@ def _write_file(path: str, table: pa.Table) -> None:
 def make_lake(root: str, rng: random.Random) -> None:
     """About two dozen small tables: CSV, Parquet and JSON Lines files, three Delta tables (one with an older
     version), two Hive-partitioned folders."""
-    from discovery.demo_lake.layouts import write_delta, write_hive
+    from discovery.orchestration.demo_lake.layouts import write_delta, write_hive
 
     for i in range(18):
         kind = KINDS[i % 3]
@@ -166,7 +166,7 @@ class Editor:
         return f"delta {mode} delta/{name}"
 
     def add_partition(self) -> str:
-        from discovery.demo_lake.layouts import write_hive
+        from discovery.orchestration.demo_lake.layouts import write_hive
 
         name = self.rng.choice(sorted(os.listdir(os.path.join(self.root, "hive"))))
         rows = make_rows(self._kind(name), self.rng, 20)

@@ -17,9 +17,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from discovery.demo_lake import entities as E
-from discovery.demo_lake.variants import vary
-from discovery.normalize import normalize_values
+from discovery.ground.normalize import normalize_values
+from discovery.orchestration.demo_lake import entities as E
+from discovery.orchestration.demo_lake.variants import vary
 
 CITIES = [("France", "Paris"), ("France", "Lyon"), ("Spain", "Madrid"), ("Spain", "Seville"), ("Italy", "Rome"),
           ("Italy", "Milan"), ("Peru", "Lima"), ("Chile", "Santiago"), ("Japan", "Osaka"), ("Japan", "Kyoto")]

@@ -88,7 +88,7 @@ def check_answers(warehouse: str, answers: list[Answer]) -> dict:
     snapshot; every answer's rows in ``query_results``, all in one data file (one group commit, which may hold other
     searches' rows too: ``batches_per_file``), with exactly one ``query_batches`` row: nothing lost to a Delta commit
     conflict, nothing doubled."""
-    from discovery.store import Warehouse, list_snapshots
+    from discovery.data.store import Warehouse, list_snapshots
 
     wh = Warehouse(warehouse)
     published = {s.snapshot_id for s in list_snapshots(wh)}

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from discovery.config import load_config
-from discovery.store import Session
+from discovery.data.store import Session
 
 
 def session(warehouse) -> Session:

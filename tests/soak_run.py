@@ -97,7 +97,7 @@ def index_rows(wh_root: str) -> dict[str, list[str]]:
     ``models``, the rows the snapshot answers with (its ``models``): older versions are history, which maintenance
     deletes once no retained snapshot uses them and the fault-free twin, never maintained, keeps."""
     import discovery
-    from discovery.store import INDEX_TABLES
+    from discovery.data.store import INDEX_TABLES
 
     snap = discovery.open(wh_root).snapshot
     out = {}
@@ -167,7 +167,7 @@ def diff(a, b, what: str) -> list[str]:
 
 def missing_files(wh_root: str) -> list[str]:
     """Data files a retained snapshot's table versions reference that are not there."""
-    from discovery.store import Warehouse, list_snapshots
+    from discovery.data.store import Warehouse, list_snapshots
 
     wh = Warehouse(wh_root)
     missing = []
@@ -218,7 +218,7 @@ def _wait_gone(group: int, timeout: float = 60.0) -> None:
 
 def killed_at(wh_root: str, lease: dict | None) -> str:
     """Where a killed refresh was: before it took the lease, or after its last stage recorded as done."""
-    from discovery.store import Warehouse
+    from discovery.data.store import Warehouse
 
     if lease is None or lease.get("purpose") != "refresh":
         return "before the lease"
@@ -232,7 +232,7 @@ def killed_at(wh_root: str, lease: dict | None) -> str:
 
 def _took_over_at_once(wh_root: str, refresh_id: int, left: dict) -> bool:
     """Whether refresh ``refresh_id`` recorded taking over the lease ``left`` because its process was gone."""
-    from discovery.store import Warehouse
+    from discovery.data.store import Warehouse
 
     rows = [r for r in Warehouse(wh_root).read("refresh_runs").to_pylist()
             if r["refresh_id"] == refresh_id and r["took_over"]]
@@ -253,7 +253,7 @@ def killed_refresh(lake: str, wh_root: str, config: str, delay: float, search, a
     meanwhile."""
     generations = _lease_generations(wh_root)
     env = dict(os.environ, LAKESCOUT_CONFIG=config, PYSPARK_PYTHON=sys.executable)
-    cmd = [sys.executable, "-m", "discovery.cli", "refresh", "--lake", lake, "--warehouse", wh_root,
+    cmd = [sys.executable, "-m", "discovery.surfaces.cli", "refresh", "--lake", lake, "--warehouse", wh_root,
            "--config", config, "--json"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
                             start_new_session=True)
@@ -301,8 +301,8 @@ def expire_logs(wh_root: str, log_retention_seconds: float, window_seconds: floa
     Checkpoints age with the commits: delta-rs deletes nothing from the oldest checkpoint that has not expired on,
     so aging the commits alone stalled the expiry at the first checkpoint written in the run until it was an hour
     old (the table property's log retention is whole hours) and let every table's log grow until then."""
-    from discovery.store import SCHEMAS, Warehouse
-    from discovery.store.orphans import commit_log, first_retained, pinned_versions
+    from discovery.data.store import SCHEMAS, Warehouse
+    from discovery.data.store.orphans import commit_log, first_retained, pinned_versions
 
     wh = Warehouse(wh_root)
     pins = pinned_versions(wh)
@@ -329,8 +329,8 @@ def soak(spark, work: str, cycles: int, seed: int = 0, kill_share: float = 0.35,
     ``on_cycle(report)`` is called after every cycle (the script writes its result file there, so a run stopped
     early still reports the cycles it ran)."""
     from discovery.config import load_config
-    from discovery.maintenance import run_maintenance
-    from discovery.store import Warehouse
+    from discovery.surfaces.maintenance import run_maintenance
+    from discovery.data.store import Warehouse
     from spark_jobs.refresh import refresh
 
     rng = random.Random(seed)

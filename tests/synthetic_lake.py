@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from discovery.union.partitioning import DEFAULT_RHO_H, DEFAULT_RHO_L, PartitionArrays, partition_lake
+from discovery.indexes.union.partitioning import DEFAULT_RHO_H, DEFAULT_RHO_L, PartitionArrays, partition_lake
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from discovery.allowed_roots import ALLOWED_ROOTS, LocationError, check_location
+from discovery.orchestration.allowed_roots import ALLOWED_ROOTS, LocationError, check_location
 
 
 @pytest.fixture

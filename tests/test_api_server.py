@@ -16,7 +16,7 @@ import pytest
 from fastapi.encoders import jsonable_encoder
 
 from airflow_server import api_server, bearer_token
-from discovery.demo_lake import load_ground_truth
+from discovery.orchestration.demo_lake import load_ground_truth
 from test_readme import linked_copy
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plugins"))
@@ -48,7 +48,7 @@ def same(value) -> object:
 
 
 def recorded(server: dict) -> int:
-    from discovery.store import Warehouse
+    from discovery.data.store import Warehouse
 
     return Warehouse(server["warehouse"]).read("query_batches", columns=["batch_id"]).num_rows
 
@@ -75,8 +75,8 @@ def test_reading_routes_answer_as_the_python_api(server):
 
 def test_searches_by_id_path_and_upload_are_recorded_and_exact(server):
     import discovery
-    from discovery.batch import batch_results
-    from discovery.store import Warehouse
+    from discovery.surfaces.batch import batch_results
+    from discovery.data.store import Warehouse
 
     ls = discovery.open(server["warehouse"])
     truth = load_ground_truth(server["lake"])

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pytest
 
 import discovery
-from discovery.materialize import METADATA_KEY
+from discovery.surfaces.materialize import METADATA_KEY
 
 from lake_edits import write_csv
 

@@ -1,6 +1,7 @@
 """A person written in two query columns (``first``, ``last``) joined to a lake column of user names through
-``discovery.open``: the matcher learns the program that writes the user names from the rows (:mod:`discovery.match
-.programs`), joins every person it writes, and leaves two people it writes as one user name unjoined."""
+``discovery.open``: the matcher learns the program that writes the user names from the rows
+(:mod:`discovery.transforms.match .programs`), joins every person it writes, and leaves two people it writes as one user
+name unjoined."""
 from __future__ import annotations
 
 import json
@@ -10,8 +11,8 @@ from collections import Counter
 import pytest
 
 import discovery
-from discovery.materialize import METADATA_KEY
-from discovery.query import QueryError
+from discovery.query.resolve import QueryError
+from discovery.surfaces.materialize import METADATA_KEY
 
 from lake_edits import write_csv
 

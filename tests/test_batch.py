@@ -20,14 +20,16 @@ import pyarrow.compute as pc
 import pytest
 
 import discovery
-from discovery.batch import (BatchError, batch_results, first_run, parse_spec, recent_batches, recorded_batch,
-                             run_batch, validate_batch)
 from discovery.config import load_config
-from discovery.demo_lake import load_ground_truth
-from discovery.query import read_query_file
-from discovery.refresh import StageContext, begin_refresh, publish_snapshot
-from discovery.standing import pinned_snapshots, run_standing, save_standing, standing_changes, standing_queries
-from discovery.store import SCHEMAS, Warehouse, new_attempt_token
+from discovery.data.store import SCHEMAS, Warehouse, new_attempt_token
+from discovery.orchestration.demo_lake import load_ground_truth
+from discovery.orchestration.refresh import begin_refresh, publish_snapshot
+from discovery.query.resolve import read_query_file
+from discovery.stages import StageContext
+from discovery.surfaces.batch import (BatchError, batch_results, first_run, parse_spec, recent_batches, recorded_batch,
+                                      run_batch, validate_batch)
+from discovery.surfaces.standing import (pinned_snapshots, run_standing, save_standing, standing_changes,
+                                         standing_queries)
 from sessions import session
 
 pytestmark = [pytest.mark.spark]
@@ -176,7 +178,7 @@ def test_the_newest_batches_are_the_newest_first_runs_of_every_batch(nary_env):
     """``recent_batches`` reads the wide columns of the newest batches only; what it lists is the plain definition's:
     every batch's first run, newest first, the first ``limit`` (a batch recorded twice, above, counts once, at its
     first run's time)."""
-    from discovery.batch import recent_queries
+    from discovery.surfaces.batch import recent_queries
 
     wh = Warehouse(nary_env["warehouse"])
     spec = [{"id": "q", "kind": "nary", "query": nary_env["query"], "key": nary_env["key"], "k": 2}]
@@ -364,10 +366,10 @@ def test_standing_query_records_changes_between_snapshots(nary_env, spark):
 
 
 def test_the_newest_keys_read_from_few_files_equal_every_files_first_runs(tmp_path):
-    """:func:`discovery.batch._newest_keys` reads files newest first by their statistics; on random histories (files
-    of one to four batches, batches recorded again later in newer files, files written out of time order) it lists
-    exactly the first runs of every file, newest first, for every limit."""
-    from discovery.batch import _newest_keys
+    """:func:`discovery.surfaces.batch._newest_keys` reads files newest first by their statistics; on random histories
+    (files of one to four batches, batches recorded again later in newer files, files written out of time order) it
+    lists exactly the first runs of every file, newest first, for every limit."""
+    from discovery.surfaces.batch import _newest_keys
 
     rng = np.random.default_rng(11)
     base = datetime(2026, 1, 1, tzinfo=UTC)
@@ -400,7 +402,7 @@ def test_recent_batches_listed_before_maintenance_vacuumed_a_file_are_read_again
     """Maintenance may compact ``query_batches`` and vacuum the files it replaced between a reader's listing and its
     reading (a served page rebuilding its panel, seen under a soak): the newest batches are read again from the new
     listing, not answered with a missing file."""
-    from discovery.store.files import write_data_file
+    from discovery.data.store.files import write_data_file
 
     wh = Warehouse(str(tmp_path / "wh"))
     wh.ensure()

@@ -10,8 +10,8 @@ import pytest
 
 from airflow_env import airflow_env, datasets, lineage_events, openlineage_env
 from discovery.api import Lakescout
-from discovery.standing import save_standing, standing_changes
-from discovery.store import Warehouse, list_snapshots
+from discovery.data.store import Warehouse, list_snapshots
+from discovery.surfaces.standing import save_standing, standing_changes
 from sessions import session
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
@@ -74,7 +74,7 @@ def test_query_batch_dag_fails_on_a_bad_query_before_writing(env):
 def test_query_batch_dag_runs_a_large_batch_on_spark(env, tmp_path):
     """With ``[batch] spark_min_queries`` reached, ``run`` answers on the master of ``spark_default`` (local[2]):
     the rows of the in-process run, one commit; a failing query fails the run naming it, and records nothing."""
-    from discovery.batch import batch_results, run_batch
+    from discovery.surfaces.batch import batch_results, run_batch
 
     config = tmp_path / "lakescout.toml"
     config.write_text(open(os.environ["LAKESCOUT_CONFIG"]).read() + "\n[batch]\nspark_min_queries = 3\n")
@@ -181,7 +181,7 @@ def test_materialize_dag_writes_on_spark_the_table_it_writes_in_the_task(env, fa
 
     import pyarrow.parquet as pq
 
-    from discovery.materialize import METADATA_KEY
+    from discovery.surfaces.materialize import METADATA_KEY
 
     conf = {"name": "to-join", "queries": [{"id": "stores", "kind": "nary", "query": env["query"],
                                             "key": env["key"], "k": 2}]}

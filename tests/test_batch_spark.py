@@ -17,11 +17,11 @@ import sys
 import pyarrow.compute as pc
 import pytest
 
-from discovery.batch import BatchError, batch_results, parse_spec, recorded_batch, run_batch
-from discovery.batch_share import BatchShare
 from discovery.config import Config
-from discovery.demo_lake import load_ground_truth
-from discovery.store import Warehouse
+from discovery.data.store import Warehouse
+from discovery.orchestration.demo_lake import load_ground_truth
+from discovery.surfaces.batch import BatchError, batch_results, parse_spec, recorded_batch, run_batch
+from discovery.surfaces.batch_share import BatchShare
 from spark_jobs.query_batch import run_batch_spark
 from sessions import session
 
@@ -151,7 +151,7 @@ def test_a_numerical_join_on_spark_answers_with_the_drivers_configuration(batch_
     joins coordinates: ``tau_metres``): the Spark batch answers as the driver does in process, not as the executors'
     files would."""
     from discovery.config import load_config
-    from discovery.store import Session
+    from discovery.data.store import Session
 
     wh = batch_env["warehouse"]
     query = next(q for q in batch_env["queries"] if q["id"] == "jn")

@@ -11,9 +11,9 @@ import pyarrow.compute as pc
 import pytest
 
 from discovery.api import Lakescout
-from discovery.cli import main
-from discovery.lake.patterns import TableFilter
-from discovery.query import QueryError
+from discovery.data.lake.patterns import TableFilter
+from discovery.query.resolve import QueryError
+from discovery.surfaces.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "plugins"))

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from discovery.config import load_config
-from discovery.store import Warehouse
+from discovery.data.store import Warehouse
 
 BIN = os.path.dirname(sys.executable)
 
@@ -148,7 +148,7 @@ def test_demo_lake_command(tmp_path):
     proc = _cli("demo-lake", str(tmp_path / "lake"), "--json")
     assert proc.returncode == 0
     summary = json.loads(proc.stdout)
-    from discovery.lake import list_lake
+    from discovery.data.lake import list_lake
 
     tables = {t.path: t.format for t in list_lake(str(tmp_path / "lake"))}
     assert summary["n_tables"] == len(tables) == 300
@@ -161,7 +161,7 @@ def test_demo_lake_command(tmp_path):
 
 @pytest.mark.spark
 def test_batch_command_records_results(indexed_lake, tmp_path):
-    from discovery.demo_lake import load_ground_truth
+    from discovery.orchestration.demo_lake import load_ground_truth
     from test_readme import linked_copy
 
     lake, wh = indexed_lake[0], str(tmp_path / "wh")
@@ -174,7 +174,7 @@ def test_batch_command_records_results(indexed_lake, tmp_path):
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["batch_id"] == "cli-test"
-    from discovery.store import Warehouse
+    from discovery.data.store import Warehouse
 
     rows = [r for r in Warehouse(wh).read("query_results").to_pylist() if r["batch_id"] == "cli-test"]
     assert [r["rank"] for r in rows] == [1, 2, 3] and all(r["kind"] == "union" for r in rows)
@@ -203,7 +203,7 @@ def test_no_command_prints_the_commands_and_an_example():
 HEAVY = ("torch", "numba", "pyarrow", "pandas", "pyiceberg", "boto3", "s3fs", "scipy")
 _IMPORTS = """
 import contextlib, io, json, os, sys
-from discovery.cli import main
+from discovery.surfaces.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     try:
         code = main(json.loads(sys.argv[1]))
@@ -211,7 +211,8 @@ with contextlib.redirect_stdout(io.StringIO()):
         code = exc.code
 print(json.dumps({"code": code, "loaded": sorted(m for m in json.loads(sys.argv[2]) if m in sys.modules)}))
 sys.stdout.flush()
-os._exit(0)  # as the console script leaves (discovery.cli.entry): no interpreter finalisation under native threads
+# as the console script leaves (discovery.surfaces.cli.entry): no interpreter finalisation under native threads
+os._exit(0)
 """
 
 

@@ -12,11 +12,11 @@ import sys
 
 import discovery
 from discovery.api import Lakescout
-from discovery.cli import build_parser, main
-from discovery.cli.output import MIN_WIDTH, fitted, table
-from discovery.demo_lake import load_ground_truth
-from discovery.params import JOIN_TAU_DOMAIN
-from discovery.store import list_snapshots
+from discovery.data.store import list_snapshots
+from discovery.orchestration.demo_lake import load_ground_truth
+from discovery.query.params import JOIN_TAU_DOMAIN
+from discovery.surfaces.cli import build_parser, main
+from discovery.surfaces.cli.output import MIN_WIDTH, fitted, table
 
 BIN = os.path.dirname(sys.executable)
 

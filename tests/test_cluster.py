@@ -22,8 +22,8 @@ import pytest
 from airflow_env import airflow_env
 
 import discovery
-from discovery.refresh.progress import PREFIX, Progress, read_progress
-from discovery.store import INDEX_TABLES, Warehouse, load_snapshot
+from discovery.data.store import INDEX_TABLES, Warehouse, load_snapshot
+from discovery.stages.progress import PREFIX, Progress, read_progress
 from spark_jobs.stages import STAGES
 from sessions import session
 
@@ -133,7 +133,7 @@ def test_cli_batch_on_the_cluster_records_the_in_process_rows(cluster, indexed_l
 
     import pyarrow.compute as pc
 
-    from discovery.batch import batch_results, run_batch
+    from discovery.surfaces.batch import batch_results, run_batch
 
     lake, reference = indexed_lake
     warehouse = str(tmp_path / "wh")

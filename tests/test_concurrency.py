@@ -18,9 +18,9 @@ from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
 from discovery.config import MaintenanceConfig
-from discovery.refresh import begin_refresh
-from discovery.store import SCHEMAS, Warehouse, list_snapshots, write_data_file
-from discovery.store import warehouse as store
+from discovery.data.store import SCHEMAS, Warehouse, list_snapshots, write_data_file
+from discovery.data.store import warehouse as store
+from discovery.orchestration.refresh import begin_refresh
 from sessions import session
 
 

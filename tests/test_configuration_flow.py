@@ -1,8 +1,9 @@
 """The warehouse and the configuration are resolved at the surfaces and passed down in a session object: inside
 ``discovery/`` only the surfaces call ``load_config()`` (the CLI, the API object ``discovery.api.Lakescout``, the DAG
-tasks' :func:`discovery.connections.task_session`, the configuration module itself, and a module's own command-line
-entry under ``if __name__ == "__main__"``), and only the session objects and the surfaces build a ``Warehouse``; a
-service takes a :class:`discovery.store.Session` or an opened warehouse.  A new call inside a service fails here."""
+tasks' :func:`discovery.surfaces.connections.task_session`, the configuration module itself, and a module's own
+command-line entry under ``if __name__ == "__main__"``), and only the session objects and the surfaces build a
+``Warehouse``; a service takes a :class:`discovery.data.store.Session` or an opened warehouse.  A new call inside a
+service fails here."""
 from __future__ import annotations
 
 import ast
@@ -10,12 +11,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "discovery"
 #: Where a process starts its work: the CLI, the API object, the DAG tasks' session, the configuration module.
-SURFACES = ("cli/", "api.py", "config.py", "connections.py")
+SURFACES = ("surfaces/cli/", "api.py", "config.py", "surfaces/connections.py")
 #: The session objects, each opening its warehouse once: a unit of work's, a refresh stage's.
-SESSIONS = ("store/session.py", "refresh/context.py")
+SESSIONS = ("data/store/session.py", "stages/context.py")
 #: Airflow's entries: the refresh stage's operator (a DAG task, which reads its warehouse from the rendered
 #: arguments) and the lake watcher's trigger (the triggerer's, which opens the warehouse its watcher checks).
-TASK_ENTRIES = ("refresh/stage_task.py", "refresh/trigger.py")
+TASK_ENTRIES = ("orchestration/refresh/stage_task.py", "orchestration/refresh/trigger.py")
 
 
 def _is_main_guard(node: ast.stmt) -> bool:

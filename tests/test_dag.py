@@ -15,7 +15,7 @@ import pytest
 
 from airflow_env import airflow_env, datasets, lineage_events, openlineage_env
 
-from discovery.store import Warehouse, load_snapshot
+from discovery.data.store import Warehouse, load_snapshot
 from soak_run import catalog_rows
 from spark_jobs.refresh import refresh
 from spark_jobs.stages import STAGES
@@ -66,7 +66,7 @@ def test_lake_refresh_runs_on_its_time_table_or_when_the_lake_watcher_fires(tmp_
     watched, unwatched = out
     assert watched["summary"] == "Asset or 0 0 * * *" and watched["assets"] == ["lakescout_lake"]
     (classpath, kwargs), = watched["watchers"]
-    assert classpath == "discovery.refresh.trigger.LakeWatchTrigger"
+    assert classpath == "discovery.orchestration.refresh.trigger.LakeWatchTrigger"
     assert kwargs == {"lake": str(tmp_path / "lake"), "warehouse": str(tmp_path / "wh"), "poll_seconds": 10.0,
                       "include": [], "exclude": []}
     assert unwatched["assets"] == ["lakescout_lake"] and unwatched["watchers"] == []
@@ -76,7 +76,7 @@ def test_maintenance_dag_reaches_a_bucket_with_the_keys_of_its_connection(tmp_pa
     """A workers' environment without ``AWS_*``: maintenance of a warehouse in a bucket reaches it through the run's
     ``aws_conn_id`` connection (endpoint, keys, region), as the other DAGs do, and holds and releases its lease
     there."""
-    from discovery.store.lease import current
+    from discovery.data.store.lease import current
 
     wh = s3_server.create_bucket("maintained") + "/wh"
     Warehouse(wh).ensure()

@@ -9,10 +9,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from discovery.demo_lake import generate_demo_lake, load_ground_truth, read_demo_table
-from discovery.demo_lake.tablefile import header_key
-from discovery.demo_lake.vocab import HEADER_SYNONYMS
-from discovery.normalize import normalize_values
+from discovery.ground.normalize import normalize_values
+from discovery.orchestration.demo_lake import generate_demo_lake, load_ground_truth, read_demo_table
+from discovery.orchestration.demo_lake.tablefile import header_key
+from discovery.orchestration.demo_lake.vocab import HEADER_SYNONYMS
 
 
 def _files(root: Path) -> dict[str, bytes]:

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from discovery.store import SCHEMAS
+from discovery.data.store import SCHEMAS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = ("README.md", "docs/reference.md", "benchmarks/README.md")

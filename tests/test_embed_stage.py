@@ -17,15 +17,16 @@ import pyarrow.compute as pc
 import pytest
 
 from discovery.config import EmbedConfig, load_config
-from discovery.demo_lake import load_ground_truth
-from discovery.encoders.columns import profile_column
-from discovery.encoders.lake_training import join_config, sample_tables
-from discovery.encoders.stored import ModelRow, needs_training
-from discovery.lake import infer_type, list_lake, read_lake_table
-from discovery.query import resolve_query
-from discovery.refresh import StageContext, begin_refresh, publish_snapshot
-from discovery.store import Warehouse, load_snapshot, new_attempt_token
-from discovery.vectors import OUTPUTS, embed_batch, embed_query, query_value_vectors, snapshot_encoders
+from discovery.data.lake import infer_type, list_lake, read_lake_table
+from discovery.data.store import Warehouse, load_snapshot, new_attempt_token
+from discovery.orchestration.demo_lake import load_ground_truth
+from discovery.orchestration.refresh import begin_refresh, publish_snapshot
+from discovery.query.resolve import resolve_query
+from discovery.query.vectors import OUTPUTS, embed_batch, embed_query, query_value_vectors, snapshot_encoders
+from discovery.stages import StageContext
+from discovery.transforms.encoders.columns import profile_column
+from discovery.transforms.encoders.lake_training import join_config, sample_tables
+from discovery.transforms.encoders.stored import ModelRow, needs_training
 from spark_jobs import embed_vectors, profile_columns, scan_lake
 from spark_jobs.common import execute
 from sessions import session
@@ -211,7 +212,7 @@ def test_a_refresh_killed_between_the_outputs_commits_leaves_no_row_twice(spark,
     ``value_vectors`` and ``table_vectors`` but not in ``column_vectors``, which plans the stage.  The next refresh, a
     new one, embeds the table again into every output and first removes what the killed one left (the soak found
     its value vectors and pivot mappings twice)."""
-    from discovery.store import drop_table_ids
+    from discovery.data.store import drop_table_ids
 
     root = str(tmp_path / "wh")
     config = _config(tmp_path)

@@ -10,13 +10,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from discovery.encoders import ColumnConfig, HashEncoder, HashEncoderConfig, encoder_from_bytes, load_encoder
-from discovery.encoders.canonical import canonicalize_text, canonicalize_values, reorder_names
-from discovery.encoders.columns import numeric_features, parse_numbers, priority_sample, profile_column
-from discovery.encoders.deterministic import matmul, segment_sum
-from discovery.encoders.mined import mine_negatives, mine_number_negatives, mine_pairs, word_matrix
-from discovery.encoders.ngrams import extract_features, stable_uniform
-from discovery.encoders.spans import canonicalize_span_values
+from discovery.transforms.encoders import ColumnConfig, HashEncoder, HashEncoderConfig, encoder_from_bytes, load_encoder
+from discovery.transforms.encoders.canonical import canonicalize_text, canonicalize_values, reorder_names
+from discovery.transforms.encoders.columns import numeric_features, parse_numbers, priority_sample, profile_column
+from discovery.transforms.encoders.deterministic import matmul, segment_sum
+from discovery.transforms.encoders.mined import mine_negatives, mine_number_negatives, mine_pairs, word_matrix
+from discovery.transforms.encoders.ngrams import extract_features, stable_uniform
+from discovery.transforms.encoders.spans import canonicalize_span_values
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -83,7 +83,7 @@ def test_canonicalisation_of_dates_and_abbreviations():
     ("1801; 1804", "1801; 1804"), ("2019\u201312", "2019 - 12"),
 ])
 def test_dates_and_spans_in_cells_get_one_canonical_form(written, canonical):
-    from discovery.encoders.hash_encoder import prepare_strings
+    from discovery.transforms.encoders.hash_encoder import prepare_strings
     out = prepare_strings([written], True, spans=True)
     assert out == [canonical]
     assert canonicalize_span_values(out) == out, "the rules are a fixed point"
@@ -260,7 +260,7 @@ def test_bit_identical_vectors_in_another_process(tmp_path):
     enc = HashEncoder()
     script = (
         "import sys, numpy as np\n"
-        "from discovery.encoders import HashEncoder\n"
+        "from discovery.transforms.encoders import HashEncoder\n"
         f"enc = HashEncoder()\nv = enc.encode_values({values!r})\nc = enc.encode_column({column!r}, 'float')\n"
         "sys.stdout.buffer.write(v.tobytes() + c.tobytes() + enc.version.encode())\n"
     )

@@ -12,11 +12,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from discovery.encoders import (HashEncoder, HashEncoderConfig, JoinEncoderConfig, TableEncoderConfig,  # noqa: E402
+from discovery.transforms.encoders import (HashEncoder, HashEncoderConfig, JoinEncoderConfig, TableEncoderConfig,  # noqa: E402
                                 encoder_from_bytes, load_encoder, save_encoder, train_join_encoder,
                                 train_table_encoder)
-from discovery.encoders.table_encoder import two_pronged_loss, prepare_tables  # noqa: E402
-from discovery.encoders.variations import (VARIATIONS, LakeVocabulary, acronym, added_word,  # noqa: E402
+from discovery.transforms.encoders.table_encoder import two_pronged_loss, prepare_tables  # noqa: E402
+from discovery.transforms.encoders.variations import (VARIATIONS, LakeVocabulary, acronym, added_word,  # noqa: E402
                                            dropped_word, qualifier, vary)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -226,7 +226,7 @@ def test_join_encoder_is_bit_identical_in_another_process(join_encoder):
     values, enc = join_encoder
     sample = values[:25] + ["Tom Elliott (politician)", ""]
     script = (
-        "import sys\nfrom discovery.encoders import encoder_from_bytes\n"
+        "import sys\nfrom discovery.transforms.encoders import encoder_from_bytes\n"
         "enc = encoder_from_bytes(sys.stdin.buffer.read())\n"
         f"sys.stdout.buffer.write(enc.encode_values({sample!r}).tobytes() + enc.version.encode())\n"
     )

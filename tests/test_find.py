@@ -10,13 +10,13 @@ from collections import Counter
 import pytest
 
 from discovery.api import Lakescout
-from discovery.cli import main
-from discovery.demo_lake import load_ground_truth
-from discovery.encoders.header import header_words
-from discovery.find import MIN_SIMILARITY, SYNONYM_WEIGHT, WORD_WEIGHT, table_name
-from discovery.lexicon import lexicon
-from discovery.params import ParameterError
-from discovery.query import QueryError
+from discovery.indexes.find import MIN_SIMILARITY, SYNONYM_WEIGHT, WORD_WEIGHT, table_name
+from discovery.orchestration.demo_lake import load_ground_truth
+from discovery.query.params import ParameterError
+from discovery.query.resolve import QueryError
+from discovery.surfaces.cli import main
+from discovery.transforms.encoders.header import header_words
+from discovery.transforms.lexicon import lexicon
 
 
 @pytest.fixture(scope="module")

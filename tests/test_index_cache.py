@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from discovery.store.cache import IndexCache, deep_nbytes
+from discovery.data.store.cache import IndexCache, deep_nbytes
 
 
 def _array(mb: float) -> np.ndarray:
@@ -128,7 +128,7 @@ def test_searches_keep_their_snapshot_indexes_within_the_process_budget(indexed_
     """Union, join and n-ary searches put their loaded indexes in the one cache; a budget too small for them keeps none
     and answers the same, and a sufficient budget keeps both, counted in bytes."""
     import discovery
-    from discovery.store.cache import INDEXES
+    from discovery.data.store.cache import INDEXES
 
     _, warehouse = indexed_lake
     ls = discovery.open(warehouse)
@@ -177,7 +177,7 @@ def _graph_floor(elements: int, dim: int) -> int:
 def test_union_graphs_built_on_first_use_are_counted_once_remeasured_and_leave_with_their_index():
     import gc
 
-    from discovery.union import UnionIndex
+    from discovery.indexes.union import UnionIndex
     from synthetic_lake import build_index_inputs, draw_tables, generate_lake, lake_model
 
     model = lake_model(16, 30, 6, 5, max_columns=6, seed=3)
@@ -209,7 +209,7 @@ def test_union_search_counts_the_hnsw_graphs_it_builds_and_eviction_frees_them(i
     import gc
 
     import discovery
-    from discovery.union import service
+    from discovery.indexes.union import service
 
     _, warehouse = indexed_lake
     cache = IndexCache(budget_bytes=1 << 40)                  # holds the union index alone

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pytest
 
 import discovery
-from discovery.join.context import (QueryContext, context_groups, context_order, is_category, is_row_number,
-                                    table_context)
-from discovery.join.service import join_search
+from discovery.indexes.join.context import (QueryContext, context_groups, context_order, is_category, is_row_number,
+                                            table_context)
+from discovery.indexes.join.service import join_search
 
 PARTIES = ["Democratic", "Republican", "Federalist", "Whig", "Democratic-Republican", "National Republican",
            "Anti-Masonic", "Free Soil", "Know Nothing", "Constitutional Union", "Progressive", "Populist"]
@@ -220,8 +220,8 @@ def test_context_read_once_answers_as_read_afresh(party_lake):
     """The lake tables' postings and values a join reads for context and evidence are kept per snapshot and table
     once read: a search after them answers as the first did, reading none again, and a table's kept rows are its
     rows in the files."""
-    from discovery.join.service import table_postings
-    from discovery.store.cache import INDEXES
+    from discovery.indexes.join.service import table_postings
+    from discovery.data.store.cache import INDEXES
 
     wh, query = party_lake
     ls = discovery.open(wh)

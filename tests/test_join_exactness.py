@@ -3,9 +3,9 @@ partitions), both metrics."""
 import numpy as np
 import pytest
 
-from discovery.join import JoinIndex, map_to_pivots, select_pivots
-from discovery.join.grid import GridSpec
-from discovery.join.partitioning import search_partitions
+from discovery.indexes.join import JoinIndex, map_to_pivots, select_pivots
+from discovery.indexes.join.grid import GridSpec
+from discovery.indexes.join.partitioning import search_partitions
 from join_data import brute_force, clustered_lake, query_from, top_k_reference, uniform_lake, unit
 
 METHODS = ("pexeso", "pexeso-h", "exact")

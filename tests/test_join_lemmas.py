@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
-from discovery.join import JoinIndex, select_pivots
-from discovery.join import blocking
-from discovery.join.blocking import block
-from discovery.join.grid import CellHierarchy
-from discovery.join.lemmas import boxes_apart, boxes_within, points_apart
-from discovery.join.metric import canonical_squared, canonical_squared_at, squared_within
+from discovery.indexes.join import JoinIndex, select_pivots
+from discovery.indexes.join import blocking
+from discovery.indexes.join.blocking import block
+from discovery.indexes.join.grid import CellHierarchy
+from discovery.indexes.join.lemmas import boxes_apart, boxes_within, points_apart
+from discovery.indexes.join.metric import canonical_squared, canonical_squared_at, squared_within
 from join_data import clustered_lake, query_from
 
 

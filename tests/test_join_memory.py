@@ -6,9 +6,9 @@ The pipeline half (stored partitions within the capacity, a query holding at mos
 import numpy as np
 import pyarrow as pa
 
-from discovery.join.partitioning import BALANCE, FILL, balance_prices, settle
-from discovery.join.pivots import select_pivots
-from discovery.join.stage import COLUMN_KEY_BASE, index_from_rows
+from discovery.indexes.join.partitioning import BALANCE, FILL, balance_prices, settle
+from discovery.indexes.join.pivots import select_pivots
+from discovery.indexes.join.stage import COLUMN_KEY_BASE, index_from_rows
 from join_data import clustered_lake, stored_rows
 
 
@@ -90,7 +90,7 @@ def test_an_index_from_rows_in_any_order_and_chunking_is_the_same_index():
 def test_a_settled_placement_moves_exactly_its_columns():
     """The stage hands the tasks a settled placement as two arrays (column keys ascending, partitions): the named
     columns' rows go to their partitions, every other row stays where the model's prices send it."""
-    from discovery.join.stage import column_keys, mapping_rows
+    from discovery.indexes.join.stage import column_keys, mapping_rows
 
     rng = np.random.default_rng(4)
     lake = rng.normal(size=(120, 6)).astype(np.float32)

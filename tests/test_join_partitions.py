@@ -13,15 +13,15 @@ import pytest
 
 import discovery
 from conftest import FAST_CONFIG
-from discovery.demo_lake import entities as E
-from discovery.join import METHODS
-from discovery.join.cost import CANDIDATES, choose_parameters
-from discovery.join.partitioning import BALANCE, balance_prices, partition_capacity, settle, vector_bytes
-from discovery.join.service import loaded_index
-from discovery.join.stage import COLUMN_KEY_BASE, MODEL, Histograms, PivotModel, column_keys
-from discovery.query import resolve_query
-from discovery.store import Warehouse, snapshot_model
-from discovery.vectors import query_value_vectors
+from discovery.data.store import Warehouse, snapshot_model
+from discovery.indexes.join import METHODS
+from discovery.indexes.join.cost import CANDIDATES, choose_parameters
+from discovery.indexes.join.partitioning import BALANCE, balance_prices, partition_capacity, settle, vector_bytes
+from discovery.indexes.join.service import loaded_index
+from discovery.indexes.join.stage import COLUMN_KEY_BASE, MODEL, Histograms, PivotModel, column_keys
+from discovery.orchestration.demo_lake import entities as E
+from discovery.query.resolve import resolve_query
+from discovery.query.vectors import query_value_vectors
 from join_data import brute_force, check_context_top_k, clustered_lake, context_slack
 
 #: A budget of about this many value vectors: the first lake needs several partitions, the grown one more.
@@ -135,7 +135,7 @@ def test_the_stored_columns_read_by_batch_equal_the_whole_rows(grown, monkeypatc
     """The stage reads the stored cells a batch at a time and merges the batches' histograms: the sizes, placements
     and costs equal those computed from every row at once, bit for bit, and so do the divergences when the rows
     come in random splits and the JSD terms in small chunks."""
-    from discovery.join import partitioning
+    from discovery.indexes.join import partitioning
     from spark_jobs.pivot_mappings import stored_columns
 
     snap, model, pm = grown["second"]

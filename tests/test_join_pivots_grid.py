@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from discovery.join import (GridSpec, JoinIndex, map_to_pivots, partition_columns, partition_count,
-                            search_partitions, select_pivots)
+from discovery.indexes.join import (GridSpec, JoinIndex, map_to_pivots, partition_columns, partition_count,
+                                    search_partitions, select_pivots)
 from join_data import brute_force, clustered_lake, query_from, top_k_reference, unit
 
 

@@ -10,10 +10,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from discovery.join import METHODS
-from discovery.join.metric import canonical_squared
-from discovery.join.pivots import map_to_pivots
-from discovery.join.stage import COLUMN_KEY_BASE, index_from_rows
+from discovery.indexes.join import METHODS
+from discovery.indexes.join.metric import canonical_squared
+from discovery.indexes.join.pivots import map_to_pivots
+from discovery.indexes.join.stage import COLUMN_KEY_BASE, index_from_rows
 from join_data import brute_force, stored_rows, unit
 
 DIM = 16

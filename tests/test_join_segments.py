@@ -5,10 +5,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from discovery.join import JoinIndex, select_pivots
-from discovery.join.stage import COLUMN_KEY_BASE, index_from_rows
-from discovery.normalize import normalize_values
-from discovery.segments import MAX_SEGMENTS, glued_spellings, segments_of, unglue, value_segments
+from discovery.ground.normalize import normalize_values
+from discovery.indexes.join import JoinIndex, select_pivots
+from discovery.indexes.join.stage import COLUMN_KEY_BASE, index_from_rows
+from discovery.transforms.segments import MAX_SEGMENTS, glued_spellings, segments_of, unglue, value_segments
 
 from join_data import stored_rows
 
@@ -176,11 +176,11 @@ def test_stored_segment_rows_index_like_any_vector_and_name_their_value():
 
 
 def test_a_glued_lake_cell_gets_the_vector_of_its_split_spelling():
-    """The embed stage and the query path cut through :func:`discovery.vectors.column_values`, which hands it the
+    """The embed stage and the query path cut through :func:`discovery.query.vectors.column_values`, which hands it the
     cells as written: ``NewJersey`` gets a segment vector equal to the whole-value vector of ``New Jersey``."""
-    from discovery.encoders.columns import profile_column
-    from discovery.encoders.hash_encoder import HashEncoder
-    from discovery.vectors import column_values
+    from discovery.transforms.encoders.columns import profile_column
+    from discovery.transforms.encoders.hash_encoder import HashEncoder
+    from discovery.query.vectors import column_values
 
     enc = HashEncoder()
     cells = pa.array(["NewJersey", "Maine", "NewJersey", "SanFrancisco (city)"])

@@ -13,15 +13,15 @@ import pytest
 import discovery
 from conftest import FAST_CONFIG
 from discovery.config import load_config
-from discovery.demo_lake import entities as E
-from discovery.demo_lake.variants import vary
-from discovery.join import METHODS
-from discovery.join.partitioning import partition_count, vector_bytes
-from discovery.join.stage import COLUMN_KEY_BASE, MODEL, PivotModel
-from discovery.query import resolve_query
-from discovery.store import snapshot_model
+from discovery.data.store import snapshot_model
+from discovery.indexes.join import METHODS
+from discovery.indexes.join.partitioning import partition_count, vector_bytes
+from discovery.indexes.join.stage import COLUMN_KEY_BASE, MODEL, PivotModel
+from discovery.orchestration.demo_lake import entities as E
+from discovery.orchestration.demo_lake.variants import vary
+from discovery.query.resolve import resolve_query
 from spark_jobs.pivot_mappings import REBALANCES
-from discovery.vectors import query_value_vectors
+from discovery.query.vectors import query_value_vectors
 from join_data import brute_force, check_context_order, check_context_top_k, context_slack
 
 pytestmark = pytest.mark.spark
@@ -249,13 +249,13 @@ def test_a_lake_column_as_the_query_answers_from_its_indexed_vectors_as_when_enc
     equal the encoded query's.  Rows that are not the column's (another count) are not taken."""
     import dataclasses
 
-    from discovery.join.service import join_search, loaded_index
+    from discovery.indexes.join.service import join_search, loaded_index
 
     _, wh = indexed_lake
     snap = discovery.open(wh).snapshot
     stored = snap.read("value_vectors", columns=["table_id", "ordinal"])
     keys = sorted(set(zip(stored.column("table_id").to_pylist(), stored.column("ordinal").to_pylist())))
-    from discovery.store.cache import INDEXES
+    from discovery.data.store.cache import INDEXES
 
     INDEXES.drop(lambda key: key[:3] == ("join", snap.warehouse.root, snap.snapshot_id))  # other tests' searches
     loaded = loaded_index(snap)

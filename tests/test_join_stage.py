@@ -14,13 +14,13 @@ import pyarrow.csv as pa_csv
 import pytest
 
 import discovery
-from discovery.demo_lake import load_ground_truth
-from discovery.join.cost import MIN_VECTORS, SMALL_LAKE
-from discovery.join.stage import COLUMN_KEY_BASE, MODEL, PivotModel
-from discovery.join.pivots import map_to_pivots
-from discovery.store import Warehouse, load_snapshot, snapshot_model
-from discovery.vectors import query_value_vectors
-from discovery.query import resolve_query
+from discovery.data.store import Warehouse, load_snapshot, snapshot_model
+from discovery.indexes.join.cost import MIN_VECTORS, SMALL_LAKE
+from discovery.indexes.join.pivots import map_to_pivots
+from discovery.indexes.join.stage import COLUMN_KEY_BASE, MODEL, PivotModel
+from discovery.orchestration.demo_lake import load_ground_truth
+from discovery.query.resolve import resolve_query
+from discovery.query.vectors import query_value_vectors
 from join_data import check_context_top_k, context_slack
 
 pytestmark = pytest.mark.spark
@@ -97,9 +97,9 @@ def test_join_search_equals_brute_force(indexed_lake, tau, T):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_join_of_randomly_segmented_cells_equals_brute_force_over_segments(indexed_lake, tmp_path, seed):
-    """Query cells glued at random from lake values, noise words and the delimiters of :mod:`discovery.segments`,
-    searched through the served path: every method equals brute force over the same whole and segment vectors, and
-    joinability counts the query's values."""
+    """Query cells glued at random from lake values, noise words and the delimiters of
+    :mod:`discovery.transforms.segments`, searched through the served path: every method equals brute force over the
+    same whole and segment vectors, and joinability counts the query's values."""
     lake, wh = indexed_lake
     ls = discovery.open(wh)
     ordinal = _ordinals(ls)

@@ -6,10 +6,10 @@ import threading
 import numpy as np
 import pytest
 
-from discovery import threads
-from discovery.join import JoinIndex, select_pivots
-from discovery.join import verification
-from discovery.join.cost import CANDIDATES, choose_parameters
+from discovery.ground import threads
+from discovery.indexes.join import JoinIndex, select_pivots
+from discovery.indexes.join import verification
+from discovery.indexes.join.cost import CANDIDATES, choose_parameters
 from join_data import brute_force, clustered_lake, query_from, top_k_reference, unit
 
 

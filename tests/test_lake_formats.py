@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from discovery.config import Limits
-from discovery.demo_lake import layouts
-from discovery.lake import LakeFileError, list_lake, locate, read_lake_table, table_version
-from discovery.query import QueryError, read_query_file
+from discovery.data.lake import LakeFileError, list_lake, locate, read_lake_table, table_version
+from discovery.orchestration.demo_lake import layouts
+from discovery.query.resolve import QueryError, read_query_file
 from discovery.storage.walk import KEPT, SortedTree
 
 TABLE = pa.table({"city": ["Oslo", "Bergen", "Paris", None], "country": ["NO", "NO", "FR", None],
@@ -144,7 +144,7 @@ def test_iceberg_catalog_root(lakehouse, monkeypatch):
 def test_iceberg_catalog_lists_every_table_with_its_metadata_location(tmp_path, monkeypatch):
     """More tables than the metadata loads run at once: each is listed once, by name, fingerprinted by its current
     metadata location, and a table whose metadata file is gone is listed as unreadable (the scan says why)."""
-    from discovery.lake import iceberg
+    from discovery.data.lake import iceberg
 
     db = str(tmp_path / "catalog.db")
     written = {f"t{i:02d}": layouts.write_iceberg(str(tmp_path / "wh"), db, "many", f"t{i:02d}", TABLE)
@@ -301,7 +301,7 @@ def test_folder_at_a_time_listing_equals_one_whole_walk(lakehouse, tmp_path, mon
     """The local walk (a folder at a time, few folders cached) classifies exactly as one listing of every file, as
     object storage gives it, does (its folders cut with Arrow kernels or in Python); with more folders than the cache
     holds, keys that sort around a folder's prefix, and links that are not walked."""
-    from discovery.lake import listing
+    from discovery.data.lake import listing
     from discovery.storage import walk
 
     monkeypatch.setattr(walk, "SMALL", small)

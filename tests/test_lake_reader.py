@@ -8,9 +8,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from discovery.config import Limits, ProfileConfig
-from discovery.demo_lake import load_ground_truth
-from discovery.lake import LakeFileError, infer_type, list_lake, profile_table, read_lake_table
-from discovery.lake.table import dedupe_names
+from discovery.data.lake import LakeFileError, infer_type, list_lake, profile_table, read_lake_table
+from discovery.data.lake.table import dedupe_names
+from discovery.orchestration.demo_lake import load_ground_truth
 
 
 def _read(tmp_path, name, data: bytes, limits=Limits()):
@@ -133,7 +133,7 @@ def test_a_generated_name_never_takes_a_name_of_the_header():
 
 
 def test_a_query_table_resolves_every_name_to_its_own_column(tmp_path):
-    from discovery.query import QueryError, read_query_file
+    from discovery.query.resolve import QueryError, read_query_file
 
     path = tmp_path / "q.csv"
     path.write_text("id,ID,a,a,a_2,Name\n1,x,p,q,r,n\n")

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from discovery.config import Limits
-from discovery.lake import LakeFileError, read_lake_table
+from discovery.data.lake import LakeFileError, read_lake_table
 
 PADDED = "delimiter padded with spaces (' | '): a quote after the padding opens a quoted cell"
 

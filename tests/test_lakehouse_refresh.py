@@ -9,8 +9,8 @@ import pyarrow.compute as pc
 import pytest
 
 import discovery
-from discovery.demo_lake import layouts
-from discovery.store import Warehouse, load_snapshot
+from discovery.data.store import Warehouse, load_snapshot
+from discovery.orchestration.demo_lake import layouts
 from spark_jobs.refresh import refresh
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -1,10 +1,12 @@
-"""The house's shape, read off the source: ``discovery`` imports in one direction, storage at the bottom, and the
-folders around it (the Spark drivers, the DAGs, the page) import only downward (:data:`FOLDERS`).
+"""The house's shape, read off the source: ``discovery`` is laid out in floors, one folder each, imported in one
+direction, storage at the bottom, and the folders around it (the Spark drivers, the DAGs, the page) import only
+downward (:data:`FOLDERS`).
 
-Every import of every module counts, at the top of a file or inside a function (what runs when it runs); imports
-under ``if TYPE_CHECKING:`` do not run and do not count.  Importing ``a.b.c`` runs the packages ``a`` and ``a.b``
-too, so those count for circles.  The layers, bottom to top (a module belongs to the layer of the longest prefix that
-names it; a module may import its own layer and those below, never above):
+A module's floor is the folder under ``discovery/`` that holds it; the only modules at the root are the public face
+(:data:`PUBLIC_FACE`), each on a stated floor.  Every import of every module counts, at the top of a file or inside
+a function (what runs when it runs); imports under ``if TYPE_CHECKING:`` do not run and do not count.  Importing
+``a.b.c`` runs the packages ``a`` and ``a.b`` too, so those count for circles.  The floors, bottom to top (a module
+may import its own floor and those below, never above):
 """
 from __future__ import annotations
 
@@ -13,35 +15,23 @@ import glob
 import os
 from collections import defaultdict
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-#: Bottom to top.  Storage knows nothing of the index; the index tables and the lake readers know storage; the
-#: transforms (encoders, the lexicon of names, the two-table matcher, quantities, value segments) the data; the
-#: query side (query tables, vectors, parameter checks) the transforms; the refresh's stage kit (context, plans,
-#: per-table tasks) what stages share; the indexes
-#: and searches everything below; the refresh's publishing, the search registry and the reports above them; the
-#: surfaces (API, batches, standing queries, acting on answers, maintenance, the CLI, the Spark launcher, Airflow
-#: connections) on top.
-LAYERS = [
-    ("storage", ("discovery.storage",)),
-    ("ground", ("discovery.allocator", "discovery.config", "discovery.normalize", "discovery.threads",
-                "discovery.regions", "discovery.xash")),
-    ("data", ("discovery.lake", "discovery.store")),
-    ("transforms", ("discovery.encoders", "discovery.lexicon", "discovery.match", "discovery.quantities",
-                    "discovery.segments")),
-    ("query", ("discovery.query", "discovery.vectors", "discovery.params")),
-    ("stage kit", ("discovery.refresh.context", "discovery.refresh.plan", "discovery.refresh.tasks",
-                   "discovery.refresh.progress")),
-    ("indexes", ("discovery.union", "discovery.join", "discovery.numjoin", "discovery.nary", "discovery.find",
-                 "discovery.browse")),
-    ("registry", ("discovery.refresh", "discovery.searches", "discovery.status", "discovery.lineage",
-                  "discovery.allowed_roots", "discovery.demo_lake")),
-    ("surfaces", ("discovery", "discovery.api", "discovery.batch", "discovery.batch_share",
-                  "discovery.materialize", "discovery.maintenance", "discovery.cli", "discovery.submit",
-                  "discovery.connections", "discovery.standing")),
-]
-__doc__ += "".join(f"\n{i}. {name}: {', '.join(p.removeprefix('discovery.') for p in prefixes)}"
-                   for i, (name, prefixes) in enumerate(LAYERS))
+#: Bottom to top, each a folder of ``discovery/``.  Storage knows nothing of the index; the ground floor (memory,
+#: threads, value normalisation, the configuration) nothing of lakes; the lake readers and the index tables know
+#: storage; the transforms (encoders, the lexicon of names, the two-table matcher, quantities, value segments) the
+#: data; the query side (query tables, vectors, parameter checks) the transforms; the refresh's stage kit (context,
+#: plans, per-table tasks) what stages share; the indexes and searches everything below; the refresh's publishing,
+#: the search registry and the reports above them; the surfaces (batches, standing queries, acting on answers,
+#: maintenance, the CLI, the server, the Spark launcher, Airflow connections) on top.
+FLOORS = ["storage", "ground", "data", "transforms", "query", "stages", "indexes", "orchestration", "surfaces"]
+
+#: The modules at the root of ``discovery/``: what users import by name, each on the floor it would have in a folder.
+PUBLIC_FACE = {"discovery": "surfaces", "discovery.api": "surfaces", "discovery.client": "surfaces",
+               "discovery.config": "ground"}
+__doc__ += "".join(f"\n{i}. {name}" for i, name in enumerate(FLOORS))
 
 
 def modules() -> dict[str, str]:
@@ -100,13 +90,20 @@ def imports(mods: dict[str, str]) -> dict[str, set[str]]:
 
 
 def layer(mod: str) -> int:
-    best, found = -1, None
-    for i, (_, prefixes) in enumerate(LAYERS):
-        for prefix in prefixes:
-            if (mod == prefix or mod.startswith(prefix + ".")) and len(prefix) > best:
-                best, found = len(prefix), i
-    assert found is not None, f"{mod} is in no layer: add it to LAYERS"
-    return found
+    """The floor of ``mod``: the folder under ``discovery/`` that holds it, or the public face's stated floor."""
+    if mod in PUBLIC_FACE:
+        return FLOORS.index(PUBLIC_FACE[mod])
+    floor = mod.split(".")[1] if mod.count(".") else ""
+    assert floor in FLOORS, f"{mod} is on no floor: put it in one of the folders {FLOORS}"
+    return FLOORS.index(floor)
+
+
+def test_the_root_holds_the_floors_and_the_public_face_only():
+    entries = {e.removesuffix(".py") for e in os.listdir(os.path.join(ROOT, "discovery"))
+               if e != "__pycache__" and (e.endswith(".py") or os.path.isdir(os.path.join(ROOT, "discovery", e)))}
+    face = {m.removeprefix("discovery.") for m in PUBLIC_FACE if m != "discovery"} | {"__init__"}
+    assert entries == set(FLOORS) | face
+    assert all(os.path.isfile(os.path.join(ROOT, "discovery", f, "__init__.py")) for f in FLOORS)
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -169,7 +166,7 @@ def test_discovery_has_no_import_circle():
 
 def test_no_module_imports_from_a_layer_above_its_own():
     mods = modules()
-    upward = sorted(f"{mod} ({LAYERS[layer(mod)][0]}) imports {target} ({LAYERS[layer(target)][0]})"
+    upward = sorted(f"{mod} ({FLOORS[layer(mod)]}) imports {target} ({FLOORS[layer(target)]})"
                     for mod, targets in imports(mods).items() for target in targets if layer(target) > layer(mod))
     assert upward == []
 
@@ -189,15 +186,18 @@ def test_discovery_imports_nothing_from_the_other_folders():
 def test_the_checks_see_a_circle_and_an_upward_import():
     """The graph and the layers are what the assertions above rely on: a made-up circle and a made-up upward import
     are found."""
-    graph = {"discovery.storage.uri": {"discovery.store.warehouse"}, "discovery.store.warehouse":
+    graph = {"discovery.storage.uri": {"discovery.data.store.warehouse"}, "discovery.data.store.warehouse":
              {"discovery.storage.uri"}}
-    assert circles(graph) == [["discovery.storage.uri", "discovery.store.warehouse"]]
-    assert layer("discovery.storage.uri") < layer("discovery.store.warehouse") < layer("discovery.api")
-    assert layer("discovery.refresh.plan") < layer("discovery.union.stage") < layer("discovery.refresh.runs")
+    assert circles(graph) == [["discovery.data.store.warehouse", "discovery.storage.uri"]]
+    assert layer("discovery.storage.uri") < layer("discovery.data.store.warehouse") < layer("discovery.api")
+    assert layer("discovery.stages.plan") < layer("discovery.indexes.union.stage") \
+        < layer("discovery.orchestration.refresh.runs")
+    with pytest.raises(AssertionError, match="on no floor"):
+        layer("discovery.loose")                                    # a module beside the floors
     mods = modules()
     graph = imports(mods)
-    assert "discovery.storage" in graph["discovery.store.warehouse"]          # from ..storage import ...
-    assert "discovery.encoders.base" in graph["discovery.encoders.registry"]    # from .base import ...
+    assert "discovery.storage" in graph["discovery.data.store.warehouse"]     # from ...storage import ...
+    assert "discovery.transforms.encoders.base" in graph["discovery.transforms.encoders.registry"]  # from .base
 
 
 #: The folders around ``discovery``, bottom to top: the Spark drivers; the DAGs and the page (side by side: neither

@@ -19,8 +19,8 @@ from dataclasses import asdict, replace
 import pytest
 
 from discovery import storage
-from discovery.store.lease import (FOLDER, LEASE_SECONDS, Lease, LeaseHeld, LeaseLost, LeaseRecord, _overwrite,
-                                   current, holder, machine, process_start)
+from discovery.data.store.lease import (FOLDER, LEASE_SECONDS, Lease, LeaseHeld, LeaseLost, LeaseRecord, _overwrite,
+                                        current, holder, machine, process_start)
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -96,7 +96,7 @@ def test_the_heartbeat_thread_renews_until_the_block_ends(tmp_path):
 # -- a holder known dead -----------------------------------------------------------------------------------------------
 HOLD = """
 import sys, time
-from discovery.store.lease import Lease
+from discovery.data.store.lease import Lease
 lease = Lease.acquire(sys.argv[1], "refresh", "cli", scope=sys.argv[2])
 lease.update(refresh_id=41)
 print(lease.record.pid, flush=True)

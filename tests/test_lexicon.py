@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from discovery.encoders.header import header_words
-from discovery.lexicon import MAX_VARIANTS, SOURCES, Lexicon, lexicon
+from discovery.transforms.encoders.header import header_words
+from discovery.transforms.lexicon import MAX_VARIANTS, SOURCES, Lexicon, lexicon
 
 
 def synonyms(term: str) -> dict[str, str]:
@@ -18,7 +18,7 @@ def variants(term: str) -> list[str]:
 
 
 def test_both_sources_are_read_and_the_wordnet_licence_ships_beside_them():
-    folder = os.path.dirname(__import__("discovery.lexicon", fromlist=["x"]).__file__)
+    folder = os.path.dirname(__import__("discovery.transforms.lexicon", fromlist=["x"]).__file__)
     assert set(lexicon().sources) == set(SOURCES)
     assert os.path.exists(os.path.join(folder, "WORDNET_LICENSE"))
     with open(os.path.join(folder, SOURCES["wordnet"]), encoding="utf-8") as fh:

@@ -13,10 +13,10 @@ import pyarrow as pa
 import pytest
 
 from discovery.config import MaintenanceConfig
-from discovery.maintenance import compact_table, fragmented_files, retain_snapshots, run_maintenance
-from discovery.refresh import begin_refresh, publish_snapshot
-from discovery.store import (INDEX_TABLES, SCHEMAS, Warehouse, WarehouseError, candidate_files, drop_table_ids,
-                             list_snapshots, load_snapshot, write_data_file)
+from discovery.data.store import (INDEX_TABLES, SCHEMAS, Warehouse, WarehouseError, candidate_files, drop_table_ids,
+                                  list_snapshots, load_snapshot, write_data_file)
+from discovery.orchestration.refresh import begin_refresh, publish_snapshot
+from discovery.surfaces.maintenance import compact_table, fragmented_files, retain_snapshots, run_maintenance
 from datetime import UTC
 from sessions import session
 
@@ -187,8 +187,8 @@ def test_snapshots_older_than_the_retention_leave_but_the_latest_stays(warehouse
 def test_maintenance_deletes_the_model_files_no_retained_snapshot_uses(warehouse):
     """``model_files/`` holds a plain copy of each encoder version queries loaded; versions that only dropped
     snapshots used go, the retained snapshots' stay, and a writer's temporary file is left alone."""
-    from discovery.encoders.stored import MODEL_FILES, SET_MODEL
-    from discovery.store import save_model
+    from discovery.transforms.encoders.stored import MODEL_FILES, SET_MODEL
+    from discovery.data.store import save_model
 
     spec = {"type_agreement": 0.8, "join_min_distinct": 2, "join_max_values": 100}
     for tag in ("a", "b"):
@@ -219,8 +219,8 @@ def test_checkpoint_after_compaction_lists_no_tombstone_and_vacuum_deleted_the_m
     import pyarrow.parquet as pq
     from datetime import datetime
 
-    from discovery.store import new_attempt_token
-    from discovery.store.warehouse import CHECKPOINT_INTERVAL
+    from discovery.data.store import new_attempt_token
+    from discovery.data.store.warehouse import CHECKPOINT_INTERVAL
 
     wh = Warehouse(str(tmp_path / "wh"))
     publish_snapshot(Warehouse(wh.root), begin_refresh(session(wh.root)), "/lake")
@@ -251,10 +251,10 @@ def test_compaction_merges_small_model_rows_and_leaves_an_encoder_payload_alone(
     """``models`` gathers a few small rows per refresh beside an encoder's large payload.  Compaction merges the
     small files only: rewriting the payload with them left two copies of it on disk, the retained snapshots pinning
     the old one (the soak's warehouse at 1.48x a fresh build's)."""
-    from discovery.encoders.stored import JOIN_MODEL, SET_MODEL
+    from discovery.transforms.encoders.stored import JOIN_MODEL, SET_MODEL
     import pyarrow.parquet as pq
 
-    from discovery.store import latest_model, save_model
+    from discovery.data.store import latest_model, save_model
 
     spec = {"type_agreement": 0.8, "join_min_distinct": 2, "join_max_values": 100}
     payload = np.random.default_rng(4).bytes(400 << 10)  # incompressible: a file above half the 512 KB target
@@ -305,8 +305,8 @@ def test_maintenance_deletes_the_model_rows_no_retained_snapshot_uses(warehouse)
     """A retrained join encoder's payload leaves ``models`` once no retained snapshot uses it, and its file leaves
     the disk once no retained snapshot pins a version that lists it; the newest row of each name stays for the next
     refresh, and the retained snapshots read their encoders throughout."""
-    from discovery.encoders.stored import JOIN_MODEL, SET_MODEL, payload
-    from discovery.store import save_model
+    from discovery.transforms.encoders.stored import JOIN_MODEL, SET_MODEL, payload
+    from discovery.data.store import save_model
 
     spec = {"type_agreement": 0.8, "join_min_distinct": 2, "join_max_values": 100}
     rng = np.random.default_rng(5)

@@ -1,16 +1,16 @@
-"""The two-table matcher (``discovery.match``): its label-free configuration choice equals a direct transcription of
-Auto-FuzzyJoin's greedy union on random inputs, it keeps different entities apart (shared surnames, codes one digit
-apart, words the lake column's own values differ by) while joining typos, reorderings, abbreviations and a value
-inside a longer cell, and its stated precision is the estimate its pairs add up to."""
+"""The two-table matcher (``discovery.transforms.match``): its label-free configuration choice equals a direct
+transcription of Auto-FuzzyJoin's greedy union on random inputs, it keeps different entities apart (shared surnames,
+codes one digit apart, words the lake column's own values differ by) while joining typos, reorderings, abbreviations and
+a value inside a longer cell, and its stated precision is the estimate its pairs add up to."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from discovery.match import match_values
-from discovery.match.align import align, consistent
-from discovery.match.autoconfig import select
-from discovery.normalize import normalize_values
+from discovery.ground.normalize import normalize_values
+from discovery.transforms.match import match_values
+from discovery.transforms.match.align import align, consistent
+from discovery.transforms.match.autoconfig import select
 
 
 def _reference(dist, lid, lid_rows, lr_sorted, ll_sorted, target, equal, thresholds=50, patience=0.05):
@@ -153,7 +153,7 @@ def test_nothing_to_match_is_an_empty_answer():
 def test_blocking_keeps_each_rows_m_largest_cosines_ties_to_the_lower_column(seed):
     import scipy.sparse as sp
 
-    from discovery.match import blocking
+    from discovery.transforms.match import blocking
 
     rng = np.random.default_rng(seed)
     a = sp.random(40, 30, density=0.2, random_state=seed, format="csr", dtype=np.float32)
@@ -183,7 +183,7 @@ def test_when_both_columns_are_keys_a_lake_value_is_one_query_values():
 
 # -- views: the part of a cell that names the entity ------------------------------------------------------------------
 def test_a_view_is_the_first_part_or_the_swapped_comma_and_a_bare_value_is_its_own():
-    from discovery.match.views import WHOLE, View, candidates
+    from discovery.transforms.match.views import WHOLE, View, candidates
 
     assert View("; ", 0).apply("john adams; 1797 \u2013 1801") == "john adams"
     assert View(" (", 0).apply("abraham lincoln (1861 - 1865)") == "abraham lincoln"

@@ -1,5 +1,5 @@
-"""The other columns of both rows as evidence (:mod:`discovery.match.evidence`): a column pair the sure pairs agree
-on, and entities do not share by chance, refuses a fuzzy pair whose rows disagree on it; a column that agrees by
+"""The other columns of both rows as evidence (:mod:`discovery.transforms.match.evidence`): a column pair the sure pairs
+agree on, and entities do not share by chance, refuses a fuzzy pair whose rows disagree on it; a column that agrees by
 chance, or too few pairs to tell, refuses nothing; pairs of equal values always stand.  And through
 ``discovery.open``: ``George W. Bush`` is not joined to the lake's only Bush, born 22 years before him."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ import os
 import pytest
 
 import discovery
-from discovery.match.evidence import MIN_PAIRS, evidence_columns, judge
-from discovery.materialize import METADATA_KEY
+from discovery.surfaces.materialize import METADATA_KEY
+from discovery.transforms.match.evidence import MIN_PAIRS, evidence_columns, judge
 
 from lake_edits import write_csv
 

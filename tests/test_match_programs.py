@@ -1,6 +1,6 @@
-"""String programs (:mod:`discovery.match.programs`): the enumeration finds exactly the programs a brute force over
-every sequence of parts finds, learning takes the program most rows support (and a second for the rows another
-convention writes), and the estimate is one minus the share of rows a program writes as another row's value."""
+"""String programs (:mod:`discovery.transforms.match.programs`): the enumeration finds exactly the programs a brute
+force over every sequence of parts finds, learning takes the program most rows support (and a second for the rows
+another convention writes), and the estimate is one minus the share of rows a program writes as another row's value."""
 from __future__ import annotations
 
 import itertools
@@ -8,8 +8,9 @@ import random
 
 import pytest
 
-from discovery.match import match_rows
-from discovery.match.programs import MAX_CONSTANTS, Program, _pieces, apply, learn, programs_writing, words_of
+from discovery.transforms.match import match_rows
+from discovery.transforms.match.programs import (MAX_CONSTANTS, Program, _pieces, apply, learn, programs_writing,
+                                                 words_of)
 
 
 def _brute_force(fields: list[list[str]], target: str) -> set[Program]:

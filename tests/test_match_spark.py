@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from discovery.match import match_values
-from discovery.match.autoconfig import apply, select
-from discovery.match.blocking import Weights, featurise, weigh
-from discovery.match.matcher import sample
-from discovery.match.tokens import qgrams
-from discovery.normalize import normalize_values
+from discovery.ground.normalize import normalize_values
+from discovery.transforms.match import match_values
+from discovery.transforms.match.autoconfig import apply, select
+from discovery.transforms.match.blocking import Weights, featurise, weigh
+from discovery.transforms.match.matcher import sample
+from discovery.transforms.match.tokens import qgrams
 
 WORDS = ["north", "south", "river", "stone", "field", "harbor", "ridge", "maple", "cedar", "lake", "grove", "summit",
          "berg", "sato", "lopez", "smith", "quantum", "beacon", "acme", "globex"]

@@ -14,12 +14,12 @@ import pytest
 
 import discovery
 from conftest import FAST_CONFIG
-from discovery.join.metric import canonical_squared, chord_threshold, prepare_vectors
-from discovery.join.stage import ROW_KEYS
-from discovery.materialize import METADATA_KEY
-from discovery.numjoin.metric import get_metric
-from discovery.query import resolve_query
-from discovery.vectors import query_value_vectors
+from discovery.indexes.join.metric import canonical_squared, chord_threshold, prepare_vectors
+from discovery.indexes.join.stage import ROW_KEYS
+from discovery.indexes.numjoin.metric import get_metric
+from discovery.query.resolve import resolve_query
+from discovery.query.vectors import query_value_vectors
+from discovery.surfaces.materialize import METADATA_KEY
 from materialize_data import lake_frame, merge_oracle, text_keys, write_lake
 from sessions import session
 
@@ -163,7 +163,7 @@ def test_the_default_matcher_writes_a_merge_over_its_own_pairs_of_the_lake_colum
     """``augment`` pairs text values with the two-table matcher by default: the written rows are a merge over
     ``match_values`` of the query column's and the lake column's distinct keys, read here with pandas at the
     version the snapshot indexed, and every added row carries its pair's score and rule."""
-    from discovery.match import match_values
+    from discovery.transforms.match import match_values
 
     answer = ls.join(built["query"], "vendor", tau=0.15, top_k=3)
     for result in answer["results"]:
@@ -331,7 +331,7 @@ def test_the_delta_table_is_read_at_the_indexed_version(ls, built, tmp_path):
 def test_a_changed_file_is_used_with_a_warning_or_refused_when_strict(ls, built, tmp_path):
     import shutil
 
-    from discovery.materialize import PlanError
+    from discovery.surfaces.materialize import PlanError
 
     path = "csv/orders_3.csv"
     table_id = next(r["table_id"] for r in ls.snapshot.read("catalog").to_pylist() if r["path"] == path)
@@ -364,7 +364,7 @@ def test_augmentations_compose_and_names_never_clash(ls, built):
 
 
 def test_a_dataframe_is_a_query_and_errors_never_print_it(ls, built):
-    from discovery.params import ParameterError
+    from discovery.query.params import ParameterError
 
     frame = _query_frame(built["query"])
     from_frame = ls.augment(frame, "vendor", tau=0.15)
@@ -402,9 +402,9 @@ def _plain(table: pa.Table) -> pa.Table:
 
 @pytest.mark.parametrize("fmt,dedupe", [("parquet", False), ("delta", True), ("csv", True)])
 def test_a_union_written_on_spark_equals_the_one_written_here(ls, built, spark, tmp_path, fmt, dedupe):
-    from discovery.materialize.actions import stack_plan
-    from discovery.materialize.output import write_table
-    from discovery.materialize.execute import run_plan
+    from discovery.surfaces.materialize.actions import stack_plan
+    from discovery.surfaces.materialize.output import write_table
+    from discovery.surfaces.materialize.execute import run_plan
     from spark_jobs.materialize import run_plan_spark
 
     plan = stack_plan(ls, built["query"], k=4, dedupe=dedupe)
@@ -421,8 +421,8 @@ def test_a_union_written_on_spark_equals_the_one_written_here(ls, built, spark, 
 
 @pytest.mark.parametrize("mode", ["nearest", "all", "aggregate"])
 def test_a_join_written_on_spark_equals_the_one_written_here(ls, built, spark, tmp_path, mode):
-    from discovery.materialize.actions import augment_plan
-    from discovery.materialize.execute import run_plan
+    from discovery.surfaces.materialize.actions import augment_plan
+    from discovery.surfaces.materialize.execute import run_plan
     from spark_jobs.materialize import run_plan_spark
 
     plan = augment_plan(ls, built["query"], "vendor", tau=0.15, fan_out=mode, max_matches=1000)
@@ -436,9 +436,9 @@ def test_a_plan_read_back_from_its_folder_writes_the_same_table(ls, built, tmp_p
     the session that planned it, whatever configuration the job's machine has."""
     from dataclasses import replace
 
-    from discovery.materialize.actions import augment_plan, stack_plan
-    from discovery.materialize.plan import load_plan, plan_limits, save_plan
-    from discovery.materialize.execute import run_plan
+    from discovery.surfaces.materialize.actions import augment_plan, stack_plan
+    from discovery.surfaces.materialize.plan import load_plan, plan_limits, save_plan
+    from discovery.surfaces.materialize.execute import run_plan
 
     limits = replace(ls.config.limits, max_rows=1234, max_cell_chars=99)
     for i, plan in enumerate([stack_plan(ls, built["query"], k=3),
@@ -452,8 +452,8 @@ def test_a_plan_read_back_from_its_folder_writes_the_same_table(ls, built, tmp_p
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv", "delta"])
 def test_an_output_is_written_whole_or_not_at_all(ls, built, tmp_path, fmt):
-    from discovery.materialize import OutputError
-    from discovery.materialize.output import write_batches
+    from discovery.surfaces.materialize import OutputError
+    from discovery.surfaces.materialize.output import write_batches
 
     table = ls.augment(built["query"], "vendor", tau=0.15)
     target = str(tmp_path / f"out.{fmt}")
@@ -475,8 +475,8 @@ def test_an_output_is_written_whole_or_not_at_all(ls, built, tmp_path, fmt):
 def test_a_table_unreadable_since_indexing_is_refused_and_nothing_is_written(ls, built, spark, tmp_path):
     import shutil
 
-    from discovery.materialize import PlanError
-    from discovery.materialize.actions import stack_plan
+    from discovery.surfaces.materialize import PlanError
+    from discovery.surfaces.materialize.actions import stack_plan
     from spark_jobs.materialize import run_plan_spark
 
     path = "pq/shipments_1.parquet"
@@ -496,8 +496,8 @@ def test_a_table_unreadable_since_indexing_is_refused_and_nothing_is_written(ls,
 
 
 def test_bad_requests_are_one_line_each(ls, built, tmp_path):
-    from discovery.materialize import FanOutError, PlanError
-    from discovery.params import ParameterError
+    from discovery.surfaces.materialize import FanOutError, PlanError
+    from discovery.query.params import ParameterError
 
     cases = [(PlanError, "no lake table with id 99999", dict(table=99999)),
              (PlanError, "there is no rank 500", dict(rank=500)),
@@ -559,10 +559,10 @@ def test_a_recorded_answer_is_written_with_the_configuration_its_surface_passes(
     of the search's own pairs."""
     from dataclasses import replace
 
-    from discovery.batch import run_batch
-    from discovery.materialize.execute import run_plans
-    from discovery.materialize.stored import stored_plans
-    from discovery.store import Session
+    from discovery.surfaces.batch import run_batch
+    from discovery.surfaces.materialize.execute import run_plans
+    from discovery.surfaces.materialize.stored import stored_plans
+    from discovery.data.store import Session
 
     batch = run_batch(session(built["warehouse"]),
                       [{"id": "v", "kind": "join", "query": built["query"], "column": "vendor"}])
@@ -582,7 +582,7 @@ def test_a_recorded_text_join_is_paired_on_spark_into_the_pairs_of_the_task(ls, 
     spark_min_bytes`` (0 here), ``stored_plans`` pairs a text join's values with the two-table matcher on Spark
     (``spark-submit spark_jobs/match.py``): the same pairs, scores and rules as in the task, and the plan says where
     they were paired."""
-    from discovery.batch import run_batch
+    from discovery.surfaces.batch import run_batch
 
     batch = run_batch(session(built["warehouse"]),
                       [{"id": "v", "kind": "join", "query": built["query"], "column": "vendor"}])
@@ -595,8 +595,8 @@ def assert_paired_on_spark_as_here(warehouse: str, config, batch_id: str, served
     plan says where it was paired."""
     from dataclasses import replace
 
-    from discovery.materialize.stored import stored_plans
-    from discovery.store import Session
+    from discovery.surfaces.materialize.stored import stored_plans
+    from discovery.data.store import Session
 
     at = Session.at(warehouse, replace(config, materialize=replace(config.materialize, spark_min_bytes=0)))
     (_, [here]), (_, [there]) = (stored_plans(at, batch_id, "v", served=served, master=master)

@@ -7,10 +7,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from discovery.materialize.coerce import common_type, to_type, typed_column
-from discovery.materialize.keys import cell_keys, tuple_keys, value_keys
-from discovery.materialize.naming import Names, short_name
-from discovery.materialize.union import first_rows, row_hashes
+from discovery.surfaces.materialize.coerce import common_type, to_type, typed_column
+from discovery.surfaces.materialize.keys import cell_keys, tuple_keys, value_keys
+from discovery.surfaces.materialize.naming import Names, short_name
+from discovery.surfaces.materialize.union import first_rows, row_hashes
 
 
 @pytest.mark.parametrize("kind,cells,want", [
@@ -107,7 +107,7 @@ def test_null_tokens_are_nulls_before_a_column_is_typed(kind, cells, want):
 
 
 def test_an_output_ending_that_names_no_format_is_refused():
-    from discovery.materialize.output import OutputError, output_format
+    from discovery.surfaces.materialize.output import OutputError, output_format
 
     assert [output_format(t) for t in ("a.parquet", "a.PQ", "b.csv", "c.delta", "s3://b/wh/out")] == \
         ["parquet", "parquet", "csv", "delta", "delta"]

@@ -9,12 +9,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from discovery.nary import (POSTINGS_SCHEMA, NaryIndex, binary_to_superkeys, bloom_keys, build_postings,
-                            superkeys_to_binary)
-from discovery.nary.bloom import value_digests
-from discovery.nary.joinability import injective_match
-from discovery.normalize import normalize_values
-from discovery.xash import XashModel, char_counts, superkey_covers
+from discovery.ground.normalize import normalize_values
+from discovery.ground.xash import XashModel, char_counts, superkey_covers
+from discovery.indexes.nary import (POSTINGS_SCHEMA, NaryIndex, binary_to_superkeys, bloom_keys, build_postings,
+                                    superkeys_to_binary)
+from discovery.indexes.nary.bloom import value_digests
+from discovery.indexes.nary.joinability import injective_match
 
 WORDS = ["berlin", "bremen", "hamburg", "köln", "essen", "bonn", "kiel", "mainz", "ulm", "jena", "trier", "hof",
          "2019", "2020", "2021", "ja", "nein", "a", "b", "c", "10", "11", "12", "13", "x1", "x2", "süd", "nord"]
@@ -240,7 +240,7 @@ def test_value_lookup_is_exact_under_digest_collisions(monkeypatch):
     query = pa.array(["gamma", "nothing", None, "alpha", "y"])
     expected = index.value_ids(query)
     assert [index.vocab[int(i)].as_py() if i >= 0 else None for i in expected] == ["gamma", None, None, "alpha", "y"]
-    import discovery.nary.index as index_module
+    import discovery.indexes.nary.index as index_module
     monkeypatch.setattr(index_module, "value_digests", lambda values: np.zeros((len(values), 2), dtype=np.uint64))
     index._lookup_digest = np.zeros_like(index._lookup_digest)  # every value now shares one digest
     assert index.value_ids(query).tolist() == expected.tolist()

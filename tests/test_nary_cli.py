@@ -8,12 +8,12 @@ from collections import defaultdict
 import pytest
 
 from discovery.api import Lakescout
-from discovery.cli import main
 from discovery.config import Config
-from discovery.demo_lake import load_ground_truth
-from discovery.normalize import normalize_array
-from discovery.nary.service import MATCHED_SAMPLE
-from discovery.query import QueryError, resolve_query
+from discovery.ground.normalize import normalize_array
+from discovery.indexes.nary.service import MATCHED_SAMPLE
+from discovery.orchestration.demo_lake import load_ground_truth
+from discovery.query.resolve import QueryError, resolve_query
+from discovery.surfaces.cli import main
 
 from test_nary_stage import run_refresh
 

@@ -14,12 +14,13 @@ import pyarrow.compute as pc
 import pytest
 
 from discovery.config import Config, XashConfig
-from discovery.nary import sketch
-from discovery.nary.loader import load_nary_index
-from discovery.nary.stage import MODEL_NAME, corpus_statistics, model_from_stored, truncated_tables, xash_batch
-from discovery.refresh import StageContext, begin_refresh, publish_snapshot
-from discovery.store import Warehouse, latest_model, load_snapshot, new_attempt_token
-from discovery.xash import char_counts, XashModel
+from discovery.data.store import Warehouse, latest_model, load_snapshot, new_attempt_token
+from discovery.ground.xash import char_counts, XashModel
+from discovery.indexes.nary import sketch
+from discovery.indexes.nary.loader import load_nary_index
+from discovery.indexes.nary.stage import MODEL_NAME, corpus_statistics, model_from_stored, truncated_tables, xash_batch
+from discovery.orchestration.refresh import begin_refresh, publish_snapshot
+from discovery.stages import StageContext
 from spark_jobs.common import execute
 from sessions import session
 
@@ -62,7 +63,7 @@ def expected_postings(warehouse: str, lake: str, config: Config) -> pa.Table:
 
 def plain_csv_tables_of(demo_lake: str) -> list[str]:
     """Good UTF-8 CSV tables of the sample lake, which a test can change by appending bytes."""
-    from discovery.demo_lake import load_ground_truth
+    from discovery.orchestration.demo_lake import load_ground_truth
 
     return sorted(t["path"] for t in load_ground_truth(demo_lake)["tables"]
                   if t["encoding"] == "utf-8" and t["path"].endswith(".csv") and t["role"] != "broken")
@@ -147,8 +148,8 @@ def test_incremental_postings_equal_rebuild_and_refit_rebuilds_everything(spark,
 
 
 def test_row_bound_is_applied_and_reported(demo_lake, tmp_path):
-    from discovery.demo_lake import load_ground_truth
-    from discovery.lake.formats import file_format
+    from discovery.orchestration.demo_lake import load_ground_truth
+    from discovery.data.lake.formats import file_format
 
     truth = load_ground_truth(demo_lake)
     big = sorted((t for t in truth["tables"] if t["role"] == "nary"), key=lambda t: -t["rows"])[:3]

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from discovery.numjoin import BASELINES, brute_force
+from discovery.indexes.numjoin import BASELINES, brute_force
 from numjoin_data import clustered_lake, coordinate_lake, integer_lake
 
 

@@ -1,5 +1,5 @@
-"""What the numerical join indexes in a table (:mod:`discovery.numjoin.columns`), the same rules at refresh and at
-query time."""
+"""What the numerical join indexes in a table (:mod:`discovery.indexes.numjoin.columns`), the same rules at refresh and
+at query time."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from discovery.numjoin.columns import column_groups, coordinate_pairs, coordinate_role, query_group
+from discovery.indexes.numjoin.columns import column_groups, coordinate_pairs, coordinate_role, query_group
 
 
 def _cols(*cells):

@@ -1,11 +1,11 @@
 """Posting lists (Lemmas 6-7), per-set bounds (Theorems 2, 4-5) and the greedy dominating cover (Algorithm 3)."""
 import numpy as np
 
-from discovery.numjoin import NumericIndex, brute_force
-from discovery.numjoin.dominating import InvertedIndex, greedy_order, posting_splits, set_bounds
-from discovery.numjoin.groups import build_groups
-from discovery.numjoin.lemmas import filter_key, match_key
-from discovery.numjoin.metric import chord_rows
+from discovery.indexes.numjoin import NumericIndex, brute_force
+from discovery.indexes.numjoin.dominating import InvertedIndex, greedy_order, posting_splits, set_bounds
+from discovery.indexes.numjoin.groups import build_groups
+from discovery.indexes.numjoin.lemmas import filter_key, match_key
+from discovery.indexes.numjoin.metric import chord_rows
 from numjoin_data import clustered_lake, integer_lake
 
 

@@ -1,8 +1,8 @@
 """Definition 4 and the hash on group centers."""
 import numpy as np
 
-from discovery.numjoin.groups import assign_nearest, build_groups, select_centers
-from discovery.numjoin.metric import chord_pairwise, chord_rows
+from discovery.indexes.numjoin.groups import assign_nearest, build_groups, select_centers
+from discovery.indexes.numjoin.metric import chord_pairwise, chord_rows
 
 
 def test_groups_partition_every_set_with_sorted_lists_and_radii():

@@ -4,7 +4,7 @@ import io
 import numpy as np
 import pyarrow as pa
 
-from discovery.numjoin import NumericIndex
+from discovery.indexes.numjoin import NumericIndex
 from numjoin_data import coordinate_lake, integer_lake
 
 

@@ -1,8 +1,8 @@
 """Soundness of Lemmas 1-5 as the search uses them, on random groups and query objects."""
 import numpy as np
 
-from discovery.numjoin.lemmas import bisect_left, bisect_right, filter_key, lookup, match_key, window
-from discovery.numjoin.metric import chord_pairwise, chord_to_many, slack
+from discovery.indexes.numjoin.lemmas import bisect_left, bisect_right, filter_key, lookup, match_key, window
+from discovery.indexes.numjoin.metric import chord_pairwise, chord_to_many, slack
 
 
 def test_group_lemmas_never_contradict_the_pairs():

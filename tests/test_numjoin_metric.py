@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from discovery.numjoin.metric import (EARTH_RADIUS_M, chord_pairwise, chord_rows, chord_to_many, get_metric,
-                                      pair_chord, raw_rows)
+from discovery.indexes.numjoin.metric import (EARTH_RADIUS_M, chord_pairwise, chord_rows, chord_to_many, get_metric,
+                                              pair_chord, raw_rows)
 
 
 def test_compiled_and_numpy_chords_have_the_same_bits():

@@ -1,8 +1,8 @@
 """Theorem 3 on the MVP-tree: never drops a (query group, center) pair that could hold a match."""
 import numpy as np
 
-from discovery.numjoin.metric import chord_pairwise
-from discovery.numjoin.mvptree import MVPTree, hf_pivots
+from discovery.indexes.numjoin.metric import chord_pairwise
+from discovery.indexes.numjoin.mvptree import MVPTree, hf_pivots
 
 
 def test_tree_structure_covers_every_center_once():

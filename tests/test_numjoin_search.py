@@ -3,7 +3,7 @@ distances included, for every metric, both set similarities, threshold search an
 import numpy as np
 import pytest
 
-from discovery.numjoin import NumericIndex, brute_force, get_metric
+from discovery.indexes.numjoin import NumericIndex, brute_force, get_metric
 from numjoin_data import clustered_lake, coordinate_lake, integer_lake
 
 

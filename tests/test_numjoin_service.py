@@ -22,14 +22,15 @@ import pytest
 
 import discovery
 from discovery.config import load_config
-from discovery.numjoin import brute_force
-from discovery.params import ParameterError
-from discovery.quantities import cells_quantity, compatible
-from discovery.query import QueryError
-from discovery.refresh import StageContext, begin_refresh, publish_snapshot
-from discovery.numjoin.service import allowed_sets, loaded_numeric, set_values
-from discovery.numjoin.stage import family_name
-from discovery.store import Warehouse, load_snapshot, new_attempt_token
+from discovery.data.store import Warehouse, load_snapshot, new_attempt_token
+from discovery.indexes.numjoin import brute_force
+from discovery.indexes.numjoin.service import allowed_sets, loaded_numeric, set_values
+from discovery.indexes.numjoin.stage import family_name
+from discovery.orchestration.refresh import begin_refresh, publish_snapshot
+from discovery.query.params import ParameterError
+from discovery.query.resolve import QueryError
+from discovery.stages import StageContext
+from discovery.transforms.quantities import cells_quantity, compatible
 from sessions import session
 
 pytestmark = [pytest.mark.spark]
@@ -77,7 +78,7 @@ def make_lake(lake: str, seed: int = 3) -> None:
 # -- the reference -----------------------------------------------------------------------------------------------------
 def lake_sets(lake: str) -> dict:
     """{(path, "col" or "lat,lng", metric): distinct values} read with pandas; each number column's quantity (the
-    rule both sides apply, :func:`discovery.quantities.cells_quantity` over its cells as written) under
+    rule both sides apply, :func:`discovery.transforms.quantities.cells_quantity` over its cells as written) under
     ``("quantity", path, column)``."""
     out = {}
     for f in sorted(os.listdir(lake)):
@@ -191,7 +192,7 @@ def test_matched_pairs_are_values_and_distances(env):
     ls = discovery.open(env["warehouse"])
     out = ls.join(os.path.join(env["lake"], "t1.csv"), "lng,lat", tau=100.0, T=0.0)  # either order
     assert out["column"] == "lat,lng" and out["kind"] == "coordinates"
-    from discovery.numjoin import get_metric
+    from discovery.indexes.numjoin import get_metric
 
     hv = get_metric("haversine")
     for r in out["results"]:
@@ -262,8 +263,8 @@ def test_batch_and_standing_queries(env, tmp_path):
     recorded with their joinability as score."""
     import shutil
 
-    from discovery.batch import BatchError, batch_results, run_batch
-    from discovery.standing import run_standing, save_standing
+    from discovery.surfaces.batch import BatchError, batch_results, run_batch
+    from discovery.surfaces.standing import run_standing, save_standing
 
     wh = str(tmp_path / "wh")
     shutil.copytree(env["warehouse"], wh)

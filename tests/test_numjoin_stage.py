@@ -4,10 +4,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from discovery.numjoin import NumericIndex
-from discovery.numjoin.columns import KIND_METRICS
-from discovery.numjoin.stage import SET_FIELDS, families, family_name
-from discovery.store import SCHEMAS
+from discovery.data.store import SCHEMAS
+from discovery.indexes.numjoin import NumericIndex
+from discovery.indexes.numjoin.columns import KIND_METRICS
+from discovery.indexes.numjoin.stage import SET_FIELDS, families, family_name
 
 
 def _rows(seed: int) -> pa.Table:

@@ -1,7 +1,7 @@
 """Per-set verification (Algorithms 1-2 with Theorems 1-2): early accept, strict top-k rejection, the band."""
 import numpy as np
 
-from discovery.numjoin import NumericIndex, brute_force
+from discovery.indexes.numjoin import NumericIndex, brute_force
 
 
 def test_ties_at_the_kth_score_are_read_and_broken_by_set_id():

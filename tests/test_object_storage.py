@@ -15,9 +15,9 @@ import pytest
 import discovery
 from discovery import storage
 from discovery.config import Limits
-from discovery.demo_lake import layouts
-from discovery.lake import read_lake_table
-from discovery.store import Warehouse, load_snapshot
+from discovery.data.lake import read_lake_table
+from discovery.data.store import Warehouse, load_snapshot
+from discovery.orchestration.demo_lake import layouts
 from spark_jobs.refresh import refresh
 from sessions import session
 
@@ -104,8 +104,8 @@ def test_s3_build_equals_local_build(lakes):
 def test_numerical_join_on_s3_maps_the_published_arrays(lakes, demo_lake, monkeypatch, tmp_path):
     """The refresh uploads the numerical join arrays (``meta.json`` last); a query process downloads them once into
     its array cache, maps the copy, and answers as the local build: the planted coordinate join first."""
-    from discovery.numjoin.arrays import numeric_arrays_name, open_numeric
-    from discovery.store.arrays import ARRAYS_DIR
+    from discovery.indexes.numjoin.arrays import numeric_arrays_name, open_numeric
+    from discovery.data.store.arrays import ARRAYS_DIR
 
     _, local_wh, _, wh_uri = lakes
     monkeypatch.setenv("LAKESCOUT_ARRAY_CACHE", str(tmp_path / "cache"))
@@ -143,7 +143,7 @@ def test_cli_queries_an_s3_warehouse(lakes):
 
 def test_served_batch_reads_the_s3_lake(lakes):
     """The page's searches run as served batches: a lake table named by path is read from the bucket."""
-    from discovery.batch import run_batch
+    from discovery.surfaces.batch import run_batch
 
     _, local_wh, _, wh_uri = lakes
     spec = {"queries": [{"kind": "nary", "query": NARY_QUERY, "key": NARY_KEY, "k": 3}]}
@@ -157,7 +157,7 @@ def test_a_spark_batch_on_the_s3_warehouse_records_the_in_process_rows(lakes, sp
     """A batch on the S3 warehouse answered in the session's Spark tasks records what the in-process run records.
     (The tasks get the driver's S3 settings from the share they unpickle, as the refresh stages' do; that step is
     tested in ``test_batch_spark``, since this session's reused Python workers already hold them.)"""
-    from discovery.batch import batch_results, run_batch
+    from discovery.surfaces.batch import batch_results, run_batch
     from spark_jobs.query_batch import run_batch_spark
 
     _, _, _, wh_uri = lakes
@@ -175,7 +175,7 @@ def test_a_spark_batch_on_the_s3_warehouse_records_the_in_process_rows(lakes, sp
 def test_the_recent_batches_of_an_s3_warehouse_are_its_newest_first_runs(lakes):
     """The recent batches read the newest files by their statistics (``Warehouse.read_since``) on the S3 server as
     on a local folder: the plain definition's list, for every limit."""
-    from discovery.batch import first_run, recent_batches, run_batch
+    from discovery.surfaces.batch import first_run, recent_batches, run_batch
 
     _, _, _, wh_uri = lakes
     wh = Warehouse(wh_uri)
@@ -195,7 +195,7 @@ def test_answers_on_the_s3_lake_are_written_to_s3_as_the_local_ones(lakes, spark
     from deltalake import DeltaTable
     import pyarrow.parquet as pq
 
-    from discovery.materialize.actions import stack_plan
+    from discovery.surfaces.materialize.actions import stack_plan
     from spark_jobs.materialize import run_plan_spark
 
     local, local_wh, lake_uri, wh_uri = lakes
@@ -231,7 +231,7 @@ def test_a_text_join_of_the_s3_lake_is_paired_on_spark_as_in_process(lakes):
     """The two-table matcher on Spark (``spark_jobs/match.py``, the materialize DAG's write with a Spark master)
     reads the lake column's units from the bucket on its executors and pairs the values as this process does: the
     same pairs, scores and rules, and the plan says where they were paired."""
-    from discovery.batch import run_batch
+    from discovery.surfaces.batch import run_batch
     from test_materialize import assert_paired_on_spark_as_here
 
     _, _, _, wh_uri = lakes
@@ -322,7 +322,7 @@ def test_s3_listing_pages_equal_the_local_listing(s3_server, tmp_path, monkeypat
     """A lake listed from S3 a few keys per request (page boundaries inside datasets and folders, keys that sort
     around a folder's prefix, folder markers) names the same tables, formats and sizes as the same lake on disk; a
     dataset folder on S3 is located as one table."""
-    from discovery.lake import list_lake, locate
+    from discovery.data.lake import list_lake, locate
     from discovery.storage import backends
 
     local = tmp_path / "lake"
@@ -353,10 +353,10 @@ def test_maintenance_prunes_the_query_arrays_of_an_s3_warehouse(s3_server):
     """Remote array folders no retained snapshot pins (and a half-uploaded one) are deleted; the pinned ones stay."""
     from types import SimpleNamespace
 
-    from discovery.numjoin.arrays import numeric_arrays_name
-    from discovery.refresh.runs import query_array_folders
-    from discovery.store.arrays import ARRAYS_DIR, prune_folders
-    from discovery.union.arrays import arrays_name
+    from discovery.indexes.numjoin.arrays import numeric_arrays_name
+    from discovery.orchestration.refresh.runs import query_array_folders
+    from discovery.data.store.arrays import ARRAYS_DIR, prune_folders
+    from discovery.indexes.union.arrays import arrays_name
 
     root = s3_server.create_bucket("prune-bucket") + "/wh"
     kept = {"column_vectors": 5, "centroid_partitions": 4, "numeric_sets": 7}

@@ -19,12 +19,12 @@ import pytest
 from deltalake import DeltaTable
 from deltalake.transaction import AddAction
 
-from discovery import cli
+from discovery.surfaces import cli
 from discovery.config import Config, MaintenanceConfig, load_config
-from discovery.maintenance import retain_snapshots
-from discovery.refresh import begin_refresh, publish_snapshot
-from discovery.store import SCHEMAS, Warehouse, candidate_files, drop_table_ids, load_snapshot, write_data_file
-from discovery.store.schema import BOOKKEEPING_TABLES
+from discovery.data.store import SCHEMAS, Warehouse, candidate_files, drop_table_ids, load_snapshot, write_data_file
+from discovery.data.store.schema import BOOKKEEPING_TABLES
+from discovery.orchestration.refresh import begin_refresh, publish_snapshot
+from discovery.surfaces.maintenance import retain_snapshots
 from sessions import session
 
 DAY = 86400.0
@@ -65,7 +65,7 @@ def test_cleanup_after_log_expiry_deletes_no_live_file(tmp_path):
     assert crashed.path not in left and in_flight.path in left
     assert sorted(wh.read("query_batches").column("batch_id").to_pylist()) == sorted(f"b{i}" for i in range(100))
     # A pinned version whose log is gone cannot be read: then no file of the table is called an orphan.
-    from discovery.store import cleanup_orphans
+    from discovery.data.store import cleanup_orphans
 
     assert cleanup_orphans(wh, "query_batches", pinned=[3], window_seconds=0, grace_seconds=0) == []
     assert in_flight.path in os.listdir(uri)
@@ -74,7 +74,7 @@ def test_cleanup_after_log_expiry_deletes_no_live_file(tmp_path):
 def test_a_bookkeeping_tables_log_is_kept_an_hour_and_its_rows_and_files_all(tmp_path):
     """A served search's group commit is a version of ``query_batches``: its log entries expire after an hour (a
     local commit lists the whole log folder), the index tables' after the snapshots' days; no row or live file goes."""
-    from discovery.store.warehouse import CHECKPOINT_INTERVAL
+    from discovery.data.store.warehouse import CHECKPOINT_INTERVAL
 
     wh = Warehouse(str(tmp_path / "wh"))
     wh.ensure()
@@ -107,7 +107,7 @@ def _columns(ids, tag: str) -> pa.Table:
 
 
 def test_files_a_retained_snapshot_pins_are_kept_until_it_is_dropped(tmp_path):
-    from discovery.store import cleanup_warehouse
+    from discovery.data.store import cleanup_warehouse
 
     wh = Warehouse(str(tmp_path / "wh"))
     r1 = begin_refresh(session(wh.root))
@@ -138,7 +138,7 @@ def test_files_a_retained_snapshot_pins_are_kept_until_it_is_dropped(tmp_path):
 
 
 def test_tables_carry_the_log_retention_and_checkpoint_interval(tmp_path):
-    from discovery.store.warehouse import CHECKPOINT_INTERVAL
+    from discovery.data.store.warehouse import CHECKPOINT_INTERVAL
 
     wh = Warehouse(str(tmp_path / "wh"))
     wh.ensure()

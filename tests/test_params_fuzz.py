@@ -4,7 +4,7 @@ Property-based (hypothesis, derandomized so a run is reproducible): random and h
 counts, thresholds <= 0 or > 1, NaN, infinities, bools and strings where numbers go, empty, blank and unicode column
 names, keys with commas, unknown methods and parameters, missing files, a directory as the query) against the sample
 lake indexed once per session.  The expected outcome comes from a model of the parameter domains written here, apart
-from :mod:`discovery.params`:
+from :mod:`discovery.query.params`:
 
 * API: when the model finds a parameter out of its domain, a :class:`ParameterError` naming one of those parameters;
   otherwise an answer (at most k results, ranked) or, for a query that cannot be read, a ``QueryError``; every message
@@ -27,18 +27,18 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from discovery.api import Lakescout
-from discovery.cli import main
 from discovery.config import load_config
-from discovery.demo_lake import load_ground_truth
-from discovery.join.search import METHODS as JOIN_METHODS
-from discovery.join.service import join_search
-from discovery.nary.search import METHODS as NARY_METHODS
-from discovery.nary.service import nary_search
-from discovery.params import ParameterError
-from discovery.query import QueryError, resolve_query
-from discovery.searches import SEARCHES
-from discovery.union.search import METHODS as UNION_METHODS, UnionIndex
-from discovery.union.service import union_search
+from discovery.indexes.join.search import METHODS as JOIN_METHODS
+from discovery.indexes.join.service import join_search
+from discovery.indexes.nary.search import METHODS as NARY_METHODS
+from discovery.indexes.nary.service import nary_search
+from discovery.indexes.union.search import METHODS as UNION_METHODS, UnionIndex
+from discovery.indexes.union.service import union_search
+from discovery.orchestration.demo_lake import load_ground_truth
+from discovery.orchestration.searches import SEARCHES
+from discovery.query.params import ParameterError
+from discovery.query.resolve import QueryError, resolve_query
+from discovery.surfaces.cli import main
 
 pytestmark = [pytest.mark.spark]
 

@@ -18,8 +18,8 @@ from types import SimpleNamespace
 import pyarrow as pa
 import pytest
 
-from discovery.refresh import begin_refresh, publish_snapshot
-from discovery.store import SCHEMAS, Warehouse
+from discovery.data.store import SCHEMAS, Warehouse
+from discovery.orchestration.refresh import begin_refresh, publish_snapshot
 from sessions import session
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -113,10 +113,10 @@ def test_search_form_errors_are_shown_not_raised(client, auth, warehouse):
 
 
 def test_a_new_search_kind_is_on_the_page_with_its_methods_and_fields(client, auth, warehouse, monkeypatch):
-    """A kind added to the registry (:mod:`discovery.searches`) is a choice of the page's form, with its methods, and
-    the form's fields go to it as the parameters it takes."""
-    from discovery.params import Param, column_name, count
-    from discovery.searches import SEARCHES, SearchKind
+    """A kind added to the registry (:mod:`discovery.orchestration.searches`) is a choice of the page's form, with its
+    methods, and the form's fields go to it as the parameters it takes."""
+    from discovery.query.params import Param, column_name, count
+    from discovery.orchestration.searches import SEARCHES, SearchKind
     from lakescout_ui.searching import form_params
 
     kind = SearchKind("same_name", lambda: {"column": Param(column_name, required=True), "k": Param(count)},
@@ -171,8 +171,8 @@ SERVED_REFUSALS = [
 
 @pytest.mark.parametrize("named, cwd, reason", SERVED_REFUSALS)
 def test_a_search_reads_nothing_outside_the_lake(client, auth, warehouse, outside, monkeypatch, named, cwd, reason):
-    from discovery.query import QueryError, resolve_query
-    from discovery.store import load_snapshot
+    from discovery.query.resolve import QueryError, resolve_query
+    from discovery.data.store import load_snapshot
 
     query, folder = named.format(**outside), cwd.format(**outside)
     monkeypatch.chdir(folder)
@@ -307,8 +307,8 @@ def test_an_upload_is_read_as_the_query_and_its_temporary_folder_removed(upload_
 def test_a_numerical_join_from_the_search_form(client, auth, tmp_path, monkeypatch):
     """The form's column field takes ``lat,lng`` and its tau field a distance in metres; the results name the lake
     table whose coordinates lie within it (the ``numeric_sets`` rows made by the stage's own per-table work)."""
-    from discovery.numjoin.stage import numeric_batch
-    from discovery.refresh import StageContext
+    from discovery.indexes.numjoin.stage import numeric_batch
+    from discovery.stages import StageContext
 
     lake = tmp_path / "lake"
     (lake / "a").mkdir(parents=True)

@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 
 import discovery
-from discovery.encoders.pretrained import PACKAGED_MODEL, model_path, sentence_header_vectors
-from discovery.encoders.sentence import SentenceTransformerEncoder
-from discovery.vectors import snapshot_encoders
+from discovery.query.vectors import snapshot_encoders
+from discovery.transforms.encoders.pretrained import PACKAGED_MODEL, model_path, sentence_header_vectors
+from discovery.transforms.encoders.sentence import SentenceTransformerEncoder
 
 from conftest import FAST_CONFIG
 

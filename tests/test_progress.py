@@ -15,14 +15,16 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from discovery.refresh import StageContext, StageReport, begin_refresh, publish_snapshot
-from discovery.refresh.display import RefreshDisplay, plain_line
-from discovery.refresh.progress import STALE_SECONDS, Progress, read_progress, write_progress
-from discovery.store import new_attempt_token
+from discovery.orchestration.refresh import begin_refresh, publish_snapshot
+
+from discovery.data.store import new_attempt_token
+from discovery.orchestration.refresh.display import RefreshDisplay, plain_line
+from discovery.stages import StageContext, StageReport
+from discovery.stages.progress import STALE_SECONDS, Progress, read_progress, write_progress
 from spark_jobs.common import execute
 from spark_jobs.stages import STAGES
 from sessions import session
-from discovery.store import Warehouse
+from discovery.data.store import Warehouse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "plugins"))

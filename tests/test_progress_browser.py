@@ -15,12 +15,13 @@ import time
 import pytest
 
 from airflow_server import api_server, browser_login
-from discovery.refresh import StageContext, StageReport, begin_refresh, publish_snapshot
-from discovery.refresh.progress import read_progress
-from discovery.store import new_attempt_token
+from discovery.data.store import new_attempt_token
+from discovery.orchestration.refresh import begin_refresh, publish_snapshot
+from discovery.stages import StageContext, StageReport
+from discovery.stages.progress import read_progress
 from spark_jobs.common import execute
 from sessions import session
-from discovery.store import Warehouse
+from discovery.data.store import Warehouse
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.browser, pytest.mark.slow]
 

@@ -1,6 +1,6 @@
-"""What a number column measures (:mod:`discovery.quantities`), and every search leaving out pairs of incompatible
-quantities exactly as a brute force that applies the same rule does: union (every exact method, both indexes) and
-the numerical join (PEXESO, PNODOM, ``exact``), then through the user's path on a small lake."""
+"""What a number column measures (:mod:`discovery.transforms.quantities`), and every search leaving out pairs of
+incompatible quantities exactly as a brute force that applies the same rule does: union (every exact method, both
+indexes) and the numerical join (PEXESO, PNODOM, ``exact``), then through the user's path on a small lake."""
 from __future__ import annotations
 
 import os
@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 
 import discovery
-from discovery.numjoin import NumericIndex, brute_force
-from discovery.quantities import (COMPATIBLE, QUANTITIES, cells_quantity, codes, compatible, name_quantity,
-                                  pair_mask)
-from discovery.union import UnionIndex, unionability
-from discovery.union.compact import CompactIndex
+from discovery.indexes.numjoin import NumericIndex, brute_force
+from discovery.indexes.union import UnionIndex, unionability
+from discovery.indexes.union.compact import CompactIndex
+from discovery.transforms.quantities import (COMPATIBLE, QUANTITIES, cells_quantity, codes, compatible, name_quantity,
+                                             pair_mask)
 from synthetic_lake import SyntheticLake, build_index_inputs, draw_tables, lake_model
 
 from numjoin_data import integer_lake
@@ -127,7 +127,7 @@ def _brute(vectors, owner, ordinal, qty, query, q_qty, tau, k):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_union_with_quantities_equals_brute_force_for_every_exact_method(seed, monkeypatch):
-    from discovery.union import compact as compact_module
+    from discovery.indexes.union import compact as compact_module
 
     model, vectors, owner, ordinal, qty, pick, rng = _lake(seed)
     centroids, parts = build_index_inputs(SyntheticLake(vectors, owner, ordinal, np.zeros((0, vectors.shape[1]))),

@@ -1,5 +1,5 @@
 """What a query loads: the cold CLI path imports no training, Spark or object-storage stack and reads with the system
-allocator as Arrow's pool (:mod:`discovery.allocator`), the join encoder's weights are read once
+allocator as Arrow's pool (:mod:`discovery.ground.allocator`), the join encoder's weights are read once
 and then mapped, numba's cache (empty, filled, or filled by the install-time warm-up) never changes an answer, and a
 warm ``discovery.open`` answers its second query without reading the index tables again.
 
@@ -17,7 +17,7 @@ import sys
 import numpy as np
 import pytest
 
-from discovery.store import Warehouse
+from discovery.data.store import Warehouse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUERIES = {
@@ -43,7 +43,7 @@ if sys.argv[1] == "join":
             pass
 
     event.register("numba:compile", Count())
-from discovery import cli
+from discovery.surfaces import cli
 out, sys.stdout = sys.stdout, io.StringIO()
 code = cli.main(sys.argv[1:] + ["--json"])
 answer, sys.stdout = sys.stdout.getvalue(), out
@@ -51,7 +51,8 @@ import pyarrow as pa
 print(json.dumps({"code": code, "answer": json.loads(answer), "modules": sorted(sys.modules), "compiles": compiles,
                   "arrow_pool": pa.default_memory_pool().backend_name}))
 sys.stdout.flush()
-os._exit(0)  # as the console script leaves (discovery.cli.entry): no interpreter finalisation under Arrow's threads
+# as the console script leaves (discovery.surfaces.cli.entry): no interpreter finalisation under Arrow's threads
+os._exit(0)
 """
 
 
@@ -86,7 +87,7 @@ def test_a_cli_query_imports_no_training_or_spark_stack(warehouse, kind):
     for heavy in ("torch", "pyspark", "sklearn", "sentence_transformers", "airflow",  # training, refresh
                   "fsspec", "boto3", "pyiceberg", "scipy.spatial"):  # object storage, lake formats, a baseline
         assert heavy not in loaded, f"a {kind} query imported {heavy}"
-    assert got["arrow_pool"] == "system"  # discovery.allocator: the pool that gives freed pages back
+    assert got["arrow_pool"] == "system"  # discovery.ground.allocator: the pool that gives freed pages back
     if kind not in ("join", "numjoin"):  # only the join searches run numba kernels
         assert "numba" not in loaded
     if kind == "union":  # the sample lake's assignment problems are small enough to solve without scipy
@@ -133,8 +134,8 @@ def test_the_api_reads_with_the_system_allocator_and_leaves_its_children_arrow_d
 def test_union_does_not_load_the_join_encoder(warehouse):
     """The join encoder's weights are most of the models' bytes; a union query has no use for them."""
     import discovery
-    from discovery.encoders import stored
-    from discovery.store.cache import INDEXES
+    from discovery.transforms.encoders import stored
+    from discovery.data.store.cache import INDEXES
 
     INDEXES.clear()
     seen = []
@@ -154,7 +155,7 @@ def test_numba_cache_empty_filled_or_warmed_up_gives_the_same_answer(warehouse, 
     second = _run("join", warehouse, empty)
     assert second["compiles"] == [], "a filled cache should serve every kernel"
     warmed = {"NUMBA_CACHE_DIR": str(tmp_path / "warmed")}
-    subprocess.run([sys.executable, "-m", "discovery.join.warmup"], check=True, cwd=ROOT, capture_output=True,
+    subprocess.run([sys.executable, "-m", "discovery.indexes.join.warmup"], check=True, cwd=ROOT, capture_output=True,
                    env=dict(os.environ, **warmed))
     after_warmup = _run("join", warehouse, warmed)
     assert after_warmup["compiles"] == [], f"the warm-up missed {after_warmup['compiles']}"
@@ -190,7 +191,7 @@ def test_small_assignments_are_solved_exactly_without_scipy():
     as scipy's solver on the whole problem, on random admissible patterns with ties (up to 7 x 7: all enumerated)."""
     from scipy.optimize import linear_sum_assignment
 
-    from discovery.union.matching import match_entries
+    from discovery.indexes.union.matching import match_entries
 
     rng = np.random.default_rng(0)
     for n_rows, n_cols in list(itertools.product(range(1, 8), repeat=2)) * 20:
@@ -207,12 +208,13 @@ def test_small_assignments_are_solved_exactly_without_scipy():
 
 
 def test_numerical_join_warm_up_leaves_nothing_to_compile(warehouse, tmp_path):
-    """``make venv`` runs ``discovery.numjoin.warmup``: the first coordinate join after it compiles no kernel (it
-    maps the published arrays read-only, a type of its own to numba) and answers as a cold cache does."""
+    """``make venv`` runs ``discovery.indexes.numjoin.warmup``: the first coordinate join after it compiles no kernel
+    (it maps the published arrays read-only, a type of its own to numba) and answers as a cold cache does."""
     cold = _run("numjoin", warehouse, {"NUMBA_CACHE_DIR": str(tmp_path / "cold")})
     assert cold["compiles"], "an empty numba cache should make the first numerical join compile its kernels"
     warmed = {"NUMBA_CACHE_DIR": str(tmp_path / "warmed")}
-    subprocess.run([sys.executable, "-m", "discovery.numjoin.warmup"], check=True, cwd=ROOT, capture_output=True,
+    subprocess.run([sys.executable, "-m", "discovery.indexes.numjoin.warmup"], check=True, cwd=ROOT,
+                   capture_output=True,
                    env=dict(os.environ, **warmed))
     after = _run("numjoin", warehouse, warmed)
     assert after["compiles"] == [], f"the warm-up missed {after['compiles']}"

@@ -7,9 +7,9 @@ import pyarrow as pa
 import pytest
 
 from discovery.config import Limits
-from discovery.query import QueryError, resolve_query
-from discovery.refresh import begin_refresh, publish_snapshot
-from discovery.store import SCHEMAS, Warehouse, load_snapshot
+from discovery.data.store import SCHEMAS, Warehouse, load_snapshot
+from discovery.orchestration.refresh import begin_refresh, publish_snapshot
+from discovery.query.resolve import QueryError, resolve_query
 from sessions import session
 
 
@@ -47,7 +47,7 @@ def test_a_lake_file_the_snapshot_indexed_is_parsed_once_per_snapshot(tmp_path, 
     file whose time moved is read again and is no longer the indexed one."""
     import os
 
-    from discovery.store.cache import INDEXES
+    from discovery.data.store.cache import INDEXES
 
     lake = tmp_path / "lake"
     lake.mkdir()
@@ -74,7 +74,7 @@ def test_a_lake_file_the_snapshot_indexed_is_parsed_once_per_snapshot(tmp_path, 
     moved = resolve_query(snap, "t.csv", allow_files=False)
     assert not moved.indexed and moved.columns[0].to_pylist() == ["5", "7"]
     # a parse larger than its share of the cache's budget is not kept: a large table must not push out the indexes
-    import discovery.query as query_module
+    import discovery.query.resolve as query_module
 
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     INDEXES.drop(lambda key: key[0] == "query-table")

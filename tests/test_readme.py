@@ -21,7 +21,7 @@ import tomllib
 from dataclasses import dataclass
 
 import pytest
-from discovery.store import Warehouse
+from discovery.data.store import Warehouse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
@@ -132,7 +132,7 @@ def test_the_runnable_examples_run_on_the_sample_lake(guide_folder):
 def check_batches_recorded(pairs: list[tuple[Block, Block | None]], folder: str) -> None:
     """Every ``lakescout batch ... --spec FILE --batch-id ID`` of the examples recorded a result for each query of
     its spec in ``query_results``."""
-    from discovery.batch import batch_results
+    from discovery.surfaces.batch import batch_results
 
     runs = [m for b, _ in pairs if b.lang == "bash"
             for m in re.finditer(r"lakescout batch .*?--spec (\S+) --batch-id (\S+)", b.body)]
@@ -179,7 +179,7 @@ def _help(*args: str) -> str:
 
 
 def test_the_command_table_lists_exactly_the_commands_and_flags_of_the_cli():
-    from discovery.cli import build_parser
+    from discovery.surfaces.cli import build_parser
 
     table = readme_commands()
     listed = re.search(r"\{([a-z,-]+)\}", _help()).group(1).split(",")

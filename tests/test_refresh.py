@@ -9,10 +9,11 @@ import pyarrow.compute as pc
 import pytest
 
 from discovery.config import MaintenanceConfig
-from discovery.demo_lake import load_ground_truth
-from discovery.lake import list_lake
-from discovery.refresh import StageContext, begin_refresh, profile_batch, publish_snapshot
-from discovery.store import Warehouse, cleanup_warehouse, load_snapshot, new_attempt_token
+from discovery.data.lake import list_lake
+from discovery.data.store import Warehouse, cleanup_warehouse, load_snapshot, new_attempt_token
+from discovery.orchestration.demo_lake import load_ground_truth
+from discovery.orchestration.refresh import begin_refresh, publish_snapshot
+from discovery.stages import StageContext, profile_batch
 from spark_jobs import profile_columns, scan_lake
 from spark_jobs.common import execute
 from spark_jobs.fanout import fan_out

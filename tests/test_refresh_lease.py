@@ -15,9 +15,9 @@ import sys
 import pyarrow as pa
 import pytest
 
-from discovery import cli
-from discovery.refresh import begin_refresh, publish_snapshot
-from discovery.store import SCHEMAS, Warehouse, WarehouseError, write_data_file
+from discovery.surfaces import cli
+from discovery.data.store import SCHEMAS, Warehouse, WarehouseError, write_data_file
+from discovery.orchestration.refresh import begin_refresh, publish_snapshot
 from sessions import session
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -51,8 +51,9 @@ class Clock:
 # -- the reproduction ------------------------------------------------------------------------------------------------
 def _begin_elsewhere(root: str) -> subprocess.CompletedProcess:
     """``begin_refresh`` in another process, as a second ``lakescout refresh`` or DAG run would call it."""
-    code = ("import sys; from discovery.config import load_config; from discovery.refresh import begin_refresh; "
-            "from discovery.store import Session; print(begin_refresh(Session.at(sys.argv[1], load_config())))")
+    code = ("import sys; from discovery.config import load_config; "
+            "from discovery.orchestration.refresh import begin_refresh; from discovery.data.store import Session; "
+            "print(begin_refresh(Session.at(sys.argv[1], load_config())))")
     return subprocess.run([sys.executable, "-c", code, root], capture_output=True, text=True, timeout=300)
 
 
@@ -75,7 +76,7 @@ def test_a_second_refresh_is_refused_and_deletes_nothing_of_the_running_one(tmp_
 
 # -- a killed holder is taken over, recorded and shown ---------------------------------------------------------------
 def test_a_killed_refresh_is_taken_over_recorded_and_shown_on_the_page(tmp_path):
-    from discovery.store.lease import LEASE_SECONDS, Lease, LeaseLost
+    from discovery.data.store.lease import LEASE_SECONDS, Lease, LeaseLost
 
     sys.path.insert(0, os.path.join(ROOT, "plugins"))
     from lakescout_ui.data import lease_takeovers, stage_timings
@@ -96,8 +97,8 @@ def test_a_killed_refresh_is_taken_over_recorded_and_shown_on_the_page(tmp_path)
 
 
 def test_maintenance_takes_the_same_lease(tmp_path):
-    from discovery.maintenance import run_maintenance
-    from discovery.store.lease import LEASE_SECONDS, Lease, current
+    from discovery.surfaces.maintenance import run_maintenance
+    from discovery.data.store.lease import LEASE_SECONDS, Lease, current
 
     wh = Warehouse(str(tmp_path / "wh"))
     publish_snapshot(Warehouse(wh.root), begin_refresh(session(wh.root)), "/lake")

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from discovery.query import catalog_entry
-from discovery.store import Warehouse, load_snapshot
-from discovery.store.snapshot import RowLookup
+from discovery.data.store import Warehouse, load_snapshot
+from discovery.data.store.snapshot import RowLookup
+from discovery.query.resolve import catalog_entry
 
 
 @pytest.mark.parametrize("seed", range(5))

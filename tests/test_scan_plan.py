@@ -6,10 +6,10 @@ from dataclasses import asdict
 
 import pyarrow as pa
 
-from discovery.lake import LakeTable
-from discovery.lake.listing import LISTING_COLUMNS
-from discovery.refresh.plan import plan_scan
-from discovery.store import SCHEMAS
+from discovery.data.lake import LakeTable
+from discovery.data.lake.listing import LISTING_COLUMNS
+from discovery.data.store import SCHEMAS
+from discovery.stages.plan import plan_scan
 
 
 def _catalog(rows: list[dict]) -> pa.Table:

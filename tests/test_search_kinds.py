@@ -11,14 +11,14 @@ import pyarrow.compute as pc
 import pytest
 
 from discovery.api import Lakescout
-from discovery.batch import batch_results, run_batch
-from discovery.cli import main
-from discovery.demo_lake import load_ground_truth
-from discovery.params import DEFAULT_K, Param, ParameterError, check_ordinals, column_name, count
-from discovery.searches import SEARCHES, Plan, SearchKind, search_kind
-from discovery.searches import join as join_kind
+from discovery.orchestration.demo_lake import load_ground_truth
+from discovery.orchestration.searches import SEARCHES, Plan, SearchKind, search_kind
+from discovery.orchestration.searches import join as join_kind
+from discovery.query.params import DEFAULT_K, Param, ParameterError, check_ordinals, column_name, count
+from discovery.surfaces.batch import batch_results, run_batch
+from discovery.surfaces.cli import main
 from sessions import session
-from discovery.store import Warehouse
+from discovery.data.store import Warehouse
 
 pytestmark = [pytest.mark.spark]
 

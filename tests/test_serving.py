@@ -1,5 +1,5 @@
-"""What a long-running server answers from (:mod:`discovery.serving`), on a copy of the indexed sample lake: a served
-search answers exactly as the Python API and as a recorded batch; recording is one group commit for every search
+"""What a long-running server answers from (:mod:`discovery.surfaces.serving`), on a copy of the indexed sample lake: a
+served search answers exactly as the Python API and as a recorded batch; recording is one group commit for every search
 queued behind the one committing, and a failed commit fails every search it held, none acknowledged; a newly published
 snapshot is warmed with the searches served last before requests move to it, and the old one's indexes are dropped;
 the first snapshot a process serves is warmed with the newest recorded searches; memos follow snapshots, and the page
@@ -11,12 +11,12 @@ import threading
 import pytest
 from fastapi.encoders import jsonable_encoder
 
-from discovery.batch import BatchError, batch_results, recent_batches
-from discovery.demo_lake import load_ground_truth
-from discovery.refresh import begin_refresh, publish_snapshot
-from discovery.serving import Served
-from discovery.store import Warehouse
-from discovery.store.cache import INDEXES
+from discovery.data.store import Warehouse
+from discovery.data.store.cache import INDEXES
+from discovery.orchestration.demo_lake import load_ground_truth
+from discovery.orchestration.refresh import begin_refresh, publish_snapshot
+from discovery.surfaces.batch import BatchError, batch_results, recent_batches
+from discovery.surfaces.serving import Served
 from test_readme import linked_copy
 from sessions import session
 
@@ -132,7 +132,7 @@ def test_a_new_snapshot_is_warmed_then_swapped_in_and_the_old_indexes_dropped(in
     assert not held(old)
     # a request that began on the old snapshot and ends after the swap does not put its indexes back
     from discovery.api import Lakescout
-    from discovery.query import resolve_query
+    from discovery.query.resolve import resolve_query
 
     late = Lakescout(session(warehouse), old)
     assert late.union(_union_query(lake), k=3)["results"] == before["answer"]["results"]
@@ -191,7 +191,7 @@ def test_a_serving_process_answers_each_request_on_one_thread(indexed_lake, ware
     import discovery
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    from discovery import serving as serving_module
+    from discovery.surfaces import serving as serving_module
 
     monkeypatch.setattr(serving_module, "_SERVED", {})
     before = max(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")

@@ -12,8 +12,8 @@ import pytest
 
 import discovery
 from discovery.config import Config, load_config
-from discovery.materialize import METADATA_KEY
-from discovery.materialize.augment import FanOutError
+from discovery.surfaces.materialize import METADATA_KEY
+from discovery.surfaces.materialize.augment import FanOutError
 
 pytestmark = pytest.mark.spark
 
@@ -122,12 +122,12 @@ def test_open_reads_a_configuration_file_once(indexed_lake, tmp_path, monkeypatc
 
 
 def test_a_batch_and_a_served_search_answer_with_their_sessions_configuration(sessions):
-    """What the CLI's ``batch``, the DAGs and the server hand down: the :class:`~discovery.store.Session` their
+    """What the CLI's ``batch``, the DAGs and the server hand down: the :class:`~discovery.data.store.Session` their
     surface built.  A batch without ``tau`` / ``top_k`` answers with the session's, and so does a served search,
     whatever this process's configuration file says."""
-    from discovery.batch import run_batch
-    from discovery.serving import Served
-    from discovery.store import Session
+    from discovery.surfaces.batch import run_batch
+    from discovery.surfaces.serving import Served
+    from discovery.data.store import Session
 
     default, own = sessions
     query = [{"id": "v", "kind": "join", "query": VENDORS, "column": VENDOR}]

@@ -10,7 +10,7 @@ import sys
 import pyarrow as pa
 import pytest
 
-from discovery.submit import COMPILER, driver_java_options, environment, spark_submit, submit_env
+from discovery.surfaces.submit import COMPILER, driver_java_options, environment, spark_submit, submit_env
 from spark_jobs.archives import spark_archives
 
 

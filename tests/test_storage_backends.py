@@ -10,9 +10,9 @@ import pytest
 
 from discovery import storage
 from discovery.config import Limits
-from discovery.lake import list_lake, locate, read_lake_table
-from discovery.store.arrays import ArrayFolder
-from discovery.store.lease import Lease, LeaseHeld, current
+from discovery.data.lake import list_lake, locate, read_lake_table
+from discovery.data.store.arrays import ArrayFolder
+from discovery.data.store.lease import Lease, LeaseHeld, current
 
 
 class MemoryBackend(storage.Backend):
@@ -95,7 +95,7 @@ def test_one_spelling_per_location(given, spelled):
 
 def test_a_warehouse_given_as_a_file_uri_is_local(tmp_path):
     """``file://`` is a local path everywhere (the warehouse once took it for object storage)."""
-    from discovery.store import Warehouse
+    from discovery.data.store import Warehouse
 
     wh = Warehouse(f"file://{tmp_path}/wh")
     assert wh.root == f"{tmp_path}/wh" and not wh.backend.remote

@@ -11,13 +11,13 @@ import pytest
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError, DeltaError
 
-from discovery.store import (SCHEMAS, DataFile, KeptOpenWarehouse, Warehouse, WarehouseError, candidate_files,
-                             cleanup_orphans, drop_table_ids, load_snapshot, new_attempt_token, read_rows,
-                             write_data_file)
-from discovery.refresh import begin_refresh, publish_snapshot
-from discovery.store.files import data_file_name, parse_data_file_name
-from discovery.store.warehouse import listing_raced, log_raced
-from discovery.store.filters import among
+from discovery.data.store import (SCHEMAS, DataFile, KeptOpenWarehouse, Warehouse, WarehouseError, candidate_files,
+                                  cleanup_orphans, drop_table_ids, load_snapshot, new_attempt_token, read_rows,
+                                  write_data_file)
+from discovery.data.store.files import data_file_name, parse_data_file_name
+from discovery.data.store.filters import among
+from discovery.data.store.warehouse import listing_raced, log_raced
+from discovery.orchestration.refresh import begin_refresh, publish_snapshot
 from datetime import UTC
 from sessions import session
 
@@ -432,7 +432,7 @@ def test_a_model_payload_is_written_raw_and_without_parquet_statistics(tmp_path)
     columns keep theirs, and the row reads back whole."""
     import pyarrow.parquet as pq
 
-    from discovery.encoders.stored import model_table
+    from discovery.transforms.encoders.stored import model_table
 
     wh = Warehouse(str(tmp_path / "wh"))
     wh.ensure()

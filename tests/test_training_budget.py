@@ -17,17 +17,17 @@ import pyarrow as pa
 import pytest
 
 from discovery.config import load_config
-from discovery.demo_lake import load_ground_truth
-from discovery.encoders.join_training import train_join_encoder
-from discovery.encoders.lake_training import (PROBE_STEPS, StepBudget, join_config, join_steps, join_training_columns,
-                                              read_sample, sample_tables, table_config, table_steps, train_join_model,
-                                              train_table_model)
-from discovery.encoders.stored import column_encoder
-from discovery.encoders.table_encoder import train_table_encoder
-from discovery.lake import list_lake
-from discovery.refresh.display import summary_line, totals
-from discovery.store import Warehouse, load_snapshot
-from discovery.vectors import OUTPUTS
+from discovery.data.lake import list_lake
+from discovery.data.store import Warehouse, load_snapshot
+from discovery.orchestration.demo_lake import load_ground_truth
+from discovery.orchestration.refresh.display import summary_line, totals
+from discovery.query.vectors import OUTPUTS
+from discovery.transforms.encoders.join_training import train_join_encoder
+from discovery.transforms.encoders.lake_training import (PROBE_STEPS, StepBudget, join_config, join_steps,
+                                                         join_training_columns, read_sample, sample_tables,
+                                                         table_config, table_steps, train_join_model, train_table_model)
+from discovery.transforms.encoders.stored import column_encoder
+from discovery.transforms.encoders.table_encoder import train_table_encoder
 from spark_jobs.progress import CpuMeter
 from spark_jobs.refresh import refresh
 

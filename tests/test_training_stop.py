@@ -11,10 +11,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from discovery.encoders import HashEncoder, JoinEncoderConfig, TableEncoderConfig  # noqa: E402
-from discovery.encoders.join_training import train_join_encoder  # noqa: E402
-from discovery.encoders.optim import Adam, RowAdam  # noqa: E402
-from discovery.encoders.table_encoder import held_out_tables, table_steps, train_table_encoder  # noqa: E402
+from discovery.transforms.encoders import HashEncoder, JoinEncoderConfig, TableEncoderConfig  # noqa: E402
+from discovery.transforms.encoders.join_training import train_join_encoder  # noqa: E402
+from discovery.transforms.encoders.optim import Adam, RowAdam  # noqa: E402
+from discovery.transforms.encoders.table_encoder import held_out_tables, table_steps, train_table_encoder  # noqa: E402
 
 WORDS = ("river", "stone", "north", "bridge", "valley", "harbor", "maple", "cedar", "lake", "grove", "summit",
          "field", "meadow", "crest", "haven", "point", "ridge", "spring", "wood", "bay")
@@ -126,7 +126,7 @@ def test_training_imports_no_dynamo(tmp_path):
     import subprocess
     import sys
 
-    script = ("import sys\nfrom discovery.encoders import JoinEncoderConfig, train_join_encoder\n"
+    script = ("import sys\nfrom discovery.transforms.encoders import JoinEncoderConfig, train_join_encoder\n"
               f"train_join_encoder({_values(5, 200)!r}, JoinEncoderConfig(**{dict(SMALL, steps=3)!r}))\n"
               "print('torch._dynamo' in sys.modules, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()

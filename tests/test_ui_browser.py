@@ -51,8 +51,8 @@ def _search(server: dict, user: str, data: dict, files: dict | None = None) -> h
 
 def _recorded(server: dict, response: httpx.Response) -> list[tuple]:
     """(rank, table id, score) of the batch a successful search recorded, read back from ``query_results``."""
-    from discovery.batch import batch_results
-    from discovery.store import Warehouse
+    from discovery.surfaces.batch import batch_results
+    from discovery.data.store import Warehouse
 
     batch_id = re.search(r"\(batch <code>(ui-[0-9a-f]+)</code>\)", response.text).group(1)
     rows = batch_results(Warehouse(server["warehouse"]), batch_id).to_pylist()
@@ -67,7 +67,7 @@ def _expected(server: dict, query) -> list[tuple]:
 
 
 def test_a_viewer_reads_the_page_and_gets_403_on_search(airflow_server):
-    from discovery.store import Warehouse
+    from discovery.data.store import Warehouse
 
     page = httpx.get(f"{airflow_server['url']}/lakescout/", timeout=60,
                      headers={"Authorization": f"Bearer {airflow_server['tokens']['viewer']}"})
@@ -165,7 +165,7 @@ def _nary_search_in_page(page, server: dict, k: int) -> None:
 def _table_id(warehouse: str, path: str) -> int:
     import pyarrow.compute as pc
 
-    from discovery.store import Warehouse
+    from discovery.data.store import Warehouse
 
     cat = Warehouse(warehouse).read("catalog")
     return cat.filter(pc.equal(cat["path"], path))["table_id"][0].as_py()
@@ -183,7 +183,7 @@ def _as_csv(table) -> str:
 
     import pyarrow.csv as pacsv
 
-    from discovery.materialize.output import writable
+    from discovery.surfaces.materialize.output import writable
 
     buffer = io.BytesIO()
     pacsv.write_csv(writable(table.replace_schema_metadata(None)), buffer)
@@ -265,8 +265,8 @@ def test_the_page_and_the_api_say_when_the_lake_is_ahead_of_the_index(airflow_se
     """A table lands and the lake watcher checks: the page marks the lake as ahead and the JSON API's status names
     it, read from what the watcher saw (nothing else of the module's warehouse changes; the file and the watcher's
     state are removed after)."""
-    from discovery.refresh.watch import STATE, Watch
-    from discovery.store import Warehouse
+    from discovery.orchestration.refresh.watch import STATE, Watch
+    from discovery.data.store import Warehouse
 
     headers = {"Authorization": f"Bearer {airflow_server['tokens']['viewer']}"}
     landed = os.path.join(airflow_server["lake"], "landed_towns.csv")

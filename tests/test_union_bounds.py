@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
-from discovery.union import UnionIndex, assign_to_centroids, flatten_partitions, partition_table
-from discovery.union.cones import CONE_SLACK, cone_bound, directions
-from discovery.union.bounds import SUM_SLACK, mwmto_bounds
-from discovery.union.matching import similarity_matrix, unionability, unit_rows
-from discovery.union.csr import offsets_from_counts
-from discovery.union.partitioning import partition_lake
+from discovery.indexes.union import UnionIndex, assign_to_centroids, flatten_partitions, partition_table
+from discovery.indexes.union.bounds import SUM_SLACK, mwmto_bounds
+from discovery.indexes.union.cones import CONE_SLACK, cone_bound, directions
+from discovery.indexes.union.csr import offsets_from_counts
+from discovery.indexes.union.matching import similarity_matrix, unionability, unit_rows
+from discovery.indexes.union.partitioning import partition_lake
 from synthetic_lake import build_index_inputs, draw_tables, generate_lake, lake_model
 
 

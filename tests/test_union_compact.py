@@ -9,11 +9,11 @@ import shutil
 import numpy as np
 import pytest
 
-from discovery.union import UnionIndex, compact
-from discovery.union.compact import CompactIndex
-from discovery.union.matching import pair_similarities, unit_rows
-from discovery.union.quantised import encode, fit_steps, table_upper_bounds
-from discovery.union.scoring import exhaustive_scores
+from discovery.indexes.union import UnionIndex, compact
+from discovery.indexes.union.compact import CompactIndex
+from discovery.indexes.union.matching import pair_similarities, unit_rows
+from discovery.indexes.union.quantised import encode, fit_steps, table_upper_bounds
+from discovery.indexes.union.scoring import exhaustive_scores
 from synthetic_lake import build_index_inputs, draw_tables, generate_lake, lake_model
 
 
@@ -76,8 +76,8 @@ def test_table_bounds_are_never_below_the_score(seed):
 def test_bound_pass_on_threads_gives_the_one_thread_bounds(monkeypatch, threads):
     """Tables cut into ranges of about equal columns, one per thread: the same bound, bit for bit, for every table,
     and the compact search's answers unchanged."""
-    from discovery import threads as query_threads
-    from discovery.union import quantised
+    from discovery.ground import threads as query_threads
+    from discovery.indexes.union import quantised
 
     model, vectors, owner, ordinal = _lake(7)
     _, compact = _indexes(vectors, owner, ordinal)
@@ -150,7 +150,7 @@ def test_vectors_on_rounding_boundaries_and_pairs_at_tau():
 def test_stored_arrays_answer_as_the_in_memory_index_with_ties_and_exclusion(tmp_path):
     """Mapped codes and int32 offsets, table ids read per returned table (ids far from the table indices, a binary
     search for the excluded one): the same tables, scores, alignments and tie order as the in-memory index."""
-    from discovery.union.arrays import FILES, StoredRows, load_arrays, narrow_offsets, save_arrays
+    from discovery.indexes.union.arrays import FILES, StoredRows, load_arrays, narrow_offsets, save_arrays
 
     model, vectors, owner, ordinal = _lake(5)
     built = CompactIndex.build(vectors, owner * 7 + 1000, ordinal)
@@ -191,11 +191,11 @@ def test_served_union_uses_the_stored_arrays_and_answers_as_the_full_index(index
     index's ``exact`` does (tables, scores, alignments); a copy of the warehouse without them builds them from Delta
     and answers the same."""
     import discovery
-    from discovery.demo_lake import load_ground_truth
-    from discovery.store import Warehouse, load_snapshot, result_names
-    from discovery.store.arrays import ARRAYS_DIR
-    from discovery.union.arrays import arrays_name
-    from discovery.union.service import compact_index, loaded_index
+    from discovery.orchestration.demo_lake import load_ground_truth
+    from discovery.data.store import Warehouse, load_snapshot, result_names
+    from discovery.data.store.arrays import ARRAYS_DIR
+    from discovery.indexes.union.arrays import arrays_name
+    from discovery.indexes.union.service import compact_index, loaded_index
 
     lake, wh = indexed_lake
     snap = load_snapshot(Warehouse(wh))
@@ -231,21 +231,21 @@ def test_served_union_uses_the_stored_arrays_and_answers_as_the_full_index(index
 
 def _query(ls, query) -> tuple[np.ndarray, int | None, list[str]]:
     """The query's column vectors, its lake table id (None for a file outside the lake) and column names."""
-    from discovery.query import resolve_query
-    from discovery.vectors import embed_query
+    from discovery.query.resolve import resolve_query
+    from discovery.query.vectors import embed_query
 
     q = resolve_query(ls.snapshot, query)
     return embed_query(ls.snapshot, q).column_vectors, q.table_id, q.names
 
 
 def test_arrays_of_a_warehouse_on_s3_are_uploaded_then_downloaded_once(s3_server, tmp_path, monkeypatch):
-    """The union's folder (written as every index's, :mod:`discovery.store.arrays`) is uploaded for a remote
+    """The union's folder (written as every index's, :mod:`discovery.data.store.arrays`) is uploaded for a remote
     warehouse (``meta.json`` last); open_arrays downloads it once into the local cache keyed by warehouse and snapshot
     versions, maps the copy, and answers as the in-memory index."""
     from dataclasses import replace
     from types import SimpleNamespace
 
-    from discovery.union import arrays
+    from discovery.indexes.union import arrays
 
     _, vectors, owner, ordinal = _lake(1, tables=60, duplicates=5)
     built = CompactIndex.build(vectors, owner, ordinal)
@@ -298,10 +298,10 @@ def test_a_warehouse_written_again_at_its_uri_is_not_served_the_old_copy(s3_serv
 def test_maintenance_keeps_the_arrays_of_retained_snapshots_only(tmp_path):
     from types import SimpleNamespace
 
-    from discovery.numjoin.arrays import numeric_arrays_name
-    from discovery.refresh.runs import query_array_folders
-    from discovery.store.arrays import ARRAYS_DIR, prune_folders
-    from discovery.union.arrays import arrays_name
+    from discovery.indexes.numjoin.arrays import numeric_arrays_name
+    from discovery.orchestration.refresh.runs import query_array_folders
+    from discovery.data.store.arrays import ARRAYS_DIR, prune_folders
+    from discovery.indexes.union.arrays import arrays_name
 
     kept = {"column_vectors": 5, "centroid_partitions": 4, "numeric_sets": 7}
     old = {"column_vectors": 3, "centroid_partitions": 4, "numeric_sets": 6}
@@ -329,9 +329,9 @@ def test_a_lake_table_as_the_query_answers_from_its_stored_rows_as_when_encoded(
 
     import discovery
     from discovery.config import Limits
-    from discovery.query import _from_lake, resolve_query
-    from discovery.union.service import union_search
-    from discovery.union.widths import SCORES
+    from discovery.query.resolve import _from_lake, resolve_query
+    from discovery.indexes.union.service import union_search
+    from discovery.indexes.union.widths import SCORES
 
     lake, wh = indexed_lake
     snap = discovery.open(wh).snapshot

@@ -4,7 +4,7 @@ import bisect
 import numpy as np
 import pytest
 
-from discovery.union.depq import DEPQ
+from discovery.indexes.union.depq import DEPQ
 
 
 @pytest.mark.parametrize("seed", range(40))

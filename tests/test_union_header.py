@@ -9,13 +9,13 @@ import pytest
 
 import discovery
 from discovery.config import EmbedConfig
-from discovery.encoders import HashEncoder
-from discovery.encoders.base import ColumnConfig
-from discovery.encoders.hash_encoder import HashEncoderConfig
-from discovery.encoders.header import header_vectors, header_words
-from discovery.encoders.stored import column_encoder
-from discovery.encoders.table_encoder import TableEncoderConfig, train_table_encoder
-from discovery.store import Warehouse, load_snapshot
+from discovery.data.store import Warehouse, load_snapshot
+from discovery.transforms.encoders import HashEncoder
+from discovery.transforms.encoders.base import ColumnConfig
+from discovery.transforms.encoders.hash_encoder import HashEncoderConfig
+from discovery.transforms.encoders.header import header_vectors, header_words
+from discovery.transforms.encoders.stored import column_encoder
+from discovery.transforms.encoders.table_encoder import TableEncoderConfig, train_table_encoder
 
 
 def test_header_words_split_case_punctuation_digits_and_plurals():

@@ -1,5 +1,5 @@
-"""The lexical table score added to the union score (:mod:`discovery.union.lexical`): its cosines are TF-IDF over
-the snapshot's columns as a plain computation gives them; every exact method returns exactly the brute-force top-k
+"""The lexical table score added to the union score (:mod:`discovery.indexes.union.lexical`): its cosines are TF-IDF
+over the snapshot's columns as a plain computation gives them; every exact method returns exactly the brute-force top-k
 of ``score + weight * cosine`` on random lakes (tables aligning no column included), in the compact index (with its
 bound pass) and the full one; served through ``discovery.open`` and the CLI, the stored terms are the lake's and a
 search's score is Definition 5 plus the stated term."""
@@ -14,14 +14,14 @@ import pyarrow as pa
 import pytest
 
 from discovery.api import Lakescout
-from discovery.cli import main
-from discovery.encoders.terms import BUCKETS, words
-from discovery.query import resolve_query
-from discovery.union import UnionIndex, compact, unionability
-from discovery.union.compact import COMPACT_METHODS, CompactIndex
-from discovery.union.lexical import DEFAULT_WEIGHT, LexicalIndex, bonus
-from discovery.union.widths import SCORES
-from discovery.vectors import query_terms
+from discovery.indexes.union import UnionIndex, compact, unionability
+from discovery.indexes.union.compact import COMPACT_METHODS, CompactIndex
+from discovery.indexes.union.lexical import DEFAULT_WEIGHT, LexicalIndex, bonus
+from discovery.indexes.union.widths import SCORES
+from discovery.query.resolve import resolve_query
+from discovery.query.vectors import query_terms
+from discovery.surfaces.cli import main
+from discovery.transforms.encoders.terms import BUCKETS, words
 from synthetic_lake import SyntheticLake, build_index_inputs
 from test_union_widths import TAU, _lake, _query, brute_top
 

@@ -4,8 +4,8 @@ import itertools
 import numpy as np
 import pytest
 
-from discovery.union.matching import (match_similarities, screened_similarities, similarity_matrix, unionability,
-                                      unit_rows)
+from discovery.indexes.union.matching import (match_similarities, screened_similarities, similarity_matrix,
+                                              unionability, unit_rows)
 
 
 def brute_force(sim: np.ndarray, tau: float) -> tuple[int, float]:

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from discovery.union import assign_to_centroids, flatten_partitions, partition_table
-from discovery.union.partitioning import CASCADE
+from discovery.indexes.union import assign_to_centroids, flatten_partitions, partition_table
+from discovery.indexes.union.partitioning import CASCADE
 
 
 def unit(x):

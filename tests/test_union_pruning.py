@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from discovery.union import UnionIndex
-from discovery.union.pruning import BasePruner, EnhancedPruner, base_prune, enhanced_prune, stream_prune
+from discovery.indexes.union import UnionIndex
+from discovery.indexes.union.pruning import BasePruner, EnhancedPruner, base_prune, enhanced_prune, stream_prune
 from synthetic_lake import build_index_inputs, draw_tables, generate_lake, lake_model
 
 

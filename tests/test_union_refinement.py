@@ -4,8 +4,8 @@ import heapq
 import numpy as np
 import pytest
 
-from discovery.union.csr import offsets_from_owners
-from discovery.union.refinement import refine
+from discovery.indexes.union.csr import offsets_from_owners
+from discovery.indexes.union.refinement import refine
 
 
 def literal_algorithm_2(pair_centroids, pair_sims, table_cols_by_centroid, iw, phi_ref, exclude):

@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
-from discovery.union import UnionIndex, pgtus, unionability
-from discovery.union.partitioning import partition_lake
-from discovery.union.search import DEFAULT_TAU
+from discovery.indexes.union import UnionIndex, pgtus, unionability
+from discovery.indexes.union.partitioning import partition_lake
+from discovery.indexes.union.search import DEFAULT_TAU
 from synthetic_lake import (build_index_inputs, draw_tables, generate_lake, lake_model,
                                        table_vectors_of)
-from discovery.union.tactus import adaptive_cut
+from discovery.indexes.union.tactus import adaptive_cut
 
 
 @pytest.fixture(scope="module")

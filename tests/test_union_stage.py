@@ -12,15 +12,15 @@ import pytest
 
 import discovery
 from discovery.config import load_config
-from discovery.demo_lake import load_ground_truth
-from discovery.lake import list_lake
-from discovery.quantities import codes
-from discovery.refresh import StageContext
-from discovery.store import Warehouse, load_snapshot, snapshot_model
-from discovery.union import assign_to_centroids, unionability
-from discovery.union.centroids import kmeans
-from discovery.union.search import DEFAULT_TAU
-from discovery.union.stage import MODEL, CentroidModel
+from discovery.data.lake import list_lake
+from discovery.data.store import Warehouse, load_snapshot, snapshot_model
+from discovery.indexes.union import assign_to_centroids, unionability
+from discovery.indexes.union.centroids import kmeans
+from discovery.indexes.union.search import DEFAULT_TAU
+from discovery.indexes.union.stage import MODEL, CentroidModel
+from discovery.orchestration.demo_lake import load_ground_truth
+from discovery.stages import StageContext
+from discovery.transforms.quantities import codes
 from spark_jobs.centroid_partitions import fit_sample
 from spark_jobs.refresh import refresh
 

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from discovery.api import Lakescout
-from discovery.cli import main
-from discovery.params import ParameterError
-from discovery.union import UnionIndex, compact, unionability
-from discovery.union.compact import COMPACT_METHODS, CompactIndex
+from discovery.indexes.union import UnionIndex, compact, unionability
+from discovery.indexes.union.compact import COMPACT_METHODS, CompactIndex
+from discovery.query.params import ParameterError
+from discovery.surfaces.cli import main
 from synthetic_lake import SyntheticLake, build_index_inputs, draw_tables, generate_lake, lake_model
-from discovery.union.widths import SCORES, factors
+from discovery.indexes.union.widths import SCORES, factors
 
 TAU = 0.4
 

@@ -1,7 +1,7 @@
-"""The lake watcher (``discovery.refresh.watch``, and its Airflow trigger): it fires for a lake that changed since the
-latest snapshot, once the change has settled, not while a run holds the warehouse lease, not twice for one change, and
-never for a lake that did not change.  A copy of the indexed sample lake and its warehouse; files land, grow, change
-and go as a writer would make them."""
+"""The lake watcher (``discovery.orchestration.refresh.watch``, and its Airflow trigger): it fires for a lake that
+changed since the latest snapshot, once the change has settled, not while a run holds the warehouse lease, not twice for
+one change, and never for a lake that did not change.  A copy of the indexed sample lake and its warehouse; files land,
+grow, change and go as a writer would make them."""
 from __future__ import annotations
 
 import asyncio
@@ -10,12 +10,12 @@ import shutil
 
 import pytest
 
-from discovery import cli
-from discovery.refresh.trigger import LakeWatchTrigger
-from discovery.refresh.watch import Watch, ahead, read_state
-from discovery.status import warehouse_status
-from discovery.store import Warehouse, load_snapshot
-from discovery.store.lease import Lease
+from discovery.surfaces import cli
+from discovery.data.store import Warehouse, load_snapshot
+from discovery.data.store.lease import Lease
+from discovery.orchestration.refresh.trigger import LakeWatchTrigger
+from discovery.orchestration.refresh.watch import Watch, ahead, read_state
+from discovery.orchestration.status import warehouse_status
 
 CSV = "city,population\nOslo,709000\nBergen,291000\nTrondheim,212000\n"
 
@@ -97,7 +97,7 @@ def test_the_trigger_yields_one_event_naming_the_change(copied):
     lake, wh = copied
     trigger = LakeWatchTrigger(lake, wh, poll_seconds=0.01)
     classpath, kwargs = trigger.serialize()
-    assert classpath == "discovery.refresh.trigger.LakeWatchTrigger"
+    assert classpath == "discovery.orchestration.refresh.trigger.LakeWatchTrigger"
     assert LakeWatchTrigger(**kwargs).serialize() == (classpath, kwargs)
     _land(lake, "landed/towns.csv")
 

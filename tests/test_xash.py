@@ -12,10 +12,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from discovery.nary.postings import binary_to_superkeys, build_postings
-from discovery.normalize import normalize_values
-from discovery.xash import (ALPHABET, XashModel, alpha_for, char_counts, length_segment_width, segment_width,
-                            superkey_covers)
+from discovery.ground.normalize import normalize_values
+from discovery.ground.xash import (ALPHABET, XashModel, alpha_for, char_counts, length_segment_width, segment_width,
+                                   superkey_covers)
+from discovery.indexes.nary.postings import binary_to_superkeys, build_postings
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "mate_queries"
 CHARS = "abcdefghijklmnopqrstuvwxyz0123456789 äöüßé-./,"

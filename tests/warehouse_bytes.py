@@ -32,7 +32,7 @@ def _size(path: str) -> int:
 
 
 def _table(wh, name: str, pins: set[int], window_seconds: float, now: float) -> dict[str, int]:
-    from discovery.store.orphans import commit_log, first_retained, referenced_files
+    from discovery.data.store.orphans import commit_log, first_retained, referenced_files
 
     folder = wh.table_uri(name)
     out = dict.fromkeys(("latest", "snapshots", "window", "range", "unreferenced", "log_json", "log_checkpoint",
@@ -68,10 +68,10 @@ def _table(wh, name: str, pins: set[int], window_seconds: float, now: float) -> 
 def breakdown(wh_root: str, window_seconds: float, now: float | None = None) -> dict:
     """``{"total", "categories": {category: bytes}, "folders": {top-level name: bytes}, "tables": {table:
     {category: bytes}}, "arrays": {folder: (category, bytes)}}`` of the warehouse at ``wh_root`` (see module doc)."""
-    from discovery.refresh.runs import query_array_folders
-    from discovery.store import SCHEMAS, Warehouse, list_snapshots
-    from discovery.store.arrays import ARRAYS_DIR
-    from discovery.store.orphans import pinned_versions
+    from discovery.orchestration.refresh.runs import query_array_folders
+    from discovery.data.store import SCHEMAS, Warehouse, list_snapshots
+    from discovery.data.store.arrays import ARRAYS_DIR
+    from discovery.data.store.orphans import pinned_versions
 
     now = time.time() if now is None else now
     wh = Warehouse(wh_root)

@@ -28,8 +28,8 @@ def published(warehouse: str) -> bool:
     """Whether ``warehouse`` holds a published snapshot indexed by this code's rules: a warehouse a benchmark kept
     from before an upgrade (its quantities under another rule) measures a mix a refresh would not leave."""
     import discovery
-    from discovery.store import Warehouse, list_snapshots
-    from discovery.vectors import current_quantities
+    from discovery.data.store import Warehouse, list_snapshots
+    from discovery.query.vectors import current_quantities
 
     wh = Warehouse(str(warehouse))
     if not (wh.exists() and list_snapshots(wh)):
@@ -39,8 +39,8 @@ def published(warehouse: str) -> bool:
 
 def sample_lake(path: str, *, seed: int = 7, **options) -> str:
     """The sample lake at ``path``, written as ``lakescout demo-lake`` writes it (``seed``; ``options`` as
-    :func:`discovery.demo_lake.generate_demo_lake` takes them) unless a generated one is there."""
-    from discovery.demo_lake import generate_demo_lake
+    :func:`discovery.orchestration.demo_lake.generate_demo_lake` takes them) unless a generated one is there."""
+    from discovery.orchestration.demo_lake import generate_demo_lake
 
     if not os.path.isdir(os.path.join(path, "_ground_truth")):
         generate_demo_lake(str(path), seed=seed, **options)

@@ -9,7 +9,7 @@ def refresh_record(warehouse: str, refresh_id: int | None = None, first: bool = 
     """One refresh of ``warehouse`` from ``refresh_runs`` (the last one unless ``refresh_id`` or ``first`` picks
     another): ``{"refresh_id", "stages": {stage: {"seconds", "message"}}}``, the stages that finished, seconds summed
     over their attempts; the lease's own row (a takeover) is not a stage."""
-    from discovery.store import Warehouse
+    from discovery.data.store import Warehouse
 
     runs = Warehouse(str(warehouse)).read("refresh_runs").to_pylist()
     if refresh_id is None:
@@ -29,10 +29,11 @@ def stage_seconds(warehouse: str, refresh_id: int | None = None, first: bool = F
 
 
 def join_model(warehouse: str):
-    """The latest snapshot's pivot model (:class:`discovery.join.stage.PivotModel`) and its value vectors' count."""
+    """The latest snapshot's pivot model (:class:`discovery.indexes.join.stage.PivotModel`) and its value vectors'
+    count."""
     import discovery
-    from discovery.join.stage import MODEL, PivotModel
-    from discovery.store import snapshot_model
+    from discovery.indexes.join.stage import MODEL, PivotModel
+    from discovery.data.store import snapshot_model
 
     snap = discovery.open(warehouse).snapshot
     vectors = snap.read("value_vectors", columns=["table_id"]).num_rows
@@ -45,7 +46,7 @@ def join_build(warehouse: str) -> dict:
     import pyarrow.compute as pc
 
     import discovery
-    from discovery.encoders.stored import JOIN_MODEL
+    from discovery.transforms.encoders.stored import JOIN_MODEL
 
     snap = discovery.open(warehouse).snapshot
     version = snap.models[JOIN_MODEL]

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from discovery.demo_lake import load_ground_truth
-from discovery.lake import list_lake
+from discovery.data.lake import list_lake
+from discovery.orchestration.demo_lake import load_ground_truth
 from harness import ROOT
 from refresh_scale import PART, assemble, build_parts, parse_scales
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from discovery.normalize import normalize_values
-from discovery.segments import glued_spellings, segments_of
+from discovery.ground.normalize import normalize_values
+from discovery.transforms.segments import glued_spellings, segments_of
 from webjoin import LEFT_OUT, QUERIES, generate_lake, right_answers
 
 

@@ -11,7 +11,7 @@
 * :mod:`.errors`: one-line storage errors naming the bucket and the cause.
 
 Everything above this wing holds locations as strings and asks the functions here; the Airflow connection mapping
-of the DAGs lives above it (:mod:`discovery.connections`).
+of the DAGs lives above it (:mod:`discovery.surfaces.connections`).
 """
 from __future__ import annotations
 

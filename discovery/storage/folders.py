@@ -1,7 +1,7 @@
 """Folders written whole: put in place by a rename (local) or an upload with the completion marker last (object
 storage), and brought back from object storage into a local cache that a process can map.
 
-The query arrays (the union's and the numerical join's ``.npy`` folders, :mod:`discovery.store.arrays`) are mapped
+The query arrays (the union's and the numerical join's ``.npy`` folders, :mod:`discovery.data.store.arrays`) are mapped
 from local files: on object storage the refresh uploads a folder and a query process maps its local copy.
 """
 from __future__ import annotations

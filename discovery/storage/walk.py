@@ -4,7 +4,7 @@ every object (object storage answers a recursive LIST as one flat result).
 The walk holds folders as Arrow, not one Python object per entry: a local walk the last :data:`KEPT` folders it read,
 an object-store walk the sorted keys of one listing (:class:`SortedTree`), paged in as Arrow by the backend
 (:meth:`discovery.storage.backends.Backend.pages`).  What the folders mean (a Delta table, a partitioned dataset, a
-file table) is the lake's business (:mod:`discovery.lake.listing`); this module knows names, sizes and times.
+file table) is the lake's business (:mod:`discovery.data.lake.listing`); this module knows names, sizes and times.
 """
 from __future__ import annotations
 

@@ -16,10 +16,10 @@ from starlette.concurrency import run_in_threadpool
 
 from airflow.api_fastapi.core_api.security import get_user
 from discovery.api import Lakescout
-from discovery.batch import BatchError, batch_results, recent_batches, recorded_batch
-from discovery.query import QueryError
-from discovery.searches import SEARCHES
-from discovery.store import WarehouseError
+from discovery.data.store import WarehouseError
+from discovery.orchestration.searches import SEARCHES
+from discovery.query.resolve import QueryError
+from discovery.surfaces.batch import BatchError, batch_results, recent_batches, recorded_batch
 from lakescout_ui.access import BATCH_DAG, may_search, serving, warehouse
 from lakescout_ui.data import served_page
 from lakescout_ui.models import (Answer, BatchAnswer, BatchListed, Described, Found, LakeTable, Refused,
@@ -117,8 +117,9 @@ def batch(batch_id: str):
 
 @router.post("/search/{kind}", operation_id="search", openapi_extra={"requestBody": SEARCH_BODY},
              responses=answers(SearchAnswer, 400, 404, 413),
-             summary="Search (a kind of discovery.searches.SEARCHES: union, join, nary) for a lake table or an "
-                     "uploaded file, answered from the server's snapshot; recorded in query_results when asked")
+             summary="Search (a kind of discovery.orchestration.searches.SEARCHES: union, join, nary) for a lake "
+                     "table or an uploaded file, answered from the server's snapshot; recorded in query_results when "
+                     "asked")
 async def search(kind: str, request: Request, user=Depends(get_user),
                  record: bool = Query(default=False, description="record the results in query_results (a batch "
                                       "the page and GET /api/batches list); needs the permission to trigger the "

@@ -40,7 +40,7 @@ def refusal(status: int, detail: str, parameter: str | None = None, headers: dic
 
 
 def open_served() -> None:
-    """Pin the served snapshot as the server process starts, so that its warm-up (:mod:`discovery.serving`: the
+    """Pin the served snapshot as the server process starts, so that its warm-up (:mod:`discovery.surfaces.serving`: the
     newest recorded searches, the name search's lexicon) runs before the first request, not during it."""
     try:
         access.serving().lakescout()

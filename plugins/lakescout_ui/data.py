@@ -1,8 +1,8 @@
 """What the "Lake discovery" page shows, read from the warehouse: one function per panel, plain JSON-able values.
 
-:func:`served_page` is what the routes call: the panels memoised by the server's :class:`~discovery.serving.Served`
-(rebuilt when it serves a new snapshot, else every :data:`PAGE_SECONDS` in the background; the searches the server
-recorded since are added from its memory), with
+:func:`served_page` is what the routes call: the panels memoised by the server's
+:class:`~discovery.surfaces.serving.Served` (rebuilt when it serves a new snapshot, else every :data:`PAGE_SECONDS` in
+the background; the searches the server recorded since are added from its memory), with
 the parts that move during a refresh (its progress, the lease, the lake watcher's word) read on every call: each is
 one small file.
 """
@@ -18,16 +18,16 @@ import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from discovery.batch import batch_results, recent_batches
-from discovery.searches import SEARCHES
-from discovery.standing import standing_changes
-from discovery.refresh.progress import clock, read_progress
-from discovery.refresh.watch import ahead, read_state
-from discovery.serving import Served
-from discovery.status import warehouse_status
-from discovery.store import SCHEMAS, Warehouse, WarehouseError, list_snapshots
-from discovery.store.cache import INDEXES
-from discovery.store.lease import holder as lease_holder
+from discovery.data.store import SCHEMAS, Warehouse, WarehouseError, list_snapshots
+from discovery.data.store.cache import INDEXES
+from discovery.data.store.lease import holder as lease_holder
+from discovery.orchestration.refresh.watch import ahead, read_state
+from discovery.orchestration.searches import SEARCHES
+from discovery.orchestration.status import warehouse_status
+from discovery.stages.progress import clock, read_progress
+from discovery.surfaces.batch import batch_results, recent_batches
+from discovery.surfaces.serving import Served
+from discovery.surfaces.standing import standing_changes
 
 
 def snapshot_history(wh: Warehouse) -> list[dict]:
@@ -213,7 +213,8 @@ def evidence_text(evidence: str, limit: int = 160) -> str:
         value = json.loads(evidence or "{}")
     except json.JSONDecodeError:
         return evidence[:limit]
-    # a semantic-join result ordered by context leads with what lifted it (discovery.join.context), then its matches
+    # a semantic-join result ordered by context leads with what lifted it (discovery.indexes.join.context), then its
+    # matches
     context, score = value.pop("context", None), value.pop("context_score", None)
     lead = [f"context {score:.2f}: {context}"] if context and score is not None else []
     text = "; ".join(lead + [f"{k}: {json.dumps(v, separators=(',', ':'))}" for k, v in value.items()])

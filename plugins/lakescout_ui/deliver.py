@@ -2,8 +2,8 @@
 
 A result row of a search offers a preview (the first ``[materialize] preview_rows`` rows of the union of the query
 with that lake table, or of the query joined to it through the matched values) and a CSV download of all of them.
-Both write what the recorded answer describes (:mod:`discovery.materialize.stored`, served: the query is a lake table
-or the search's upload, kept for a while by :mod:`.kept`) and need the permission a search needs, since they read
+Both write what the recorded answer describes (:mod:`discovery.surfaces.materialize.stored`, served: the query is a lake
+table or the search's upload, kept for a while by :mod:`.kept`) and need the permission a search needs, since they read
 lake tables on the user's behalf.  They run in the api-server process, so a result whose lake tables hold more than
 ``[materialize] spark_min_bytes`` is refused with a pointer to the ``materialize`` DAG, which runs large writes on
 Spark.
@@ -18,10 +18,10 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from airflow.api_fastapi.core_api.security import get_user
-from discovery.materialize.output import writable
-from discovery.materialize.execute import run_plans
-from discovery.materialize.stored import stored_plans
-from discovery.store import WarehouseError
+from discovery.data.store import WarehouseError
+from discovery.surfaces.materialize.execute import run_plans
+from discovery.surfaces.materialize.output import writable
+from discovery.surfaces.materialize.stored import stored_plans
 from lakescout_ui.access import BATCH_DAG, config, may_search, serving
 from lakescout_ui.kept import kept
 from lakescout_ui.rendering import render

@@ -13,9 +13,9 @@ from fastapi.responses import FileResponse, HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from airflow.api_fastapi.core_api.security import get_user
-from discovery.batch import BatchError
-from discovery.searches import SEARCHES
-from discovery.store import WarehouseError
+from discovery.data.store import WarehouseError
+from discovery.orchestration.searches import SEARCHES
+from discovery.surfaces.batch import BatchError
 from lakescout_ui.access import BATCH_DAG, may_search, serving
 from lakescout_ui.data import served_page
 from lakescout_ui.rendering import HERE, render

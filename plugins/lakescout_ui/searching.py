@@ -3,17 +3,17 @@ server's pinned snapshot and recorded in ``query_results`` when asked (the page'
 downloads read the recorded rows).
 
 It names a lake table (id or catalogued path) or an uploaded file, never another file of the server, and its errors
-name the table, row and column without quoting cells (:mod:`discovery.batch`, ``served=True``).  Who may run one is
-decided before the request body is read (:func:`lakescout_ui.access.may_search`); the body is read within the app's
-byte limit and the upload removed after (:mod:`.upload`).
+name the table, row and column without quoting cells (:mod:`discovery.surfaces.batch`, ``served=True``).  Who may run
+one is decided before the request body is read (:func:`lakescout_ui.access.may_search`); the body is read within the
+app's byte limit and the upload removed after (:mod:`.upload`).
 """
 from __future__ import annotations
 
 import json
 import os
 
-from discovery.batch import BatchError
-from discovery.searches import SEARCHES
+from discovery.orchestration.searches import SEARCHES
+from discovery.surfaces.batch import BatchError
 from lakescout_ui.access import serving
 from lakescout_ui.kept import keep
 
@@ -58,9 +58,9 @@ def form_params(kind: str, form: dict) -> dict:
 def run_search(user, kind: str, table: str | int | None, params: dict, upload_path: str | None = None,
                upload_name: str | None = None, record: bool = True) -> dict:
     """Run one served search of ``kind`` on the lake ``table`` or the uploaded file (:meth:`Served.search
-    <discovery.serving.Served.search>`), recorded when ``record``: its summary (batch id, None when not recorded,
-    snapshot id, result count, seconds) and its ``query_results`` rows.  Raises BatchError (and WarehouseError)
-    naming what is wrong."""
+    <discovery.surfaces.serving.Served.search>`), recorded when ``record``: its summary (batch id, None when not
+    recorded, snapshot id, result count, seconds) and its ``query_results`` rows.  Raises BatchError (and
+    WarehouseError) naming what is wrong."""
     if kind not in SEARCHES:
         raise BatchError(f"{kind!r} search is not available (available: {', '.join(SEARCHES)})")
     uploads = {}

@@ -1,7 +1,7 @@
 """The page's view of the index: the lake tables of the latest snapshot, filtered or found by name, and one table
 described.
 
-Read from the warehouse only (:mod:`discovery.browse`), behind the app's login like the rest of the page.
+Read from the warehouse only (:mod:`discovery.indexes.browse`), behind the app's login like the rest of the page.
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
 from airflow.api_fastapi.core_api.security import get_user
-from discovery.query import QueryError
-from discovery.store import WarehouseError
+from discovery.data.store import WarehouseError
+from discovery.query.resolve import QueryError
 from lakescout_ui.access import serving
 from lakescout_ui.rendering import render
 

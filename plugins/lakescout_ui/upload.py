@@ -23,7 +23,7 @@ from fastapi import Request
 from starlette.datastructures import UploadFile
 from starlette.formparsers import FormParser, MultiPartException, MultiPartParser
 
-from discovery.lake.formats import file_format
+from discovery.data.lake.formats import file_format
 
 #: Room for the form's text fields and the multipart framing, beside the uploaded file.
 FORM_BYTES = 64 * 1024

@@ -1,4 +1,0 @@
-"""``python -m discovery.cli``: the console script's entry point."""
-from .main import entry
-
-entry()

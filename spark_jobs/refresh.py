@@ -18,7 +18,6 @@ from spark_jobs.stages import STAGES
 REFUSED = 2
 
 
-
 def refresh(spark, warehouse: str, lake: str, full: bool = False, config_path: str | None = None,
             run: str = "cli", include: tuple = (), exclude: tuple = ()) -> dict:
     """Run every stage, then publish; the result lists each stage's seconds and CPU utilisation (``stages``).

@@ -164,7 +164,7 @@ class EmbedConfig:
 
     ``join_epochs`` 8 bounds the join encoder's steps on lakes of fewer than 96,000 training values (above, the
     1,500 steps of ``join_steps`` bind, as on AutoFJ's 163,847).  Chosen against 10 on the lakes it decides: the
-    sample lake (13,819 values: 216 steps instead of 270, its first build 0.85x the wall time) answers its 12 planted
+    sample lake (13,819 values: 216 steps instead of 270, its first build 0.89x the wall time) answers its 12 planted
     joins first and writes 589 of its 612 augmented rows right at 6, 8 and 10 epochs, and the web-table join lake
     (829 values: 13 steps instead of 17) keeps recall@5 1.00 at each; what the extra steps bought was seen only with
     segments switched off (``join_segments = 0``: recall@5 0.70 at 10, 0.60 at 8, 0.65 at 6 there, one or two of 16

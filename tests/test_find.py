@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from itertools import permutations
 
 import pytest
 
@@ -45,6 +46,8 @@ def similarity(term: str, name: str) -> float:
     best = 0.0
     words = header_words(term)
     variants = [(tuple(words), 1.0)] + [(v, SYNONYM_WEIGHT ** n) for v, _, n in lexicon().variants(words)]
+    # two or three words are matched in every order
+    variants = [(p, w) for v, w in variants for p in (set(permutations(v)) if 2 <= len(v) <= 3 else [v])]
     theirs = header_words(name)
     b = features(name)
     for variant, weight in variants:
@@ -79,7 +82,8 @@ def brute_force(ls: Lakescout, terms: list[str]) -> list[tuple[int, float, float
 
 
 @pytest.mark.parametrize("terms", [["salary", "department"], ["Company_Name", "LINE-OF-BUSINESS", "town"],
-                                   ["population", "year"], ["wage", "dob"], ["pay"], ["to", "id"]])
+                                   ["population", "year"], ["wage", "dob"], ["pay"], ["to", "id"],
+                                   ["name hospital", "date of hire"]])
 def test_the_ranking_is_its_definition(lake, terms):
     ls = lake["ls"]
     got = ls.find(terms, k=1000)["results"]
@@ -116,6 +120,20 @@ def test_planted_tables_are_found_by_their_own_names_written_differently(lake):
         names = [styles[(i + j) % 3](n) for j, n in enumerate(columns[table])]
         found += table in [r["path"] for r in ls.find(names, k=5)["results"]]
     assert found == len(tables)
+
+
+def test_a_names_words_are_matched_in_any_order(lake):
+    """``name_company`` finds the tables of ``Company Name`` as that name does, by spelling (similarity 1)."""
+    ls = lake["ls"]
+    columns = ls.snapshot.read("columns", columns=["table_id", "name"]).to_pylist()
+    named = [c["name"] for c in columns if len(header_words(c["name"])) == 2][:20]
+    assert named
+    for name in named:
+        reordered = "_".join(reversed(header_words(name)))
+        holding = {c["table_id"] for c in columns if header_words(c["name"]) == header_words(name)}
+        got = ls.find([reordered], k=1000)["results"]
+        exact = {r["table_id"] for r in got if r["score"] == 1.0}
+        assert holding <= exact, (name, reordered)
 
 
 def test_values_are_matched_when_asked(lake):

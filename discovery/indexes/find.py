@@ -9,7 +9,8 @@ So case and separators do not matter (``HIRE_DATE``, ``hireDate``, ``Hire Date``
 letters with the term comes close (``salaries``, ``annual salary``, ``Salary (EUR)``).  The similarity is the exact
 cosine of the two feature sets (64-bit feature hashes, not the column vectors' few buckets, whose collisions made
 ``pay`` look like ``TO``), and a term or name whose words are all one or two letters (``TO``, ``id``) matches only a
-name or term holding the same word: two letters are too few to say a word by spelling.
+name or term holding the same word: two letters are too few to say a word by spelling.  A term of two or three words
+is also matched in its other word orders (:func:`_orders`: ``max temp`` finds ``temp_max_c`` as ``temp max`` does).
 
 By meaning: a term's phrases are also replaced by their synonyms in the shipped lexicon
 (:mod:`discovery.transforms.lexicon`: ``pay`` -> ``salary``, ``wage``, ``compensation``; ``dob`` -> ``date of birth``).
@@ -31,6 +32,7 @@ names that share a feature with it, and the work grows with the matches, not wit
 """
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass
 
@@ -62,6 +64,8 @@ WORD_WEIGHT = 2.0
 #: the term, or holding it among other words (``annual salary`` for ``salary``: 0.58), ranks above one that only
 #: means it.  Queries of synonyms alone find the same tables at every weight from 0.5 to 0.9.
 SYNONYM_WEIGHT = 0.6
+#: Words of a term (or of a synonym variant) up to which its other word orders are matched too (:func:`_orders`).
+MAX_REORDERED = 3
 #: Results when ``k`` is not given.
 DEFAULT_K = 10
 
@@ -146,22 +150,37 @@ def name_index(snapshot: Snapshot) -> NameIndex:
     return INDEXES.get(("names", snapshot.warehouse.root, snapshot.snapshot_id), build)
 
 
+def _orders(words: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """``words`` and, for two or three words, their other orders: names put a qualifier before or after what it
+    qualifies (``max_temp`` / ``temp_max``, ``date_hired`` / ``hire_date``), and the n-grams that span two words make
+    the spelling similarity depend on their order (``max temp`` ~ ``temp_max_c`` 0.52, ``temp max`` 0.79).  Beyond
+    three words the orders multiply while names rarely reorder whole."""
+    if not 2 <= len(words) <= MAX_REORDERED:
+        return [words]
+    return list(dict.fromkeys(itertools.permutations(words)))
+
+
 def _name_matches(index: NameIndex, terms: list[str], synonyms: list[str]):
     """Per term: the rows of the names it matches (by spelling or through a synonym), their similarity, and the
     position in ``synonyms`` (appended to) of the synonym that matched, or -1 (see the module docstring)."""
     variant_words, variant_term, variant_weight, variant_via = [], [], [], []
     for i, term in enumerate(terms):
         words = header_words(term)
-        variant_words.append(tuple(words))
-        variant_term.append(i)
-        variant_weight.append(1.0)
-        variant_via.append(-1)
-        for other, text, replaced in lexicon().variants(words):
-            variant_words.append(other)
-            variant_term.append(i)
-            variant_weight.append(SYNONYM_WEIGHT ** replaced)
-            variant_via.append(len(synonyms))
-            synonyms.append(text)
+        seen: set[tuple[str, ...]] = set()
+        spelled = [(tuple(words), 1.0, None)] + [(other, SYNONYM_WEIGHT ** replaced, text)
+                                                 for other, text, replaced in lexicon().variants(words)]
+        for base, weight, text in spelled:
+            via = -1
+            if text is not None:
+                via = len(synonyms)
+                synonyms.append(text)
+            for ordered in _orders(base):
+                if ordered not in seen:
+                    seen.add(ordered)
+                    variant_words.append(ordered)
+                    variant_term.append(i)
+                    variant_weight.append(weight)
+                    variant_via.append(via)
     variants, hashes = _unit_features(variant_words)   # features the names lack count in the length too
     pos = np.minimum(np.searchsorted(index.vocabulary, hashes), max(index.vocabulary.size - 1, 0))
     known = (index.vocabulary[pos] == hashes) if index.vocabulary.size else np.zeros(hashes.size, bool)

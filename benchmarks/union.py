@@ -371,6 +371,8 @@ LEXICAL_DIM = 256
 LEXICAL_VALUES = 50
 LEXICAL_WEIGHTS = (0.0, 0.1, 0.2, 0.35, 0.5)
 BLEND_WEIGHTS = (0.1, 0.2, 0.3, 0.5, 1.0)
+#: Weights of the table encoder's cosine added beside the served lexical term (``sum + 0.2 q cos + c q cos_table``).
+TABLE_WEIGHTS = (0.1, 0.2, 0.3, 0.5, 1.0)
 
 
 def _lexical_docs(table, values: int) -> list[dict[str, int]]:
@@ -420,7 +422,10 @@ def channels_lake(spec: dict, workdir: Path, k: int) -> dict:
       l cos_lexical`` and the index, bounds and exact searches would hold unchanged over it (weight ``l``);
     * a table-level blend: the TF-IDF baseline's table cosine added to the table score, ``sum + b q cos`` (q the
       query's width, so ``b`` weighs it against a table aligning every query column) or ``score + b cos`` for the
-      width-weighted scores; a table no column pair aligns scores by the cosine alone.
+      width-weighted scores; a table no column pair aligns scores by the cosine alone;
+    * a table-level meaning: the trained table encoder's cosine of the two table vectors (what ``tactus`` ranks by,
+      clipped at 0) added to the served default, ``sum + 0.2 q cos + c q cos_table`` for a table some column pair
+      aligns: one number per table, so it could be served exactly as the lexical term is.
 
     The column vectors are the snapshot's own (its encoders, its header channel), re-read as ``sweep_lake`` reads
     them; weight 0 reproduces the served answers."""
@@ -431,13 +436,15 @@ def channels_lake(spec: dict, workdir: Path, k: int) -> dict:
     _warehouse(spec["lake"], warehouse, False)
     ls = discovery.open(str(warehouse))
     snap = ls.snapshot
-    encoders = stored(snap)
-    encoders = LakeEncoders(replace(encoders.refs, table=None), encoders.column, None)
+    full = stored(snap)
+    encoders = LakeEncoders(replace(full.refs, table=None), full.column, None)
     table_ids, paths, table_tfidf, query_tfidf = tfidf_vectors(ls, spec["queries"])
 
-    def read(table) -> tuple[np.ndarray, list[dict[str, int]]]:
+    def read(table) -> tuple[np.ndarray, list[dict[str, int]], np.ndarray]:
         vectors = embed_table(encoders, table.columns, table.names, with_values=False).column_vectors
-        return vectors.astype(np.float64), _lexical_docs(table, LEXICAL_VALUES)
+        meaning = np.asarray(full.table.encode_table(vectors), dtype=np.float64).ravel()
+        return (vectors.astype(np.float64), _lexical_docs(table, LEXICAL_VALUES),
+                meaning / max(float(np.linalg.norm(meaning)), 1e-12))
 
     lake = [read(resolve_query(snap, t)) for t in table_ids]
     queries = []
@@ -446,15 +453,16 @@ def channels_lake(spec: dict, workdir: Path, k: int) -> dict:
             table = resolve_query(snap, q)
             queries.append((label, table.table_id, *read(table)))
         except QueryError:
-            queries.append((label, None, None, None))
-    bags = [b for _, t in lake for b in t]
+            queries.append((label, None, None, None, None))
+    meanings = np.stack([m for *_, m in lake])
+    bags = [b for _, t, _ in lake for b in t]
     df: dict[str, int] = {}
     for bag in bags:
         for w in bag:
             df[w] = df.get(w, 0) + 1
     idf = {w: float(np.log((1 + len(bags)) / (1 + c)) + 1) for w, c in df.items()}
     unseen = float(np.log(1 + len(bags)) + 1)
-    widths = np.array([len(v) for v, _ in lake])
+    widths = np.array([len(v) for v, *_ in lake])
     owner, offsets = np.repeat(np.arange(len(lake)), widths), np.r_[0, np.cumsum(widths)]
     ids = np.array(table_ids)
 
@@ -480,9 +488,9 @@ def channels_lake(spec: dict, workdir: Path, k: int) -> dict:
 
     rows = []
     for weight in LEXICAL_WEIGHTS:
-        lake_vectors = np.concatenate([combine(v, b, weight) for v, b in lake]).astype(np.float32)
+        lake_vectors = np.concatenate([combine(v, b, weight) for v, b, _ in lake]).astype(np.float32)
         sums = []
-        for _, tid, vectors, table_bags in queries:
+        for _, tid, vectors, table_bags, _ in queries:
             if vectors is None:
                 sums.append(None)
                 continue
@@ -508,6 +516,16 @@ def channels_lake(spec: dict, workdir: Path, k: int) -> dict:
                                               s[0]))
                     rows.append({"lake": spec["name"], "variant": f"blend {b:g}", "score": score,
                                  "MAP@k": curve(answers)})
+            for c in TABLE_WEIGHTS:
+                answers = []
+                for s, qv, query in zip(sums, query_tfidf, queries):
+                    if s is None:
+                        answers.append([])
+                        continue
+                    cos, meaning = np.asarray(table_tfidf @ qv).ravel(), np.maximum(meanings @ query[4], 0)
+                    answers.append(ranked(s[2] + 0.2 * s[1] * cos + c * s[1] * meaning * (s[2] > 0), s[0]))
+                rows.append({"lake": spec["name"], "variant": f"blend 0.2 + table {c:g}", "score": "sum",
+                             "MAP@k": curve(answers)})
     tfidf = [ranked(np.asarray(table_tfidf @ qv).ravel(), tid) for (_, tid, *_), qv in zip(queries, query_tfidf)]
     rows.append({"lake": spec["name"], "variant": "TF-IDF", "score": "", "MAP@k": curve(tfidf)})
     shown = [i for i in (1, 2, 3, 5, 10, 14, 18, 20) if i <= k]

@@ -23,6 +23,12 @@ for _folder in ("scripts", "tests"):
     if os.path.join(ROOT, _folder) not in sys.path:
         sys.path.append(os.path.join(ROOT, _folder))
 
+# Bytecode is cached as a user's processes cache it: where PYTHONDONTWRITEBYTECODE is set, every process a benchmark
+# starts (the CLI, a Spark driver and each of its Python workers, Airflow's task processes) would compile the
+# project's modules again, CPU seconds a run that no user pays (benchmarks/startup.py measured them).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 __all__ = ["autofj_warehouse", "Build", "build", "cli", "config_file", "driver_peak_rss", "fivethirtyeight_truth",
            "join_build", "join_model", "K", "LAKESCOUT", "load_average", "LoadSampler", "metric_curves", "metrics",
            "peak_rss_mb", "previous_result", "print_table", "proc_status", "published", "python", "QUICK_TRAINING",

@@ -152,7 +152,7 @@ def name_index(snapshot: Snapshot) -> NameIndex:
 
 def _orders(words: tuple[str, ...]) -> list[tuple[str, ...]]:
     """``words`` and, for two or three words, their other orders: names put a qualifier before or after what it
-    qualifies (``max_temp`` / ``temp_max``, ``date_hired`` / ``hire_date``), and the n-grams that span two words make
+    qualifies (``max_temp`` / ``temp_max``, ``start_date`` / ``date_start``), and the n-grams that span two words make
     the spelling similarity depend on their order (``max temp`` ~ ``temp_max_c`` 0.52, ``temp max`` 0.79).  Beyond
     three words the orders multiply while names rarely reorder whole."""
     if not 2 <= len(words) <= MAX_REORDERED:

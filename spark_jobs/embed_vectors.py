@@ -4,8 +4,10 @@
    on the first build, a full rebuild, a changed setting (or column encoder, for the table encoder), or when the lake
    grew past ``retrain_growth`` since their last training.  Training runs in Spark tasks, one per encoder, so the two
    trainings run side by side on two cores, each task reads its bounded sample straight from the lake (no lake rows
-   pass through the driver) and writes its model row straight into ``models``; the driver only commits.  The
-   versions used are recorded as the ``embed.encoders`` model, which the snapshot pins for queries.
+   pass through the driver) and writes its model row straight into ``models`` (and, on a local warehouse, the plain
+   copy of the weights that the encoding tasks map: :func:`~discovery.transforms.encoders.stored.keep_payload_file`);
+   the driver only commits.  The versions used are recorded as the ``embed.encoders`` model, which the snapshot
+   pins for queries.
 2. Vectors.  ``column_vectors``, ``table_vectors`` and ``value_vectors`` are replaced per lake table: only added
    and changed tables are encoded, unless an output's stored ``encoder_version`` differs from the encoder now in use,
    in which case every table is re-encoded for that output in this refresh.  One Spark job reads each lake table
@@ -28,8 +30,8 @@ from discovery.transforms.encoders.lake_training import (join_config, join_requi
                                                          table_config, table_requires, train_join_model,
                                                          train_table_model)
 from discovery.transforms.encoders.stored import (COLUMN_MODEL, JOIN_MODEL, SET_MODEL, TABLE_MODEL, column_encoder,
-                                                  column_requires, latest_row, model_table, model_version,
-                                                  needs_training, usable)
+                                                  column_requires, keep_payload_file, latest_row, model_table,
+                                                  model_version, needs_training, usable)
 from spark_jobs.common import run_stage
 from spark_jobs.fanout import (collect, file_record, from_ipc, merge_small, rewrite_tasks, run_tasks, to_ipc,
                                work_tasks)
@@ -127,7 +129,8 @@ def _train(spark, ctx: StageContext, ok: pa.Table, jobs: list[tuple[str, str]], 
         return {}
     cfg, lake, limits, rid, attempt = ctx.config.embed, ctx.lake, ctx.config.limits, ctx.refresh_id, ctx.attempt
     agreement = ctx.config.profile.type_agreement
-    models_uri = ctx.store.table_uri("models")
+    wh = ctx.store
+    models_uri = wh.table_uri("models")
     sample = to_ipc(sample_tables(ok, cfg.train_tables, cfg.seed).select(["table_id", "path", "format", "bytes"]))
 
     def task(i: int):
@@ -144,6 +147,7 @@ def _train(spark, ctx: StageContext, ok: pa.Table, jobs: list[tuple[str, str]], 
         if latest.get(model.name) != model.version:
             rows = model_table(model.name, model.version, model.params, model.payload, rid)
             rec["file"] = write_data_file(models_uri, rows, rid, STAGE, attempt).to_dict()
+        keep_payload_file(wh, model.version, model.payload)
         yield rec
 
     return {r["kind"]: r for r in run_tasks(spark, (len(jobs), task))}

@@ -26,7 +26,8 @@ from discovery.query.vectors import OUTPUTS, embed_batch, embed_query, query_val
 from discovery.stages import StageContext
 from discovery.transforms.encoders.columns import profile_column
 from discovery.transforms.encoders.lake_training import join_config, sample_tables
-from discovery.transforms.encoders.stored import ModelRow, needs_training
+from discovery.transforms.encoders.stored import (JOIN_MODEL, MODEL_FILES, TABLE_MODEL, ModelRow, needs_training,
+                                                  payload)
 from spark_jobs import embed_vectors, profile_columns, scan_lake
 from spark_jobs.common import execute
 from sessions import session
@@ -153,6 +154,10 @@ def test_stage_vectors_equal_query_vectors_and_incremental_equals_full(spark, la
     encoders = snapshot_encoders(snap)
     assert encoders.refs.table and encoders.refs.join, "tiny lake still trains both encoders"
     assert "trained in" in _embed_run(wh, rid)["message"]
+    # The training tasks left the plain copies of the weights that the encoding tasks map, the stored bytes exactly.
+    for name, version in ((JOIN_MODEL, encoders.refs.join), (TABLE_MODEL, encoders.refs.table)):
+        with open(os.path.join(root, MODEL_FILES, f"{version}.bin"), "rb") as fh:
+            assert fh.read() == payload(wh, name, version)[0]
     rows = _rows(snap)
     ok = [r for r in snap.read("catalog").to_pylist() if r["status"] == "ok"]
     assert {k[0] for k in rows["table_vectors"]} == {r["path"] for r in ok}

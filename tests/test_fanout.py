@@ -3,13 +3,18 @@ other module runs Python work on Spark by itself."""
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from spark_jobs.fanout import TASKS_PER_CORE, item_range, items_frame, map_groups, map_items, task_count
+from discovery.config import SparkConfig, load_config
+from discovery.stages import StageContext
+from spark_jobs import fanout
+from spark_jobs.fanout import (TASKS_PER_CORE, item_range, items_frame, map_groups, map_items, task_count,
+                               work_chunks)
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Spark calls that run Python over a job's tasks or build one's input from the driver's objects.
@@ -27,6 +32,23 @@ def test_tasks_cover_every_item_once_in_order_by_the_one_rule():
                 assert covered == list(range(n))
                 sizes = [len(item_range(t, k, n)) for t in range(k)]
                 assert not sizes or max(sizes) - min(sizes) <= 1
+
+
+@pytest.mark.spark
+def test_a_stage_shares_few_tables_evenly_over_the_cores(spark, tmp_path):
+    """Per-table work of fewer tables than a file per core runs as at most one task per core, the largest of
+    ceil(n / cores) tables, each its own file; more tables keep files of ``tables_per_task`` tables."""
+    n_cores, per_file = fanout.cores(spark), 4
+    config = replace(load_config(None), spark=SparkConfig(tables_per_task=per_file))
+    ctx = StageContext(str(tmp_path), str(tmp_path), 1, "chunks", False, config)
+    for n in range(1, 6 * n_cores * per_file):
+        per_task, file_tables = work_chunks(spark, ctx, n)
+        sizes = [min(per_task, n - start) for start in range(0, n, per_task)]
+        assert sum(sizes) == n
+        if n < n_cores * per_file:
+            assert len(sizes) <= n_cores and max(sizes) == -(-n // n_cores) and file_tables == per_task
+        else:
+            assert file_tables == per_file and per_task % per_file == 0
 
 
 @pytest.mark.spark

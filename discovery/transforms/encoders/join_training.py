@@ -236,9 +236,10 @@ def train_join_encoder(values: list[str], config: JoinEncoderConfig = JoinEncode
 
 
 def _weights(table, gates, mlp) -> dict[str, np.ndarray]:
-    """The trained weights as the numpy arrays :class:`JoinEncoder` computes with (copies)."""
+    """The trained weights as the numpy arrays :class:`JoinEncoder` computes with: copies, but for the embedding, a
+    view of the trained table (nothing trains it further; a copy is 100 MB of fresh memory a first build waits for)."""
     return {
-        "embedding": table.numpy().copy(),
+        "embedding": table.numpy(),
         "importance": _importance(gates[:, 0]).numpy(),
         "w1": mlp[0].weight.detach().numpy().T.copy(), "b1": mlp[0].bias.detach().numpy().copy(),
         "w2": mlp[2].weight.detach().numpy().T.copy(), "b2": mlp[2].bias.detach().numpy().copy(),

@@ -46,7 +46,7 @@ from .columns import priority_sample, profile_column
 from .join_encoder import JoinEncoderConfig
 from .join_training import train_join_encoder
 from .ngrams import stable_uniform
-from .serialization import content_version
+from .serialization import content_digest, content_version
 from .stored import JOIN_MODEL, TABLE_MODEL, model_version
 from .table_encoder import TableEncoderConfig, held_out_tables, table_steps, train_table_encoder
 
@@ -230,7 +230,8 @@ def train_table_model(tables: list[SampledTable], config: EmbedConfig, column: E
 
 def _trained(name: str, encoder: Encoder, requires: dict, started: float, extra: dict) -> TrainedModel:
     data = encoder.to_bytes()  # serialised once: ``encoder.version`` would pack the 100 MB of a join encoder again
+    digest = content_digest(data)
     seconds = time.perf_counter() - started
-    params = {"requires": requires, "encoder_version": content_version(encoder.kind, data),
+    params = {"requires": requires, "encoder_version": content_version(encoder.kind, data, digest),
               "seconds": round(seconds, 3), **extra}
-    return TrainedModel(name, model_version(encoder.kind, data, requires), params, data, seconds)
+    return TrainedModel(name, model_version(encoder.kind, data, requires, digest), params, data, seconds)

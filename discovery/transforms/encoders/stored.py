@@ -39,6 +39,7 @@ from .base import ColumnConfig, Encoder
 from .hash_encoder import HashEncoder, HashEncoderConfig
 from .pretrained import model_dim
 from .registry import encoder_from_bytes
+from .serialization import content_digest
 from .sentence import SentenceTransformerEncoder
 from .terms import RULE as TERMS_RULE
 
@@ -59,9 +60,10 @@ class ModelRow:
     refresh_id: int
 
 
-def model_version(kind: str, payload: bytes, requires: dict) -> str:
-    """``<kind>-<hash>`` of the model bytes and of the JSON of what its vectors also depend on."""
-    digest = hashlib.blake2b(payload, digest_size=8)
+def model_version(kind: str, payload, requires: dict, digest: hashlib.blake2b | None = None) -> str:
+    """``<kind>-<hash>`` of the model bytes and of the JSON of what its vectors also depend on (``digest``: the
+    bytes' :func:`~.serialization.content_digest` when already computed, extended here without changing it)."""
+    digest = digest.copy() if digest is not None else content_digest(payload)
     digest.update(json.dumps(requires, sort_keys=True, default=str).encode())
     return f"{kind}-{digest.hexdigest()}"
 
@@ -101,10 +103,16 @@ def latest_row(warehouse: Warehouse, name: str) -> ModelRow | None:
 
 
 def model_table(name: str, version: str, params: dict, payload: bytes, refresh_id: int) -> pa.Table:
-    """One ``models`` row, ready to be written as a data file by a worker or the driver."""
+    """One ``models`` row, ready to be written as a data file by a worker or the driver.  The payload becomes the
+    row's value without a copy: a join encoder's is about 100 MB, and each fresh copy of it is time a first build
+    waits for (first touches of new memory cost about 2 ms a MB on a shared 2-core machine)."""
     row = {"name": name, "version": version, "created_at": datetime.now(UTC), "refresh_id": refresh_id,
-           "params": json.dumps(params, sort_keys=True, default=str), "payload": payload}
-    return pa.Table.from_pylist([row], schema=SCHEMAS["models"])
+           "params": json.dumps(params, sort_keys=True, default=str)}
+    data = pa.py_buffer(payload)
+    offsets = pa.array([0, data.size], pa.int32()).buffers()[1]
+    schema = SCHEMAS["models"]
+    return pa.table([pa.Array.from_buffers(pa.binary(), 1, [None, offsets, data]) if f.name == "payload"
+                     else pa.array([row[f.name]], f.type) for f in schema], schema=schema)
 
 
 def payload(wh: Warehouse, name: str, version: str, table_version: int | None = None) -> tuple[bytes, dict]:
@@ -140,19 +148,38 @@ def mapped_payload(wh: Warehouse, name: str, version: str):
     cannot go stale.  A warehouse on an object store, or a folder this process may not write (a read-only
     installation), is simply read from the table every time.
     """
-    root = storage.on_disk(wh.root)
-    if root is None or not _SAFE_VERSION.fullmatch(version):
+    path = _payload_path(wh, version)
+    if path is None:
         return payload(wh, name, version)[0]
-    folder = os.path.join(root, MODEL_FILES)
-    path = os.path.join(folder, f"{version}.bin")
     with contextlib.suppress(OSError, ValueError):  # missing, empty or not readable by this user: read the table
         return np.memmap(path, dtype=np.uint8, mode="r")
     data, _ = payload(wh, name, version)
+    keep_payload_file(wh, version, data)
+    return data
+
+
+def _payload_path(wh: Warehouse, version: str) -> str | None:
+    """Where :func:`mapped_payload` keeps a version's payload file; None off a local warehouse."""
+    root = storage.on_disk(wh.root)
+    if root is None or not _SAFE_VERSION.fullmatch(version):
+        return None
+    return os.path.join(root, MODEL_FILES, f"{version}.bin")
+
+
+def keep_payload_file(wh: Warehouse, version: str, data) -> None:
+    """Write a model version's payload where :func:`mapped_payload` maps it (atomically: a temporary file renamed
+    into place), unless it is there.  The embed stage's training task calls it with the payload it just trained, so
+    the encoding tasks after it map the file instead of each reading 100 MB back from the table.  A warehouse off a
+    local folder, or one this process may not write, keeps the table as the only copy."""
+    path = _payload_path(wh, version)
+    if path is None or os.path.exists(path):
+        return
+    folder = os.path.dirname(path)
     try:
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{version}.")
-    except OSError:  # not writable here: the table stays the only copy
-        return data
+    except OSError:  # not writable here
+        return
     try:
         with os.fdopen(fd, "wb") as fh:
             os.fchmod(fh.fileno(), 0o644)  # readable by the other processes serving this warehouse
@@ -161,7 +188,6 @@ def mapped_payload(wh: Warehouse, name: str, version: str):
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-    return data
 
 
 def needs_training(row: ModelRow | None, requires: dict, ok_tables: int, full: bool, growth: float) -> str | None:

@@ -13,8 +13,8 @@ import discovery
 from discovery.indexes.numjoin import NumericIndex, brute_force
 from discovery.indexes.union import UnionIndex, unionability
 from discovery.indexes.union.compact import CompactIndex
-from discovery.transforms.quantities import (COMPATIBLE, QUANTITIES, cells_quantity, codes, compatible, name_quantity,
-                                             pair_mask)
+from discovery.transforms.quantities import (COMPATIBLE, QUANTITIES, SCALE_DECADES, cells_quantity, codes, compatible,
+                                             name_quantity, pair_mask)
 from synthetic_lake import SyntheticLake, build_index_inputs, draw_tables, lake_model
 
 from numjoin_data import integer_lake
@@ -102,6 +102,21 @@ def test_compatibility_is_by_dimension_then_unit():
     assert not compatible("latitude", "longitude")
     assert COMPATIBLE.shape == (len(QUANTITIES), len(QUANTITIES)) and (COMPATIBLE == COMPATIBLE.T).all()
     assert COMPATIBLE[0].all() and codes([None, "no such quantity", "year"]).tolist()[:2] == [0, 0]
+
+
+def test_the_compatibility_table_is_the_rule_pair_by_pair():
+    """``COMPATIBLE`` (computed over all pairs at once) against the rule applied to each pair of quantity texts."""
+    def rule(a: str, b: str) -> bool:
+        if not a or not b:
+            return True
+        (a, _, sa), (b, _, sb) = a.partition("@"), b.partition("@")
+        (da, _, ua), (db, _, ub) = a.partition(":"), b.partition(":")
+        return (da == db and (not ua or not ub or ua == ub)
+                and (not sa or not sb or abs(int(sa) - int(sb)) <= SCALE_DECADES))
+
+    expected = np.array([[rule(a, b) for b in QUANTITIES] for a in QUANTITIES])
+    assert (COMPATIBLE == expected).all()
+    assert 0 < expected[1:, 1:].sum() < expected[1:, 1:].size  # the rule both allows and forbids pairs
 
 
 # -- union: every exact method equals a brute force that applies the rule ----------------------------------------------

@@ -6,7 +6,9 @@ import os
 import re
 import subprocess
 import sys
+import time
 
+import psutil
 import pytest
 
 from discovery.config import load_config
@@ -58,6 +60,21 @@ def test_refresh_then_status(small_lake, tmp_path):
     assert [w["path"] for w in data["warnings"]] == warned and warned
     text = _cli("status", "--warehouse", wh).stdout
     assert "failed and stale tables" in text and "header only: no data rows" in text
+    # The CLI returned at the application's answer; the application then ends on its own: none of its processes
+    # (spark-submit's JVM, the Python driver: their command lines name the warehouse) stays.
+    deadline = time.monotonic() + 120
+    while _naming(wh) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _naming(wh)
+
+
+def _naming(text: str) -> list[int]:
+    """Live processes with ``text`` in their command line."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        if proc.info["status"] != psutil.STATUS_ZOMBIE and any(text in a for a in proc.info["cmdline"] or ()):
+            found.append(proc.pid)
+    return found
     assert "refresh" in text and "profile" in text
 
 

@@ -58,7 +58,8 @@ class ProfileConfig:
 @dataclass(frozen=True)
 class SparkConfig:
     master: str = "local[*]"
-    tables_per_task: int = 16      # lake tables per output file and held by a task at once (a task takes up to 4)
+    tables_per_task: int = 16      # lake tables per output file and held by a task at once (a task takes up to 4;
+                                   # fewer tables than a file per core are shared evenly over the cores)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -72,7 +73,11 @@ def _master(cluster) -> dict:
 
 
 def _workers_that_ran(cluster, app_name: str) -> set[str]:
-    """Worker folders in which an executor of the application ``app_name`` ran at least one task."""
+    """Worker folders in which an executor of the application ``app_name`` ran at least one task, once no such
+    application is running: the CLI returns at an application's answer, and its teardown ends it a moment later."""
+    deadline = time.monotonic() + 120
+    while any(a["name"] == app_name for a in _master(cluster)["activeapps"]) and time.monotonic() < deadline:
+        time.sleep(0.5)
     apps = [a["id"] for a in _master(cluster)["completedapps"] if a["name"] == app_name]
     busy = set()
     for app in apps:

@@ -232,14 +232,15 @@ def train_join_encoder(values: list[str], config: JoinEncoderConfig = JoinEncode
                 step += 1
     finally:
         torch.set_num_threads(previous_threads)
-    return JoinEncoder(replace(config, steps=step), _weights(table, gates, mlp), column)
+    return JoinEncoder(replace(config, steps=step), _weights(table, gates, mlp, ended=True), column)
 
 
-def _weights(table, gates, mlp) -> dict[str, np.ndarray]:
-    """The trained weights as the numpy arrays :class:`JoinEncoder` computes with: copies, but for the embedding, a
-    view of the trained table (nothing trains it further; a copy is 100 MB of fresh memory a first build waits for)."""
+def _weights(table, gates, mlp, ended: bool = False) -> dict[str, np.ndarray]:
+    """The weights as the numpy arrays :class:`JoinEncoder` computes with: copies, but for the embedding of a training
+    that ``ended``, the trained table itself (nothing trains it further; a copy is 100 MB of fresh memory, time a first
+    build waits for)."""
     return {
-        "embedding": table.numpy(),
+        "embedding": table.numpy() if ended else table.numpy().copy(),
         "importance": _importance(gates[:, 0]).numpy(),
         "w1": mlp[0].weight.detach().numpy().T.copy(), "b1": mlp[0].bias.detach().numpy().copy(),
         "w2": mlp[2].weight.detach().numpy().T.copy(), "b2": mlp[2].bias.detach().numpy().copy(),

@@ -134,12 +134,17 @@ def launch(module: str, master: str, args: list[str], on_line: Callable[[str], N
                                 env=environment())
     assert proc.stdout is not None  # stdout=PIPE
     result = None
-    for line in proc.stdout:
-        if line.startswith(RESULT):
-            result = json.loads(line[len(RESULT):])
-            break
-        if on_line is not None:
-            on_line(line)
+    try:
+        for line in proc.stdout:
+            if line.startswith(RESULT):
+                result = json.loads(line[len(RESULT):])
+                break
+            if on_line is not None:
+                on_line(line)
+    except BaseException:  # Ctrl-C, a line the caller could not show: the application is waited for, as it ends
+        proc.stdout.close()
+        proc.wait()
+        raise
     if result is None:
         proc.stdout.close()
         proc.wait()
